@@ -1,0 +1,82 @@
+"""Backgrounds: which temporal links a query may see -- the leakage rules in one place.
+
+* extrapolation: every known link with t < t_q (train, valid and test facts: single-step
+  forecasting with ground-truth history).
+* interpolation: the training links (the index is built over the training facts, or over the
+  3/4 "fact" part of them while training), before or after t_q, except the query's own fact
+  (s, r, o, t_q) and its inverse (o, r+R, s, t_q).
+
+Rankers (baselines now, the TPAR model later) get links only through :meth:`Background.edges_from`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from tpar.data import TemporalKG
+from tpar.index import TemporalGraphIndex
+from tpar.queries import QueryBatch, Setting
+
+
+@dataclass
+class Background:
+    index: TemporalGraphIndex
+    setting: Setting
+
+    @classmethod
+    def for_evaluation(cls, kg: TemporalKG, setting: Setting | str) -> "Background":
+        """The background of valid/test queries: all facts (extrapolation, cut at t_q per query) or
+        the training facts (interpolation)."""
+        setting = Setting.parse(setting)
+        facts = kg.all_facts() if setting is Setting.EXTRAPOLATION else kg.facts("train")
+        return cls(TemporalGraphIndex(facts, kg.num_entities, kg.num_relations), setting)
+
+    @classmethod
+    def from_facts(cls, facts: np.ndarray, num_entities: int, num_relations: int, setting: Setting | str) -> "Background":
+        return cls(TemporalGraphIndex(facts, num_entities, num_relations), Setting.parse(setting))
+
+    @property
+    def num_entities(self) -> int:
+        return self.index.num_entities
+
+    @property
+    def num_relations(self) -> int:
+        return self.index.num_relations
+
+    def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Admitted links leaving ``nodes`` for the queries ``batch[query]``.
+
+        Args:
+            nodes: (P,) entity ids; query: (P,) index of the query each node is expanded for.
+        Returns:
+            (edge ids (M,), owner (M,)) with owner[j] in [0, P): the (node, query) pair of link j.
+        """
+        if self.setting is Setting.EXTRAPOLATION:
+            start, end = self.index.slices(nodes, batch.time[query])
+            return self.index.expand(start, end)
+        start, end = self.index.slices(nodes)
+        edges, owner = self.index.expand(start, end)
+        if edges.numel():
+            keep = ~self._is_own_fact(edges, query[owner], batch)
+            edges, owner = edges[keep], owner[keep]
+        return edges, owner
+
+    def _is_own_fact(self, edges: torch.Tensor, q: torch.Tensor, batch: QueryBatch) -> torch.Tensor:
+        """(M,) bool: link ``edges[j]`` is query ``q[j]``'s own fact or that fact's inverse."""
+        ix, R = self.index, self.num_relations
+        s, r, a, t = batch.subject[q], batch.relation[q], batch.answer[q], batch.time[q]
+        r_inv = torch.where(r < R, r + R, r - R)
+        same_time = ix.time[edges] == t
+        fwd = (ix.src[edges] == s) & (ix.rel[edges] == r) & (ix.dst[edges] == a)
+        inv = (ix.src[edges] == a) & (ix.rel[edges] == r_inv) & (ix.dst[edges] == s)
+        return same_time & (fwd | inv)
+
+    def own_fact_present(self, batch: QueryBatch) -> torch.Tensor:
+        """(B,) bool: the query's own fact is among this background's links (it is then hidden from
+        the query by :meth:`edges_from`; aggregate statistics must discount it too)."""
+        if self.setting is Setting.EXTRAPOLATION:
+            return torch.zeros(len(batch), dtype=torch.bool)  # t = t_q is never visible
+        return self.index.find(batch.subject, batch.relation, batch.answer, batch.time)

@@ -1,0 +1,205 @@
+"""Rule-free baselines, ranked by the same evaluator as the model.
+
+* ``frequency``: score(e | s, r, t_q) = number of background facts (s, r, e, t').
+* ``recurrency``: the recurrency baseline of Gastinger et al. (IJCAI 2024, "History repeats
+  itself"), written from its published formulas: score = α·ψ_λ + (1 − α)·ξ, where
+
+  - ψ_λ(e | s, r, t_q) = Σ_{(s, r, e, t') in background} 2^(−λ·|t_q − t'|) / Σ_k 2^(−λ·|t_q − k|),
+    the denominator summing over every time step k the background spans (before t_q when
+    extrapolating): a recency-weighted count of the fact having happened before;
+  - ξ(e | r) = #(x, r, e, ·) / #(x, r, ·, ·) in the background: how often e answers relation r.
+
+  λ (per time step of the data) and α are chosen on the validation split, per relation with a
+  data-set-wide fallback, exactly as that paper selects them.
+
+Both see the background only through :meth:`tpar.background.Background.edges_from`, so the
+leakage rules of the setting hold for them as for the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from tpar.background import Background
+from tpar.data import TemporalKG
+from tpar.evaluation import TimeAwareFilter, check_background, evaluation_queries, filtered_ranks
+from tpar.queries import QueryBatch, Setting
+
+
+def _direct_links(batch: QueryBatch, background: Background) -> tuple[torch.Tensor, torch.Tensor]:
+    """Admitted links (s, r, e, t') that leave each query's subject with the query's relation."""
+    b = len(batch)
+    edges, owner = background.edges_from(batch.subject, torch.arange(b), batch)
+    keep = background.index.rel[edges] == batch.relation[owner]
+    return edges[keep], owner[keep]
+
+
+class FrequencyBaseline:
+    """score(e | s, r, t_q) = #{(s, r, e, t') in the query's background}."""
+
+    name = "frequency"
+
+    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        edges, owner = _direct_links(batch, background)
+        scores = torch.zeros(len(batch), background.num_entities)
+        scores.index_put_((owner, background.index.dst[edges]), torch.ones(owner.shape[0]), accumulate=True)
+        return scores
+
+    def params(self) -> dict:
+        return {}
+
+
+@dataclass
+class RecurrencyBaseline:
+    """α·ψ_λ + (1 − α)·ξ (see the module docstring). ``per_relation`` maps a relation id in
+    [0, 2R) to its own (λ, α); others use (``lmbda``, ``alpha``)."""
+
+    lmbda: float = 0.1
+    alpha: float = 0.99
+    per_relation: dict[int, tuple[float, float]] = field(default_factory=dict)
+    name: str = "recurrency"
+    fit_info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._xi_cache: tuple | None = None
+        self._by_time: tuple | None = None
+
+    # -- components -------------------------------------------------------------------------------
+    def psi(self, batch: QueryBatch, background: Background, lmbda: torch.Tensor) -> torch.Tensor:
+        """(B, E) recency-weighted recurrence ψ_λ; ``lmbda`` (B,) per query."""
+        edges, owner = _direct_links(batch, background)
+        ix = background.index
+        dt = (batch.time[owner] - ix.time[edges]).abs().double()
+        w = torch.pow(2.0, -lmbda[owner].double() * dt)
+        num = torch.zeros(len(batch), background.num_entities, dtype=torch.float64)
+        num.index_put_((owner, ix.dst[edges]), w, accumulate=True)
+        # normaliser: sum over every time step k of the background (k < t_q when extrapolating)
+        ks = torch.arange(ix.time_min, ix.time_min + ix.time_span - 1, dtype=torch.float64)
+        d = (batch.time.double().unsqueeze(1) - ks.unsqueeze(0))
+        terms = torch.pow(2.0, -lmbda.double().unsqueeze(1) * d.abs())
+        if background.setting is Setting.EXTRAPOLATION:
+            terms = terms * (d > 0)
+        denom = terms.sum(1).clamp_min(1e-15)
+        return (num / denom.unsqueeze(1)).float()
+
+    def xi(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        """(B, E) share of the background's links of relation r that end in each entity."""
+        ix, E = background.index, background.num_entities
+        out = torch.zeros(len(batch), E)
+        if background.setting is Setting.INTERPOLATION:
+            counts = self._counts(background, None)
+            num = counts[batch.relation].clone()
+            own = background.own_fact_present(batch)  # discount the query's own fact
+            rows = torch.nonzero(own).squeeze(1)
+            num[rows, batch.answer[rows]] -= 1
+            den = num.sum(1, keepdim=True)
+            return torch.where(den > 0, num / den.clamp_min(1), out)
+        for t in torch.unique(batch.time).tolist():
+            rows = torch.nonzero(batch.time == t).squeeze(1)
+            counts = self._counts(background, t)
+            num = counts[batch.relation[rows]]
+            den = num.sum(1, keepdim=True)
+            out[rows] = torch.where(den > 0, num / den.clamp_min(1), out[rows])
+        return out
+
+    def _counts(self, background: Background, before: int | None) -> torch.Tensor:
+        """(2R, E) link counts per (relation, destination), over links with time < ``before``."""
+        key = (id(background.index), before)
+        if self._xi_cache is not None and self._xi_cache[0] == key:
+            return self._xi_cache[1]
+        ix = background.index
+        if self._by_time is None or self._by_time[0] != id(ix):
+            order = torch.argsort(ix.time, stable=True)
+            self._by_time = (id(ix), ix.time[order], ix.rel[order] * ix.num_entities + ix.dst[order])
+        _, times, flat = self._by_time
+        n = len(times) if before is None else int(torch.searchsorted(times, torch.tensor(before)))
+        counts = torch.bincount(flat[:n], minlength=2 * ix.num_relations * ix.num_entities).float()
+        counts = counts.view(2 * ix.num_relations, ix.num_entities)
+        self._xi_cache = (key, counts)
+        return counts
+
+    # -- ranking ----------------------------------------------------------------------------------
+    def _params_for(self, relation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lam = torch.full(relation.shape, float(self.lmbda), dtype=torch.float64)
+        alp = torch.full(relation.shape, float(self.alpha), dtype=torch.float64)
+        for i, r in enumerate(relation.tolist()):
+            if r in self.per_relation:
+                lam[i], alp[i] = self.per_relation[r]
+        return lam, alp
+
+    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        lam, alp = self._params_for(batch.relation)
+        psi, xi = self.psi(batch, background, lam), self.xi(batch, background)
+        a = alp.float().unsqueeze(1)
+        return a * psi + (1 - a) * xi
+
+    def params(self) -> dict:
+        return {"lambda": self.lmbda, "alpha": self.alpha, "fit": self.fit_info,
+                "per_relation": {str(r): {"lambda": l, "alpha": a} for r, (l, a) in sorted(self.per_relation.items())}}
+
+
+#: grids searched by :func:`fit_recurrency` (λ per time step of the data)
+LAMBDA_GRID = (0.0, 0.001, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+ALPHA_GRID = (0.0, 0.5, 0.9, 0.99, 0.999, 0.99999, 1.0)
+
+
+def fit_recurrency(kg: TemporalKG, setting: Setting | str, *, split: str = "valid", per_relation: bool = True,
+                   lambdas: tuple[float, ...] = LAMBDA_GRID, alphas: tuple[float, ...] = ALPHA_GRID,
+                   max_queries: int = 20000, min_relation_queries: int = 5, seed: int = 0,
+                   batch_size: int = 256, progress: bool = True,
+                   on_step: Callable[[int, int], None] | None = None) -> RecurrencyBaseline:
+    """Choose λ and α by grid search on ``split`` (realistic MRR), data-set wide and, with
+    ``per_relation``, for each relation id with at least ``min_relation_queries`` queries.
+    At most ``max_queries`` (a seeded random subset) are used, to bound the cost on large data."""
+    setting = Setting.parse(setting)
+    check_background(kg, setting)
+    queries = evaluation_queries(kg, split)
+    if len(queries) > max_queries:
+        keep = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(len(queries), max_queries, replace=False)))
+        queries = queries[keep]
+    background = Background.for_evaluation(kg, setting)
+    filt = TimeAwareFilter(kg.all_facts(), kg.num_entities, kg.num_relations)
+    model = RecurrencyBaseline()
+    n = len(queries)
+    rr = np.zeros((len(lambdas), len(alphas), n))  # reciprocal realistic ranks
+    total = len(lambdas) * ((n + batch_size - 1) // batch_size)
+    bar = tqdm(total=total, desc="fit recurrency", disable=not progress, mininterval=1.0)
+    step = 0
+    for start in range(0, n, batch_size):
+        batch = queries[slice(start, start + batch_size)]
+        rows, cols = filt.pairs(batch)
+        xi = model.xi(batch, background)
+        for i, lam in enumerate(lambdas):
+            psi = model.psi(batch, background, torch.full((len(batch),), lam, dtype=torch.float64))
+            for j, a in enumerate(alphas):
+                o, p = filtered_ranks(a * psi + (1 - a) * xi, batch.answer, rows, cols)
+                rr[i, j, start:start + len(batch)] = (2.0 / (o + p)).numpy()
+            step += 1
+            bar.update(1)
+            if on_step:
+                on_step(step, total)
+    bar.close()
+    mean = rr.mean(2)
+    i, j = np.unravel_index(np.argmax(mean), mean.shape)
+    model.lmbda, model.alpha = float(lambdas[i]), float(alphas[j])
+    if per_relation:
+        rel = queries.relation.numpy()
+        for r in np.unique(rel):
+            m = rel == r
+            if m.sum() < min_relation_queries:
+                continue
+            sub = rr[:, :, m].mean(2)
+            ri, rj = np.unravel_index(np.argmax(sub), sub.shape)
+            if sub[ri, rj] > sub[i, j]:
+                model.per_relation[int(r)] = (float(lambdas[ri]), float(alphas[rj]))
+    model.fit_info = {"split": split, "queries": int(n), "mrr_global": float(mean[i, j]),
+                      "lambdas": list(lambdas), "alphas": list(alphas)}
+    return model
+
+
+BASELINES = ("frequency", "recurrency")

@@ -1,0 +1,129 @@
+"""The one in-memory representation of a temporal knowledge graph."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from tpar.timeaxis import TimeAxis
+from tpar.vocab import Vocabulary
+
+SPLITS = ("train", "valid", "test")
+
+
+def empty_facts() -> np.ndarray:
+    return np.zeros((0, 4), dtype=np.int64)
+
+
+@dataclass
+class TemporalKG:
+    """Facts ``(subject, relation, object, time step)`` per split, with vocabularies and a time axis.
+
+    Attributes:
+        name: short name (the benchmark folder or CSV file name).
+        entities, relations: id <-> name. Relations are the *base* relations as in the files;
+            inverse relations ``r + num_relations`` are added by :class:`tpar.index.TemporalGraphIndex`,
+            never stored here.
+        time_axis: integer step <-> label.
+        splits: ``{"train"|"valid"|"test": int64 array (N, 4)}`` with columns s, r, o, t;
+            de-duplicated within each split. A split that the files lack is absent (see
+            :attr:`missing_splits`).
+        source: where the data was read from.
+        notes: what the loader did that a user should know (duplicates dropped, policies applied).
+    """
+
+    name: str
+    entities: Vocabulary
+    relations: Vocabulary
+    time_axis: TimeAxis
+    splits: dict[str, np.ndarray]
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for split, arr in self.splits.items():
+            if split not in SPLITS:
+                raise ValueError(f"unknown split {split!r}")
+            arr = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1, 4)
+            self.splits[split] = arr
+            if len(arr):
+                if arr[:, [0, 2]].min() < 0 or arr[:, [0, 2]].max() >= len(self.entities):
+                    raise ValueError(f"{split}: entity id out of range")
+                if arr[:, 1].min() < 0 or arr[:, 1].max() >= len(self.relations):
+                    raise ValueError(f"{split}: relation id out of range")
+
+    # -- sizes ----------------------------------------------------------------------------------
+    @property
+    def num_entities(self) -> int:
+        return len(self.entities)
+
+    @property
+    def num_relations(self) -> int:
+        """Number of base relations R (inverse relations are R..2R-1 in the index)."""
+        return len(self.relations)
+
+    @property
+    def missing_splits(self) -> tuple[str, ...]:
+        return tuple(s for s in SPLITS if s not in self.splits)
+
+    def facts(self, split: str) -> np.ndarray:
+        """int64 (N, 4) facts of ``split``; an empty array if the split is missing."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r} (expected one of {', '.join(SPLITS)})")
+        return self.splits.get(split, empty_facts())
+
+    def all_facts(self) -> np.ndarray:
+        """train ∪ valid ∪ test as one (N, 4) array, duplicates across splits removed."""
+        parts = [self.facts(s) for s in SPLITS]
+        return np.unique(np.concatenate(parts), axis=0) if sum(map(len, parts)) else empty_facts()
+
+    # -- identity -------------------------------------------------------------------------------
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over vocabularies, time axis and every split's facts: equal data <=> equal hash."""
+        h = hashlib.sha256()
+        h.update(b"tpar-kg-v1\n")
+        h.update("\n".join(self.entities.names).encode("utf-8") + b"\x00")
+        h.update("\n".join(self.relations.names).encode("utf-8") + b"\x00")
+        h.update(json.dumps(self.time_axis.to_dict(), sort_keys=True).encode() + b"\x00")
+        for split in SPLITS:
+            arr = self.facts(split).astype("<i8", copy=False)
+            h.update(f"{split}:{len(arr)}\n".encode())
+            h.update(np.ascontiguousarray(arr).tobytes())
+        return h.hexdigest()
+
+    # -- statistics -----------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """Counts for `tpar info` and the app: per split facts, entities, time range."""
+        out: dict = {
+            "name": self.name,
+            "source": self.source,
+            "fingerprint": self.fingerprint,
+            "num_entities": self.num_entities,
+            "num_relations": self.num_relations,
+            "time_axis": self.time_axis.describe(),
+            "missing_splits": list(self.missing_splits),
+            "splits": {},
+            "notes": list(self.notes),
+        }
+        for split in SPLITS:
+            if split not in self.splits:
+                continue
+            arr = self.splits[split]
+            info: dict = {"facts": int(len(arr))}
+            if len(arr):
+                tmin, tmax = int(arr[:, 3].min()), int(arr[:, 3].max())
+                info.update(
+                    entities=int(len(np.unique(arr[:, [0, 2]]))),
+                    relations=int(len(np.unique(arr[:, 1]))),
+                    time_steps=int(len(np.unique(arr[:, 3]))),
+                    time_range=[self.time_axis.label(tmin), self.time_axis.label(tmax)],
+                )
+            out["splits"][split] = info
+        every = self.all_facts()
+        out["entities_in_facts"] = int(len(np.unique(every[:, [0, 2]]))) if len(every) else 0
+        return out

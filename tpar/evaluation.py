@@ -1,0 +1,263 @@
+"""The evaluation protocol every ranker goes through.
+
+* Queries: each fact (s, r, o, t) of the split gives (s, r, ?, t) -> o and (o, r^-1, ?, t) -> s.
+* Time-aware filter: the other true answers of the same (subject, relation, time) in
+  train ∪ valid ∪ test are removed from the candidates before ranking.
+* Ranks in three tie modes over the remaining candidates, with a = the answer's score:
+  optimistic = 1 + #(score > a); pessimistic = #(score >= a), the answer included;
+  realistic = (optimistic + pessimistic) / 2, the expected rank under random tie-breaking.
+  Realistic is the headline. Candidates a model never reached share one score, so they tie with
+  an unreached answer and cannot help it.
+* MRR = mean(1 / rank); Hits@k = share of queries with rank <= k (on the fractional realistic
+  rank). Reported overall, per direction and per relation.
+"""
+
+from __future__ import annotations
+
+import json
+import time as _time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from tpar.background import Background
+from tpar.data import TemporalKG
+from tpar.index import TemporalGraphIndex
+from tpar.queries import DIRECTION_NAMES, QueryBatch, Setting, make_queries
+
+TIE_MODES = ("realistic", "optimistic", "pessimistic")
+HITS_AT = (1, 3, 10)
+
+
+class Ranker(Protocol):
+    """Anything that scores every entity for a batch of queries."""
+
+    name: str
+
+    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        """(B, num_entities) float scores; higher is better. Never NaN."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# time-aware filter
+# ---------------------------------------------------------------------------------------------------
+class TimeAwareFilter:
+    """All true answers of (subject, relation, time) over the given facts and their inverses."""
+
+    def __init__(self, facts: np.ndarray, num_entities: int, num_relations: int) -> None:
+        f = torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4))
+        s, r, o, t = f.unbind(1)
+        self.num_relations = num_relations
+        self._times = torch.unique(t)
+        subj = torch.cat([s, o])
+        rel = torch.cat([r, r + num_relations])
+        ans = torch.cat([o, s])
+        key = self._key(subj, rel, torch.searchsorted(self._times, torch.cat([t, t])))
+        order = torch.argsort(key)
+        self._keys, self._answers = key[order], ans[order]
+
+    def _key(self, subj: torch.Tensor, rel: torch.Tensor, tpos: torch.Tensor) -> torch.Tensor:
+        return (subj * (2 * self.num_relations) + rel) * (len(self._times) + 1) + tpos
+
+    def pairs(self, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rows, entities) to filter: every true answer of each query's (s, r, t) except its own answer."""
+        tpos = torch.searchsorted(self._times, batch.time)
+        known = (tpos < len(self._times)) & (self._times[tpos.clamp(max=max(len(self._times) - 1, 0))] == batch.time)
+        tpos = torch.where(known, tpos, torch.full_like(tpos, len(self._times)))  # unknown time: no match
+        key = self._key(batch.subject, batch.relation, tpos)
+        lo = torch.searchsorted(self._keys, key, side="left")
+        hi = torch.searchsorted(self._keys, key, side="right")
+        idx, row = TemporalGraphIndex.expand(lo, hi)
+        ent = self._answers[idx]
+        keep = ent != batch.answer[row]
+        return row[keep], ent[keep]
+
+
+# ---------------------------------------------------------------------------------------------------
+# ranks and metrics
+# ---------------------------------------------------------------------------------------------------
+def filtered_ranks(scores: torch.Tensor, answer: torch.Tensor, filter_rows: torch.Tensor,
+                   filter_cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Optimistic and pessimistic ranks (B,) of ``answer`` among unfiltered candidates.
+
+    ``scores`` (B, E): higher is better. The answer itself is never counted as a competitor in
+    the optimistic rank and counts once in the pessimistic rank.
+    """
+    scores = scores.detach().float().cpu()
+    if torch.isnan(scores).any():
+        raise ValueError("ranker returned NaN scores")
+    b = scores.shape[0]
+    rows = torch.arange(b)
+    a = scores[rows, answer]
+    greater = (scores > a.unsqueeze(1)).sum(1)
+    equal = (scores == a.unsqueeze(1)).sum(1) - 1  # the answer itself is not a competitor
+    if filter_rows.numel():  # filtered entities are not competitors either (pairs are unique)
+        fs, fa = scores[filter_rows, filter_cols], a[filter_rows]
+        greater -= torch.bincount(filter_rows, weights=(fs > fa).double(), minlength=b).long()
+        equal -= torch.bincount(filter_rows, weights=(fs == fa).double(), minlength=b).long()
+    return (1 + greater).double(), (1 + greater + equal).double()
+
+
+@dataclass
+class RankingMetrics:
+    mrr: float
+    hits: dict[int, float]
+    count: int
+
+    @classmethod
+    def from_ranks(cls, ranks: np.ndarray) -> "RankingMetrics":
+        ranks = np.asarray(ranks, dtype=np.float64)
+        if len(ranks) == 0:
+            return cls(float("nan"), {k: float("nan") for k in HITS_AT}, 0)
+        return cls(float(np.mean(1.0 / ranks)), {k: float(np.mean(ranks <= k)) for k in HITS_AT}, int(len(ranks)))
+
+    def to_dict(self) -> dict:
+        d = {"mrr": self.mrr}
+        d.update({f"hits@{k}": v for k, v in self.hits.items()})
+        d["count"] = self.count
+        return d
+
+
+@dataclass
+class EvaluationResult:
+    """Ranks of every query and the metrics derived from them (values are fractions in [0, 1])."""
+
+    setting: str
+    split: str
+    method: str
+    dataset: str
+    fingerprint: str
+    queries: np.ndarray  # (Q, 5) int64: subject, relation (in [0, 2R)), answer, time, direction
+    optimistic: np.ndarray  # (Q,)
+    pessimistic: np.ndarray  # (Q,)
+    relation_names: tuple[str, ...]
+    seconds: float = 0.0
+    params: dict = field(default_factory=dict)
+
+    @property
+    def realistic(self) -> np.ndarray:
+        return (self.optimistic + self.pessimistic) / 2.0
+
+    @property
+    def num_queries(self) -> int:
+        return int(len(self.optimistic))
+
+    def ranks(self, mode: str) -> np.ndarray:
+        if mode not in TIE_MODES:
+            raise ValueError(f"unknown tie mode {mode!r}")
+        return getattr(self, mode)
+
+    def metrics(self, mode: str = "realistic", mask: np.ndarray | None = None) -> RankingMetrics:
+        r = self.ranks(mode)
+        return RankingMetrics.from_ranks(r if mask is None else r[mask])
+
+    def by_direction(self) -> dict[str, dict[str, RankingMetrics]]:
+        d = self.queries[:, 4]
+        return {name: {m: self.metrics(m, d == i) for m in TIE_MODES} for i, name in enumerate(DIRECTION_NAMES)}
+
+    def by_relation(self) -> dict[str, dict[str, RankingMetrics]]:
+        """Per base relation, both directions together (subject queries use r + R)."""
+        R = len(self.relation_names)
+        base = self.queries[:, 1] % R
+        return {self.relation_names[r]: {m: self.metrics(m, base == r) for m in TIE_MODES}
+                for r in np.unique(base)}
+
+    def to_dict(self, per_relation: bool = True) -> dict:
+        out: dict = {
+            "setting": self.setting,
+            "split": self.split,
+            "method": self.method,
+            "dataset": self.dataset,
+            "fingerprint": self.fingerprint,
+            "num_queries": self.num_queries,
+        }
+        for m in TIE_MODES:
+            d = self.metrics(m).to_dict()
+            d.pop("count")
+            out[m] = d
+        out["by_direction"] = {k: {m: v.to_dict() for m, v in modes.items()} for k, modes in self.by_direction().items()}
+        if per_relation:
+            out["by_relation"] = {k: {m: v.to_dict() for m, v in modes.items()} for k, modes in self.by_relation().items()}
+        out["params"] = self.params
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+    def write_json(self, path: str | Path) -> None:
+        """Atomic write of :meth:`to_dict` as JSON."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=True))
+        tmp.replace(path)
+
+    def summary(self) -> str:
+        lines = [f"{self.method} | {self.dataset} | {self.setting} | {self.split} | {self.num_queries} queries "
+                 f"| {self.seconds:.1f} s"]
+        lines.append(f"{'':12s} {'MRR':>7s} {'H@1':>7s} {'H@3':>7s} {'H@10':>7s}")
+        for m in TIE_MODES:
+            x = self.metrics(m)
+            lines.append(f"{m:12s} {100 * x.mrr:7.2f} {100 * x.hits[1]:7.2f} {100 * x.hits[3]:7.2f} {100 * x.hits[10]:7.2f}")
+        for name, modes in self.by_direction().items():
+            x = modes["realistic"]
+            lines.append(f"  {name + ' q.':10s} {100 * x.mrr:7.2f} {100 * x.hits[1]:7.2f} {100 * x.hits[3]:7.2f} "
+                         f"{100 * x.hits[10]:7.2f}  (realistic, {x.count} queries)")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the evaluator
+# ---------------------------------------------------------------------------------------------------
+def evaluation_queries(kg: TemporalKG, split: str) -> QueryBatch:
+    """Both directions of every fact of ``split``, ordered by time (so per-time caches stay warm)."""
+    facts = kg.facts(split)
+    if len(facts) == 0:
+        raise ValueError(f"{kg.name}: the {split} split is missing or empty")
+    q = make_queries(facts, kg.num_relations)
+    order = torch.sort(q.time, stable=True).indices
+    return q[order]
+
+
+def check_background(kg: TemporalKG, setting: Setting) -> None:
+    """Refuse settings whose background the data cannot provide."""
+    if setting is Setting.INTERPOLATION and "train" in kg.missing_splits:
+        raise ValueError(f"{kg.name}: the train split is missing, so interpolation queries have no background "
+                         "(interpolation sees the training facts only)")
+
+
+def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str = "test", *,
+             batch_size: int = 256, progress: bool = True, background: Background | None = None,
+             on_batch: Callable[[int, int], None] | None = None, params: dict | None = None) -> EvaluationResult:
+    """Rank every query of ``split`` with ``ranker`` under ``setting``; see the module docstring."""
+    setting = Setting.parse(setting)
+    check_background(kg, setting)
+    t0 = _time.perf_counter()
+    queries = evaluation_queries(kg, split)
+    background = background or Background.for_evaluation(kg, setting)
+    filt = TimeAwareFilter(kg.all_facts(), kg.num_entities, kg.num_relations)
+    n = len(queries)
+    opt = np.zeros(n)
+    pes = np.zeros(n)
+    bar = tqdm(total=n, desc=f"{ranker.name} {split}", unit="q", disable=not progress, mininterval=1.0)
+    for start in range(0, n, batch_size):
+        batch = queries[slice(start, start + batch_size)]
+        scores = ranker.score(batch, background)
+        if scores.shape != (len(batch), kg.num_entities):
+            raise ValueError(f"ranker returned scores of shape {tuple(scores.shape)}, "
+                             f"expected {(len(batch), kg.num_entities)}")
+        rows, cols = filt.pairs(batch)
+        o, p = filtered_ranks(scores, batch.answer, rows, cols)
+        opt[start:start + len(batch)] = o.numpy()
+        pes[start:start + len(batch)] = p.numpy()
+        bar.update(len(batch))
+        if on_batch:
+            on_batch(min(start + batch_size, n), n)
+    bar.close()
+    qarr = torch.stack([queries.subject, queries.relation, queries.answer, queries.time, queries.direction], 1).numpy()
+    return EvaluationResult(setting=setting.value, split=split, method=ranker.name, dataset=kg.name,
+                            fingerprint=kg.fingerprint, queries=qarr, optimistic=opt, pessimistic=pes,
+                            relation_names=kg.relations.names, seconds=_time.perf_counter() - t0,
+                            params=dict(params or {}))

@@ -1,0 +1,86 @@
+"""The temporal graph index: a CSR over source entities, each node's edges sorted by time.
+
+Every fact (s, r, o, t) is stored twice: as the edge s -r-> o and as the inverse edge
+o -(r+R)-> s. Inverse relations are added here and never stored in files. Because each node's
+edges are sorted by time, "edges leaving node v with t < t_q" is the slice
+``indptr[v] : indptr[v] + (number of v's edges before t_q)``, found by one binary search over a
+combined (node, time) key -- vectorised over any number of (node, t_q) pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class TemporalGraphIndex:
+    """CSR index of facts plus their inverses.
+
+    Attributes (all int64 tensors of shape (2N,) unless noted, ordered by (src, time, rel, dst)):
+        src, rel, dst, time: the edges; ``rel`` in [0, 2R).
+        fact: row of the edge's fact in the ``facts`` array given to the constructor.
+        indptr: (E + 1,) node v's edges are ``indptr[v]:indptr[v+1]``.
+    """
+
+    def __init__(self, facts: np.ndarray, num_entities: int, num_relations: int) -> None:
+        f = torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4))
+        self.num_entities = int(num_entities)
+        self.num_relations = int(num_relations)
+        s, r, o, t = f.unbind(1)
+        n = f.shape[0]
+        src = torch.cat([s, o])
+        rel = torch.cat([r, r + num_relations])
+        dst = torch.cat([o, s])
+        time = torch.cat([t, t])
+        fact = torch.cat([torch.arange(n), torch.arange(n)])
+        self.time_min = int(time.min()) if n else 0
+        self.time_span = (int(time.max()) - self.time_min + 2) if n else 2
+        # sort by (src, time, rel, dst): lexsort via successive stable sorts, last key first
+        order = torch.arange(2 * n)
+        for key in (dst, rel, time, src):
+            order = order[torch.sort(key[order], stable=True).indices]
+        self.src, self.rel, self.dst, self.time, self.fact = (x[order].contiguous() for x in (src, rel, dst, time, fact))
+        counts = torch.bincount(self.src, minlength=self.num_entities) if n else torch.zeros(self.num_entities, dtype=torch.int64)
+        self.indptr = torch.zeros(self.num_entities + 1, dtype=torch.int64)
+        self.indptr[1:] = torch.cumsum(counts, 0)
+        self._key = self.src * self.time_span + (self.time - self.time_min)  # sorted ascending
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.src.shape[0])
+
+    def degree(self, nodes: torch.Tensor) -> torch.Tensor:
+        return self.indptr[nodes + 1] - self.indptr[nodes]
+
+    def slices(self, nodes: torch.Tensor, before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Edge ranges ``[start, end)`` leaving ``nodes`` (P,); with ``before`` (P,), only edges with
+        time < before[i]. Returns two (P,) int64 tensors."""
+        start = self.indptr[nodes]
+        if before is None:
+            return start, self.indptr[nodes + 1]
+        cut = (before - self.time_min).clamp(0, self.time_span - 1)
+        end = torch.searchsorted(self._key, nodes * self.time_span + cut)
+        return start, torch.maximum(end, start)
+
+    @staticmethod
+    def expand(start: torch.Tensor, end: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Flatten ranges into (edge ids (M,), owner (M,)) where owner[j] is the range that edge j
+        came from. No Python loop."""
+        lengths = end - start
+        owner = torch.repeat_interleave(torch.arange(start.shape[0], device=start.device), lengths)
+        if owner.numel() == 0:
+            return owner, owner
+        offsets = torch.cumsum(lengths, 0) - lengths  # start of each range in the flat list
+        edge = start[owner] + (torch.arange(owner.shape[0], device=start.device) - offsets[owner])
+        return edge, owner
+
+    def find(self, src: torch.Tensor, rel: torch.Tensor, dst: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        """Whether each edge (src, rel, dst, time) is in the index: (P,) bool."""
+        _, start = self.slices(src, time)      # first edge of src with time >= t
+        _, end = self.slices(src, time + 1)    # one past src's last edge with time t
+        e, owner = self.expand(start, end)
+        hit = torch.zeros(src.shape[0], dtype=torch.bool)
+        if e.numel():
+            m = (self.rel[e] == rel[owner]) & (self.dst[e] == dst[owner])
+            hit[owner[m]] = True
+        return hit

@@ -1,0 +1,78 @@
+"""Queries of the link-prediction task and the two reasoning settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import torch
+
+
+class Setting(str, Enum):
+    """Which facts a query may see (its *background*), see :mod:`tpar.background`.
+
+    * ``extrapolation``: all known facts (train, valid and test) with t < t_q -- single-step
+      forecasting with ground-truth history, as in the paper (Appendix E.1).
+    * ``interpolation``: the training facts, before or after t_q, never the query's own fact
+      nor its inverse (paper Section 4.1, Appendix D.1).
+    """
+
+    EXTRAPOLATION = "extrapolation"
+    INTERPOLATION = "interpolation"
+
+    @classmethod
+    def parse(cls, value: "str | Setting") -> "Setting":
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown setting {value!r} (expected extrapolation or interpolation)") from None
+
+
+#: direction codes of :attr:`QueryBatch.direction`
+OBJECT, SUBJECT = 0, 1
+DIRECTION_NAMES = ("object", "subject")
+
+
+@dataclass
+class QueryBatch:
+    """B queries ``(subject, relation, ?, time) -> answer``.
+
+    Relations are in ``[0, 2R)``: a subject query ``(?, r, o, t)`` is asked as ``(o, r + R, ?, t)``.
+    ``answer`` is the true entity: the evaluator ranks it, and backgrounds use it only to keep
+    the query's own fact (and its inverse) out of reach. All tensors are int64 of shape (B,).
+    """
+
+    subject: torch.Tensor
+    relation: torch.Tensor
+    time: torch.Tensor
+    answer: torch.Tensor
+    direction: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.subject.shape[0])
+
+    def __getitem__(self, idx) -> "QueryBatch":
+        return QueryBatch(self.subject[idx], self.relation[idx], self.time[idx], self.answer[idx], self.direction[idx])
+
+    def to(self, device) -> "QueryBatch":
+        return QueryBatch(*(x.to(device) for x in (self.subject, self.relation, self.time, self.answer, self.direction)))
+
+
+def make_queries(facts: np.ndarray, num_relations: int, directions: str = "both") -> QueryBatch:
+    """Each fact (s, r, o, t) gives an object query (s, r, ?, t) -> o and a subject query
+    (o, r + R, ?, t) -> s. ``directions``: ``both`` (default), ``object`` or ``subject``."""
+    f = torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4))
+    s, r, o, t = f.unbind(1)
+    n = f.shape[0]
+    obj = QueryBatch(s, r, t, o, torch.full((n,), OBJECT, dtype=torch.int64))
+    sub = QueryBatch(o, r + num_relations, t, s, torch.full((n,), SUBJECT, dtype=torch.int64))
+    if directions == "object":
+        return obj
+    if directions == "subject":
+        return sub
+    if directions != "both":
+        raise ValueError(f"unknown directions {directions!r}")
+    return QueryBatch(*(torch.cat([a, b]) for a, b in zip(
+        (obj.subject, obj.relation, obj.time, obj.answer, obj.direction),
+        (sub.subject, sub.relation, sub.time, sub.answer, sub.direction))))

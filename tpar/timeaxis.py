@@ -1,0 +1,136 @@
+"""The time axis of a temporal KG: integer time steps <-> human labels (dates, years).
+
+Every fact stores its time as an integer *step*. The axis says what one step is (its granularity
+and how many units it spans) and where step 0 lies on the calendar (its origin), so that the model
+can work with integer Δt = t - t_q and the user sees "2014-02-02" or "-3 d".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+#: granularity -> short unit used when printing a relative time, e.g. "-3 d"
+UNIT_SYMBOL = {
+    "second": "s",
+    "minute": "min",
+    "hour": "h",
+    "day": "d",
+    "month": "mo",
+    "year": "y",
+    "step": "steps",
+}
+_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """Maps integer time steps to labels.
+
+    Attributes:
+        granularity: one of ``second, minute, hour, day, month, year`` (calendar units) or ``step``
+            (plain integer steps with no calendar meaning).
+        origin: label of step 0: an ISO date-time for second..day, ``YYYY-MM`` for month, a (possibly
+            negative) year for year. ``None`` when the data only gives indices (e.g. RE-Net's YAGO year
+            index 0..188): labels are then the step numbers themselves.
+        step: how many granularity units one step spans (e.g. 1 day).
+    """
+
+    granularity: str
+    origin: str | None = None
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.granularity not in UNIT_SYMBOL:
+            raise ValueError(f"unknown time granularity {self.granularity!r}")
+        if self.step < 1:
+            raise ValueError("time step must be >= 1")
+        if self.granularity == "step" and self.origin is not None:
+            raise ValueError("granularity 'step' has no calendar origin")
+
+    # -- labels ---------------------------------------------------------------------------------
+    @property
+    def unit(self) -> str:
+        """Short unit of one granularity unit ("d", "y", ...)."""
+        return UNIT_SYMBOL[self.granularity]
+
+    def label(self, t: int) -> str:
+        """Human label of step ``t``: an ISO date, a year, or the step number."""
+        t = int(t)
+        if self.origin is None:
+            return str(t)
+        g, n = self.granularity, t * self.step
+        if g == "year":
+            return str(int(self.origin) + n)
+        if g == "month":
+            y, m = (int(x) for x in self.origin.split("-"))
+            months = y * 12 + (m - 1) + n
+            return f"{months // 12:04d}-{months % 12 + 1:02d}"
+        origin = dt.datetime.fromisoformat(self.origin)
+        when = origin + dt.timedelta(seconds=n * _SECONDS[g])
+        if g == "day":
+            return when.date().isoformat()
+        if g == "second":
+            return when.isoformat(sep=" ")
+        return when.isoformat(sep=" ", timespec="minutes")
+
+    def format_delta(self, delta_steps: int) -> str:
+        """Relative time for display, e.g. ``-3 d``, ``+2 y``, ``0 d``."""
+        n = int(delta_steps) * self.step
+        sign = "+" if n > 0 else ("-" if n < 0 else "")
+        return f"{sign}{abs(n)} {self.unit}"
+
+    def parse(self, text: str | int) -> int:
+        """The step of a label (inverse of :meth:`label`); ``ValueError`` with a clear message if
+        it does not fit this axis. Plain integers are accepted as step numbers on index-only axes."""
+        s = str(text).strip()
+        g = self.granularity
+        if self.origin is None:
+            if _INT.match(s):
+                return int(s)
+            raise ValueError(f"time {s!r} is not an integer step")
+        if g == "year":
+            if not _INT.match(s):
+                raise ValueError(f"time {s!r} is not a year")
+            return self._exact(int(s) - int(self.origin), s)
+        if g == "month":
+            m = _MONTH.match(s) or _DATE.match(s)
+            if not m:
+                raise ValueError(f"time {s!r} is not a month (YYYY-MM)")
+            y0, m0 = (int(x) for x in self.origin.split("-"))
+            return self._exact((int(m.group(1)) - y0) * 12 + int(m.group(2)) - m0, s)
+        try:
+            when = dt.datetime.fromisoformat(s)
+        except ValueError:
+            raise ValueError(f"time {s!r} is not an ISO date or date-time") from None
+        secs = (when - dt.datetime.fromisoformat(self.origin)).total_seconds()
+        unit = _SECONDS[g]
+        if secs % unit:
+            raise ValueError(f"time {s!r} does not fall on a whole {g}")
+        return self._exact(int(secs // unit), s)
+
+    def _exact(self, units: int, s: str) -> int:
+        if units % self.step:
+            raise ValueError(f"time {s!r} falls between two steps of {self.step} {self.granularity}s")
+        return units // self.step
+
+    def describe(self) -> str:
+        """One line for `tpar info`: e.g. 'day steps from 2014-01-01'."""
+        size = f"{self.step} {self.granularity}s" if self.step != 1 else self.granularity
+        if self.origin is None:
+            return f"{size} steps (indices only, no calendar origin)" if self.granularity != "step" else "integer steps"
+        if self.granularity == "year" and self.origin == "0" and self.step == 1:
+            return "calendar years"
+        return f"{size} steps from {self.origin}"
+
+    def to_dict(self) -> dict:
+        return {"granularity": self.granularity, "origin": self.origin, "step": self.step}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TimeAxis":
+        return cls(granularity=d["granularity"], origin=d.get("origin"), step=int(d.get("step", 1)))
