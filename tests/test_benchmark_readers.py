@@ -1,0 +1,97 @@
+"""Loaders on every data set in ../shared/datasets, checked against the counts in its README."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tpar.readers import load_dataset
+
+# (folder, {split: facts after de-duplication}, entities in vocabulary, relations, missing splits)
+EXPECTED = [
+    ("extrapolation/ICEWS14", {"train": 74845, "valid": 8514, "test": 7371}, 7128, 230, ()),
+    ("extrapolation/ICEWS18", {"train": 373018, "valid": 45995, "test": 49545}, 23033, 256, ()),
+    ("extrapolation/YAGO", {"train": 161540, "valid": 19523, "test": 20026}, 10623, 10, ()),
+    # WIKI: valid has 1,045 and test 1,226 exact duplicate lines (README); train is not available
+    ("extrapolation/WIKI", {"valid": 67538 - 1045, "test": 63110 - 1226}, 12554, 24, ("train",)),
+    ("interpolation/ICEWS14", {"train": 72826, "valid": 8941, "test": 8963}, 7128, 230, ()),
+    ("interpolation/ICEWS05-15", {"valid": 46275, "test": 46092}, 10488, 251, ("train",)),
+]
+
+
+@pytest.mark.parametrize("folder,counts,ents,rels,missing", EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_point_benchmarks(data_dir, folder, counts, ents, rels, missing):
+    kg = load_dataset(data_dir / folder)
+    assert kg.num_entities == ents
+    assert kg.num_relations == rels
+    assert kg.missing_splits == missing
+    for split, n in counts.items():
+        assert len(kg.facts(split)) == n, split
+
+
+def test_icews14_extrapolation_time_axis(data_dir):
+    kg = load_dataset(data_dir / "extrapolation/ICEWS14")
+    ax = kg.time_axis
+    # train t = 1..304, valid 305..334, test 335..365 with 1 = 2014-01-01
+    assert ax.label(kg.facts("train")[:, 3].min()) == "2014-01-01"
+    assert ax.label(kg.facts("valid")[:, 3].min()) == "2014-11-01"
+    assert ax.label(kg.facts("test")[:, 3].min()) == "2014-12-01"
+    assert ax.label(kg.facts("test")[:, 3].max()) == "2014-12-31"
+    assert kg.entities.name(0) == "China" and kg.relations.name(0) == "Make_statement"
+    # every entity of the vocabulary occurs in some split (7,128, not the paper's 6,869)
+    assert len(np.unique(kg.all_facts()[:, [0, 2]])) == 7128
+
+
+def test_icews18_hours_become_days(data_dir):
+    kg = load_dataset(data_dir / "extrapolation/ICEWS18")
+    assert kg.time_axis.granularity == "day"
+    assert kg.time_axis.label(kg.facts("test")[:, 3].min()) == "2018-09-28"  # hour 6480
+    assert kg.time_axis.label(kg.facts("test")[:, 3].max()) == "2018-10-31"  # hour 7272
+
+
+def test_icews14_interpolation_names_bom_crlf(data_dir):
+    kg = load_dataset(data_dir / "interpolation/ICEWS14")
+    # the BOM artefact in entity2id.txt/valid.txt is one entity, not two
+    assert "Lawyer/Attorney (Germany)" in kg.entities
+    assert not any(n.startswith("\ufeff") for n in kg.entities.names)
+    # CRLF in relation2id.txt leaves no '\r' in names
+    assert not any("\r" in n for n in kg.relations.names)
+    e, r = kg.entities, kg.relations
+    fact = [e.id("John Kerry"), r.id("Express intent to meet or negotiate"), e.id("China"),
+            kg.time_axis.parse("2014-11-04")]
+    assert (kg.facts("test") == fact).all(1).any()
+    assert kg.time_axis.origin == "2014-01-01"
+
+
+@pytest.mark.parametrize("folder,ents,base_rels", [("interpolation/YAGO11k", 10623, 10),
+                                                    ("interpolation/WIKIDATA12k", 12554, 24)])
+def test_interval_benchmarks(data_dir, folder, ents, base_rels):
+    kg = load_dataset(data_dir / folder)
+    assert kg.num_entities == ents
+    assert kg.num_relations == 2 * base_rels  # "[since]" and "[until]" variants
+    assert kg.time_axis.granularity == "year" and kg.time_axis.label(1952) == "1952"
+    # every entity still occurs in some fact after the interval policy
+    assert len(np.unique(kg.all_facts()[:, [0, 2]])) == ents
+    assert any("policy" in n for n in kg.notes)
+
+
+def test_yago11k_interval_rows(data_dir):
+    kg = load_dataset(data_dir / "interpolation/YAGO11k")
+    names = kg.relations.names
+    # first train line: 6464 5 6465 1952-##-## 1964-##-##
+    since, until = 2 * 5, 2 * 5 + 1
+    assert names[since].endswith("[since]") and names[until].endswith("[until]")
+    tr = kg.facts("train")
+    assert (tr == [6464, since, 6465, 1952]).all(1).any()
+    assert (tr == [6464, until, 6465, 1964]).all(1).any()
+    # a negative year survives: '-405-##-##' style bounds
+    assert tr[:, 3].min() < 0
+
+
+def test_fingerprint_stable_and_sensitive(data_dir):
+    a = load_dataset(data_dir / "extrapolation/ICEWS14")
+    b = load_dataset(data_dir / "extrapolation/ICEWS14")
+    assert a.fingerprint == b.fingerprint
+    b.splits["test"] = b.splits["test"][1:]
+    b.__dict__.pop("fingerprint", None)
+    assert a.fingerprint != b.fingerprint

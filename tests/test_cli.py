@@ -1,0 +1,60 @@
+"""The command line on a user CSV: info, both baselines, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tpar.cli import main
+
+
+@pytest.fixture()
+def csv_file(tmp_path):
+    rows = ["subject,relation,object,time"]
+    people = ["Ann", "Bob", "Cid", "Dee"]
+    for day in range(1, 29):
+        a, b = people[day % 4], people[(day + 1) % 4]
+        rows.append(f"{a},meets,{b},2024-02-{day:02d}")
+        rows.append(f"{b},calls,{a},2024-02-{day:02d}")
+    p = tmp_path / "events.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_info_json(csv_file, capsys):
+    assert main(["info", str(csv_file), "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["num_entities"] == 4 and st["num_relations"] == 2
+    assert sum(s["facts"] for s in st["splits"].values()) == 56
+    assert st["time_axis"] == "day steps from 2024-02-01"
+
+
+@pytest.mark.parametrize("method", ["frequency", "recurrency"])
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_baseline_json(csv_file, tmp_path, capsys, method, setting):
+    out = tmp_path / "m.json"
+    code = main(["baseline", "--data", str(csv_file), "--method", method, "--setting", setting,
+                 "--split", "test", "--json", str(out), "--quiet"])
+    assert code == 0
+    d = json.loads(out.read_text())
+    assert d["setting"] == setting and d["split"] == "test" and d["method"] == method
+    assert d["num_queries"] > 0
+    for mode in ("realistic", "optimistic", "pessimistic"):
+        assert set(d[mode]) == {"mrr", "hits@1", "hits@3", "hits@10"}
+        assert all(0.0 <= v <= 1.0 for v in d[mode].values())
+    assert d["optimistic"]["mrr"] >= d["realistic"]["mrr"] >= d["pessimistic"]["mrr"]
+    assert "realistic" in capsys.readouterr().out
+
+
+def test_console_script_installed():
+    exe = shutil.which("tpar")
+    if exe is None:
+        pytest.skip("the tpar console command is not on PATH (install with pip install -e .)")
+    r = subprocess.run([exe, "baseline", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--setting" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "tpar.cli", "info", "/nonexistent/x.csv"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "no such file" in r.stderr

@@ -1,0 +1,50 @@
+"""The temporal graph index: inverse edges and per-node time slices, against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from conftest import random_facts
+from tpar.index import TemporalGraphIndex
+
+
+def test_inverse_edges_added():
+    facts = np.array([[0, 1, 2, 5], [2, 0, 1, 3]])
+    ix = TemporalGraphIndex(facts, num_entities=3, num_relations=2)
+    edges = {tuple(x) for x in torch.stack([ix.src, ix.rel, ix.dst, ix.time], 1).tolist()}
+    assert edges == {(0, 1, 2, 5), (2, 3, 0, 5), (2, 0, 1, 3), (1, 2, 2, 3)}
+    assert ix.num_edges == 4
+    assert ix.indptr.tolist() == [0, 1, 2, 4]
+    # node 2's edges are sorted by time
+    s, e = ix.slices(torch.tensor([2]))
+    assert ix.time[s.item():e.item()].tolist() == [3, 5]
+
+
+def test_time_slices_match_brute_force():
+    rng = np.random.default_rng(0)
+    facts = random_facts(rng, 400, ne=30, nr=4, nt=25)
+    ix = TemporalGraphIndex(facts, 30, 4)
+    allf = np.concatenate([facts, facts[:, [2, 1, 0, 3]] + [0, 4, 0, 0]])
+    nodes = torch.as_tensor(rng.integers(0, 30, 200))
+    tq = torch.as_tensor(rng.integers(-2, 28, 200))
+    start, end = ix.slices(nodes, tq)
+    edges, owner = ix.expand(start, end)
+    got = {(int(owner[j]), int(edges[j])) for j in range(len(edges))}
+    for p in range(200):
+        n, t = int(nodes[p]), int(tq[p])
+        mine = {(ix.src[e].item(), ix.rel[e].item(), ix.dst[e].item(), ix.time[e].item())
+                for (q, e) in got if q == p}
+        want = {tuple(x) for x in allf[(allf[:, 0] == n) & (allf[:, 3] < t)].tolist()}
+        assert mine == want
+    # without a time bound: the whole segment
+    s2, e2 = ix.slices(nodes)
+    assert ((e2 - s2) == ix.degree(nodes)).all()
+
+
+def test_expand_empty_and_find():
+    ix = TemporalGraphIndex(np.array([[0, 0, 1, 2]]), 3, 1)
+    e, o = ix.expand(torch.tensor([0, 0]), torch.tensor([0, 0]))
+    assert e.numel() == 0 and o.numel() == 0
+    hit = ix.find(torch.tensor([0, 1, 0, 0]), torch.tensor([0, 1, 0, 0]), torch.tensor([1, 0, 1, 2]), torch.tensor([2, 2, 3, 2]))
+    assert hit.tolist() == [True, True, False, False]

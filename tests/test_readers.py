@@ -1,0 +1,189 @@
+"""Readers on small hand-made files: every format quirk and every kind of bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tpar.cli import main
+from tpar.errors import DataError
+from tpar.readers import load_dataset, read_quadruple_csv, split_assignment
+from tpar.timeaxis import TimeAxis
+
+
+def write(path, text, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+# ---------------------------------------------------------------- benchmark layouts
+def test_padded_five_column_ids(tmp_path):
+    d = tmp_path / "ICEWS18"
+    write(d / "entity2id.txt", "A\t0\nB\t1\nC\t2\n")
+    write(d / "relation2id.txt", "likes\t0\nhates\t1\n")
+    write(d / "train.txt", "0    \t0    \t1  \t0  \t0\n1 \t1 \t2\t24\t0\n")
+    write(d / "valid.txt", "2\t0\t0\t48\t0\n")
+    write(d / "test.txt", "0\t1\t2\t72\t0\n0\t1\t2\t72\t0\n")
+    kg = load_dataset(d)
+    assert kg.facts("train").tolist() == [[0, 0, 1, 0], [1, 1, 2, 1]]  # hours / 24
+    assert kg.facts("test").tolist() == [[0, 1, 2, 3]]  # duplicate removed
+    assert any("duplicate" in n for n in kg.notes)
+    assert kg.time_axis.label(3) == "2018-01-04"
+
+
+def test_name_based_with_bom_and_crlf(tmp_path):
+    d = tmp_path / "names"
+    write(d / "entity2id.txt", "Ann\t0\nBob\t1\n\ufeffAnn\t2\nCid\t3\n")
+    write(d / "relation2id.txt", "Meet\t0\r\nCall\t1\r\n")
+    write(d / "train.txt", "Ann\tMeet\tBob\t2014-01-02\r\nBob\tCall\tCid\t2014-01-05\r\n")
+    write(d / "valid.txt", "\ufeffAnn\tCall\tCid\t2014-01-03\n")
+    write(d / "test.txt", "Cid\tMeet\tAnn\t2014-01-01\n")
+    kg = load_dataset(d)
+    assert kg.entities.names == ("Ann", "Bob", "Cid")
+    assert kg.relations.names == ("Meet", "Call")
+    assert kg.time_axis == TimeAxis("day", "2014-01-01")
+    assert kg.facts("valid").tolist() == [[0, 1, 2, 2]]
+    assert kg.facts("test").tolist() == [[2, 0, 0, 0]]
+
+
+def test_hyte_intervals_policy(tmp_path):
+    d = tmp_path / "hyte"
+    write(d / "entity2id.txt", "<a>\t0\t1900-##-##\t####-##-##\n<b>\t1\t####-##-##\t####-##-##\n<c>\t2\t-##-##\t####-##-##\n")
+    write(d / "relation2id.txt", "<isMarriedTo>\t0\n<playsFor>\t1\n")
+    write(d / "train.txt", "0\t0\t1\t1952-##-##\t1964-03-##\n"   # both bounds -> since 1952, until 1964
+                           "1\t1\t2\t-405-##-##\t####-##-##\n"   # negative year, open end -> since only
+                           "2\t1\t0\t####-##-##\t2001-05-06\n"   # unknown start -> until only
+                           "0\t1\t2\t19##-##-##\t19##-##-##\n"   # partly known: 1900 .. 1999
+                           "1\t0\t0\t####-##-##\t####-##-##\n")  # nothing known -> dropped
+    kg = load_dataset(d)
+    assert kg.relations.names == ("<isMarriedTo> [since]", "<isMarriedTo> [until]", "<playsFor> [since]", "<playsFor> [until]")
+    assert sorted(kg.facts("train").tolist()) == sorted([
+        [0, 0, 1, 1952], [0, 1, 1, 1964], [1, 2, 2, -405], [2, 3, 0, 2001], [0, 2, 2, 1900], [0, 3, 2, 1999]])
+    assert kg.time_axis.label(-405) == "-405"
+    assert any("dropped" in n for n in kg.notes)
+    assert kg.missing_splits == ("valid", "test")
+
+
+def test_benchmark_bad_inputs(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    with pytest.raises(DataError, match="none of train.txt"):
+        load_dataset(d)
+    write(d / "entity2id.txt", "A\t0\nB\t1\n")
+    write(d / "relation2id.txt", "r\t0\n")
+    write(d / "train.txt", "0\t0\t1\t1\n0\t0\t7\t2\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: unknown entity id 7") as e:
+        load_dataset(d)
+    assert e.value.row == 2
+    write(d / "train.txt", "0\t0\t1\t1\n0\t0\n")
+    with pytest.raises(DataError, match="row 2: expected 4 or 5 tab-separated columns, found 2"):
+        load_dataset(d)
+    write(d / "train.txt", b"0\t0\t1\t1\n0\t0\t1\t\xff\n")
+    with pytest.raises(DataError, match="row 2: not UTF-8"):
+        load_dataset(d)
+    write(d / "train.txt", "0\t0\t1\tyesterday\n")
+    with pytest.raises(DataError, match="row 1: time 'yesterday' is neither an integer nor an ISO date"):
+        load_dataset(d)
+
+
+# ---------------------------------------------------------------- user CSV
+GOOD = "Subject,RELATION,object,Time\nIran,Negotiate,China,2014-02-02\nChina,Negotiate,Iran,2014-02-03\n" \
+       "Iran,Visit,\"Korea, South\",2014-02-10\n"
+
+
+def test_csv_good_comma_and_tab(tmp_path):
+    kg = load_dataset(write(tmp_path / "a.csv", GOOD))
+    assert kg.entities.names == ("Iran", "China", "Korea, South")
+    assert kg.time_axis == TimeAxis("day", "2014-02-02")
+    assert kg.num_relations == 2
+    tsv = GOOD.replace(",", "\t").replace('"Korea\t South"', "Korea, South")
+    kg2 = load_dataset(write(tmp_path / "a.tsv", tsv))
+    assert kg2.entities.names == kg.entities.names
+
+
+@pytest.mark.parametrize("times,fmt,gran,origin,steps", [
+    (["2014-02-02", "2014-02-05"], "date", "day", "2014-02-02", [0, 3]),
+    (["2014-02-02T06:00", "2014-02-02 09:00:00"], "datetime", "hour", "2014-02-02 06:00:00", [0, 3]),
+    (["2014-02-02T00:00", "2014-02-04"], "datetime", "day", "2014-02-02", [0, 2]),
+    (["2014-02", "2014-05"], "month", "month", "2014-02", [0, 3]),
+    (["1990", "2001"], "year", "year", "0", [1990, 2001]),
+    (["3", "17"], "int", "step", None, [3, 17]),
+])
+def test_csv_time_formats(tmp_path, times, fmt, gran, origin, steps):
+    text = "subject,relation,object,time\n" + "".join(f"a,r,b{i},{t}\n" for i, t in enumerate(times))
+    q = read_quadruple_csv(write(tmp_path / "t.csv", text))
+    assert q.report.time_format == fmt
+    assert q.time_axis.granularity == gran and q.time_axis.origin == origin
+    assert q.times.tolist() == steps
+    for t, s in zip(times, steps):  # labels parse back to the same step
+        assert q.time_axis.parse(q.time_axis.label(s)) == s
+
+
+def test_csv_duplicates_counted(tmp_path):
+    q = read_quadruple_csv(write(tmp_path / "d.csv", GOOD + "Iran,Negotiate,China,2014-02-02\n"))
+    assert q.report.duplicates == 1 and len(q.subjects) == 3
+
+
+@pytest.mark.parametrize("text,match", [
+    ("", "file is empty"),
+    ("subject,relation,object\na,b,c\n", r"row 1: header lacks column\(s\) time"),
+    ("subject,relation,object,time,weight\na,r,b,2014-01-01,1\n", r"row 1: unexpected column\(s\) 'weight'"),
+    ("subject,relation,object,time\na,r,b,2014-01-01\na,r,2014-01-02\n", "row 3: expected 4 columns, found 3"),
+    ("subject,relation,object,time\na,r,b,2014-01-01,x\n", "row 2: expected 4 columns, found 5"),
+    ("subject,relation,object,time\na,r,b,2014-01-01\na,r,c,next tuesday\n", r"row 3: time 'next tuesday' is not an ISO date"),
+    ("subject,relation,object,time\na,,b,2014-01-01\n", "row 2: empty relation"),
+    ("subject,relation,object,time,split\na,r,b,2014-01-01,dev\n", "row 2: split 'dev' is not one of train"),
+    ("subject,relation,object,time\n", "no valid rows"),
+])
+def test_csv_bad_inputs(tmp_path, text, match):
+    with pytest.raises(DataError, match=match):
+        load_dataset(write(tmp_path / "bad.csv", text))
+
+
+def test_csv_not_utf8(tmp_path):
+    p = write(tmp_path / "latin.csv", "subject,relation,object,time\nMünchen,r,b,2014-01-01\n", encoding="latin-1")
+    with pytest.raises(DataError, match="latin.csv, row 2: not UTF-8"):
+        load_dataset(p)
+
+
+def test_csv_drop_mode_reports_rows(tmp_path):
+    text = "subject,relation,object,time\na,r,b,2014-01-01\na,r,c,soon\nx,y\n"
+    q = read_quadruple_csv(write(tmp_path / "m.csv", text), on_bad_rows="drop")
+    assert len(q.subjects) == 1
+    assert sorted(r for r, _ in q.report.problems) == [3, 4]
+
+
+def test_csv_split_column_and_folder(tmp_path):
+    text = "subject,relation,object,time,split\na,r,b,2014-01-01,train\nb,r,c,2014-01-02,valid\nc,r,a,2014-01-03,TEST\n"
+    kg = load_dataset(write(tmp_path / "s.csv", text))
+    assert {k: len(v) for k, v in kg.splits.items()} == {"train": 1, "valid": 1, "test": 1}
+    d = tmp_path / "folder"
+    write(d / "train.csv", "subject,relation,object,time\na,r,b,2014-01-05\na,r,b,2014-01-06\n")
+    write(d / "valid.csv", "subject,relation,object,time\nb,r,c,2014-01-07\n")
+    write(d / "test.csv", "subject,relation,object,time\na,r,b,2014-01-05\n")  # same fact as train: kept
+    kg = load_dataset(d)
+    assert kg.time_axis.origin == "2014-01-05"
+    assert kg.facts("test").tolist() == [[0, 0, 1, 0]]
+    assert len(kg.facts("train")) == 2
+
+
+def test_chronological_split_never_cuts_a_time_step():
+    times = np.repeat(np.arange(20), 5)
+    a = split_assignment(times, "chronological")
+    for t in range(20):
+        assert len(set(a[times == t])) == 1
+    assert (np.diff(a) >= 0).all() and set(a) == {0, 1, 2}
+    r = split_assignment(times, "random", seed=1)
+    assert (r == split_assignment(times, "random", seed=1)).all()
+    assert np.bincount(r).tolist() == [80, 10, 10]
+
+
+# ---------------------------------------------------------------- CLI on bad input: message, exit 2, no traceback
+def test_cli_bad_input_clear_message(tmp_path, capsys):
+    p = write(tmp_path / "bad.csv", "subject,relation,object,time\na,r,b,2014-01-01\na,r,c,never\n")
+    assert main(["info", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv, row 3: time 'never'" in err and "Traceback" not in err
+    assert main(["info", str(tmp_path / "nope")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
