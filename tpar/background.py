@@ -46,16 +46,22 @@ class Background:
     def num_relations(self) -> int:
         return self.index.num_relations
 
-    def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
+                   before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Admitted links leaving ``nodes`` for the queries ``batch[query]``.
 
         Args:
             nodes: (P,) entity ids; query: (P,) index of the query each node is expanded for.
+            before: (P,) optional extra exclusive bound on link times (extrapolation only; used
+                for chronologically ordered paths). The bound t < t_q always holds.
         Returns:
             (edge ids (M,), owner (M,)) with owner[j] in [0, P): the (node, query) pair of link j.
         """
         if self.setting is Setting.EXTRAPOLATION:
-            start, end = self.index.slices(nodes, batch.time[query])
+            cut = batch.time[query]
+            if before is not None:
+                cut = torch.minimum(cut, before)
+            start, end = self.index.slices(nodes, cut)
             return self.index.expand(start, end)
         start, end = self.index.slices(nodes)
         edges, owner = self.index.expand(start, end)

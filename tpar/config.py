@@ -1,0 +1,129 @@
+"""Configurations: the model's hyper-parameters and the training run's, as dataclasses that are
+saved with every checkpoint and loaded from JSON files (``configs/*.json``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from tpar.errors import DataError
+
+ACTIVATIONS = ("identity", "tanh", "relu")
+SETTINGS = ("extrapolation", "interpolation", "unified")
+
+
+@dataclass
+class ModelConfig:
+    """TPAR hyper-parameters (paper Section 4; grid in Appendix D.3).
+
+    Attributes:
+        dim: embedding dimension d of entities' query-specific states, relations and time.
+        attn_dim: attention dimension d_a (Eq. 6).
+        num_layers: L, the maximum temporal-path length (number of recursive steps).
+        dropout: applied to each layer's output states.
+        activation: δ of Eq. 7: ``identity``, ``tanh`` or ``relu``.
+        chronological: extrapolation only: links along a path must have non-increasing times
+            (t_1 >= t_2 >= ...), the ordering the paper relaxes (Section 4.1) -- for its ablation.
+        num_relations: R, base relations of the data the model was built for (set from data).
+        time_span: characteristic number of time steps of the data (set from data); scales the
+            initial frequencies of the time encoding.
+    """
+
+    dim: int = 64
+    attn_dim: int = 5
+    num_layers: int = 5
+    dropout: float = 0.2
+    activation: str = "identity"
+    chronological: bool = False
+    num_relations: int = 0
+    time_span: int = 365
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.dim < 1 or self.attn_dim < 1 or self.num_layers < 1:
+            raise ValueError("dim, attn_dim and num_layers must be positive")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+
+
+@dataclass
+class TrainConfig:
+    """One training run.
+
+    Attributes:
+        setting: ``extrapolation``, ``interpolation`` or ``unified`` (both kinds of queries).
+        lr: Adam learning rate. batch_size: queries per optimiser step (paper's batch size);
+        micro_batch: queries per forward/backward pass (gradients are accumulated), bounds memory.
+        epochs: maximum epochs; patience: epochs without a better validation MRR before stopping.
+        max_train_queries: queries sampled (seeded) per epoch; 0 = all training queries.
+        max_valid_queries: validation queries used per epoch (seeded subset); 0 = all.
+        background_fraction: interpolation: share of training facts used as background each epoch
+            (the rest are queries), 3/4 in the paper (Appendix D.1).
+        checkpoint_every: seconds between periodic (resumable) checkpoints.
+        device: ``auto`` (CUDA if available), ``cpu`` or ``cuda``. amp: bfloat16/float16 autocast on CUDA.
+        compile: use ``torch.compile`` for the propagation kernel where it works.
+    """
+
+    setting: str = "extrapolation"
+    lr: float = 3e-4
+    batch_size: int = 10
+    micro_batch: int = 5
+    epochs: int = 10
+    patience: int = 3
+    max_train_queries: int = 0
+    max_valid_queries: int = 2000
+    background_fraction: float = 0.75
+    weight_decay: float = 0.0
+    seed: int = 0
+    checkpoint_every: float = 300.0
+    device: str = "auto"
+    amp: bool = False
+    compile: bool = False
+
+    def __post_init__(self) -> None:
+        if self.setting not in SETTINGS:
+            raise ValueError(f"setting must be one of {SETTINGS}, got {self.setting!r}")
+        if self.batch_size < 1 or self.micro_batch < 1:
+            raise ValueError("batch_size and micro_batch must be positive")
+
+
+@dataclass
+class RunConfig:
+    """A model config and a training config, as kept in ``configs/<data>-<setting>.json``."""
+
+    model: ModelConfig
+    train: TrainConfig
+
+    def to_dict(self) -> dict:
+        return {"model": asdict(self.model), "train": asdict(self.train)}
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config") -> "RunConfig":
+        unknown = set(d) - {"model", "train", "comment"}
+        if unknown:
+            raise DataError(f"unknown section(s) {sorted(unknown)} (expected model, train)", file=source)
+        return cls(_build(ModelConfig, d.get("model", {}), source), _build(TrainConfig, d.get("train", {}), source))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunConfig":
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise DataError(f"cannot read config ({e.strerror})", file=p) from None
+        except json.JSONDecodeError as e:
+            raise DataError(f"not valid JSON: {e.msg}", file=p, row=e.lineno) from None
+        return cls.from_dict(d, str(p))
+
+
+def _build(cls, d: dict, source: str):
+    names = {f.name for f in fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise DataError(f"unknown {cls.__name__} option(s) {sorted(unknown)}; known: {sorted(names)}", file=source)
+    try:
+        return cls(**d)
+    except (TypeError, ValueError) as e:
+        raise DataError(str(e), file=source) from None
