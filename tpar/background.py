@@ -38,6 +38,9 @@ class Background:
     def from_facts(cls, facts: np.ndarray, num_entities: int, num_relations: int, setting: Setting | str) -> "Background":
         return cls(TemporalGraphIndex(facts, num_entities, num_relations), Setting.parse(setting))
 
+    def to(self, device: str | torch.device) -> "Background":
+        return Background(self.index.to(device), self.setting)
+
     @property
     def num_entities(self) -> int:
         return self.index.num_entities
@@ -46,26 +49,39 @@ class Background:
     def num_relations(self) -> int:
         return self.index.num_relations
 
-    def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
-                   before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Admitted links leaving ``nodes`` for the queries ``batch[query]``.
+    def link_ranges(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
+                    before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The admission rule as index ranges: links leaving ``nodes[i]`` for query ``batch[query[i]]``
+        are index edges ``start[i]:end[i]``, except those matching ``own`` (a (B, 4) tensor of each
+        query's own fact (s, r, answer, t_q), to be skipped together with its inverse) -- ``own`` is
+        ``None`` when nothing needs skipping (extrapolation: t = t_q is never in range).
 
-        Args:
-            nodes: (P,) entity ids; query: (P,) index of the query each node is expanded for.
-            before: (P,) optional extra exclusive bound on link times (extrapolation only; used
-                for chronologically ordered paths). The bound t < t_q always holds.
-        Returns:
-            (edge ids (M,), owner (M,)) with owner[j] in [0, P): the (node, query) pair of link j.
+        ``before`` (P,): optional extra exclusive bound on link times (extrapolation only; used for
+        chronologically ordered paths). The bound t < t_q always holds.
         """
         if self.setting is Setting.EXTRAPOLATION:
-            cut = batch.time[query]
+            cut = batch.time.index_select(0, query)
             if before is not None:
                 cut = torch.minimum(cut, before)
             start, end = self.index.slices(nodes, cut)
-            return self.index.expand(start, end)
+            return start, end, None
         start, end = self.index.slices(nodes)
+        own = torch.stack([batch.subject, batch.relation, batch.answer, batch.time], 1)
+        return start, end, own
+
+    def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
+                   before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Admitted links leaving ``nodes`` for the queries ``batch[query]``, as a flat list.
+
+        Args:
+            nodes: (P,) entity ids; query: (P,) index of the query each node is expanded for.
+            before: see :meth:`link_ranges`.
+        Returns:
+            (edge ids (M,), owner (M,)) with owner[j] in [0, P): the (node, query) pair of link j.
+        """
+        start, end, own = self.link_ranges(nodes, query, batch, before)
         edges, owner = self.index.expand(start, end)
-        if edges.numel():
+        if own is not None and edges.numel():
             keep = ~self._is_own_fact(edges, query[owner], batch)
             edges, owner = edges[keep], owner[keep]
         return edges, owner

@@ -72,6 +72,126 @@ def _warnings(kg, setting: str) -> list[str]:
     return out
 
 
+def default_config_path(kg_name: str, setting: str) -> Path | None:
+    """The paper's configuration for a known benchmark (``tpar/configs/paper``), if any."""
+    p = Path(__file__).resolve().parent / "configs" / "paper" / f"{kg_name.lower()}-{setting}.json"
+    return p if p.is_file() else None
+
+
+def cmd_train(args) -> int:
+    from tpar.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.training import train
+
+    kg = _load(args)
+    if args.config:
+        run = RunConfig.load(args.config)
+    else:
+        path = default_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
+        run = RunConfig.load(path) if path else RunConfig(ModelConfig(), TrainConfig())
+        print(f"config: {path if path else 'defaults'}", file=sys.stderr)
+    run.train.setting = args.setting
+    for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
+                "device"):
+        val = getattr(args, key, None)
+        if val is not None:
+            setattr(run.train, key, val)
+    for key in ("dim", "num_layers"):
+        val = getattr(args, key, None)
+        if val is not None:
+            setattr(run.model, key, val)
+    if args.train_seed is not None:
+        run.train.seed = args.train_seed
+    result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test)
+    print(f"{result.stopped}: best epoch {result.best_epoch}, {result.seconds:.0f} s of training; wrote {result.path}")
+    for k, v in result.checkpoint.metrics.items():
+        print(f"  {k}: {json.dumps(v)}")
+    return 0
+
+
+def _checkpoint_and_data(args):
+    from tpar.checkpoint import Checkpoint
+
+    ckpt = Checkpoint.load(args.checkpoint)
+    kg = _load(args)
+    for w in ckpt.check_fits(kg):
+        print(f"warning: {w}", file=sys.stderr)
+    return ckpt, kg
+
+
+def cmd_evaluate(args) -> int:
+    from tpar.evaluation import evaluate
+    from tpar.inference import ModelRanker
+
+    ckpt, kg = _checkpoint_and_data(args)
+    settings = [args.setting] if args.setting else (
+        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    if args.setting is None and ckpt.setting == "unified" and (args.json or args.ranks_csv):
+        settings = ["extrapolation"]
+        print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
+              file=sys.stderr)
+    model = ckpt.build_model()
+    for setting in settings:
+        ranker = ModelRanker(model, args.device, micro_batch=args.micro_batch)
+        res = evaluate(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
+                       params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
+                               "trained_on": ckpt.data_name, "config": ckpt.config.to_dict()})
+        print(res.summary())
+        if args.json:
+            res.write_json(args.json)
+            print(f"wrote {args.json}")
+        if args.ranks_csv:
+            write_ranks_csv(res, kg, args.ranks_csv)
+            print(f"wrote {args.ranks_csv}")
+    return 0
+
+
+def write_ranks_csv(res, kg, path) -> None:
+    import csv
+
+    R = kg.num_relations
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["subject", "relation", "object", "time", "direction", "optimistic", "pessimistic", "realistic"])
+        real = res.realistic
+        for i, (q_s, q_r, ans, t, d) in enumerate(res.queries.tolist()):
+            r = q_r % R
+            s, o = (q_s, ans) if d == 0 else (ans, q_s)
+            w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), kg.time_axis.label(t),
+                        "object" if d == 0 else "subject", int(res.optimistic[i]), int(res.pessimistic[i]),
+                        f"{real[i]:g}"])
+    tmp.replace(path)
+
+
+def cmd_predict(args) -> int:
+    from tpar.inference import Predictor
+
+    ckpt, kg = _checkpoint_and_data(args)
+    pred = Predictor(ckpt, kg, args.device)
+    top = None if args.top == "all" else int(args.top)
+    p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top)
+    if args.json:
+        print(json.dumps(p.to_dict(), indent=2))
+        return 0
+    arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
+    print(f"{arrow}  setting: {p.setting}; {p.reached} entities reached by temporal paths")
+    for a in p.answers:
+        print(f"{a.rank:5d}. {a.entity:40s} score {a.score:9.4f}  p {a.probability:.4f}{'  (known fact)' if a.known else ''}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from tpar.bench import run_benchmarks
+
+    report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
+                            progress=not args.quiet)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
     sub = p.add_subparsers(dest="command", required=True)
@@ -101,6 +221,65 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_baseline)
+
+    sp = sub.add_parser("train", help="train a TPAR model")
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"])
+    sp.add_argument("--config", help="JSON with 'model' and 'train' sections (default: the paper's for known benchmarks)")
+    sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
+    sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
+    sp.add_argument("--epochs", type=int)
+    sp.add_argument("--lr", type=float)
+    sp.add_argument("--batch-size", type=int)
+    sp.add_argument("--micro-batch", type=int)
+    sp.add_argument("--max-train-queries", type=int, help="queries sampled per epoch (0 = all)")
+    sp.add_argument("--max-valid-queries", type=int, help="validation queries per epoch (0 = all)")
+    sp.add_argument("--patience", type=int)
+    sp.add_argument("--dim", type=int, help="override the model dimension d")
+    sp.add_argument("--num-layers", type=int, help="override L")
+    sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
+    sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
+    sp.add_argument("--quiet", action="store_true")
+    data_args(sp)
+    sp.set_defaults(func=cmd_train)
+
+    sp = sub.add_parser("evaluate", help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
+    sp.add_argument("--checkpoint", required=True)
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--split", default="test", choices=["valid", "test"])
+    sp.add_argument("--setting", choices=["extrapolation", "interpolation"], help="default: the checkpoint's")
+    sp.add_argument("--json", metavar="FILE")
+    sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--micro-batch", type=int, default=16)
+    sp.add_argument("--quiet", action="store_true")
+    data_args(sp)
+    sp.set_defaults(func=cmd_evaluate)
+
+    sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
+    sp.add_argument("--checkpoint", required=True)
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
+    sp.add_argument("--relation", required=True)
+    sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
+    sp.add_argument("--direction", default="object", choices=["object", "subject"],
+                    help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
+    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"])
+    sp.add_argument("--top", default="10", help="number of answers or 'all'")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    data_args(sp)
+    sp.set_defaults(func=cmd_predict)
+
+    sp = sub.add_parser("bench", help="speed benchmark (JSON): training ms/query, inference q/s, memory, links")
+    sp.add_argument("--data-dir", help="benchmark root (default: $TPAR_DATA_DIR or ../shared/datasets)")
+    sp.add_argument("--quick", action="store_true", help="one small configuration only")
+    sp.add_argument("--queries", type=int, default=40, help="queries timed per measurement")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--json", metavar="FILE")
+    sp.add_argument("--quiet", action="store_true")
+    sp.set_defaults(func=cmd_bench)
     return p
 
 

@@ -230,12 +230,21 @@ def check_background(kg: TemporalKG, setting: Setting) -> None:
 
 def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str = "test", *,
              batch_size: int = 256, progress: bool = True, background: Background | None = None,
-             on_batch: Callable[[int, int], None] | None = None, params: dict | None = None) -> EvaluationResult:
-    """Rank every query of ``split`` with ``ranker`` under ``setting``; see the module docstring."""
+             on_batch: Callable[[int, int], None] | None = None, params: dict | None = None,
+             max_queries: int = 0, seed: int = 0) -> EvaluationResult:
+    """Rank every query of ``split`` with ``ranker`` under ``setting``; see the module docstring.
+
+    ``max_queries`` > 0 ranks a seeded random subset of that many queries (validation during
+    training); the result's params record it."""
     setting = Setting.parse(setting)
     check_background(kg, setting)
     t0 = _time.perf_counter()
     queries = evaluation_queries(kg, split)
+    params = dict(params or {})
+    if 0 < max_queries < len(queries):
+        keep = np.sort(np.random.default_rng(seed).choice(len(queries), max_queries, replace=False))
+        queries = queries[torch.from_numpy(keep)]
+        params["subset"] = {"queries": int(max_queries), "seed": int(seed)}
     background = background or Background.for_evaluation(kg, setting)
     filt = TimeAwareFilter(kg.all_facts(), kg.num_entities, kg.num_relations)
     n = len(queries)
@@ -260,4 +269,4 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
     return EvaluationResult(setting=setting.value, split=split, method=ranker.name, dataset=kg.name,
                             fingerprint=kg.fingerprint, queries=qarr, optimistic=opt, pessimistic=pes,
                             relation_names=kg.relations.names, seconds=_time.perf_counter() - t0,
-                            params=dict(params or {}))
+                            params=params)

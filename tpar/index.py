@@ -45,6 +45,15 @@ class TemporalGraphIndex:
         self.indptr[1:] = torch.cumsum(counts, 0)
         self._key = self.src * self.time_span + (self.time - self.time_min)  # sorted ascending
 
+    def to(self, device: str | torch.device) -> "TemporalGraphIndex":
+        """A copy whose tensors live on ``device`` (this one if already there)."""
+        device = torch.device(device)
+        if self.src.device == device:
+            return self
+        other = object.__new__(TemporalGraphIndex)
+        other.__dict__.update({k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in self.__dict__.items()})
+        return other
+
     @property
     def num_edges(self) -> int:
         return int(self.src.shape[0])
@@ -71,7 +80,7 @@ class TemporalGraphIndex:
         if owner.numel() == 0:
             return owner, owner
         offsets = torch.cumsum(lengths, 0) - lengths  # start of each range in the flat list
-        edge = start[owner] + (torch.arange(owner.shape[0], device=start.device) - offsets[owner])
+        edge = torch.arange(owner.shape[0], device=start.device) + (start - offsets).index_select(0, owner)
         return edge, owner
 
     def find(self, src: torch.Tensor, rel: torch.Tensor, dst: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
@@ -79,7 +88,7 @@ class TemporalGraphIndex:
         _, start = self.slices(src, time)      # first edge of src with time >= t
         _, end = self.slices(src, time + 1)    # one past src's last edge with time t
         e, owner = self.expand(start, end)
-        hit = torch.zeros(src.shape[0], dtype=torch.bool)
+        hit = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         if e.numel():
             m = (self.rel[e] == rel[owner]) & (self.dst[e] == dst[owner])
             hit[owner[m]] = True

@@ -73,6 +73,45 @@ class _FusedLinks(torch.autograd.Function):
         return (*grads, None, None, None, None, None, None)
 
 
+class _CsrStep(torch.autograd.Function):
+    """The fused step reading links straight from the CSR index (no per-link arrays at all)."""
+
+    @staticmethod
+    def forward(ctx, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, graph: tuple, num_out: int):
+        mod = cpp_kernel()
+        args = [x.contiguous() for x in (h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b)]
+        out = mod.csr_forward(*args, *graph, int(num_out))
+        ctx.save_for_backward(*args)
+        ctx.graph = graph
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grads = cpp_kernel().csr_backward(grad_out, *ctx.saved_tensors, *ctx.graph)
+        return (*grads, None, None)
+
+
+def csr_step(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, *, start, end, node_e, node_ptr, index,
+             q_offset, own, pos, num_out) -> torch.Tensor:
+    """Aggregated messages (num_out, d) of every admitted link, read from the CSR ``index``:
+    node p's links are index edges start[p]:end[p] minus each query's ``own`` fact (B, 4) and its
+    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity].
+    CPU only (needs :func:`cpp_kernel`)."""
+    empty = torch.empty(0, dtype=torch.long)
+    graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
+             index.time, q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
+             int(index.num_entities), int(index.num_relations))
+    return _CsrStep.apply(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, graph, num_out)
+
+
+def csr_mark(start, end, node_e, node_ptr, index, own) -> torch.Tensor:
+    """(B·E,) bool: the (query, entity) pairs that one step reaches (links and self-loops)."""
+    empty = torch.empty(0, dtype=torch.long)
+    return cpp_kernel().csr_mark(start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(),
+                                 index.dst, index.rel, index.time, own.contiguous() if own is not None else empty,
+                                 int(index.num_entities), int(index.num_relations))
+
+
 class _Aggregate(torch.autograd.Function):
     """out[dst] += α · (h[src] + H_rel[rel] + H_time[dt]) in chunks; backward recomputes messages."""
 

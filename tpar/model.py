@@ -37,7 +37,7 @@ from torch import nn
 
 from tpar.background import Background
 from tpar.config import ModelConfig
-from tpar.kernels import links
+from tpar.kernels import cpp_kernel, csr_mark, csr_step, links
 from tpar.queries import QueryBatch
 
 
@@ -72,11 +72,12 @@ class RelativeTimeEncoding(nn.Module):
 class TPARLayer(nn.Module):
     """One recursive step l: relation embeddings h_r^l, attention W_α^l / w_α^l (Eq. 6), W^l (Eq. 7)."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, first: bool = False) -> None:
         super().__init__()
         d, da = cfg.dim, cfg.attn_dim
         self.rel_emb = nn.Embedding(2 * cfg.num_relations + 1, d)  # + identity relation of self-loops
-        self.att_node = nn.Linear(d, da, bias=False)   # W_α restricted to h_{e_s}
+        # W_α restricted to h_{e_s}; the first step's states are h^0 = 0, so it has none
+        self.att_node = None if first else nn.Linear(d, da, bias=False)
         self.att_rel = nn.Linear(d, da, bias=False)    # ... to h_r
         self.att_query = nn.Linear(d, da, bias=True)   # ... to h_{r_q} (carries the bias)
         self.att_time = nn.Linear(d, da, bias=False)   # ... to h_t
@@ -109,7 +110,7 @@ class TPAR(nn.Module):
             raise ValueError("ModelConfig.num_relations must be set from the data")
         self.cfg = cfg
         self.time_encoding = RelativeTimeEncoding(cfg.dim, cfg.time_span)
-        self.layers = nn.ModuleList(TPARLayer(cfg) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(TPARLayer(cfg, first=(i == 0)) for i in range(cfg.num_layers))
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 8
         self.dropout = nn.Dropout(cfg.dropout)
         self.activation = {"identity": nn.Identity(), "tanh": nn.Tanh(), "relu": nn.ReLU()}[cfg.activation]
@@ -143,56 +144,72 @@ class TPAR(nn.Module):
         h_time = self.time_encoding(torch.arange(dt_lo, dt_hi + 1, device=dev))
         zero_dt = -dt_lo
         identity = torch.tensor([self.identity_relation], device=dev)
+        # fast path: the fused C++ step reads links straight from the index (CPU, no trace, relaxed order)
+        fast = (self.kernel in ("auto", "cpp") and dev.type == "cpu" and trace is None and not chrono
+                and h.dtype in (torch.float32, torch.float64) and cpp_kernel() is not None)
         for layer in self.layers:
-            edges, owner = background.edges_from(node_e, node_q, batch, before=node_bound if chrono else None)
             old_q, old_e = node_q, node_e
-            e_time = ix.time[edges]
-            e_q = old_q[owner]
-            rel = ix.rel[edges]
-            dt = e_time - q_time[e_q] - dt_lo
-            if chrono:
-                node_q, node_e, node_bound, dst_all = self._unique_nodes_bounded(
-                    torch.cat([e_q, old_q]), torch.cat([ix.dst[edges], old_e]),
-                    torch.cat([e_time + 1, node_bound]), E)
-            else:
-                node_q, node_e, dst_all = self._unique_nodes(torch.cat([e_q, old_q]), torch.cat([ix.dst[edges], old_e]), B, E)
-            m = edges.shape[0]
-            dst, loop_dst = dst_all[:m], dst_all[m:]
+            node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=dev))  # nodes are sorted by query
             # Eq. 6 split into per-node / relation / query / Δt terms, each of width d_a
-            a_node = layer.att_node(h)
+            a_node = layer.att_node(h) if layer.att_node is not None else h.new_zeros(h.shape[0], self.cfg.attn_dim)
             a_rel = layer.att_rel(layer.rel_emb.weight)
             a_query = layer.att_query(layer.rel_emb(batch.relation))
             a_time = layer.att_time(h_time)
             w, b = layer.att_out.weight.view(-1), layer.att_out.bias
-            edge_ptr = torch.zeros(B + 1, dtype=torch.long, device=dev)
-            edge_ptr[1:] = torch.cumsum(torch.bincount(e_q, minlength=B), 0)
-            agg, alpha = links(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
-                               owner, rel, dt, dst, edge_ptr, node_q.shape[0], backend=self.kernel)
+            if fast:
+                start, end, own = background.link_ranges(old_e, old_q, batch)
+                mark = csr_mark(start, end, old_e, node_ptr, ix, own)
+                uniq = torch.nonzero(mark).squeeze(1)
+                pos = torch.empty(B * E, dtype=torch.long)
+                pos[uniq] = torch.arange(uniq.shape[0])
+                node_q, node_e = uniq // E, uniq % E
+                loop_dst = pos.index_select(0, old_q * E + old_e)
+                agg = csr_step(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
+                               start=start, end=end, node_e=old_e, node_ptr=node_ptr, index=ix,
+                               q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0])
+            else:
+                edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None)
+                # per-link gathers, each from a per-node or per-link table (no per-link query ids needed)
+                e_time = ix.time.index_select(0, edges)
+                rel = ix.rel.index_select(0, edges)
+                e_dst = ix.dst.index_select(0, edges)
+                dt = e_time - (q_time.index_select(0, old_q) + dt_lo).index_select(0, owner)
+                if chrono:
+                    e_q = old_q.index_select(0, owner)
+                    node_q, node_e, node_bound, dst_all = self._unique_nodes_bounded(
+                        torch.cat([e_q, old_q]), torch.cat([e_dst, old_e]), torch.cat([e_time + 1, node_bound]), E)
+                else:
+                    key = torch.cat([(old_q * E).index_select(0, owner) + e_dst, old_q * E + old_e])
+                    node_q, node_e, dst_all = self._unique_keys(key, B, E)
+                m = edges.shape[0]
+                dst, loop_dst = dst_all[:m], dst_all[m:]
+                edge_ptr = torch.searchsorted(owner, node_ptr)  # query q's links: edge_ptr[q]:edge_ptr[q+1]
+                agg, alpha = links(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
+                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0], backend=self.kernel)
+                if trace is not None:
+                    trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
+                    trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())
+                    trace.alpha.append(alpha.detach())
+                    trace.num_links.append(int(m))
             # self-loops: identity relation, Δt = 0, each node to itself
             loop_alpha = torch.sigmoid(torch.relu(a_node + a_rel[identity] + a_query[old_q] + a_time[zero_dt]) @ w + b)
             loop_msg = loop_alpha.unsqueeze(1) * (h + layer.rel_emb.weight[identity] + h_time[zero_dt])
             agg = agg.index_add(0, loop_dst, loop_msg)
             h = self.dropout(self.activation(layer.W(agg)))  # Eq. 7
-            if trace is not None:
-                trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
-                trace.links.append(torch.stack([e_q, ix.src[edges], rel, ix.dst[edges], e_time], 1).detach())
-                trace.alpha.append(alpha.detach())
-                trace.num_links.append(int(m))
         node_score = self.score(h).squeeze(-1)  # Eq. 8
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
         return scores.index_put((node_q, node_e), node_score, accumulate=True)
 
     @staticmethod
-    def _unique_nodes(q: torch.Tensor, e: torch.Tensor, B: int, E: int):
-        """Distinct (query, entity) pairs, sorted, and each input's position among them.
+    def _unique_keys(key: torch.Tensor, B: int, E: int):
+        """Distinct (query, entity) pairs of keys q·E + e, sorted, and each key's position among them.
         A dense B x E mark table: O(B·E + M), no sort."""
-        key = q * E + e
-        mark = torch.zeros(B * E, dtype=torch.bool, device=q.device)
+        mark = torch.zeros(B * E, dtype=torch.bool, device=key.device)
         mark[key] = True
         uniq = torch.nonzero(mark).squeeze(1)
-        pos = torch.empty(B * E, dtype=torch.long, device=q.device)
-        pos[uniq] = torch.arange(uniq.shape[0], device=q.device)
-        return uniq // E, uniq % E, pos[key]
+        pos = torch.empty(B * E, dtype=torch.long, device=key.device)
+        pos[uniq] = torch.arange(uniq.shape[0], device=key.device)
+        return uniq // E, uniq % E, pos.index_select(0, key)
 
     @staticmethod
     def _unique_nodes_bounded(q: torch.Tensor, e: torch.Tensor, bound: torch.Tensor, E: int):

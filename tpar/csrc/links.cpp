@@ -132,6 +132,158 @@ void backward_impl(const at::Tensor& grad_out, const at::Tensor& h, const at::Te
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Node-slice variant: links are read straight from the time-sorted CSR index, never listed.
+// Node p (of query q) owns index edges start[p] .. end[p] (already cut at t < t_q when extrapolating).
+// With `own` (B x 4: s, r, answer, t_q) the query's own fact and its inverse are skipped (interpolation).
+// ---------------------------------------------------------------------------------------------------
+struct Csr {
+  const int64_t *start, *end, *node_e, *node_ptr, *ix_dst, *ix_rel, *ix_time, *qt, *own, *pos;
+  int64_t E, R;
+  inline bool own_fact(int64_t q, int64_t src_e, int64_t r, int64_t dst_e, int64_t t) const {
+    if (!own) return false;
+    const int64_t *o = own + q * 4;
+    if (t != o[3]) return false;
+    const int64_t r_inv = o[1] < R ? o[1] + R : o[1] - R;
+    return (src_e == o[0] && r == o[1] && dst_e == o[2]) || (src_e == o[2] && r == r_inv && dst_e == o[0]);
+  }
+};
+
+Csr make_csr(const at::Tensor& start, const at::Tensor& end, const at::Tensor& node_e, const at::Tensor& node_ptr,
+             const at::Tensor& ix_dst, const at::Tensor& ix_rel, const at::Tensor& ix_time, const at::Tensor& qt,
+             const at::Tensor& own, const at::Tensor& pos, int64_t E, int64_t R) {
+  return Csr{start.data_ptr<int64_t>(), end.data_ptr<int64_t>(), node_e.data_ptr<int64_t>(),
+             node_ptr.data_ptr<int64_t>(), ix_dst.data_ptr<int64_t>(), ix_rel.data_ptr<int64_t>(),
+             ix_time.data_ptr<int64_t>(), qt.data_ptr<int64_t>(), own.numel() ? own.data_ptr<int64_t>() : nullptr,
+             pos.numel() ? pos.data_ptr<int64_t>() : nullptr, E, R};
+}
+
+template <typename scalar_t>
+void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel,
+                      const at::Tensor& a_rel, const at::Tensor& a_query, const at::Tensor& h_time,
+                      const at::Tensor& a_time, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+  const int64_t d = h.size(1), da = a_node.size(1);
+  const scalar_t *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(), *HR = h_rel.data_ptr<scalar_t>(),
+                 *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(), *HT = h_time.data_ptr<scalar_t>(),
+                 *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>();
+  const scalar_t bias = b.data_ptr<scalar_t>()[0];
+  scalar_t* O = out.data_ptr<scalar_t>();
+  at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const scalar_t* aq = AQ + q * da;
+      const int64_t base = q * c.E, tq = c.qt[q];
+      for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+        const scalar_t* __restrict__ hs = H + p * d;
+        const scalar_t* an = AN + p * da;
+        const int64_t src_e = c.node_e[p];
+        for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
+          const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
+          if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
+          const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
+          scalar_t z = bias;
+          for (int64_t k = 0; k < da; ++k) {
+            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
+            if (x > 0) z += W[k] * x;
+          }
+          const scalar_t al = scalar_t(1) / (scalar_t(1) + std::exp(-z));
+          const scalar_t* __restrict__ hr = HR + r * d;
+          const scalar_t* __restrict__ ht = HT + t * d;
+          scalar_t* __restrict__ o = O + c.pos[base + dst_e] * d;
+#pragma omp simd
+          for (int64_t j = 0; j < d; ++j) o[j] += al * (hs[j] + hr[j] + ht[j]);
+        }
+      }
+    }
+  });
+}
+
+template <typename scalar_t>
+void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, const at::Tensor& h,
+                       const at::Tensor& a_node, const at::Tensor& h_rel, const at::Tensor& a_rel,
+                       const at::Tensor& a_query, const at::Tensor& h_time, const at::Tensor& a_time,
+                       const at::Tensor& w, const at::Tensor& b, at::Tensor& g_h, at::Tensor& g_anode,
+                       at::Tensor& g_hrel, at::Tensor& g_arel, at::Tensor& g_aquery, at::Tensor& g_htime,
+                       at::Tensor& g_atime, at::Tensor& g_w, at::Tensor& g_b) {
+  const int64_t d = h.size(1), da = a_node.size(1), nr = h_rel.size(0), nt = h_time.size(0);
+  const scalar_t *G = grad_out.data_ptr<scalar_t>(), *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(),
+                 *HR = h_rel.data_ptr<scalar_t>(), *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(),
+                 *HT = h_time.data_ptr<scalar_t>(), *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>();
+  const scalar_t bias = b.data_ptr<scalar_t>()[0];
+  scalar_t *GH = g_h.data_ptr<scalar_t>(), *GAN = g_anode.data_ptr<scalar_t>(), *GAQ = g_aquery.data_ptr<scalar_t>();
+  const int64_t nthreads = at::get_num_threads();
+  const int64_t width = nr * d + nr * da + nt * d + nt * da + da + 1;
+  std::vector<scalar_t> local(static_cast<size_t>(nthreads * width), scalar_t(0));
+  at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
+    scalar_t* L = local.data() + at::get_thread_num() * width;
+    scalar_t *LHR = L, *LAR = LHR + nr * d, *LHT = LAR + nr * da, *LAT = LHT + nt * d, *LW = LAT + nt * da,
+             *LB = LW + da;
+    for (int64_t q = q0; q < q1; ++q) {
+      const scalar_t* aq = AQ + q * da;
+      scalar_t* gaq = GAQ + q * da;
+      const int64_t base = q * c.E, tq = c.qt[q];
+      for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+        const scalar_t* __restrict__ hs = H + p * d;
+        scalar_t* __restrict__ gh = GH + p * d;
+        const scalar_t* an = AN + p * da;
+        scalar_t* gan = GAN + p * da;
+        const int64_t src_e = c.node_e[p];
+        for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
+          const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
+          if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
+          const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
+          scalar_t z = bias;
+          for (int64_t k = 0; k < da; ++k) {
+            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
+            if (x > 0) z += W[k] * x;
+          }
+          const scalar_t al = scalar_t(1) / (scalar_t(1) + std::exp(-z));
+          const scalar_t* __restrict__ g = G + c.pos[base + dst_e] * d;
+          const scalar_t* __restrict__ hr = HR + r * d;
+          const scalar_t* __restrict__ ht = HT + t * d;
+          scalar_t galpha = 0;
+#pragma omp simd reduction(+ : galpha)
+          for (int64_t j = 0; j < d; ++j) galpha += g[j] * (hs[j] + hr[j] + ht[j]);
+#pragma omp simd
+          for (int64_t j = 0; j < d; ++j) gh[j] += al * g[j];
+          scalar_t* __restrict__ ghr = LHR + r * d;
+#pragma omp simd
+          for (int64_t j = 0; j < d; ++j) ghr[j] += al * g[j];
+          scalar_t* __restrict__ ght = LHT + t * d;
+#pragma omp simd
+          for (int64_t j = 0; j < d; ++j) ght[j] += al * g[j];
+          const scalar_t gz = galpha * al * (scalar_t(1) - al);
+          if (gz == scalar_t(0)) continue;
+          *LB += gz;
+          scalar_t *gar = LAR + r * da, *gat = LAT + t * da;
+          for (int64_t k = 0; k < da; ++k) {
+            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
+            if (x > 0) {
+              LW[k] += gz * x;
+              const scalar_t gx = gz * W[k];
+              gan[k] += gx;
+              gar[k] += gx;
+              gaq[k] += gx;
+              gat[k] += gx;
+            }
+          }
+        }
+      }
+    }
+  });
+  scalar_t *GHR = g_hrel.data_ptr<scalar_t>(), *GAR = g_arel.data_ptr<scalar_t>(), *GHT = g_htime.data_ptr<scalar_t>(),
+           *GAT = g_atime.data_ptr<scalar_t>(), *GW = g_w.data_ptr<scalar_t>(), *GB = g_b.data_ptr<scalar_t>();
+  for (int64_t th = 0; th < nthreads; ++th) {
+    const scalar_t* L = local.data() + th * width;
+    int64_t o = 0;
+    for (int64_t i = 0; i < nr * d; ++i) GHR[i] += L[o++];
+    for (int64_t i = 0; i < nr * da; ++i) GAR[i] += L[o++];
+    for (int64_t i = 0; i < nt * d; ++i) GHT[i] += L[o++];
+    for (int64_t i = 0; i < nt * da; ++i) GAT[i] += L[o++];
+    for (int64_t i = 0; i < da; ++i) GW[i] += L[o++];
+    GB[0] += L[o++];
+  }
+}
+
 void check(const at::Tensor& x, const char* name) {
   TORCH_CHECK(x.device().is_cpu(), name, " must be a CPU tensor");
   TORCH_CHECK(x.is_contiguous(), name, " must be contiguous");
@@ -169,7 +321,64 @@ std::vector<at::Tensor> links_backward(at::Tensor grad_out, at::Tensor h, at::Te
   return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b};
 }
 
+// Marks every (query, entity) that a link from the frontier (or a self-loop) reaches: mark[q*E + e] = 1.
+at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst,
+                    at::Tensor ix_rel, at::Tensor ix_time, at::Tensor own, int64_t E, int64_t R) {
+  const int64_t B = node_ptr.size(0) - 1;
+  auto mark = at::zeros({B * E}, start.options().dtype(at::kBool));
+  auto empty = at::empty({0}, start.options());
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, empty, own, empty, E, R);
+  bool* M = mark.data_ptr<bool>();
+  at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t base = q * E;
+      for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+        const int64_t src_e = c.node_e[p];
+        M[base + src_e] = true;  // self-loop
+        for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
+          if (c.own_fact(q, src_e, c.ix_rel[e], c.ix_dst[e], c.ix_time[e])) continue;
+          M[base + c.ix_dst[e]] = true;
+        }
+      }
+    }
+  });
+  return mark;
+}
+
+at::Tensor csr_forward(at::Tensor h, at::Tensor a_node, at::Tensor h_rel, at::Tensor a_rel, at::Tensor a_query,
+                       at::Tensor h_time, at::Tensor a_time, at::Tensor w, at::Tensor b, at::Tensor start,
+                       at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel,
+                       at::Tensor ix_time, at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R,
+                       int64_t num_out) {
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
+  auto out = at::zeros({num_out, h.size(1)}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "csr_forward", [&] {
+    csr_forward_impl<scalar_t>(c, node_ptr.size(0) - 1, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, out);
+  });
+  return out;
+}
+
+std::vector<at::Tensor> csr_backward(at::Tensor grad_out, at::Tensor h, at::Tensor a_node, at::Tensor h_rel,
+                                     at::Tensor a_rel, at::Tensor a_query, at::Tensor h_time, at::Tensor a_time,
+                                     at::Tensor w, at::Tensor b, at::Tensor start, at::Tensor end, at::Tensor node_e,
+                                     at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel, at::Tensor ix_time,
+                                     at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R) {
+  grad_out = grad_out.contiguous();
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
+  auto g_h = at::zeros_like(h), g_anode = at::zeros_like(a_node), g_hrel = at::zeros_like(h_rel),
+       g_arel = at::zeros_like(a_rel), g_aquery = at::zeros_like(a_query), g_htime = at::zeros_like(h_time),
+       g_atime = at::zeros_like(a_time), g_w = at::zeros_like(w), g_b = at::zeros({1}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "csr_backward", [&] {
+    csr_backward_impl<scalar_t>(c, node_ptr.size(0) - 1, grad_out, h, a_node, h_rel, a_rel, a_query, h_time, a_time,
+                                w, b, g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b);
+  });
+  return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("links_forward", &links_forward, "TPAR fused link forward (CPU)");
   m.def("links_backward", &links_backward, "TPAR fused link backward (CPU)");
+  m.def("csr_mark", &csr_mark, "mark (query, entity) pairs reached by one step (CPU)");
+  m.def("csr_forward", &csr_forward, "TPAR fused step reading links from the CSR index (CPU)");
+  m.def("csr_backward", &csr_backward, "backward of csr_forward (CPU)");
 }

@@ -1,0 +1,149 @@
+"""Training (all three settings), checkpoints (round trip, refusals), resume, and the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from tpar.checkpoint import Checkpoint
+from tpar.cli import main
+from tpar.config import ModelConfig, RunConfig, TrainConfig
+from tpar.errors import DataError
+from tpar.readers import load_dataset
+from tpar.training import TrainingCallbacks, resume_path, train
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A small periodic world: each day i, person i%6 meets (i+1)%6 and is called back."""
+    d = tmp_path_factory.mktemp("world")
+    rows = ["subject,relation,object,time"]
+    people = [f"P{i}" for i in range(6)]
+    for day in range(60):
+        a, b = people[day % 6], people[(day + 1) % 6]
+        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
+        if day % 3 == 0:
+            rows.append(f"{a},visits,{people[(day + 3) % 6]},{date}")
+    p = d / "world.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def tiny_run(setting, **kw):
+    return RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.1),
+                     TrainConfig(setting=setting, lr=5e-3, batch_size=8, micro_batch=4, epochs=kw.pop("epochs", 2),
+                                 patience=5, max_valid_queries=0, checkpoint_every=kw.pop("checkpoint_every", 1e9),
+                                 seed=kw.pop("seed", 0), **kw))
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation", "unified"])
+def test_train_writes_a_usable_checkpoint(world, tmp_path, setting):
+    kg = load_dataset(world)
+    out = tmp_path / "m.tpar"
+    res = train(kg, tiny_run(setting), out, progress=False)
+    assert out.is_file() and not resume_path(out).exists()
+    assert res.stopped == "completed" and len(res.history) == 2
+    ck = Checkpoint.load(out)
+    assert ck.setting == setting and ck.data_fingerprint == kg.fingerprint
+    assert ck.relations == list(kg.relations.names)
+    assert ck.extra["seed"] == 0 and ck.extra["seconds"] > 0 and "hardware" in ck.extra
+    keys = {"extrapolation": ["valid_extrapolation_mrr"], "interpolation": ["valid_interpolation_mrr"],
+            "unified": ["valid_extrapolation_mrr", "valid_interpolation_mrr"]}[setting]
+    for k in keys:
+        assert 0 <= ck.history[-1][k] <= 1
+    model = ck.build_model()
+    assert sum(p.numel() for p in model.parameters()) > 0
+
+
+def test_same_seed_same_checkpoint(world, tmp_path):
+    kg = load_dataset(world)
+    a = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
+    b = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "b.tpar", progress=False).checkpoint
+    for k in a.weights:
+        assert torch.equal(a.weights[k], b.weights[k]), k
+
+
+def test_cancel_then_resume_equals_uninterrupted(world, tmp_path):
+    kg = load_dataset(world)
+    full = train(kg, tiny_run("extrapolation", epochs=2), tmp_path / "full.tpar", progress=False).checkpoint
+    steps = []
+
+    def stop_after_three(info):
+        steps.append(info.batch)
+        return len(steps) == 3
+
+    out = tmp_path / "r.tpar"
+    res = train(kg, tiny_run("extrapolation", epochs=2), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=stop_after_three))
+    assert res.stopped == "cancelled" and resume_path(out).is_file()
+    res2 = train(kg, tiny_run("extrapolation", epochs=2), out, resume=True, progress=False)
+    assert res2.stopped == "completed" and not resume_path(out).exists()
+    for k in full.weights:
+        assert torch.allclose(full.weights[k], res2.checkpoint.weights[k], atol=1e-6), k
+
+
+def test_checkpoint_refusals(world, tmp_path):
+    kg = load_dataset(world)
+    out = tmp_path / "m.tpar"
+    train(kg, tiny_run("extrapolation", epochs=1), out, progress=False)
+    # tampered weights
+    payload = torch.load(out, weights_only=True)
+    k = next(iter(payload["weights"]))
+    payload["weights"][k] = payload["weights"][k] + 1
+    bad = tmp_path / "tampered.tpar"
+    torch.save(payload, bad)
+    with pytest.raises(DataError, match="sha256"):
+        Checkpoint.load(bad)
+    # a pickle that would run code on load
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+    evil = tmp_path / "evil.tpar"
+    torch.save({"format": "tpar-checkpoint-v1", "x": Evil()}, evil)
+    with pytest.raises(DataError, match="refused"):
+        Checkpoint.load(evil)
+    junk = tmp_path / "junk.tpar"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(DataError, match="not a readable checkpoint"):
+        Checkpoint.load(junk)
+    # data it does not fit
+    other = tmp_path / "other.csv"
+    other.write_text("subject,relation,object,time\na,likes,b,2024-01-01\nb,likes,c,2024-01-02\nc,likes,a,2024-01-03\n")
+    with pytest.raises(DataError, match="relation vocabulary differs"):
+        Checkpoint.load(out).check_fits(load_dataset(other))
+
+
+def test_cli_train_evaluate_predict(world, tmp_path, capsys):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(tiny_run("unified", epochs=1).to_dict()))
+    out = tmp_path / "cli.tpar"
+    assert main(["train", "--data", str(world), "--setting", "unified", "--config", str(cfg), "--out", str(out),
+                 "--quiet"]) == 0
+    js, ranks = tmp_path / "e.json", tmp_path / "ranks.csv"
+    assert main(["evaluate", "--checkpoint", str(out), "--data", str(world), "--split", "test", "--setting",
+                 "interpolation", "--json", str(js), "--ranks-csv", str(ranks), "--quiet"]) == 0
+    d = json.loads(js.read_text())
+    assert d["setting"] == "interpolation" and d["method"] == "tpar"
+    assert set(d["realistic"]) == {"mrr", "hits@1", "hits@3", "hits@10"}
+    lines = ranks.read_text().strip().split("\n")
+    assert lines[0] == "subject,relation,object,time,direction,optimistic,pessimistic,realistic"
+    assert len(lines) == 1 + d["num_queries"]
+    capsys.readouterr()
+    assert main(["predict", "--checkpoint", str(out), "--data", str(world), "--subject", "P0", "--relation", "meets",
+                 "--time", "2024-03-10", "--top", "3", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["setting"] == "extrapolation" and len(p["answers"]) == 3
+    assert abs(sum(a["probability"] for a in p["answers"])) <= 1.0 + 1e-9
+    assert main(["predict", "--checkpoint", str(out), "--data", str(world), "--subject", "Nobody", "--relation",
+                 "meets", "--time", "2024-03-10"]) == 2
+    assert "unknown entity 'Nobody'" in capsys.readouterr().err
+    bad_cfg = tmp_path / "bad.json"
+    bad_cfg.write_text('{"model": {"dimension": 3}}')
+    assert main(["train", "--data", str(world), "--setting", "extrapolation", "--config", str(bad_cfg), "--out",
+                 str(tmp_path / "x.tpar"), "--quiet"]) == 2
+    assert "unknown ModelConfig option" in capsys.readouterr().err

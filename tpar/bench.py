@@ -1,0 +1,130 @@
+"""Speed benchmark of the propagation: training ms per query (forward + backward + Adam step),
+inference queries per second, peak memory, and temporal links per query per layer.
+
+Each configuration runs in a fresh process so that its peak memory is its own. Training queries
+come from the training split with the training background (t < t_q); inference queries from the
+test split with the evaluation background (every known fact with t < t_q).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import platform
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+CONFIGS = [  # (data folder under the benchmark root, L, d)
+    ("extrapolation/ICEWS14", 3, 32),
+    ("extrapolation/ICEWS14", 5, 64),
+    ("extrapolation/ICEWS18", 3, 32),
+    ("extrapolation/ICEWS18", 5, 64),
+]
+QUICK = [("extrapolation/ICEWS14", 3, 32)]
+
+
+def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed: int = 0) -> dict:
+    from tpar.background import Background
+    from tpar.config import ModelConfig
+    from tpar.inference import resolve_device
+    from tpar.kernels import cpp_status
+    from tpar.model import TPAR, PropagationTrace, multiclass_log_loss
+    from tpar.queries import make_queries
+    from tpar.readers import load_dataset
+
+    dev = resolve_device(device)
+    kg = load_dataset(folder)
+    torch.manual_seed(seed)
+    model = TPAR(ModelConfig(dim=dim, num_layers=layers, num_relations=kg.num_relations, time_span=365)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    rng = np.random.default_rng(seed)
+    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation").to(dev)
+    train_q = make_queries(kg.facts("train"), kg.num_relations)
+    train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + 5, replace=False))]
+    eval_bg = Background.for_evaluation(kg, "extrapolation").to(dev)
+    test_q = make_queries(kg.facts("test"), kg.num_relations)
+    test_q = test_q[torch.from_numpy(rng.choice(len(test_q), queries + 16, replace=False))]
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    # training: micro-batches of 5 (the paper's batch sizes are 5-20)
+    model.train()
+    mb = 5
+    def train_step(b):
+        opt.zero_grad(set_to_none=True)
+        loss = multiclass_log_loss(model(b.to(dev), train_bg), b.answer.to(dev))
+        loss.backward()
+        opt.step()
+    train_step(train_q[0:5])  # warm-up (kernel build, allocator)
+    sync()
+    t0 = time.perf_counter()
+    for a in range(5, 5 + queries, mb):
+        train_step(train_q[a:a + mb])
+    sync()
+    train_ms = (time.perf_counter() - t0) / queries * 1000
+    # inference: micro-batches of 16, no gradients
+    model.eval()
+    with torch.no_grad():
+        model(test_q[0:16].to(dev), eval_bg)
+        sync()
+        t0 = time.perf_counter()
+        for a in range(16, 16 + queries, 16):
+            model(test_q[a:a + 16].to(dev), eval_bg)
+        sync()
+        qps = queries / (time.perf_counter() - t0)
+        # links per query per layer, on the timed test queries and on training queries
+        def links(q, bg):
+            tr = PropagationTrace([], [], [], [])
+            model(q.to(dev), bg, trace=tr)
+            return [round(n / len(q), 1) for n in tr.num_links]
+        links_test = links(test_q[16:16 + min(queries, 32)], eval_bg)
+        links_train = links(train_q[5:5 + min(queries, 32)], train_bg)
+    peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
+            "device": str(dev), "kernel": cpp_status() if dev.type == "cpu" else "torch",
+            "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
+            "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
+            "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,
+            "queries_timed": queries}
+
+
+def _child(args, conn):
+    try:
+        conn.send(_measure(*args))
+    except Exception as e:  # report, do not hang the parent
+        conn.send({"error": f"{type(e).__name__}: {e}"})
+
+
+def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 40,
+                   progress: bool = True) -> dict:
+    from tpar.readers import find_data_dir
+
+    root = Path(data_dir) if data_dir else find_data_dir()
+    if root is None or not root.is_dir():
+        from tpar.errors import DataError
+        raise DataError("benchmarks not found: pass --data-dir or set TPAR_DATA_DIR")
+    results = []
+    ctx = mp.get_context("spawn")
+    for folder, layers, dim in (QUICK if quick else CONFIGS):
+        path = root / folder
+        if not path.is_dir():
+            results.append({"data": folder, "L": layers, "d": dim, "skipped": "data not found"})
+            continue
+        if progress:
+            print(f"bench {folder} L={layers} d={dim} ...", flush=True)
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_child, args=((str(path), layers, dim, queries, device), child))
+        p.start()
+        res = parent.recv()
+        p.join()
+        results.append(res)
+    return {"machine": {"platform": platform.platform(), "processor": platform.processor(),
+                        "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
+                        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+            "results": results}

@@ -1,0 +1,150 @@
+"""Using a trained model: a ranker for the evaluator, and predictions for a user's question."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from tpar.background import Background
+from tpar.checkpoint import Checkpoint
+from tpar.data import TemporalKG
+from tpar.errors import DataError
+from tpar.index import TemporalGraphIndex
+from tpar.model import TPAR
+from tpar.queries import OBJECT, SUBJECT, QueryBatch, Setting
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    d = torch.device(device)
+    if d.type == "cuda" and not torch.cuda.is_available():
+        raise DataError("CUDA was requested but no GPU is available (use --device cpu or auto)")
+    return d
+
+
+class ModelRanker:
+    """Scores queries with a TPAR model in micro-batches (bounded memory); scores come back on the CPU."""
+
+    name = "tpar"
+
+    def __init__(self, model: TPAR, device: str | torch.device = "auto", micro_batch: int = 16,
+                 amp: bool = False) -> None:
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.micro_batch = micro_batch
+        self.amp = amp and self.device.type == "cuda"
+        self._bg: tuple[int, Background] | None = None
+
+    def _on_device(self, background: Background) -> Background:
+        if self._bg is None or self._bg[0] != id(background):
+            self._bg = (id(background), background.to(self.device))
+        return self._bg[1]
+
+    @torch.no_grad()
+    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        bg = self._on_device(background)
+        out = []
+        for a in range(0, len(batch), self.micro_batch):
+            mb = batch[slice(a, a + self.micro_batch)].to(self.device)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+                out.append(self.model(mb, bg).float().cpu())
+        return torch.cat(out) if out else torch.zeros(0, bg.num_entities)
+
+
+@dataclass
+class Answer:
+    entity: str
+    entity_id: int
+    score: float
+    probability: float  # softmax over all entities (Eq. 9's distribution)
+    rank: int
+    known: bool  # the fact (subject, relation, entity, time) is in the data
+
+
+@dataclass
+class Prediction:
+    subject: str
+    relation: str
+    direction: str
+    time: str
+    time_step: int
+    setting: str
+    answers: list[Answer]
+    reached: int  # entities some temporal path reached
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"subject": self.subject, "relation": self.relation, "direction": self.direction, "time": self.time,
+                "time_step": self.time_step, "setting": self.setting, "reached": self.reached,
+                "warnings": self.warnings, "answers": [a.__dict__ for a in self.answers]}
+
+
+class Predictor:
+    """Answers "(subject, relation, ?, time)" questions on a data set with a checkpoint.
+
+    Backgrounds for a question (not an evaluation, so there is no hidden answer): extrapolation
+    sees every known fact (all splits) with t < t_q; interpolation sees every known fact.
+    ``setting="auto"`` picks extrapolation when t_q lies after the last known fact, else
+    interpolation.
+    """
+
+    def __init__(self, checkpoint: Checkpoint, kg: TemporalKG, device: str | torch.device = "auto") -> None:
+        self.warnings = checkpoint.check_fits(kg)
+        self.checkpoint = checkpoint
+        self.kg = kg
+        self.device = resolve_device(device)
+        self.model = checkpoint.build_model(self.device)
+        facts = kg.all_facts()
+        self._index = TemporalGraphIndex(facts, kg.num_entities, kg.num_relations).to(self.device)
+        self._known = {tuple(x) for x in facts.tolist()}
+        self.last_time = int(facts[:, 3].max()) if len(facts) else 0
+
+    def background(self, setting: Setting) -> Background:
+        return Background(self._index, setting)
+
+    def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
+        if setting == "auto":
+            return Setting.EXTRAPOLATION if t > self.last_time else Setting.INTERPOLATION
+        return Setting.parse(setting)
+
+    def query(self, subject: str, relation: str, time: str | int, direction: str = "object") -> tuple[int, int, int]:
+        kg = self.kg
+        if subject not in kg.entities:
+            raise DataError(f"unknown entity {subject!r}")
+        if relation not in kg.relations:
+            raise DataError(f"unknown relation {relation!r}")
+        try:
+            t = kg.time_axis.parse(time)
+        except ValueError as e:
+            raise DataError(f"{e} (times here look like {kg.time_axis.label(self.last_time)!r})") from None
+        r = kg.relations.id(relation)
+        if direction not in ("object", "subject"):
+            raise DataError("direction must be object or subject")
+        return kg.entities.id(subject), (r if direction == "object" else r + kg.num_relations), t
+
+    @torch.no_grad()
+    def predict(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
+                setting: str = "auto", top_k: int | None = 10) -> Prediction:
+        s, r, t = self.query(subject, relation, time, direction)
+        st = self.resolve_setting(t, setting)
+        batch = QueryBatch(*(torch.tensor([x], device=self.device) for x in
+                             (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
+        scores = self.model(batch, self.background(st))[0].float().cpu()
+        return self._answers(subject, relation, direction, t, st, scores, top_k)
+
+    def _answers(self, subject, relation, direction, t, st, scores, top_k) -> Prediction:
+        kg = self.kg
+        probs = torch.softmax(scores.double(), 0)
+        order = torch.argsort(scores, descending=True, stable=True)
+        k = len(order) if top_k is None else min(top_k, len(order))
+        s_id, r_base = kg.entities.id(subject), kg.relations.id(relation)
+        answers = []
+        for rank, e in enumerate(order[:k].tolist(), start=1):
+            fact = (s_id, r_base, e, t) if direction == "object" else (e, r_base, s_id, t)
+            answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), rank, fact in self._known))
+        reached = int((scores != 0).sum())
+        return Prediction(subject, relation, direction, kg.time_axis.label(t), t, st.value, answers, reached,
+                          list(self.warnings))

@@ -1,0 +1,290 @@
+"""Training TPAR: per-setting or unified, with validation, early stopping, periodic checkpoints
+and resume.
+
+* extrapolation: a training query (s, r, ?, t_q) sees the training facts with t < t_q;
+* interpolation: every epoch the training facts are reshuffled and split into a background
+  (3/4) and queries (1/4) (paper Appendix D.1); a query never sees its own fact or its inverse;
+* unified: one model, batches of both kinds alternating, so a single checkpoint serves both
+  settings; early stopping on the mean of the two validation MRRs.
+
+Loss: Eq. 9 (multi-class log-loss over all entities), Adam. Each optimiser step takes
+``batch_size`` queries in micro-batches of ``micro_batch`` (gradients accumulated).
+Validation after each epoch on (a seeded subset of) the valid split, realistic MRR, with the
+evaluation protocol of :mod:`tpar.evaluation`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from tpar.background import Background
+from tpar.checkpoint import Checkpoint, from_model, hardware
+from tpar.config import RunConfig
+from tpar.data import TemporalKG
+from tpar.errors import DataError
+from tpar.evaluation import evaluate
+from tpar.inference import ModelRanker, resolve_device
+from tpar.model import TPAR, multiclass_log_loss
+from tpar.queries import QueryBatch, Setting, make_queries
+
+
+class TrainingCancelled(Exception):
+    """Raised inside :func:`train` when a callback asks to stop; the resume file is kept."""
+
+
+@dataclass
+class StepInfo:
+    epoch: int
+    batch: int
+    num_batches: int
+    loss: float
+    queries_per_second: float
+    elapsed: float
+
+
+@dataclass
+class TrainingCallbacks:
+    """Hooks for the app (progress bar, live chart, cancel button). Return True from any to cancel."""
+
+    on_step: Callable[[StepInfo], bool | None] | None = None
+    on_epoch: Callable[[dict], bool | None] | None = None
+    on_checkpoint: Callable[[Path], None] | None = None
+
+
+@dataclass
+class TrainResult:
+    checkpoint: Checkpoint
+    path: Path
+    history: list[dict]
+    best_epoch: int
+    seconds: float
+    stopped: str  # "completed", "early-stopping", "cancelled"
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+
+def resume_path(out: Path) -> Path:
+    return out.with_name(out.name + ".resume")
+
+
+def model_config_for(kg: TemporalKG, run: RunConfig) -> RunConfig:
+    """Fill the data-dependent model fields (relations, time span)."""
+    every = kg.all_facts()
+    span = int(every[:, 3].max() - every[:, 3].min() + 1) if len(every) else 1
+    run.model.num_relations = kg.num_relations
+    run.model.time_span = span
+    return run
+
+
+class _Plan:
+    """The batches of one epoch, rebuilt deterministically from (seed, epoch) -- so resume can skip
+    the batches already done."""
+
+    def __init__(self, kg: TemporalKG, run: RunConfig, epoch: int, extrap_bg: Background | None) -> None:
+        cfg = run.train
+        rng = np.random.default_rng([cfg.seed, epoch])
+        train = kg.facts("train")
+        self.backgrounds: dict[str, Background] = {}
+        self.queries: dict[str, QueryBatch] = {}
+        kinds = ["extrapolation", "interpolation"] if cfg.setting == "unified" else [cfg.setting]
+        budget = cfg.max_train_queries // len(kinds) if cfg.max_train_queries else 0
+        for kind in kinds:
+            if kind == "extrapolation":
+                bg = extrap_bg
+                q = make_queries(train, kg.num_relations)
+            else:
+                perm = rng.permutation(len(train))
+                n_bg = int(round(cfg.background_fraction * len(train)))
+                bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, "interpolation")
+                q = make_queries(train[perm[n_bg:]], kg.num_relations)
+            order = rng.permutation(len(q))
+            if budget:
+                order = order[:budget]
+            self.backgrounds[kind], self.queries[kind] = bg, q[torch.from_numpy(order)]
+        # interleave the kinds batch by batch
+        per_kind = {k: [(k, a) for a in range(0, len(self.queries[k]), cfg.batch_size)] for k in kinds}
+        self.batches: list[tuple[str, int]] = []
+        for i in range(max(len(v) for v in per_kind.values())):
+            for k in kinds:
+                if i < len(per_kind[k]):
+                    self.batches.append(per_kind[k][i])
+
+    def batch(self, i: int, size: int) -> tuple[str, QueryBatch]:
+        kind, a = self.batches[i]
+        return kind, self.queries[kind][slice(a, a + size)]
+
+
+def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
+             max_queries: int | None = None, split: str = "valid") -> dict[str, float]:
+    """Realistic MRR on (a seeded subset of) ``split`` for the run's setting(s)."""
+    kinds = ["extrapolation", "interpolation"] if run.train.setting == "unified" else [run.train.setting]
+    ranker = ModelRanker(model, device, micro_batch=max(1, run.train.micro_batch))
+    out = {}
+    for kind in kinds:
+        res = evaluate(kg, ranker, kind, split, progress=progress, batch_size=64,
+                       max_queries=run.train.max_valid_queries if max_queries is None else max_queries,
+                       seed=run.train.seed)
+        m = res.metrics("realistic")
+        out[f"{kind}_mrr"] = m.mrr
+        out[f"{kind}_hits@1"] = m.hits[1]
+        out[f"{kind}_hits@10"] = m.hits[10]
+    out["mrr"] = float(np.mean([out[f"{k}_mrr"] for k in kinds]))
+    model.train()
+    return out
+
+
+def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
+          callbacks: TrainingCallbacks | None = None, eval_test: bool = False) -> TrainResult:
+    """Train (or resume training) and write the best model to ``out``; see the module docstring."""
+    out = Path(out)
+    cb = callbacks or TrainingCallbacks()
+    cfg = run.train
+    setting = cfg.setting
+    if "train" in kg.missing_splits or len(kg.facts("train")) == 0:
+        raise DataError(f"{kg.name}: no training facts to train on")
+    if "valid" in kg.missing_splits:
+        raise DataError(f"{kg.name}: a valid split is needed for early stopping")
+    run = model_config_for(kg, run)
+    device = resolve_device(cfg.device)
+    set_seed(cfg.seed)
+    model = TPAR(run.model).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    history: list[dict] = []
+    start_epoch, start_batch = 0, 0
+    best_mrr, best_epoch, bad_epochs = -math.inf, -1, 0
+    trained_seconds = 0.0
+    rpath = resume_path(out)
+    if resume:
+        if not rpath.is_file():
+            raise DataError("nothing to resume: no resume file next to the output", file=rpath)
+        ck, opt_state, pos = Checkpoint.load(rpath, with_state=True)
+        ck.check_fits(kg)
+        if ck.data_fingerprint != kg.fingerprint:
+            raise DataError("the resume file was made on different data (fingerprints differ)", file=rpath)
+        if ck.config.to_dict() != run.to_dict():
+            run = ck.config  # the interrupted run's own configuration wins
+            cfg = run.train
+        model = ck.build_model(device).train()
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt.load_state_dict(opt_state["adam"])
+        torch.set_rng_state(opt_state["torch_rng"])
+        history = ck.history
+        start_epoch, start_batch = pos["epoch"], pos["batch"]
+        best_mrr, best_epoch, bad_epochs = pos["best_mrr"], pos["best_epoch"], pos["bad_epochs"]
+        trained_seconds = pos["seconds"]
+    model.train()
+    extrap_bg = None
+    if setting in ("extrapolation", "unified"):
+        extrap_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation")
+    bg_cache: dict[int, Background] = {}
+
+    def on_device(bg: Background) -> Background:
+        if id(bg) not in bg_cache:
+            bg_cache.clear()
+            bg_cache[id(bg)] = bg.to(device)
+        return bg_cache[id(bg)]
+
+    def snapshot(epoch: int, batch: int) -> None:
+        ck = from_model(model, run, kg, setting, history=history,
+                        extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed})
+        ck.save(rpath, optimizer={"adam": opt.state_dict(), "torch_rng": torch.get_rng_state()},
+                position={"epoch": epoch, "batch": batch, "best_mrr": best_mrr, "best_epoch": best_epoch,
+                          "bad_epochs": bad_epochs, "seconds": trained_seconds})
+        if cb.on_checkpoint:
+            cb.on_checkpoint(rpath)
+
+    stopped = "completed"
+    t_run = time.perf_counter()
+    last_save = time.perf_counter()
+    try:
+        for epoch in range(start_epoch, cfg.epochs):
+            plan = _Plan(kg, run, epoch, extrap_bg)
+            nb = len(plan.batches)
+            first = start_batch if epoch == start_epoch else 0
+            bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
+                       disable=not progress, mininterval=1.0)
+            t_epoch, n_q, loss_sum, loss_n = time.perf_counter(), 0, 0.0, 0
+            for i in range(first, nb):
+                kind, batch = plan.batch(i, cfg.batch_size)
+                bg = on_device(plan.backgrounds[kind])
+                t0 = time.perf_counter()
+                opt.zero_grad(set_to_none=True)
+                total = 0.0
+                for a in range(0, len(batch), cfg.micro_batch):
+                    mb = batch[slice(a, a + cfg.micro_batch)].to(device)
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp and device.type == "cuda"):
+                        scores = model(mb, bg)
+                    loss = multiclass_log_loss(scores.float(), mb.answer) * (len(mb) / len(batch))
+                    loss.backward()
+                    total += float(loss.detach())
+                opt.step()
+                dt = time.perf_counter() - t0
+                trained_seconds += dt
+                n_q += len(batch)
+                loss_sum, loss_n = loss_sum + total, loss_n + 1
+                qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
+                bar.update(1)
+                bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}")
+                if cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)):
+                    snapshot(epoch, i + 1)
+                    raise TrainingCancelled()
+                if time.perf_counter() - last_save >= cfg.checkpoint_every:
+                    snapshot(epoch, i + 1)
+                    last_save = time.perf_counter()
+            bar.close()
+            start_batch = 0
+            val = validate(model, kg, run, device, progress)
+            entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": n_q,
+                     "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
+            history.append(entry)
+            improved = val["mrr"] > best_mrr
+            if improved:
+                best_mrr, best_epoch, bad_epochs = val["mrr"], epoch + 1, 0
+                from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
+                           extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
+                                  "best_epoch": best_epoch}).save(out)
+            else:
+                bad_epochs += 1
+            snapshot(epoch + 1, 0)
+            last_save = time.perf_counter()
+            if progress:
+                print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
+                      f"{' (best)' if improved else ''}", flush=True)
+            if cb.on_epoch and cb.on_epoch(entry):
+                raise TrainingCancelled()
+            if bad_epochs >= cfg.patience:
+                stopped = "early-stopping"
+                break
+    except TrainingCancelled:
+        stopped = "cancelled"
+    if not out.is_file():
+        # cancelled before the first validation: keep what we have so the work is not lost
+        from_model(model, run, kg, setting, history=history,
+                   extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed}).save(out)
+    best = Checkpoint.load(out)
+    best.history = history
+    best.extra.update({"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, "stopped": stopped,
+                       "best_epoch": best_epoch, "wall_seconds": time.perf_counter() - t_run})
+    if stopped != "cancelled" and eval_test and "test" in kg.splits:
+        model = best.build_model(device)
+        kinds = ["extrapolation", "interpolation"] if setting == "unified" else [setting]
+        for kind in kinds:
+            res = evaluate(kg, ModelRanker(model, device, cfg.micro_batch), kind, "test", progress=progress, batch_size=64)
+            best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in ("realistic", "optimistic", "pessimistic")}
+    best.save(out)
+    if stopped != "cancelled" and rpath.exists():
+        rpath.unlink()
+    return TrainResult(best, out, history, best_epoch, trained_seconds, stopped)
