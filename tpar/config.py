@@ -25,6 +25,11 @@ class ModelConfig:
         activation: δ of Eq. 7: ``identity``, ``tanh`` or ``relu``.
         chronological: extrapolation only: links along a path must have non-increasing times
             (t_1 >= t_2 >= ...), the ordering the paper relaxes (Section 4.1) -- for its ablation.
+        attention_bias_init: initial bias of w_α (Eq. 6). Negative, so that α starts near
+            σ(-5) ≈ 0.007: Eq. 7 sums messages over every admitted link, and a hub entity has thousands
+            of them, so with α ≈ 0.5 the states grow by orders of magnitude per step at initialisation
+            and training stalls (measured on ICEWS14: valid MRR 0.1% vs 18-29% after 400 steps).
+            The attention then learns which links to open.
         num_relations: R, base relations of the data the model was built for (set from data).
         time_span: characteristic number of time steps of the data (set from data); scales the
             initial frequencies of the time encoding.
@@ -36,6 +41,7 @@ class ModelConfig:
     dropout: float = 0.2
     activation: str = "identity"
     chronological: bool = False
+    attention_bias_init: float = -5.0
     num_relations: int = 0
     time_span: int = 365
 

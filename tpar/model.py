@@ -84,6 +84,7 @@ class TPARLayer(nn.Module):
         self.att_out = nn.Linear(da, 1, bias=True)     # w_α
         self.W = nn.Linear(d, d, bias=False)           # W^l
         nn.init.normal_(self.rel_emb.weight, std=d ** -0.5)
+        nn.init.constant_(self.att_out.bias, cfg.attention_bias_init)
 
 
 @dataclass
