@@ -1,18 +1,19 @@
-"""The per-link work of one recursive step, with two interchangeable backends.
-
-``links(...)`` computes, for M links grouped by query (paper Eqs. 4, 6 and the sum of Eq. 7):
+"""The per-link work of one recursive step (paper Eqs. 4, 6 and the sum of Eq. 7):
 
     α_e = σ(b + wᵀ ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e]))
     out[dst_e] += α_e · (h[src_e] + H_rel[rel_e] + H_time[dt_e])
 
-* ``cpp``: a fused C++ kernel (``tpar/csrc/links.cpp``), compiled on first use with
-  ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja; cached afterwards). Threads own whole
-  queries, nothing of size links × d is materialised, the backward pass recomputes messages.
-* ``torch``: the same maths in plain torch ops (any device: CUDA uses this), chunked so that
-  temporaries stay bounded.
+Two interchangeable implementations:
 
-``TPAR_KERNEL=torch`` forces the torch backend; if the C++ build fails the torch backend is used
-with one warning.
+* :func:`csr_step` (CPU): a fused C++ kernel (``tpar/csrc/links.cpp``), compiled on first use with
+  ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja; cached afterwards). It reads each
+  node's links straight from the CSR index, threads own whole queries, and nothing of size
+  links × d (nor links × 1) is stored: the backward pass recomputes attention and messages.
+* :func:`links` (any device; CUDA, explanations that need per-link α, the chronological ablation):
+  the same maths in torch ops over a listed set of links, chunked so temporaries stay bounded.
+
+``TPAR_KERNEL=torch`` disables the C++ kernel; if its build fails the torch path is used with one
+warning.
 """
 
 from __future__ import annotations
@@ -53,24 +54,6 @@ def cpp_kernel():
 def cpp_status() -> str:
     cpp_kernel()
     return "cpp" if _cpp_module is not None else f"torch ({_cpp_failed})"
-
-
-class _FusedLinks(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out):
-        mod = cpp_kernel()
-        args = [x.contiguous() for x in (h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b)]
-        out, alpha = mod.links_forward(*args, src, rel, dt, dst, edge_ptr, int(num_out))
-        ctx.save_for_backward(*args[:8], src, rel, dt, dst, edge_ptr, alpha)
-        ctx.mark_non_differentiable(alpha)
-        return out, alpha
-
-    @staticmethod
-    def backward(ctx, grad_out, _grad_alpha):
-        h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, src, rel, dt, dst, edge_ptr, alpha = ctx.saved_tensors
-        grads = cpp_kernel().links_backward(grad_out, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w,
-                                            src, rel, dt, dst, edge_ptr, alpha)
-        return (*grads, None, None, None, None, None, None)
 
 
 class _CsrStep(torch.autograd.Function):
@@ -162,17 +145,11 @@ def links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel
 def links(h: torch.Tensor, a_node: torch.Tensor, h_rel: torch.Tensor, a_rel: torch.Tensor, a_query: torch.Tensor,
           h_time: torch.Tensor, a_time: torch.Tensor, w: torch.Tensor, b: torch.Tensor, src: torch.Tensor,
           rel: torch.Tensor, dt: torch.Tensor, dst: torch.Tensor, edge_ptr: torch.Tensor,
-          num_out: int, backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
-    """Aggregated messages (num_out, d) and attention weights α (M,) of M links.
+          num_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Aggregated messages (num_out, d) and attention weights α (M,) of M listed links (any device).
 
     Shapes: h (P, d), a_node (P, d_a), h_rel (2R+1, d), a_rel (2R+1, d_a), a_query (B, d_a),
     h_time (T, d), a_time (T, d_a), w (d_a,), b (1,); src/rel/dt/dst (M,) int64 with the links of
     query q at positions edge_ptr[q]:edge_ptr[q+1] (edge_ptr (B+1,)).
     """
-    use_cpp = backend == "cpp" or (backend == "auto" and h.device.type == "cpu" and h.dtype in (torch.float32, torch.float64))
-    if use_cpp and cpp_kernel() is not None:
-        return _FusedLinks.apply(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst,
-                                 edge_ptr, num_out)
-    if backend == "cpp":
-        raise RuntimeError(f"C++ kernel requested but unavailable: {cpp_status()}")
     return links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out)

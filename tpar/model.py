@@ -115,7 +115,7 @@ class TPAR(nn.Module):
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 8
         self.dropout = nn.Dropout(cfg.dropout)
         self.activation = {"identity": nn.Identity(), "tanh": nn.Tanh(), "relu": nn.ReLU()}[cfg.activation]
-        self.kernel = "auto"  # backend of tpar.kernels.links: auto | cpp | torch
+        self.kernel = "auto"  # "auto": the C++ CSR step where possible (CPU); "torch": always torch ops
 
     @property
     def identity_relation(self) -> int:
@@ -146,7 +146,7 @@ class TPAR(nn.Module):
         zero_dt = -dt_lo
         identity = torch.tensor([self.identity_relation], device=dev)
         # fast path: the fused C++ step reads links straight from the index (CPU, no trace, relaxed order)
-        fast = (self.kernel in ("auto", "cpp") and dev.type == "cpu" and trace is None and not chrono
+        fast = (self.kernel == "auto" and dev.type == "cpu" and trace is None and not chrono
                 and h.dtype in (torch.float32, torch.float64) and cpp_kernel() is not None)
         for layer in self.layers:
             old_q, old_e = node_q, node_e
@@ -186,7 +186,7 @@ class TPAR(nn.Module):
                 dst, loop_dst = dst_all[:m], dst_all[m:]
                 edge_ptr = torch.searchsorted(owner, node_ptr)  # query q's links: edge_ptr[q]:edge_ptr[q+1]
                 agg, alpha = links(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
-                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0], backend=self.kernel)
+                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0])
                 if trace is not None:
                     trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
                     trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())

@@ -94,19 +94,24 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
 # ---------------------------------------------------------------------------------------------------
 # text helpers
 # ---------------------------------------------------------------------------------------------------
-def _read_lines(path: Path) -> list[str]:
-    """Lines of a UTF-8 text file without BOM and line ends; empty lines kept (for row numbers)."""
+def read_text(path: Path) -> str:
+    """A UTF-8 text file without its BOM; unreadable or non-UTF-8 files raise :class:`DataError`
+    naming the row of the first bad byte."""
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise DataError(f"cannot read file ({e.strerror})", file=path) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8").lstrip(BOM)
     except UnicodeDecodeError as e:
         row = raw[: e.start].count(b"\n") + 1
-        raise DataError(f"not UTF-8 text (invalid byte 0x{raw[e.start]:02x})", file=path, row=row) from None
-    text = text.lstrip(BOM)
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        raise DataError(f"not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8",
+                        file=path, row=row) from None
+
+
+def _read_lines(path: Path) -> list[str]:
+    """Lines of a UTF-8 text file without BOM and line ends; empty lines kept (for row numbers)."""
+    return read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _fields(line: str) -> list[str]:
@@ -430,18 +435,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     path = Path(path)
     if time_format not in TIME_FORMATS:
         raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
-    if text is None:
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise DataError(f"cannot read file ({e.strerror})", file=path) from None
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            row = data[: e.start].count(b"\n") + 1
-            raise DataError(f"not UTF-8 text (invalid byte 0x{data[e.start]:02x}); save the file as UTF-8",
-                            file=path, row=row) from None
-    text = text.lstrip(BOM)
+    text = read_text(path) if text is None else text.lstrip(BOM)
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text.split("\n", 1)[0]

@@ -4,10 +4,11 @@
 //   alpha_e = sigmoid(z_e)
 //   out[dst_e] += alpha_e * (h[src_e] + H_rel[rel_e] + H_time[dt_e])                        (Eqs. 4, 7)
 //
-// Links are grouped by query: links of query q are edge_ptr[q] .. edge_ptr[q+1]. Nodes of different
-// queries are disjoint, so threads that own whole queries never write the same node row; tables shared
-// by all queries (relations, time, w, b) get per-thread gradient buffers that are summed at the end.
-// Nothing of size links x d is ever stored: the backward pass recomputes messages.
+// Links are read straight from the time-sorted CSR index: node p (of query q) owns index edges
+// start[p] .. end[p]. Nodes of different queries are disjoint, so threads that own whole queries never
+// write the same node row; tables shared by all queries (relations, time, w, b) get per-thread gradient
+// buffers that are summed at the end. Nothing of size links x d is ever stored: the backward pass
+// recomputes messages and attention.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <cmath>
@@ -15,128 +16,8 @@
 
 namespace {
 
-template <typename scalar_t>
-void forward_impl(const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel, const at::Tensor& a_rel,
-                  const at::Tensor& a_query, const at::Tensor& h_time, const at::Tensor& a_time, const at::Tensor& w,
-                  const at::Tensor& b, const at::Tensor& src, const at::Tensor& rel, const at::Tensor& dt,
-                  const at::Tensor& dst, const at::Tensor& edge_ptr, at::Tensor& out, at::Tensor& alpha) {
-  const int64_t d = h.size(1), da = a_node.size(1), B = edge_ptr.size(0) - 1;
-  const scalar_t *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(), *HR = h_rel.data_ptr<scalar_t>(),
-                 *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(), *HT = h_time.data_ptr<scalar_t>(),
-                 *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>();
-  const scalar_t bias = b.data_ptr<scalar_t>()[0];
-  const int64_t *S = src.data_ptr<int64_t>(), *R = rel.data_ptr<int64_t>(), *T = dt.data_ptr<int64_t>(),
-                *V = dst.data_ptr<int64_t>(), *EP = edge_ptr.data_ptr<int64_t>();
-  scalar_t *O = out.data_ptr<scalar_t>(), *AL = alpha.data_ptr<scalar_t>();
-  at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const scalar_t* aq = AQ + q * da;
-      for (int64_t e = EP[q]; e < EP[q + 1]; ++e) {
-        const int64_t s = S[e], r = R[e], t = T[e], v = V[e];
-        const scalar_t *an = AN + s * da, *ar = AR + r * da, *at_ = AT + t * da;
-        scalar_t z = bias;
-        for (int64_t k = 0; k < da; ++k) {
-          const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
-          if (x > 0) z += W[k] * x;
-        }
-        const scalar_t al = scalar_t(1) / (scalar_t(1) + std::exp(-z));
-        AL[e] = al;
-        const scalar_t* __restrict__ hs = H + s * d;
-        const scalar_t* __restrict__ hr = HR + r * d;
-        const scalar_t* __restrict__ ht = HT + t * d;
-        scalar_t* __restrict__ o = O + v * d;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) o[j] += al * (hs[j] + hr[j] + ht[j]);
-      }
-    }
-  });
-}
-
-template <typename scalar_t>
-void backward_impl(const at::Tensor& grad_out, const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel,
-                   const at::Tensor& a_rel, const at::Tensor& a_query, const at::Tensor& h_time, const at::Tensor& a_time,
-                   const at::Tensor& w, const at::Tensor& src, const at::Tensor& rel, const at::Tensor& dt,
-                   const at::Tensor& dst, const at::Tensor& edge_ptr, const at::Tensor& alpha, at::Tensor& g_h,
-                   at::Tensor& g_anode, at::Tensor& g_hrel, at::Tensor& g_arel, at::Tensor& g_aquery, at::Tensor& g_htime,
-                   at::Tensor& g_atime, at::Tensor& g_w, at::Tensor& g_b) {
-  const int64_t d = h.size(1), da = a_node.size(1), B = edge_ptr.size(0) - 1;
-  const int64_t nr = h_rel.size(0), nt = h_time.size(0);
-  const scalar_t *G = grad_out.data_ptr<scalar_t>(), *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(),
-                 *HR = h_rel.data_ptr<scalar_t>(), *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(),
-                 *HT = h_time.data_ptr<scalar_t>(), *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>(),
-                 *AL = alpha.data_ptr<scalar_t>();
-  const int64_t *S = src.data_ptr<int64_t>(), *R = rel.data_ptr<int64_t>(), *T = dt.data_ptr<int64_t>(),
-                *V = dst.data_ptr<int64_t>(), *EP = edge_ptr.data_ptr<int64_t>();
-  scalar_t *GH = g_h.data_ptr<scalar_t>(), *GAN = g_anode.data_ptr<scalar_t>(), *GAQ = g_aquery.data_ptr<scalar_t>();
-  // per-thread buffers for the shared tables: [h_rel | a_rel | h_time | a_time | w | b]
-  const int64_t nthreads = at::get_num_threads();
-  const int64_t width = nr * d + nr * da + nt * d + nt * da + da + 1;
-  std::vector<scalar_t> local(static_cast<size_t>(nthreads * width), scalar_t(0));
-  at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
-    scalar_t* L = local.data() + at::get_thread_num() * width;
-    scalar_t *LHR = L, *LAR = LHR + nr * d, *LHT = LAR + nr * da, *LAT = LHT + nt * d, *LW = LAT + nt * da,
-             *LB = LW + da;
-    std::vector<scalar_t> pre(static_cast<size_t>(da));
-    for (int64_t q = q0; q < q1; ++q) {
-      const scalar_t* aq = AQ + q * da;
-      scalar_t* gaq = GAQ + q * da;
-      for (int64_t e = EP[q]; e < EP[q + 1]; ++e) {
-        const int64_t s = S[e], r = R[e], t = T[e], v = V[e];
-        const scalar_t al = AL[e];
-        const scalar_t* __restrict__ g = G + v * d;
-        const scalar_t* __restrict__ hs = H + s * d;
-        const scalar_t* __restrict__ hr = HR + r * d;
-        const scalar_t* __restrict__ ht = HT + t * d;
-        scalar_t galpha = 0;
-#pragma omp simd reduction(+ : galpha)
-        for (int64_t j = 0; j < d; ++j) galpha += g[j] * (hs[j] + hr[j] + ht[j]);
-        scalar_t* __restrict__ gh = GH + s * d;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) gh[j] += al * g[j];
-        scalar_t* __restrict__ ghr = LHR + r * d;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) ghr[j] += al * g[j];
-        scalar_t* __restrict__ ght = LHT + t * d;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) ght[j] += al * g[j];
-        const scalar_t gz = galpha * al * (scalar_t(1) - al);
-        if (gz == scalar_t(0)) continue;
-        *LB += gz;
-        const scalar_t *an = AN + s * da, *ar = AR + r * da, *at_ = AT + t * da;
-        scalar_t *gan = GAN + s * da, *gar = LAR + r * da, *gat = LAT + t * da;
-        for (int64_t k = 0; k < da; ++k) {
-          const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
-          if (x > 0) {
-            LW[k] += gz * x;
-            const scalar_t gx = gz * W[k];
-            gan[k] += gx;
-            gar[k] += gx;
-            gaq[k] += gx;
-            gat[k] += gx;
-          }
-        }
-      }
-    }
-  });
-  scalar_t *GHR = g_hrel.data_ptr<scalar_t>(), *GAR = g_arel.data_ptr<scalar_t>(), *GHT = g_htime.data_ptr<scalar_t>(),
-           *GAT = g_atime.data_ptr<scalar_t>(), *GW = g_w.data_ptr<scalar_t>(), *GB = g_b.data_ptr<scalar_t>();
-  for (int64_t th = 0; th < nthreads; ++th) {
-    const scalar_t* L = local.data() + th * width;
-    int64_t o = 0;
-    for (int64_t i = 0; i < nr * d; ++i) GHR[i] += L[o++];
-    for (int64_t i = 0; i < nr * da; ++i) GAR[i] += L[o++];
-    for (int64_t i = 0; i < nt * d; ++i) GHT[i] += L[o++];
-    for (int64_t i = 0; i < nt * da; ++i) GAT[i] += L[o++];
-    for (int64_t i = 0; i < da; ++i) GW[i] += L[o++];
-    GB[0] += L[o++];
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Node-slice variant: links are read straight from the time-sorted CSR index, never listed.
-// Node p (of query q) owns index edges start[p] .. end[p] (already cut at t < t_q when extrapolating).
-// With `own` (B x 4: s, r, answer, t_q) the query's own fact and its inverse are skipped (interpolation).
-// ---------------------------------------------------------------------------------------------------
+// Node p's range is already cut at t < t_q when extrapolating. With `own` (B x 4: s, r, answer, t_q) the
+// query's own fact and its inverse are skipped (interpolation).
 struct Csr {
   const int64_t *start, *end, *node_e, *node_ptr, *ix_dst, *ix_rel, *ix_time, *qt, *own, *pos;
   int64_t E, R;
@@ -291,35 +172,6 @@ void check(const at::Tensor& x, const char* name) {
 
 }  // namespace
 
-std::vector<at::Tensor> links_forward(at::Tensor h, at::Tensor a_node, at::Tensor h_rel, at::Tensor a_rel,
-                                      at::Tensor a_query, at::Tensor h_time, at::Tensor a_time, at::Tensor w,
-                                      at::Tensor b, at::Tensor src, at::Tensor rel, at::Tensor dt, at::Tensor dst,
-                                      at::Tensor edge_ptr, int64_t num_out) {
-  for (auto* x : {&h, &a_node, &h_rel, &a_rel, &a_query, &h_time, &a_time, &w, &b, &src, &rel, &dt, &dst, &edge_ptr})
-    check(*x, "input");
-  auto out = at::zeros({num_out, h.size(1)}, h.options());
-  auto alpha = at::empty({src.size(0)}, h.options());
-  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "links_forward", [&] {
-    forward_impl<scalar_t>(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, out,
-                           alpha);
-  });
-  return {out, alpha};
-}
-
-std::vector<at::Tensor> links_backward(at::Tensor grad_out, at::Tensor h, at::Tensor a_node, at::Tensor h_rel,
-                                       at::Tensor a_rel, at::Tensor a_query, at::Tensor h_time, at::Tensor a_time,
-                                       at::Tensor w, at::Tensor src, at::Tensor rel, at::Tensor dt, at::Tensor dst,
-                                       at::Tensor edge_ptr, at::Tensor alpha) {
-  grad_out = grad_out.contiguous();
-  auto g_h = at::zeros_like(h), g_anode = at::zeros_like(a_node), g_hrel = at::zeros_like(h_rel),
-       g_arel = at::zeros_like(a_rel), g_aquery = at::zeros_like(a_query), g_htime = at::zeros_like(h_time),
-       g_atime = at::zeros_like(a_time), g_w = at::zeros_like(w), g_b = at::zeros({1}, h.options());
-  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "links_backward", [&] {
-    backward_impl<scalar_t>(grad_out, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, src, rel, dt, dst, edge_ptr,
-                            alpha, g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b);
-  });
-  return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b};
-}
 
 // Marks every (query, entity) that a link from the frontier (or a self-loop) reaches: mark[q*E + e] = 1.
 at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst,
@@ -376,8 +228,6 @@ std::vector<at::Tensor> csr_backward(at::Tensor grad_out, at::Tensor h, at::Tens
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("links_forward", &links_forward, "TPAR fused link forward (CPU)");
-  m.def("links_backward", &links_backward, "TPAR fused link backward (CPU)");
   m.def("csr_mark", &csr_mark, "mark (query, entity) pairs reached by one step (CPU)");
   m.def("csr_forward", &csr_forward, "TPAR fused step reading links from the CSR index (CPU)");
   m.def("csr_backward", &csr_backward, "backward of csr_forward (CPU)");
