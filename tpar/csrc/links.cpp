@@ -40,6 +40,17 @@ Csr make_csr(const at::Tensor& start, const at::Tensor& end, const at::Tensor& n
 }
 
 template <typename scalar_t>
+inline scalar_t attention(const scalar_t* an, const scalar_t* ar, const scalar_t* aq, const scalar_t* at_,
+                          const scalar_t* W, scalar_t bias, int64_t da) {
+  scalar_t z = bias;  // Eq. 6: sigma(b + w . ReLU(per-node + per-relation + per-query + per-dt terms))
+  for (int64_t k = 0; k < da; ++k) {
+    const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
+    if (x > 0) z += W[k] * x;
+  }
+  return scalar_t(1) / (scalar_t(1) + std::exp(-z));
+}
+
+template <typename scalar_t>
 void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel,
                       const at::Tensor& a_rel, const at::Tensor& a_query, const at::Tensor& h_time,
                       const at::Tensor& a_time, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
@@ -61,12 +72,7 @@ void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Te
           const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
           if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
           const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
-          scalar_t z = bias;
-          for (int64_t k = 0; k < da; ++k) {
-            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
-            if (x > 0) z += W[k] * x;
-          }
-          const scalar_t al = scalar_t(1) / (scalar_t(1) + std::exp(-z));
+          const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
           const scalar_t* __restrict__ hr = HR + r * d;
           const scalar_t* __restrict__ ht = HT + t * d;
           scalar_t* __restrict__ o = O + c.pos[base + dst_e] * d;
@@ -112,12 +118,7 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
           const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
           if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
           const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
-          scalar_t z = bias;
-          for (int64_t k = 0; k < da; ++k) {
-            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
-            if (x > 0) z += W[k] * x;
-          }
-          const scalar_t al = scalar_t(1) / (scalar_t(1) + std::exp(-z));
+          const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
           const scalar_t* __restrict__ g = G + c.pos[base + dst_e] * d;
           const scalar_t* __restrict__ hr = HR + r * d;
           const scalar_t* __restrict__ ht = HT + t * d;
