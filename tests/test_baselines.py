@@ -37,7 +37,6 @@ def test_frequency_matches_definition(setting):
         if setting == "extrapolation":
             m &= hist[:, 3] < t
         want = np.bincount(hist[m, 2], minlength=15).astype(float)
-        r_inv = r + 3 if r < 3 else r - 3
         if setting == "interpolation":  # own fact hidden
             want[a] -= ((hist[:, 0] == s) & (hist[:, 1] == r) & (hist[:, 2] == a) & (hist[:, 3] == t)).sum()
         assert got[i].tolist() == want.tolist()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import pickle
 
-import numpy as np
 import pytest
 import torch
 

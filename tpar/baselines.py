@@ -89,7 +89,7 @@ class RecurrencyBaseline:
 
     def xi(self, batch: QueryBatch, background: Background) -> torch.Tensor:
         """(B, E) share of the background's links of relation r that end in each entity."""
-        ix, E = background.index, background.num_entities
+        E = background.num_entities
         out = torch.zeros(len(batch), E)
         if background.setting is Setting.INTERPOLATION:
             counts = self._counts(background, None)

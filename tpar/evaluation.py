@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time as _time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 

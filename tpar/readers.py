@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.data import SPLITS, TemporalKG, empty_facts
+from tpar.data import SPLITS, TemporalKG
 from tpar.errors import DataError
 from tpar.timeaxis import TimeAxis
 from tpar.vocab import Vocabulary
@@ -611,7 +611,6 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
     if q.report.duplicates:
         notes.append(f"{q.report.duplicates} duplicate rows removed")
-    n = len(q.subjects)
     if q.splits is not None:
         labels = np.array(q.splits)
         parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}

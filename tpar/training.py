@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -34,7 +34,7 @@ from tpar.errors import DataError
 from tpar.evaluation import evaluate
 from tpar.inference import ModelRanker, resolve_device
 from tpar.model import TPAR, multiclass_log_loss
-from tpar.queries import QueryBatch, Setting, make_queries
+from tpar.queries import QueryBatch, make_queries
 
 
 class TrainingCancelled(Exception):
