@@ -41,7 +41,7 @@ def cpp_kernel():
         from torch.utils.cpp_extension import load
 
         src = Path(__file__).resolve().parent / "csrc" / "links.cpp"
-        flags = ["-O3", "-fopenmp-simd"]
+        flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
         if os.environ.get("TPAR_NATIVE", "1") != "0":
             flags.append("-march=native")
         _cpp_module = load(name="tpar_links", sources=[str(src)], extra_cflags=flags, verbose=False)
