@@ -58,7 +58,8 @@ stats = kg.stats()
 c1, c2, c3 = st.columns(3)
 c1.metric("Entities", f"{stats['num_entities']:,}")
 c2.metric("Relations", f"{stats['num_relations']:,}")
-c3.metric("Time", stats["time_axis"])
+c3.metric("Time unit", kg.time_axis.granularity)
+st.caption(f"Time axis: {stats['time_axis']}")
 rows = [{"split": s, **{k: (" .. ".join(v) if isinstance(v, list) else v) for k, v in info.items()}}
         for s, info in stats["splits"].items()]
 st.dataframe(pd.DataFrame(rows), hide_index=True)
