@@ -26,9 +26,9 @@ def _datasets() -> dict[str, Path]:
     found: dict[str, Path] = {}
     root = Path(__file__).resolve().parent.parent
     sample = root / "sample_data"
-    for p in sorted(sample.glob("*")) if sample.is_dir() else []:
-        if p.is_dir() or p.suffix.lower() in (".csv", ".tsv"):
-            found[f"sample: {p.name}"] = p
+    for p in sorted(sample.glob("*/*")) if sample.is_dir() else []:  # e.g. sample_data/world/chronological
+        if p.is_dir() and (p / "train.csv").is_file():
+            found[f"sample: {p.parent.name}/{p.name}"] = p
     data_dir = find_data_dir()
     if data_dir is not None:
         for p in sorted(data_dir.glob("*/*")):

@@ -192,6 +192,15 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_sample_world(args) -> int:
+    from tpar.sample_world import write_world
+
+    summary = write_world(args.out, seed=args.seed, n_countries=args.countries)
+    print(json.dumps(summary, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
     sub = p.add_subparsers(dest="command", required=True)
@@ -271,6 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     data_args(sp)
     sp.set_defaults(func=cmd_predict)
+
+    sp = sub.add_parser("sample-world", help="generate the embedded sample world (deterministic)")
+    sp.add_argument("--out", required=True, help="folder to write (e.g. sample_data/world)")
+    sp.add_argument("--seed", type=int, default=7)
+    sp.add_argument("--countries", type=int, default=120)
+    sp.set_defaults(func=cmd_sample_world)
 
     sp = sub.add_parser("bench", help="speed benchmark (JSON): training ms/query, inference q/s, memory, links")
     sp.add_argument("--data-dir", help="benchmark root (default: $TPAR_DATA_DIR or ../shared/datasets)")
