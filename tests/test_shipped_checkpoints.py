@@ -1,0 +1,49 @@
+"""Every shipped checkpoint loads (weights-only, sha256) and has a model card; the sample world's
+reproduces its recorded test metrics; benchmark ones fit their data where the data is present."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tpar.checkpoint import Checkpoint
+from tpar.evaluation import evaluate
+from tpar.inference import ModelRanker
+from tpar.readers import find_data_dir, load_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted((ROOT / "checkpoints").glob("*.tpar"))
+DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-interpolation": "interpolation/ICEWS14",
+        "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_loads_and_has_a_card(path):
+    ck = Checkpoint.load(path)
+    assert ck.build_model() is not None
+    card = path.with_suffix(".md")
+    assert card.is_file() and ck.data_fingerprint in card.read_text()
+    assert path.stat().st_size < 2 * 2 ** 20  # weights only, no data inside
+
+
+def test_sample_world_checkpoint_reproduces_its_metrics():
+    ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
+    kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")
+    assert ck.check_fits(kg) == [] and ck.data_fingerprint == kg.fingerprint
+    res = evaluate(kg, ModelRanker(ck.build_model(), "cpu"), "extrapolation", "test", progress=False)
+    recorded = ck.metrics["test_extrapolation"]
+    for mode in ("realistic", "optimistic", "pessimistic"):
+        got = res.metrics(mode)
+        assert got.mrr == pytest.approx(recorded[mode]["mrr"], abs=2e-3), mode
+        assert got.hits[1] == pytest.approx(recorded[mode]["hits@1"], abs=2e-3), mode
+
+
+@pytest.mark.parametrize("name,folder", DATA.items())
+def test_benchmark_checkpoints_fit_their_data(name, folder):
+    root = find_data_dir()
+    if root is None or not (root / folder).is_dir():
+        pytest.skip(f"benchmark data {folder} not found ($TPAR_DATA_DIR or ../shared/datasets)")
+    ck = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
+    kg = load_dataset(root / folder)
+    assert ck.check_fits(kg) == []

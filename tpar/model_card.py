@@ -1,0 +1,55 @@
+"""Model cards: a markdown page beside each shipped checkpoint, written from its own metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpar.checkpoint import Checkpoint
+
+TIE_MODES = ("realistic", "optimistic", "pessimistic")
+
+
+def _fmt(m: dict) -> str:
+    return " / ".join(f"{100 * m[k]:.2f}" for k in ("mrr", "hits@1", "hits@3", "hits@10"))
+
+
+def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
+    """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper."""
+    m, t = ckpt.config.model, ckpt.config.train
+    hw = ckpt.extra.get("hardware", {})
+    lines = [f"# Model card: {name}", "",
+             f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
+             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
+             f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
+             f"chronological={m.chronological}, attention bias init {m.attention_bias_init}",
+             f"- training: lr={t.lr}, batch {t.batch_size} (micro {t.micro_batch}), queries/epoch "
+             f"{t.max_train_queries or 'all'}, epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
+             f"seed {ckpt.extra.get('seed', t.seed)}",
+             f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hw.get('platform', '?')} "
+             f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
+             f"- tpar version {ckpt.version}", "",
+             "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
+    tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
+    if not tests:
+        lines.append("No test metrics recorded.")
+    for setting, modes in tests.items():
+        lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
+        lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in TIE_MODES if mode in modes]
+        lines.append("")
+    if baselines:
+        lines += ["## Baselines on the same split (realistic)", "", "| method | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in baselines.items()]
+        lines.append("")
+    if paper:
+        lines += ["## The paper's figures", ""] + [f"- {k}: {v}" for k, v in paper.items()] + [""]
+    if ckpt.history:
+        lines += ["## Validation history (seeded subset, realistic MRR %)", "",
+                  " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
+    return "\n".join(lines)
+
+
+def write_card(ckpt_path: str | Path, **kw) -> Path:
+    p = Path(ckpt_path)
+    card = p.with_suffix(".md")
+    card.write_text(render(Checkpoint.load(p), p.stem, **kw), encoding="utf-8")
+    return card
