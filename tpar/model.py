@@ -56,17 +56,16 @@ class RelativeTimeEncoding(nn.Module):
         self.phi_np = nn.Parameter(torch.zeros(dim))
 
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
-        """dt (N,) integer or float relative times -> (N, d)."""
-        x = dt.to(self.omega_p.dtype).unsqueeze(-1)
-        return torch.sin(self.omega_p * x + self.phi_p) + (self.omega_np * x + self.phi_np)
+        """dt (N,) integer or float relative times -> (N, d): Eq. 2, the sum of Eq. 1's two parts."""
+        return self.periodic(dt) + self.linear(dt)
 
     def periodic(self, dt: torch.Tensor) -> torch.Tensor:
-        x = dt.to(self.omega_p.dtype).unsqueeze(-1)
-        return torch.sin(self.omega_p * x + self.phi_p)
+        """Eq. 1, periodic part: sin(ω_p Δt + φ_p), (N, d)."""
+        return torch.sin(self.omega_p * dt.to(self.omega_p.dtype).unsqueeze(-1) + self.phi_p)
 
     def linear(self, dt: torch.Tensor) -> torch.Tensor:
-        x = dt.to(self.omega_p.dtype).unsqueeze(-1)
-        return self.omega_np * x + self.phi_np
+        """Eq. 1, non-periodic part: ω_np Δt + φ_np, (N, d)."""
+        return self.omega_np * dt.to(self.omega_np.dtype).unsqueeze(-1) + self.phi_np
 
 
 class TPARLayer(nn.Module):
