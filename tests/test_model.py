@@ -39,7 +39,7 @@ def build(activation="tanh", chronological=False, seed=0):
 
 
 def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, chronological=False) -> torch.Tensor:
-    """Per query, per link, in plain Python: Eqs. 1-2 (time), 4 (message), 6 (attention), 7, 8."""
+    """Per query, per link, in plain Python: Eqs. 2-3 (time), 4 (message), 6 (attention), 7, 8."""
     links = [(s, r, o, t) for s, r, o, t in bg_facts.tolist()] + [(o, r + R, s, t) for s, r, o, t in bg_facts.tolist()]
     act = {"identity": lambda x: x, "tanh": torch.tanh, "relu": torch.relu}[model.cfg.activation]
     out = torch.zeros(len(queries), E, dtype=torch.float64)

@@ -19,14 +19,14 @@ class ModelConfig:
 
     Attributes:
         dim: embedding dimension d of entities' query-specific states, relations and time.
-        attn_dim: attention dimension d_a (Eq. 6).
+        attn_dim: attention dimension d_a (Eq. 7).
         num_layers: L, the maximum temporal-path length (number of recursive steps).
         dropout: applied to each layer's output states.
-        activation: δ of Eq. 7: ``identity``, ``tanh`` or ``relu``.
+        activation: δ of Eq. 8: ``identity``, ``tanh`` or ``relu``.
         chronological: extrapolation only: links along a path must have non-increasing times
             (t_1 >= t_2 >= ...), the ordering the paper relaxes (Section 4.1) -- for its ablation.
-        attention_bias_init: initial bias of w_α (Eq. 6). Negative, so that α starts near
-            σ(-5) ≈ 0.007: Eq. 7 sums messages over every admitted link, and a hub entity has thousands
+        attention_bias_init: initial bias of w_α (Eq. 7). Negative, so that α starts near
+            σ(-5) ≈ 0.007: Eq. 8 sums messages over every admitted link, and a hub entity has thousands
             of them, so with α ≈ 0.5 the states grow by orders of magnitude per step at initialisation
             and training stalls (measured on ICEWS14: valid MRR 0.1% vs 18-29% after 400 steps).
             The attention then learns which links to open.

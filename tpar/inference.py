@@ -58,7 +58,7 @@ class Answer:
     entity: str
     entity_id: int
     score: float
-    probability: float  # softmax over all entities (Eq. 9's distribution)
+    probability: float  # softmax over all entities (Eq. 10's distribution)
     rank: int
     known: bool  # the fact (subject, relation, entity, time) is in the data
 

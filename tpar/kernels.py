@@ -1,4 +1,4 @@
-"""The per-link work of one recursive step (paper Eqs. 4, 6 and the sum of Eq. 7):
+"""The per-link work of one recursive step (paper Eqs. 5, 7 and the sum of Eq. 8):
 
     α_e = σ(b + wᵀ ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e]))
     out[dst_e] += α_e · (h[src_e] + H_rel[rel_e] + H_time[dt_e])

@@ -1,11 +1,12 @@
 """The TPAR model (Chen et al., ACL 2024, Section 4): relative time encoding and Bellman-Ford-style
 recursive encoding over temporal paths with sigmoid attention.
 
-Equation numbers refer to the paper's numbered equations in order: (1) periodic and non-periodic
-relative time vectors, (2) their sum h_t, (3) the general recursive encoding, (4) the message
-M = h_{e_s}^{l-1} + h_r^l + h_t, (5) the concatenation U, (6) the attention
-α = σ(w_αᵀ ReLU(W_α U)), (7) the aggregation h_{e_o}^l = δ(W^l Σ α·M), (8) the score
-f(q, e) = wᵀ h_e^L, (9) the multi-class log-loss.
+Equation numbers are the paper's (ACL 2024 version): (1) a temporal path, (2) periodic and
+non-periodic relative time vectors, (3) their sum h_t, (4) the general recursive encoding, (5) the
+message M = h_{e_s}^{l-1} + h_r^l + h_t, (6) the concatenation U, (7) the attention
+α = σ(w_αᵀ ReLU(W_α U)), (8) the aggregation h_{e_o}^l = δ(W^l Σ α·M), (9) the score
+f(q, e) = wᵀ h_e^L, (10) the multi-class log-loss, (14) top-k path interpretations (Section 5.4,
+:mod:`tpar.explain`).
 
 How the propagation is computed (all queries of a batch at once, no Python loop over queries
 or links):
@@ -16,10 +17,10 @@ or links):
 * Self-loops (choice documented here, as in RED-GNN which TPAR builds on): a link with an identity
   relation (id 2R) and Δt = 0 from each node to itself, so entities reached in earlier steps stay
   reached (E^l = E^{l-1} ∪ D(P), Algorithm 1) and paths shorter than L still score.
-* Eq. 6's 4d-wide linear map W_α U is split into four d_a-wide terms computed where they are
+* Eq. 7's 4d-wide linear map W_α U is split into four d_a-wide terms computed where they are
   cheap: per node (W_s h_{e_s}), per relation (W_r h_r), per query (W_q h_{r_q}) and per distinct
   Δt (W_t h_t); each link then only adds four small vectors.
-* The time encoding (Eqs. 1-2) is evaluated once per integer Δt in the batch's range (a lookup
+* The time encoding (Eqs. 2-3) is evaluated once per integer Δt in the batch's range (a lookup
   table) and gathered per link.
 * The per-link work (attention and weighted message sum) runs in :func:`tpar.kernels.links`: a
   fused C++ kernel on the CPU (threads own whole queries; nothing of size links × d is stored, the
@@ -43,7 +44,7 @@ from tpar.queries import QueryBatch
 
 
 class RelativeTimeEncoding(nn.Module):
-    """Eqs. 1-2: h_t = sin(ω_p Δt + φ_p) + (ω_np Δt + φ_np), Δt = t_link - t_q, all in R^d."""
+    """Eqs. 2-3: h_t = sin(ω_p Δt + φ_p) + (ω_np Δt + φ_np), Δt = t_link - t_q, all in R^d."""
 
     def __init__(self, dim: int, time_span: int) -> None:
         super().__init__()
@@ -56,20 +57,20 @@ class RelativeTimeEncoding(nn.Module):
         self.phi_np = nn.Parameter(torch.zeros(dim))
 
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
-        """dt (N,) integer or float relative times -> (N, d): Eq. 2, the sum of Eq. 1's two parts."""
+        """dt (N,) integer or float relative times -> (N, d): Eq. 3, the sum of Eq. 2's two parts."""
         return self.periodic(dt) + self.linear(dt)
 
     def periodic(self, dt: torch.Tensor) -> torch.Tensor:
-        """Eq. 1, periodic part: sin(ω_p Δt + φ_p), (N, d)."""
+        """Eq. 2, periodic part: sin(ω_p Δt + φ_p), (N, d)."""
         return torch.sin(self.omega_p * dt.to(self.omega_p.dtype).unsqueeze(-1) + self.phi_p)
 
     def linear(self, dt: torch.Tensor) -> torch.Tensor:
-        """Eq. 1, non-periodic part: ω_np Δt + φ_np, (N, d)."""
+        """Eq. 2, non-periodic part: ω_np Δt + φ_np, (N, d)."""
         return self.omega_np * dt.to(self.omega_np.dtype).unsqueeze(-1) + self.phi_np
 
 
 class TPARLayer(nn.Module):
-    """One recursive step l: relation embeddings h_r^l, attention W_α^l / w_α^l (Eq. 6), W^l (Eq. 7)."""
+    """One recursive step l: relation embeddings h_r^l, attention W_α^l / w_α^l (Eq. 7), W^l (Eq. 8)."""
 
     def __init__(self, cfg: ModelConfig, first: bool = False) -> None:
         super().__init__()
@@ -111,7 +112,7 @@ class TPAR(nn.Module):
         self.cfg = cfg
         self.time_encoding = RelativeTimeEncoding(cfg.dim, cfg.time_span)
         self.layers = nn.ModuleList(TPARLayer(cfg, first=(i == 0)) for i in range(cfg.num_layers))
-        self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 8
+        self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 9
         self.dropout = nn.Dropout(cfg.dropout)
         self.activation = {"identity": nn.Identity(), "tanh": nn.Tanh(), "relu": nn.ReLU()}[cfg.activation]
         self.kernel = "auto"  # "auto": the C++ CSR step where possible (CPU); "torch": always torch ops
@@ -121,7 +122,7 @@ class TPAR(nn.Module):
         return 2 * self.cfg.num_relations
 
     def forward(self, batch: QueryBatch, background: Background, trace: PropagationTrace | None = None) -> torch.Tensor:
-        """Scores (B, num_entities), Eq. 8; entities no path reaches score 0 (h = 0).
+        """Scores (B, num_entities), Eq. 9; entities no path reaches score 0 (h = 0).
 
         ``trace``: an empty :class:`PropagationTrace` to fill with per-layer nodes, links and α.
         """
@@ -138,7 +139,7 @@ class TPAR(nn.Module):
         node_e = batch.subject
         node_bound = q_time.clone()
         h = torch.zeros(B, self.cfg.dim, device=dev, dtype=self.score.weight.dtype)
-        # Δt lookup table over the batch's whole range (Eqs. 1-2 once per distinct Δt)
+        # Δt lookup table over the batch's whole range (Eqs. 2-3 once per distinct Δt)
         dt_lo = min(ix.time_min - int(q_time.max()), 0)
         dt_hi = max(ix.time_min + ix.time_span - int(q_time.min()), 0)
         h_time = self.time_encoding(torch.arange(dt_lo, dt_hi + 1, device=dev))
@@ -150,7 +151,7 @@ class TPAR(nn.Module):
         for layer in self.layers:
             old_q, old_e = node_q, node_e
             node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=dev))  # nodes are sorted by query
-            # Eq. 6 split into per-node / relation / query / Δt terms, each of width d_a
+            # Eq. 7 split into per-node / relation / query / Δt terms, each of width d_a
             a_node = layer.att_node(h) if layer.att_node is not None else h.new_zeros(h.shape[0], self.cfg.attn_dim)
             a_rel = layer.att_rel(layer.rel_emb.weight)
             a_query = layer.att_query(layer.rel_emb(batch.relation))
@@ -195,8 +196,8 @@ class TPAR(nn.Module):
             loop_alpha = torch.sigmoid(torch.relu(a_node + a_rel[identity] + a_query[old_q] + a_time[zero_dt]) @ w + b)
             loop_msg = loop_alpha.unsqueeze(1) * (h + layer.rel_emb.weight[identity] + h_time[zero_dt])
             agg = agg.index_add(0, loop_dst, loop_msg)
-            h = self.dropout(self.activation(layer.W(agg)))  # Eq. 7
-        node_score = self.score(h).squeeze(-1)  # Eq. 8
+            h = self.dropout(self.activation(layer.W(agg)))  # Eq. 8
+        node_score = self.score(h).squeeze(-1)  # Eq. 9
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
         return scores.index_put((node_q, node_e), node_score, accumulate=True)
 
@@ -222,5 +223,5 @@ class TPAR(nn.Module):
 
 
 def multiclass_log_loss(scores: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
-    """Eq. 9: mean over queries of −f(q, a) + log Σ_e exp f(q, e)."""
+    """Eq. 10: mean over queries of −f(q, a) + log Σ_e exp f(q, e)."""
     return torch.nn.functional.cross_entropy(scores, answer)

@@ -7,7 +7,7 @@ and resume.
 * unified: one model, batches of both kinds alternating, so a single checkpoint serves both
   settings; early stopping on the mean of the two validation MRRs.
 
-Loss: Eq. 9 (multi-class log-loss over all entities), Adam. Each optimiser step takes
+Loss: Eq. 10 (multi-class log-loss over all entities), Adam. Each optimiser step takes
 ``batch_size`` queries in micro-batches of ``micro_batch`` (gradients accumulated).
 Validation after each epoch on (a seeded subset of) the valid split, realistic MRR, with the
 evaluation protocol of :mod:`tpar.evaluation`.
