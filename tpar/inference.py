@@ -84,10 +84,12 @@ class Prediction:
 class Predictor:
     """Answers "(subject, relation, ?, time)" questions on a data set with a checkpoint.
 
-    Backgrounds for a question (not an evaluation, so there is no hidden answer): extrapolation
-    sees every known fact (all splits) with t < t_q; interpolation sees every known fact.
-    ``setting="auto"`` picks extrapolation when t_q lies after the last known fact, else
-    interpolation.
+    Backgrounds for a question (s, r, ?, t_q): extrapolation sees every known fact (all splits)
+    with t < t_q; interpolation sees every known fact except the ones that answer the question
+    itself -- (s, r, x, t_q) for any x (for a subject question (?, r, s, t_q): (x, r, s, t_q)) -- so a
+    known answer is reasoned to from other facts, never read off its own fact (the evaluation
+    rule, applied to every answer at once). ``setting="auto"`` picks extrapolation when t_q lies
+    after the last known fact, else interpolation.
     """
 
     def __init__(self, checkpoint: Checkpoint, kg: TemporalKG, device: str | torch.device = "auto") -> None:
@@ -98,11 +100,26 @@ class Predictor:
         self.model = checkpoint.build_model(self.device)
         facts = kg.all_facts()
         self._index = TemporalGraphIndex(facts, kg.num_entities, kg.num_relations).to(self.device)
+        self._facts = facts
         self._known = {tuple(x) for x in facts.tolist()}
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
+        self._hidden: tuple[tuple[int, int, int], Background] | None = None
 
-    def background(self, setting: Setting) -> Background:
-        return Background(self._index, setting)
+    def background(self, setting: Setting, subject: int, relation: int, time: int) -> Background:
+        """The links question (subject, relation, ?, time) may use (``relation`` ≥ R: a subject
+        question about relation − R); see the class docstring."""
+        if setting is Setting.EXTRAPOLATION:
+            return Background(self._index, setting)
+        key = (subject, relation, time)
+        if self._hidden is None or self._hidden[0] != key:
+            f, R = self._facts, self.kg.num_relations
+            if relation < R:
+                answers_it = (f[:, 0] == subject) & (f[:, 1] == relation) & (f[:, 3] == time)
+            else:
+                answers_it = (f[:, 2] == subject) & (f[:, 1] == relation - R) & (f[:, 3] == time)
+            index = TemporalGraphIndex(f[~answers_it], self.kg.num_entities, R).to(self.device)
+            self._hidden = (key, Background(index, setting))
+        return self._hidden[1]
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         if setting == "auto":
@@ -131,7 +148,7 @@ class Predictor:
         st = self.resolve_setting(t, setting)
         batch = QueryBatch(*(torch.tensor([x], device=self.device) for x in
                              (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
-        scores = self.model(batch, self.background(st))[0].float().cpu()
+        scores = self.model(batch, self.background(st, s, r, t))[0].float().cpu()
         return self._answers(subject, relation, direction, t, st, scores, top_k)
 
     def _answers(self, subject, relation, direction, t, st, scores, top_k) -> Prediction:

@@ -131,25 +131,29 @@ class _Aggregate(torch.autograd.Function):
         return g_h, g_r, g_t, g_a, None, None, None, None, None
 
 
-def links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out):
+def links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out,
+                link_weight=None):
     """Reference backend in torch ops; same arguments and results as :func:`links`."""
     counts = edge_ptr[1:] - edge_ptr[:-1]
     q = torch.repeat_interleave(torch.arange(counts.shape[0], device=src.device), counts)
     pre = (torch.index_select(a_node, 0, src) + torch.index_select(a_rel, 0, rel)
            + torch.index_select(a_query, 0, q) + torch.index_select(a_time, 0, dt))
     alpha = torch.sigmoid(torch.relu(pre) @ w + b)
-    out = _Aggregate.apply(h, h_rel, h_time, alpha, src, rel, dt, dst, num_out)
+    weighted = alpha if link_weight is None else alpha * link_weight
+    out = _Aggregate.apply(h, h_rel, h_time, weighted, src, rel, dt, dst, num_out)
     return out, alpha.detach()
 
 
 def links(h: torch.Tensor, a_node: torch.Tensor, h_rel: torch.Tensor, a_rel: torch.Tensor, a_query: torch.Tensor,
           h_time: torch.Tensor, a_time: torch.Tensor, w: torch.Tensor, b: torch.Tensor, src: torch.Tensor,
           rel: torch.Tensor, dt: torch.Tensor, dst: torch.Tensor, edge_ptr: torch.Tensor,
-          num_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+          num_out: int, link_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Aggregated messages (num_out, d) and attention weights α (M,) of M listed links (any device).
 
     Shapes: h (P, d), a_node (P, d_a), h_rel (2R+1, d), a_rel (2R+1, d_a), a_query (B, d_a),
     h_time (T, d), a_time (T, d_a), w (d_a,), b (1,); src/rel/dt/dst (M,) int64 with the links of
-    query q at positions edge_ptr[q]:edge_ptr[q+1] (edge_ptr (B+1,)).
+    query q at positions edge_ptr[q]:edge_ptr[q+1] (edge_ptr (B+1,)). ``link_weight`` (M,): optional
+    factors on α that take gradients (explanations: ∂f/∂link, Eq. 14); α is returned without them.
     """
-    return links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out)
+    return links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out,
+                       link_weight)

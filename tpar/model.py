@@ -31,7 +31,7 @@ or links):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -93,13 +93,24 @@ class PropagationTrace:
 
     For layer l: ``nodes[l]`` (P_l, 2) = (query, entity) after the step; ``links[l]`` (M_l, 5) =
     (query, src entity, relation, dst entity, link time) of every admitted link (self-loops
-    excluded); ``alpha[l]`` (M_l,) their attention weights; ``num_links[l]`` the count.
+    excluded); ``alpha[l]`` (M_l,) their attention weights (Eq. 7); ``num_links[l]`` the count;
+    ``loops[l]`` (P_{l-1}, 2) = (query, entity) of the self-loop of every node entering step l and
+    ``loop_alpha[l]`` (P_{l-1},) its attention.
+
+    ``weighted=True`` makes the pass multiply every link's and self-loop's α by a weight of 1 that
+    requires grad, kept in ``link_weight[l]`` (M_l,) / ``loop_weight[l]`` (P_{l-1},): after
+    ``f.backward()`` their ``.grad`` is ∂f/∂(link) of Eq. 14, what :mod:`tpar.explain` searches.
     """
 
-    nodes: list[torch.Tensor]
-    links: list[torch.Tensor]
-    alpha: list[torch.Tensor]
-    num_links: list[int]
+    nodes: list[torch.Tensor] = field(default_factory=list)
+    links: list[torch.Tensor] = field(default_factory=list)
+    alpha: list[torch.Tensor] = field(default_factory=list)
+    num_links: list[int] = field(default_factory=list)
+    loops: list[torch.Tensor] = field(default_factory=list)
+    loop_alpha: list[torch.Tensor] = field(default_factory=list)
+    weighted: bool = False
+    link_weight: list[torch.Tensor] = field(default_factory=list)
+    loop_weight: list[torch.Tensor] = field(default_factory=list)
 
 
 class TPAR(nn.Module):
@@ -185,8 +196,12 @@ class TPAR(nn.Module):
                 m = edges.shape[0]
                 dst, loop_dst = dst_all[:m], dst_all[m:]
                 edge_ptr = torch.searchsorted(owner, node_ptr)  # query q's links: edge_ptr[q]:edge_ptr[q+1]
+                link_weight = None
+                if trace is not None and trace.weighted:
+                    link_weight = torch.ones(m, device=dev, dtype=h.dtype, requires_grad=True)
+                    trace.link_weight.append(link_weight)
                 agg, alpha = links(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
-                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0])
+                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0], link_weight)
                 if trace is not None:
                     trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
                     trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())
@@ -194,6 +209,13 @@ class TPAR(nn.Module):
                     trace.num_links.append(int(m))
             # self-loops: identity relation, Δt = 0, each node to itself
             loop_alpha = torch.sigmoid(torch.relu(a_node + a_rel[identity] + a_query[old_q] + a_time[zero_dt]) @ w + b)
+            if trace is not None and not fast:
+                trace.loops.append(torch.stack([old_q, old_e], 1).detach())
+                trace.loop_alpha.append(loop_alpha.detach())
+                if trace.weighted:
+                    loop_weight = torch.ones_like(loop_alpha, requires_grad=True)
+                    trace.loop_weight.append(loop_weight)
+                    loop_alpha = loop_alpha * loop_weight
             loop_msg = loop_alpha.unsqueeze(1) * (h + layer.rel_emb.weight[identity] + h_time[zero_dt])
             agg = agg.index_add(0, loop_dst, loop_msg)
             h = self.dropout(self.activation(layer.W(agg)))  # Eq. 8

@@ -1,0 +1,162 @@
+"""Explanations: the beam search returns exactly the top paths of a brute-force enumeration, paths
+are well formed and obey the leakage rules, the teaching trace is consistent, and on the sample
+world the shipped model's top path follows the planted rule that produced the answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_model import E, R, build, small_kg
+from tpar.checkpoint import Checkpoint, from_model
+from tpar.config import RunConfig, TrainConfig
+from tpar.errors import DataError
+from tpar.explain import Explainer
+from tpar.inference import Predictor
+from tpar.model import PropagationTrace
+from tpar.queries import OBJECT, QueryBatch, Setting
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toy_explainer():
+    kg = small_kg(seed=3)
+    model = build(seed=1)
+    run = RunConfig(model.cfg, TrainConfig(setting="unified"))
+    return Explainer(Predictor(from_model(model, run, kg, "unified"), kg, "cpu")), kg
+
+
+def brute_force_paths(ex: Explainer, s: int, r: int, t: int, a: int, setting: Setting):
+    """Every L-step walk (links and self-loops) from s to a with the summed gradient, by recursion."""
+    p = ex.predictor
+    batch = QueryBatch(*(torch.tensor([x]) for x in (s, r, t, -1, OBJECT)))
+    trace = PropagationTrace(weighted=True)
+    f = p.model(batch, p.background(setting, s, r, t), trace=trace)[0, a]
+    ws = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
+    grads = torch.autograd.grad(f, ws)
+    L = len(trace.links)
+    steps = []
+    for layer in range(L):
+        lk, lp = trace.links[layer], trace.loops[layer]
+        g_link, g_loop = grads[2 * layer], grads[2 * layer + 1]
+        steps.append([(int(x[1]), int(x[3]), (int(x[1]), int(x[2]), int(x[3]), int(x[4])), float(g))
+                      for x, g in zip(lk, g_link)] + [(int(x[1]), int(x[1]), None, float(g)) for x, g in zip(lp, g_loop)])
+    best: dict[tuple, float] = {}
+
+    def walk(layer, ent, links, score):
+        if layer == L:
+            if ent == a and links:
+                key = tuple(links)
+                best[key] = max(best.get(key, -1e300), score)
+            return
+        for src, dst, link, g in steps[layer]:
+            if src == ent:
+                walk(layer + 1, dst, links + ([link] if link else []), score + g)
+
+    walk(0, s, [], 0.0)
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_beam_search_equals_brute_force(setting):
+    ex, kg = toy_explainer()
+    facts = kg.facts("test")
+    checked = 0
+    for s, r, o, t in facts[:6].tolist():
+        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=4, beam=10_000)
+        if not exp.reached:
+            assert exp.paths == [] and exp.score == 0.0
+            continue
+        truth = brute_force_paths(ex, s, r, t, o, Setting.parse(setting))
+        assert len(exp.paths) == min(4, len(truth))
+        for path, (key, score) in zip(exp.paths, truth):
+            assert path.importance == pytest.approx(score, rel=1e-4, abs=1e-7)
+        # the returned paths are the top ones (ties may come in another order)
+        cutoff = truth[len(exp.paths) - 1][1]
+        truth_keys = {k for k, v in truth if v >= cutoff - 1e-7}
+        for path in exp.paths:
+            key = tuple((kg.entities.id(x.source), kg.relations.id(x.relation) + (R if x.inverse else 0),
+                         kg.entities.id(x.target), x.time_step) for x in path.links)
+            assert key in truth_keys
+        checked += 1
+    assert checked >= 3
+
+
+def test_default_beam_finds_the_best_path():
+    ex, kg = toy_explainer()
+    for s, r, o, t in kg.facts("test")[:6].tolist():
+        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1)
+        if exp.reached:
+            truth = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
+            assert exp.paths[0].importance == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
+
+
+def test_paths_are_chains_and_obey_leakage_rules():
+    ex, kg = toy_explainer()
+    known = {tuple(x) for x in kg.all_facts().tolist()}
+    for s, r, o, t in kg.facts("test")[:8].tolist():
+        for setting in ("extrapolation", "interpolation"):
+            exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=5)
+            for path in exp.paths:
+                assert path.links[0].source == f"e{s}" and path.links[-1].target == f"e{o}"
+                assert 1 <= path.length <= 3
+                for x, y in zip(path.links, path.links[1:]):
+                    assert x.target == y.source and x.layer < y.layer
+                for x in path.links:
+                    fact = (kg.entities.id(x.subject), kg.relations.id(x.relation), kg.entities.id(x.object), x.time_step)
+                    assert fact in known  # every link is a real fact, shown in its own direction
+                    assert x.delta == x.time_step - t
+                    if setting == "extrapolation":
+                        assert x.time_step < t
+                    # the question's own answers are hidden: no (s, r, ?, t) link at all
+                    assert not (fact[0] == s and fact[1] == r and fact[3] == t)
+
+
+def test_trace_layers():
+    ex, kg = toy_explainer()
+    s, r, o, t = kg.facts("test")[0].tolist()
+    tr = ex.trace(f"e{s}", f"r{r}", t, setting="extrapolation", top=4)
+    assert [x.layer for x in tr.layers] == [1, 2, 3]
+    reached = [x.entities_reached for x in tr.layers]
+    assert reached == sorted(reached) and reached[-1] <= E  # self-loops keep entities reached
+    for layer in tr.layers:
+        alphas = [x.attention for x in layer.top_links]
+        assert alphas == sorted(alphas, reverse=True) and len(alphas) <= 4
+        assert all(0 < a < 1 and x.time_step < t for a, x in zip(alphas, layer.top_links))
+    assert tr.layers[0].top_links and all(x.source == f"e{s}" for x in tr.layers[0].top_links)
+
+
+def test_bad_questions_are_clear_errors():
+    ex, _ = toy_explainer()
+    with pytest.raises(DataError, match="unknown answer entity 'nobody'"):
+        ex.explain("e1", "r0", 5, "nobody")
+    with pytest.raises(DataError, match="unknown entity"):
+        ex.explain("ghost", "r0", 5, "e1")
+
+
+@pytest.fixture(scope="module")
+def world_explainer():
+    from tpar.readers import load_dataset
+
+    kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")
+    ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
+    return Explainer(Predictor(ck, kg, "cpu"))
+
+
+@pytest.mark.parametrize("question, body", [
+    # escalation: (A, Threaten, B, t) -> (B, Mobilize against, A, t + 1..3)
+    (("Orora Front", "Mobilize against", "2025-12-20", "Hugo of Zanistan"), ("Threaten", True, -3, -1)),
+    # weekly meetings: (A, Meet, B, t - 7k) -> (A, Meet, B, t)
+    (("Keleth", "Meet", "2025-12-20", "Quenara"), ("Meet", False, -28, -7)),
+])
+def test_sample_world_top_path_follows_the_planted_rule(world_explainer, question, body):
+    subject, relation, time, answer = question
+    exp = world_explainer.explain(subject, relation, time, answer, setting="extrapolation", num_paths=3)
+    assert exp.rank == 1
+    top = exp.paths[0]
+    rel, inverse, lo, hi = body
+    assert top.length == 1
+    assert (top.links[0].relation, top.links[0].inverse) == (rel, inverse)
+    assert lo <= top.links[0].delta <= hi and top.links[0].delta_label.endswith(" d")

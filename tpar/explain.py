@@ -1,0 +1,279 @@
+"""Why did TPAR rank an answer where it did: top-k temporal paths (paper Section 5.4, Eq. 14) and a
+per-layer reasoning trace for teaching.
+
+Path importance (Eq. 14, a first-order Taylor view of f as in NBFNet's explanations): one forward
+pass in which every admitted link and every self-loop of every layer l carries a weight w = 1 on its
+attention α (:class:`tpar.model.PropagationTrace` with ``weighted=True``); one backward pass of
+f(q, answer) gives ∂f/∂w per link and layer. A path is a sequence of L links, one per layer, link
+l+1 leaving the entity link l entered, starting at the query entity and ending at the answer;
+its importance is the sum of its links' gradients. The top-k paths are found by a beam search over
+the layers (vectorised: every (link, partial path) pair of a layer is scored at once and each
+entity keeps its ``beam`` best partial paths). Self-loops stand for "stay" (paths shorter than L);
+they are dropped from the shown path and paths that become equal are merged (the best is kept).
+
+Backgrounds follow :class:`tpar.inference.Predictor`: extrapolation sees facts with t < t_q;
+interpolation sees every known fact except those answering the question itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from tpar.inference import Predictor
+from tpar.model import PropagationTrace
+from tpar.queries import OBJECT, SUBJECT, QueryBatch
+
+
+@dataclass
+class PathLink:
+    """One temporal link of a path, in the order it is traversed (``source`` → ``target``).
+
+    ``subject``/``relation``/``object`` state the underlying fact as it is in the data; ``inverse``
+    is True when the path walks it backwards (object → subject, relation r⁻¹ in the paper)."""
+
+    layer: int
+    source: str
+    target: str
+    subject: str
+    relation: str
+    object: str
+    inverse: bool
+    time: str
+    time_step: int
+    delta: int          # t_link − t_q in time steps
+    delta_label: str    # e.g. "-3 d"
+    attention: float    # α of Eq. 7 for this link in this layer
+    gradient: float     # ∂f(q, answer)/∂w of this link in this layer
+
+    @property
+    def relation_label(self) -> str:
+        return f"{self.relation}⁻¹" if self.inverse else self.relation
+
+
+@dataclass
+class TemporalPath:
+    links: list[PathLink]
+    importance: float   # Σ ∂f/∂w over the path's links and self-loops (Eq. 14)
+
+    @property
+    def length(self) -> int:
+        return len(self.links)
+
+    @property
+    def signature(self) -> tuple[tuple[str, bool], ...]:
+        """(relation, inverse) per hop: the path's rule body without entities or times."""
+        return tuple((x.relation, x.inverse) for x in self.links)
+
+    def describe(self) -> str:
+        if not self.links:
+            return "(no links)"
+        parts = [self.links[0].source]
+        for x in self.links:
+            parts.append(f"—[{x.relation_label} @ {x.time} ({x.delta_label})]→ {x.target}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"importance": self.importance, "length": self.length, "text": self.describe(),
+                "links": [asdict(x) | {"relation_label": x.relation_label} for x in self.links]}
+
+
+@dataclass
+class Explanation:
+    subject: str
+    relation: str
+    direction: str
+    time: str
+    time_step: int
+    setting: str
+    answer: str
+    score: float             # f(q, answer), Eq. 9
+    rank: float              # among all entities; ties share the mean position (realistic rank)
+    reached: bool            # some path of length ≤ L reaches the answer
+    paths: list[TemporalPath]
+    num_layers: int
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "paths"}
+        d["paths"] = [p.to_dict() for p in self.paths]
+        return d
+
+
+@dataclass
+class LayerSummary:
+    """Teaching view of one recursive step l (Eqs. 5-8)."""
+
+    layer: int
+    entities_reached: int        # |E^l|: entities with a state after this step
+    new_entities: list[str]      # reached for the first time in this step (at most ``top`` names)
+    num_links: int               # admitted temporal links (self-loops excluded)
+    top_links: list[PathLink]    # the links with the highest attention α (gradient field 0)
+
+
+@dataclass
+class ReasoningTrace:
+    subject: str
+    relation: str
+    direction: str
+    time: str
+    setting: str
+    layers: list[LayerSummary]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Explainer:
+    """Explanations for questions on a :class:`Predictor`'s data and model (no gradients leak out:
+    the model's parameters are left untouched and in eval mode)."""
+
+    def __init__(self, predictor: Predictor) -> None:
+        self.predictor = predictor
+        self.kg = predictor.kg
+
+    # -- forward pass with a trace ---------------------------------------------------------------
+    def _traced(self, subject: str, relation: str, time: str | int, direction: str, setting: str,
+                weighted: bool):
+        p = self.predictor
+        s, r, t = p.query(subject, relation, time, direction)
+        st = p.resolve_setting(t, setting)
+        batch = QueryBatch(*(torch.tensor([x], device=p.device) for x in
+                             (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
+        trace = PropagationTrace(weighted=weighted)
+        model = p.model.eval()
+        with torch.set_grad_enabled(weighted):
+            scores = model(batch, p.background(st, s, r, t), trace=trace)[0]
+        return s, r, t, st, scores, trace
+
+    def _link(self, layer: int, src: int, rel: int, dst: int, t_link: int, t_q: int, alpha: float,
+              grad: float) -> PathLink:
+        kg, R = self.kg, self.kg.num_relations
+        inverse = rel >= R
+        name = kg.relations.name(rel - R if inverse else rel)
+        src_n, dst_n = kg.entities.name(src), kg.entities.name(dst)
+        subj, obj = (dst_n, src_n) if inverse else (src_n, dst_n)
+        return PathLink(layer, src_n, dst_n, subj, name, obj, bool(inverse), kg.time_axis.label(t_link), int(t_link),
+                        int(t_link - t_q), kg.time_axis.format_delta(t_link - t_q), float(alpha), float(grad))
+
+    # -- Eq. 14: top-k paths ---------------------------------------------------------------------
+    def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: str = "object",
+                setting: str = "auto", num_paths: int = 5, beam: int | None = None) -> Explanation:
+        """The ``num_paths`` most important temporal paths from ``subject`` to ``answer``."""
+        from tpar.errors import DataError
+
+        if answer not in self.kg.entities:
+            raise DataError(f"unknown answer entity {answer!r}")
+        a = self.kg.entities.id(answer)
+        s, r, t, st, scores, trace = self._traced(subject, relation, time, direction, setting, weighted=True)
+        f = scores[a]
+        with torch.no_grad():
+            sc = scores.detach()
+            rank = float((sc > sc[a]).sum()) + (float((sc == sc[a]).sum()) - 1) / 2 + 1
+        reached = any(bool(((n[:, 1] == a)).any()) for n in trace.nodes[-1:])
+        weights = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
+        grads = torch.autograd.grad(f, weights, allow_unused=True) if reached else [None] * len(weights)
+        grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
+        link_grads, loop_grads = grads[0::2], grads[1::2]
+        paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
+                                  beam or max(4 * num_paths, 10)) if reached else []
+        p = self.predictor
+        warnings = list(p.warnings)
+        if not reached:
+            warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
+        return Explanation(subject, relation, direction, self.kg.time_axis.label(t), t, st.value, answer,
+                           float(f.detach()), rank, reached, paths,
+                           len(trace.links), warnings)
+
+    def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
+                     k: int, beam: int) -> list[TemporalPath]:
+        # per layer: candidate links = admitted links then self-loops, with (src, dst, grad)
+        state_ent = torch.tensor([s])
+        state_score = torch.zeros(1, dtype=torch.float64)
+        history = []  # per layer: (link row in layer arrays, parent state row) of every kept state
+        L = len(trace.links)
+        for l in range(L):
+            lk, lp = trace.links[l], trace.loops[l]
+            src = torch.cat([lk[:, 1], lp[:, 1]])
+            dst = torch.cat([lk[:, 3], lp[:, 1]])
+            g = torch.cat([link_grads[l], loop_grads[l]]).double()
+            if l == L - 1:  # only links into the answer can finish a path
+                keep = torch.nonzero(dst == a).squeeze(1)
+            else:
+                keep = torch.arange(src.shape[0])
+            # pair every kept link with every state row at its source entity
+            order = torch.argsort(state_ent, stable=True)
+            ent_sorted = state_ent[order]
+            lo = torch.searchsorted(ent_sorted, src[keep])
+            hi = torch.searchsorted(ent_sorted, src[keep], right=True)
+            cnt = hi - lo
+            link_rows = torch.repeat_interleave(keep, cnt)
+            first = torch.repeat_interleave(lo, cnt)
+            offs = torch.arange(link_rows.shape[0]) - torch.repeat_interleave(torch.cumsum(cnt, 0) - cnt, cnt)
+            parent = order[first + offs]
+            score = state_score[parent] + g[link_rows]
+            cand_dst = dst[link_rows]
+            # best `beam` candidates per destination entity
+            o1 = torch.argsort(score, descending=True, stable=True)
+            o2 = o1[torch.argsort(cand_dst[o1], stable=True)]
+            d_sorted = cand_dst[o2]
+            if d_sorted.numel() == 0:
+                return []
+            is_start = torch.ones_like(d_sorted, dtype=torch.bool)
+            is_start[1:] = d_sorted[1:] != d_sorted[:-1]
+            start_pos = torch.cummax(torch.where(is_start, torch.arange(d_sorted.shape[0]), 0), 0).values
+            rank_in_group = torch.arange(d_sorted.shape[0]) - start_pos
+            sel = o2[rank_in_group < beam]
+            history.append((link_rows[sel], parent[sel]))
+            state_ent, state_score = cand_dst[sel], score[sel]
+        # walk back from the answer's states, best first
+        final = torch.argsort(state_score, descending=True, stable=True).tolist()
+        paths, seen = [], set()
+        for row in final:
+            hops = []
+            r = row
+            for l in range(L - 1, -1, -1):
+                link_row, parent = history[l]
+                hops.append((l, int(link_row[r])))
+                r = int(parent[r])
+            hops.reverse()
+            links, key = [], []
+            for l, j in hops:
+                m = trace.links[l].shape[0]
+                if j >= m:  # a self-loop: the path stays where it is this step
+                    continue
+                q_, src, rel, dst, tl = trace.links[l][j].tolist()
+                key.append((src, rel, dst, tl))
+                links.append(self._link(l + 1, src, rel, dst, tl, t_q, float(trace.alpha[l][j]),
+                                        float(link_grads[l][j])))
+            key = tuple(key)
+            if not links or key in seen:
+                continue
+            seen.add(key)
+            paths.append(TemporalPath(links, float(state_score[row])))
+            if len(paths) == k:
+                break
+        return paths
+
+    # -- teaching trace --------------------------------------------------------------------------
+    def trace(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
+              setting: str = "auto", top: int = 10) -> ReasoningTrace:
+        """Per layer: entities reached, the newly reached ones, and the ``top`` links by attention."""
+        s, r, t, st, _, trace = self._traced(subject, relation, time, direction, setting, weighted=False)
+        kg = self.kg
+        seen = {s}
+        layers = []
+        for l in range(len(trace.links)):
+            ents = trace.nodes[l][:, 1].tolist()
+            new = [e for e in ents if e not in seen]
+            seen.update(ents)
+            alpha = trace.alpha[l]
+            best = torch.argsort(alpha, descending=True, stable=True)[:top].tolist()
+            links = []
+            for j in best:
+                _, src, rel, dst, tl = trace.links[l][j].tolist()
+                links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
+            layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
+                                       int(trace.num_links[l]), links))
+        return ReasoningTrace(subject, relation, direction, kg.time_axis.label(t), st.value, layers)
