@@ -160,3 +160,30 @@ def test_sample_world_top_path_follows_the_planted_rule(world_explainer, questio
     assert top.length == 1
     assert (top.links[0].relation, top.links[0].inverse) == (rel, inverse)
     assert lo <= top.links[0].delta <= hi and top.links[0].delta_label.endswith(" d")
+
+
+def test_body_signatures_walk_the_rule():
+    from tpar.interpretability import body_signature
+
+    comp = (["(A, Form alliance with, C, t1)", "(C, Sign agreement with, B, t), t - 60 <= t1 < t"], "(A, Consult, B, t + d)")
+    assert body_signature(*comp) == (("Form alliance with", False), ("Sign agreement with", False))
+    assert body_signature(*comp, direction="subject") == (("Sign agreement with", True), ("Form alliance with", True))
+    assert body_signature(["(A, Threaten, B, t)"], "(B, Mobilize against, A, t + d)") == (("Threaten", True),)
+    with pytest.raises(ValueError, match="does not end at"):
+        body_signature(["(A, Threaten, C, t)"], "(A, Mobilize against, B, t)")
+
+
+def test_rule_recovery_counts(world_explainer):
+    import json
+
+    from tpar.interpretability import rule_recovery
+
+    rules = {r["id"]: r for r in json.loads((ROOT / "sample_data/world/rules.json").read_text())["rules"]}
+    qs = [("Orora Front", "Mobilize against", "Hugo of Zanistan", "2025-12-20", "escalation"),
+          ("Keleth", "Meet", "Quenara", "2025-12-20", "weekly_meetings"),
+          ("Keleth", "Meet", "Quenara", "2025-12-20", "not-a-rule")]
+    rows = {r.rule: r for r in rule_recovery(world_explainer, qs, rules, setting="extrapolation", num_paths=3)}
+    assert set(rows) == {"escalation", "weekly_meetings"}
+    for r in rows.values():
+        assert r.questions == 2  # both directions
+        assert r.top_path_follows_body == 1.0 and r.any_path_follows_body == 1.0
