@@ -111,15 +111,16 @@ class Predictor:
         if setting is Setting.EXTRAPOLATION:
             return Background(self._index, setting)
         key = (subject, relation, time)
-        if self._hidden is None or self._hidden[0] != key:
+        hidden = self._hidden  # one read: other threads (app sessions) may replace it meanwhile
+        if hidden is None or hidden[0] != key:
             f, R = self._facts, self.kg.num_relations
             if relation < R:
                 answers_it = (f[:, 0] == subject) & (f[:, 1] == relation) & (f[:, 3] == time)
             else:
                 answers_it = (f[:, 2] == subject) & (f[:, 1] == relation - R) & (f[:, 3] == time)
             index = TemporalGraphIndex(f[~answers_it], self.kg.num_entities, R).to(self.device)
-            self._hidden = (key, Background(index, setting))
-        return self._hidden[1]
+            hidden = self._hidden = (key, Background(index, setting))
+        return hidden[1]
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         if setting == "auto":

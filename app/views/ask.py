@@ -1,0 +1,130 @@
+"""Ask: (subject, relation, ?, time) -> ranked answers with scores and probabilities."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import explorer as ex
+
+st.title("Ask")
+ss = st.session_state
+sel = ex.require_model(ex.selection())
+kg = sel.kg
+axis = kg.time_axis
+facts = kg.all_facts()
+t_min, t_max = int(facts[:, 3].min()), int(facts[:, 3].max())
+st.caption(f"Data set **{sel.source.label}**, model **{sel.match.info.name}** ({sel.match.info.setting}). "
+           f"Known facts from {axis.label(t_min)} to {axis.label(t_max)}: a time after that is forecast "
+           "(extrapolation, using only earlier facts); a time inside it fills a gap (interpolation, using the "
+           "facts before and after).")
+
+entities = sorted(kg.entities.names, key=str.casefold)
+relations = sorted(kg.relations.names, key=str.casefold)
+# defaults: a question about the last known fact's subject, one step after the data
+if ss.get("subject") not in kg.entities:
+    if ss.get("subject"):
+        st.warning(f"Unknown entity {ss['subject']!r} in this data set.")
+    last = facts[facts[:, 3] == t_max][0]
+    ss["subject"] = kg.entities.name(int(last[0]))
+    ss.setdefault("relation", kg.relations.name(int(last[1])))
+if ss.get("relation") not in kg.relations:
+    if ss.get("relation"):
+        st.warning(f"Unknown relation {ss['relation']!r} in this data set.")
+    ss["relation"] = relations[0]
+try:
+    t_q = axis.parse(ss["time"]) if ss.get("time") else t_max + 1
+except ValueError as e:
+    st.warning(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data.")
+    t_q = t_max + 1
+ss["time"] = axis.label(t_q)
+
+c1, c2, c3 = st.columns([3, 3, 2])
+with c1:
+    ex.bind(st.radio, "Question", "direction", options=["object", "subject"], horizontal=True,
+            format_func=lambda d: "(entity, relation, ?, time)" if d == "object" else "(?, relation, entity, time)")
+    ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
+with c2:
+    ex.bind(st.selectbox, "Relation", "relation", options=relations, help="Type to search.")
+    horizon = max(1, (t_max - t_min) // 10)
+    if axis.granularity == "day" and axis.origin is not None:
+        lo, hi = dt.date.fromisoformat(axis.label(t_min)), dt.date.fromisoformat(axis.label(t_max + horizon))
+        ex.bind(st.date_input, "Time", "time", min_value=lo, max_value=hi,
+                to_widget=lambda s: min(max(dt.date.fromisoformat(s), lo), hi),
+                from_widget=lambda d: d.isoformat() if isinstance(d, dt.date) else ss["time"],
+                help=f"Any day from {lo} to {hi}; after {axis.label(t_max)} the question is a forecast.")
+    elif (t_max + horizon - t_min) <= 5000:
+        options = [axis.label(t) for t in range(t_min, t_max + horizon + 1)]
+        if ss["time"] not in options:
+            ss["time"] = options[-1]
+        ex.bind(st.select_slider, "Time", "time", options=options)
+    else:
+        ex.bind(st.text_input, "Time", "time", help=f"A time label such as {axis.label(t_max)!r}.")
+with c3:
+    ex.bind(st.segmented_control, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
+            from_widget=lambda v: v or "auto",
+            help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
+    ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
+
+try:
+    pred = ex.ask(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
+                  ss["setting"], int(ss["k"]))
+except ex.DataError as e:
+    st.error(str(e))
+    ex.sync_url()
+    st.stop()
+
+q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
+why = ""
+if ss["setting"] == "auto":
+    why = (" (after the last known fact)" if pred["setting"] == "extrapolation" else " (inside the known time range)")
+st.markdown(f"#### {q}")
+st.caption(f"Setting: **{pred['setting']}**{why}. {pred['reached']:,} of {kg.num_entities:,} entities are reached by "
+           f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
+for w in pred["warnings"]:
+    st.info(w)
+
+answers = pd.DataFrame(pred["answers"])
+if answers.empty:
+    st.info("No answers.")
+    st.stop()
+answers["known"] = answers["known"].map(lambda k: "✓ known fact" if k else "")
+table = answers[["rank", "entity", "score", "probability", "known"]]
+left, right = st.columns([3, 2])
+with left:
+    event = st.dataframe(
+        table, hide_index=True, on_select="rerun", selection_mode="single-row", key="answer_table",
+        column_config={
+            "rank": st.column_config.NumberColumn("Rank", width="small"),
+            "entity": st.column_config.TextColumn("Answer"),
+            "score": st.column_config.NumberColumn("Score f(q, e)", format="%.3f"),
+            "probability": st.column_config.ProgressColumn("Probability", min_value=0.0, max_value=1.0,
+                                                           format="%.3f"),
+            "known": st.column_config.TextColumn("In the data"),
+        })
+    rows = event.selection.rows if event and event.selection else []
+    if rows:
+        ss["answer"] = answers.iloc[rows[0]]["entity"]
+    buf = io.StringIO()
+    out = answers.assign(question=q, setting=pred["setting"])[["question", "setting", "rank", "entity", "score",
+                                                                 "probability", "known"]]
+    out.to_csv(buf, index=False)
+    st.download_button("Download answers (CSV)", buf.getvalue(), file_name="tpar-answers.csv", mime="text/csv")
+with right:
+    top = answers.head(15).iloc[::-1]
+    fig = go.Figure(go.Bar(x=top["probability"], y=top["entity"], orientation="h",
+                           marker_color=["#2a9d8f" if k else "#577590" for k in top["known"]],
+                           hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>"))
+    fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=30, b=10),
+                      title="Probability of the top answers (green: known fact)", xaxis_title="probability")
+    st.plotly_chart(fig, config={"displaylogo": False})
+
+if ss.get("answer") not in set(answers["entity"]):
+    ss["answer"] = answers.iloc[0]["entity"]
+st.markdown(f"Select a row to choose the answer to explain (now: **{ss['answer']}**).")
+st.page_link("views/evidence.py", label=f"Why {ss['answer']}? See the temporal paths", icon=":material/account_tree:")
+ex.sync_url()
