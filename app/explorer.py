@@ -87,7 +87,14 @@ def init_state() -> None:
             ss[key] = value
     for key, value in DEFAULTS.items():
         ss.setdefault(key, value)
+    if "answer" in ss:  # the URL's answer belongs to the URL's question
+        ss["answer_question"] = question_key()
     ss["_initialised"] = True
+
+
+def question_key() -> tuple:
+    ss = st.session_state
+    return tuple(ss.get(k) for k in ("data", "subject", "relation", "time", "direction"))
 
 
 def sync_url(keys: tuple[str, ...] = URL_KEYS) -> None:

@@ -1,7 +1,10 @@
-"""The Streamlit front end starts and shows a data set's statistics (AppTest, no browser)."""
+"""The Streamlit explorer driven headless with AppTest: it opens on the sample world with its
+checkpoint; pick -> answers -> evidence; the question round-trips through the URL; bad input
+shows messages, never a traceback."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -10,18 +13,118 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+QUESTION = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
+            "setting": "extrapolation"}
 
 
-def test_app_shows_statistics(tmp_path, monkeypatch):
+def app(params: dict | None = None, monkeypatch=None, data_dir=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    return at
+
+
+def texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+
+
+@pytest.fixture(autouse=True)
+def no_benchmarks(monkeypatch, tmp_path):
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    import explorer  # the module the app's pages import: forget data sets listed by an earlier test
+
+    explorer.datasets.clear()
+
+
+def test_opens_on_the_sample_world_with_its_checkpoint():
+    at = app().run()
+    assert not at.exception and not at.error
+    assert at.session_state["data"] == "sample: world/chronological"
+    assert at.session_state["model"] == "sample-world-unified"
+    answers = at.dataframe[0].value
+    assert len(answers) == 10 and list(answers["rank"]) == list(range(1, 11))
+    assert answers["probability"].between(0, 1).all()
+    assert at.query_params["data"] == "sample: world/chronological"
+
+
+def test_pick_answer_explain():
+    at = app().run()
+    at.selectbox(key="w_subject").select("Orora Front").run()
+    at.selectbox(key="w_relation").select("Mobilize against").run()
+    at.date_input(key="w_time").set_value(dt.date(2025, 12, 20)).run()
+    at.segmented_control(key="w_setting").set_value("extrapolation").run()
+    assert not at.exception and not at.error
+    assert "(Orora Front, Mobilize against, ?, 2025-12-20)" in texts(at)
+    answers = at.dataframe[0].value
+    # escalation: Hugo of Zanistan threatened Orora Front on 2025-12-19
+    assert answers.iloc[0]["entity"] == "Hugo of Zanistan" and "known" in answers.iloc[0]["known"]
+    assert at.query_params["subject"] == "Orora Front" and at.query_params["time"] == "2025-12-20"
+
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and not at.error
+    assert at.session_state["answer"] == "Hugo of Zanistan"
+    paths = at.dataframe[0].value
+    assert "Threaten⁻¹ @ 2025-12-19 (-1 d)" in paths.iloc[0]["temporal path"]
+    frame = at.get("iframe")[0].proto.srcdoc
+    assert "vis.Network" in frame and "-1 d" in frame
+    assert 'src="http' not in frame and 'href="http' not in frame  # offline
+    # another answer, fewer paths
+    at.selectbox(key="w_answer").select_index(1).run()
+    at.slider(key="w_paths").set_value(2).run()
+    assert not at.exception and len(at.dataframe[0].value) <= 2
+
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception and not at.error
+    assert at.get("plotly_chart")
+    assert "query time 2025-12-20" in texts(at)
+
+
+def test_question_from_the_url():
+    at = app({**QUESTION, "answer": "Hugo of Zanistan", "paths": "3"}).run()
+    assert not at.exception
+    assert at.session_state["subject"] == "Orora Front" and at.session_state["setting"] == "extrapolation"
+    assert at.dataframe[0].value.iloc[0]["entity"] == "Hugo of Zanistan"
+    at.switch_page("views/evidence.py").run()
+    assert len(at.dataframe[0].value) <= 3 and not at.error
+
+
+def test_interpolation_inside_the_range_and_forecast_after_it():
+    at = app({"subject": "Keleth", "relation": "Meet", "time": "2025-12-20"}).run()
+    assert "Setting: **interpolation**" in texts(at)
+    at = app({"subject": "Keleth", "relation": "Meet", "time": "2026-01-02"}).run()
+    assert "Setting: **extrapolation**" in texts(at)
+
+
+def test_bad_url_values_are_messages_not_tracebacks():
+    at = app({"subject": "Nobody", "relation": "Dance with", "time": "not a date", "k": "many",
+              "data": "benchmark: nowhere/none"}).run()
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Unknown entity 'Nobody'" in warnings and "Unknown relation 'Dance with'" in warnings
+    assert "does not fit this data set" in warnings
+    assert at.dataframe  # it still answers a default question
+    at = app({**QUESTION, "answer": "<script>alert(1)</script>"}).run()
+    assert not at.exception
+    assert "Unknown answer '<script>alert(1)</script>'" in " ".join(w.value for w in at.warning)
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and at.session_state["answer"] == "Hugo of Zanistan"
+
+
+def test_data_set_without_a_checkpoint(tmp_path, monkeypatch):
     d = tmp_path / "data" / "user" / "toy"
     d.mkdir(parents=True)
     (d / "train.csv").write_text("subject,relation,object,time\nAnn,meets,Bob,2024-01-01\nBob,calls,Cid,2024-01-02\n")
     (d / "test.csv").write_text("subject,relation,object,time\nAnn,meets,Cid,2024-01-03\n")
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app({"data": "benchmark: user/toy"}).run()
     assert not at.exception
-    assert "benchmark: user/toy" in at.selectbox[0].options
-    at.selectbox[0].select("benchmark: user/toy").run()
+    assert any("No checkpoint here fits" in e.value for e in at.error)
+    at.switch_page("views/data_model.py").run()
     assert not at.exception
+    assert "benchmark: user/toy" in at.selectbox(key="w_data").options
     assert [m.value for m in at.metric][:2] == ["3", "2"]
     assert any("valid split is not available" in w.value for w in at.warning)
+    assert any("No checkpoint fits" in w.value for w in at.warning)
+    at.selectbox(key="w_data").select("sample: world/chronological").run()
+    assert not at.exception and at.session_state["model"] == "sample-world-unified"

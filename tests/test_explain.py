@@ -65,7 +65,7 @@ def test_beam_search_equals_brute_force(setting):
     facts = kg.facts("test")
     checked = 0
     for s, r, o, t in facts[:6].tolist():
-        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=4, beam=10_000)
+        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=4, beam=10_000, simple=False)
         if not exp.reached:
             assert exp.paths == [] and exp.score == 0.0
             continue
@@ -87,7 +87,7 @@ def test_beam_search_equals_brute_force(setting):
 def test_default_beam_finds_the_best_path():
     ex, kg = toy_explainer()
     for s, r, o, t in kg.facts("test")[:6].tolist():
-        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1)
+        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1, simple=False)
         if exp.reached:
             truth = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
             assert exp.paths[0].importance == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
@@ -102,6 +102,8 @@ def test_paths_are_chains_and_obey_leakage_rules():
             for path in exp.paths:
                 assert path.links[0].source == f"e{s}" and path.links[-1].target == f"e{o}"
                 assert 1 <= path.length <= 3
+                visited = [path.links[0].source] + [x.target for x in path.links]
+                assert len(set(visited)) == len(visited)  # simple paths by default
                 for x, y in zip(path.links, path.links[1:]):
                     assert x.target == y.source and x.layer < y.layer
                 for x in path.links:

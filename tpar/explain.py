@@ -10,6 +10,9 @@ its importance is the sum of its links' gradients. The top-k paths are found by 
 the layers (vectorised: every (link, partial path) pair of a layer is scored at once and each
 entity keeps its ``beam`` best partial paths). Self-loops stand for "stay" (paths shorter than L);
 they are dropped from the shown path and paths that become equal are merged (the best is kept).
+By default only simple paths are shown (no entity visited twice): walking a link and straight back
+("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter path's
+evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking).
 
 Backgrounds follow :class:`tpar.inference.Predictor`: extrapolation sees facts with t < t_q;
 interpolation sees every known fact except those answering the question itself.
@@ -159,8 +162,10 @@ class Explainer:
 
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: str = "object",
-                setting: str = "auto", num_paths: int = 5, beam: int | None = None) -> Explanation:
-        """The ``num_paths`` most important temporal paths from ``subject`` to ``answer``."""
+                setting: str = "auto", num_paths: int = 5, beam: int | None = None,
+                simple: bool = True) -> Explanation:
+        """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
+        paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer)."""
         from tpar.errors import DataError
 
         if answer not in self.kg.entities:
@@ -177,7 +182,7 @@ class Explainer:
         grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
         link_grads, loop_grads = grads[0::2], grads[1::2]
         paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
-                                  beam or max(4 * num_paths, 10)) if reached else []
+                                  beam or max((8 if simple else 4) * num_paths, 20), simple) if reached else []
         p = self.predictor
         warnings = list(p.warnings)
         if not reached:
@@ -187,7 +192,7 @@ class Explainer:
                            len(trace.links), warnings)
 
     def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
-                     k: int, beam: int) -> list[TemporalPath]:
+                     k: int, beam: int, simple: bool) -> list[TemporalPath]:
         # per layer: candidate links = admitted links then self-loops, with (src, dst, grad)
         state_ent = torch.tensor([s])
         state_score = torch.zeros(1, dtype=torch.float64)
@@ -250,6 +255,10 @@ class Explainer:
             key = tuple(key)
             if not links or key in seen:
                 continue
+            if simple:
+                visited = [links[0].source] + [x.target for x in links]
+                if len(set(visited)) < len(visited):
+                    continue
             seen.add(key)
             paths.append(TemporalPath(links, float(state_score[row])))
             if len(paths) == k:

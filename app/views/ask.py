@@ -123,8 +123,14 @@ with right:
                       title="Probability of the top answers (green: known fact)", xaxis_title="probability")
     st.plotly_chart(fig, config={"displaylogo": False})
 
-if ss.get("answer") not in set(answers["entity"]):
+question = ex.question_key()
+if ss.get("answer") not in kg.entities:
+    if ss.get("answer"):
+        st.warning(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead.")
     ss["answer"] = answers.iloc[0]["entity"]
+elif ss.get("answer_question") != question and not rows:
+    ss["answer"] = answers.iloc[0]["entity"]  # a new question: its top answer
+ss["answer_question"] = question
 st.markdown(f"Select a row to choose the answer to explain (now: **{ss['answer']}**).")
 st.page_link("views/evidence.py", label=f"Why {ss['answer']}? See the temporal paths", icon=":material/account_tree:")
 ex.sync_url()

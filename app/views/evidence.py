@@ -26,6 +26,8 @@ except ex.DataError as e:
 q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
 st.markdown(f"#### {q}")
 answers = [a["entity"] for a in pred["answers"]]
+if ss.get("answer_question") != ex.question_key():  # the question changed elsewhere: its top answer
+    ss["answer"], ss["answer_question"] = answers[0], ex.question_key()
 if ss.get("answer") and ss["answer"] not in answers and ss["answer"] in sel.kg.entities:
     answers.append(ss["answer"])  # an answer from the URL that is not among the top K
 if ss.get("answer") not in answers:
