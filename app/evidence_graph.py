@@ -34,6 +34,7 @@ def evidence_html(explanation: dict, height_px: int = 520) -> str:
                  title=f"query entity: {subject}")
     net.add_node("a", label=answer, level=depth, color=ANSWER_COLOUR, shape="box",
                  title=f"answer: {answer}\nscore f(q, a) = {explanation['score']:.3f}, rank {explanation['rank']:g}")
+    level = {"q": 0, "a": depth}
     edges: dict[tuple, dict] = {}
     for k, path in enumerate(paths, start=1):
         links = path["links"]
@@ -44,14 +45,26 @@ def evidence_html(explanation: dict, height_px: int = 520) -> str:
             if not last and node not in net.get_nodes():
                 net.add_node(node, label=link["target"], level=i + 1, color=HOP_COLOUR, shape="box",
                              title=f"{link['target']} (hop {i + 1})")
+                level[node] = i + 1
             key = (prev, node, link["subject"], link["relation"], link["object"], link["time_step"])
             e = edges.setdefault(key, {"link": link, "paths": [], "importance": path["importance"]})
             e["paths"].append(k)
             e["importance"] = max(e["importance"], path["importance"])
             prev = node
     top = max((abs(e["importance"]) for e in edges.values()), default=1.0) or 1.0
+    parallel: dict[tuple[str, str], int] = {}
     for (src, dst, *_), e in edges.items():
         link = e["link"]
+        i = parallel[(src, dst)] = parallel.get((src, dst), -1) + 1
+        # parallel links between the same two nodes fan out: straight, then alternately bent; links
+        # that skip a level (a short path drawn to the answer) always bend, around the hop nodes
+        skips = level[dst] - level[src] > 1
+        if i == 0 and not skips:
+            smooth = {"enabled": False}
+        else:
+            j = i + 1 if skips else i
+            smooth = {"enabled": True, "type": "curvedCW" if j % 2 else "curvedCCW",
+                      "roundness": min(0.9, (0.3 if skips else 0.0) + 0.2 * ((j + 1) // 2))}
         fact = f"({link['subject']}, {link['relation']}, {link['object']}, {link['time']})"
         title = (f"{fact}\n{'walked backwards (inverse relation)' if link['inverse'] else 'walked forwards'}\n"
                  f"Δt = {link['delta_label']} from the query time\n"
@@ -59,12 +72,12 @@ def evidence_html(explanation: dict, height_px: int = 520) -> str:
                  f"importance {e['importance']:+.4f}")
         net.add_edge(src, dst, label=f"{link['relation_label']}\n{link['delta_label']}", title=title,
                      color=delta_colour(link["delta"]), dashes=bool(link["inverse"]),
-                     width=1 + 4 * abs(e["importance"]) / top, arrows="to", font={"size": 11, "align": "middle"})
+                     width=1 + 4 * abs(e["importance"]) / top, arrows="to", smooth=smooth,
+                     font={"size": 11, "align": "middle", "background": "rgba(255,255,255,0.85)"})
     net.set_options("""{
       "layout": {"hierarchical": {"enabled": true, "direction": "LR", "sortMethod": "directed",
-                                  "levelSeparation": 260, "nodeSpacing": 90}},
+                                  "levelSeparation": 300, "nodeSpacing": 110}},
       "physics": {"enabled": false},
-      "edges": {"smooth": {"type": "curvedCW", "roundness": 0.12}},
       "interaction": {"hover": true, "tooltipDelay": 80, "navigationButtons": false}
     }""")
     return offline(net.generate_html())

@@ -10,7 +10,7 @@ import streamlit as st
 
 from explorer import init_state
 
-st.set_page_config(page_title="TPAR Explorer", page_icon=":material/timeline:", layout="wide")
+st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
 
 pages = [

@@ -58,7 +58,7 @@ def test_pick_answer_explain():
     assert "(Orora Front, Mobilize against, ?, 2025-12-20)" in texts(at)
     answers = at.dataframe[0].value
     # escalation: Hugo of Zanistan threatened Orora Front on 2025-12-19
-    assert answers.iloc[0]["entity"] == "Hugo of Zanistan" and "known" in answers.iloc[0]["known"]
+    assert answers.iloc[0]["entity"] == "Hugo of Zanistan" and answers.iloc[0]["known"] == "✓"
     assert at.query_params["subject"] == "Orora Front" and at.query_params["time"] == "2025-12-20"
 
     at.switch_page("views/evidence.py").run()

@@ -10,9 +10,9 @@ its importance is the sum of its links' gradients. The top-k paths are found by 
 the layers (vectorised: every (link, partial path) pair of a layer is scored at once and each
 entity keeps its ``beam`` best partial paths). Self-loops stand for "stay" (paths shorter than L);
 they are dropped from the shown path and paths that become equal are merged (the best is kept).
-By default only simple paths are shown (no entity visited twice): walking a link and straight back
-("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter path's
-evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking).
+By default the search keeps simple paths only (no entity entered twice): walking a link and
+straight back ("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter
+path's evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking over all walks).
 
 Backgrounds follow :class:`tpar.inference.Predictor`: extrapolation sees facts with t < t_q;
 interpolation sees every known fact except those answering the question itself.
@@ -182,7 +182,7 @@ class Explainer:
         grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
         link_grads, loop_grads = grads[0::2], grads[1::2]
         paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
-                                  beam or max((8 if simple else 4) * num_paths, 20), simple) if reached else []
+                                  beam or max(4 * num_paths, 20), simple) if reached else []
         p = self.predictor
         warnings = list(p.warnings)
         if not reached:
@@ -196,8 +196,10 @@ class Explainer:
         # per layer: candidate links = admitted links then self-loops, with (src, dst, grad)
         state_ent = torch.tensor([s])
         state_score = torch.zeros(1, dtype=torch.float64)
-        history = []  # per layer: (link row in layer arrays, parent state row) of every kept state
         L = len(trace.links)
+        state_hist = torch.full((1, L + 1), -1, dtype=torch.long)  # entities each partial path entered
+        state_hist[0, 0] = s
+        history = []  # per layer: (link row in layer arrays, parent state row) of every kept state
         for l in range(L):
             lk, lp = trace.links[l], trace.loops[l]
             src = torch.cat([lk[:, 1], lp[:, 1]])
@@ -219,6 +221,14 @@ class Explainer:
             parent = order[first + offs]
             score = state_score[parent] + g[link_rows]
             cand_dst = dst[link_rows]
+            hist = state_hist[parent]
+            is_link = link_rows < lk.shape[0]
+            if simple:  # a link may not enter an entity the path has already visited (self-loops may stay)
+                ok = ~(is_link & (hist == cand_dst.unsqueeze(1)).any(1))
+                link_rows, parent, score, cand_dst, hist, is_link = (
+                    x[ok] for x in (link_rows, parent, score, cand_dst, hist, is_link))
+            hist = hist.clone()
+            hist[:, l + 1] = torch.where(is_link, cand_dst, torch.full_like(cand_dst, -1))
             # best `beam` candidates per destination entity
             o1 = torch.argsort(score, descending=True, stable=True)
             o2 = o1[torch.argsort(cand_dst[o1], stable=True)]
@@ -231,7 +241,7 @@ class Explainer:
             rank_in_group = torch.arange(d_sorted.shape[0]) - start_pos
             sel = o2[rank_in_group < beam]
             history.append((link_rows[sel], parent[sel]))
-            state_ent, state_score = cand_dst[sel], score[sel]
+            state_ent, state_score, state_hist = cand_dst[sel], score[sel], hist[sel]
         # walk back from the answer's states, best first
         final = torch.argsort(state_score, descending=True, stable=True).tolist()
         paths, seen = [], set()
@@ -255,10 +265,6 @@ class Explainer:
             key = tuple(key)
             if not links or key in seen:
                 continue
-            if simple:
-                visited = [links[0].source] + [x.target for x in links]
-                if len(set(visited)) < len(visited):
-                    continue
             seen.add(key)
             paths.append(TemporalPath(links, float(state_score[row])))
             if len(paths) == k:

@@ -43,7 +43,7 @@ except ValueError as e:
     t_q = t_max + 1
 ss["time"] = axis.label(t_q)
 
-c1, c2, c3 = st.columns([3, 3, 2])
+c1, c2, c3 = st.columns([3, 3, 3])
 with c1:
     ex.bind(st.radio, "Question", "direction", options=["object", "subject"], horizontal=True,
             format_func=lambda d: "(entity, relation, ?, time)" if d == "object" else "(?, relation, entity, time)")
@@ -92,7 +92,7 @@ answers = pd.DataFrame(pred["answers"])
 if answers.empty:
     st.info("No answers.")
     st.stop()
-answers["known"] = answers["known"].map(lambda k: "✓ known fact" if k else "")
+answers["known"] = answers["known"].map(lambda k: "✓" if k else "")
 table = answers[["rank", "entity", "score", "probability", "known"]]
 left, right = st.columns([3, 2])
 with left:
@@ -104,7 +104,7 @@ with left:
             "score": st.column_config.NumberColumn("Score f(q, e)", format="%.3f"),
             "probability": st.column_config.ProgressColumn("Probability", min_value=0.0, max_value=1.0,
                                                            format="%.3f"),
-            "known": st.column_config.TextColumn("In the data"),
+            "known": st.column_config.TextColumn("Known fact", help="✓: this fact is in the data set"),
         })
     rows = event.selection.rows if event and event.selection else []
     if rows:
