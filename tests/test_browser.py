@@ -1,0 +1,99 @@
+"""The explorer in a real browser: Debian's chromium driven by Playwright against ``streamlit run`` on
+a free loopback port. Ask -> answer table -> evidence graph, and no request leaves 127.0.0.1.
+
+Skips with a reason where chromium or the Playwright package is absent (``.ci/run`` installs
+Debian's chromium; ``requirements.txt`` has Playwright, whose own browser download is not needed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = free_port()
+    env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")))
+    log = tmp_path_factory.mktemp("log") / "streamlit.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+                                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                                 "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_ask_answer_evidence_offline(server):
+    outside: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def guard(route):  # record and block anything that is not the local server
+            host = urlparse(route.request.url).hostname
+            if route.request.url.startswith(("data:", "blob:", "about:")) or host == "127.0.0.1":
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", guard)
+        question = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
+                    "setting": "extrapolation"}
+        page.goto(f"{server}/?{urlencode(question)}")
+        page.get_by_text("(Orora Front, Mobilize against, ?, 2025-12-20)").wait_for(timeout=90_000)
+        cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
+        cells.first.wait_for(state="attached", timeout=30_000)  # the grid draws on a canvas; cells are its a11y table
+        texts = cells.all_inner_texts()
+        assert texts[:2] == ["1", "Hugo of Zanistan"]  # the answer table, top row
+        assert "✓" in texts[:5]
+
+        page.get_by_role("link", name="Evidence").click()
+        page.get_by_text("Answer to explain").wait_for(timeout=60_000)
+        graph = page.frame_locator("iframe[title='Temporal paths to the answer']")
+        graph.locator("#mynetwork canvas").wait_for(timeout=60_000)
+        frame = next(f for f in page.frames if f != page.main_frame and "vis" in (f.content() or ""))
+        labels = frame.evaluate("edges.get().map(e => e.label)")
+        nodes = frame.evaluate("nodes.get().map(n => n.label)")
+        assert "Threaten⁻¹\n-1 d" in labels  # relation and relative time of the escalation link
+        assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
+        assert all(label.split("\n")[-1].endswith(" d") for label in labels)
+        browser.close()
+    assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
