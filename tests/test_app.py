@@ -128,3 +128,17 @@ def test_data_set_without_a_checkpoint(tmp_path, monkeypatch):
     assert any("No checkpoint fits" in w.value for w in at.warning)
     at.selectbox(key="w_data").select("sample: world/chronological").run()
     assert not at.exception and at.session_state["model"] == "sample-world-unified"
+
+
+def test_showcase_examples():
+    at = app().run()
+    # a fresh session opens on the first extrapolation example (escalation) with its answer on top
+    assert at.session_state["subject"] == "Faro of Corbeleth" and at.session_state["setting"] == "extrapolation"
+    assert at.dataframe[0].value.iloc[0]["entity"] == "Kelarara Council"
+    pick = at.selectbox(key="example")
+    reciprocity = next(o for o in pick.options if o.startswith("reciprocity:"))
+    pick.select(reciprocity).run()
+    assert not at.exception
+    assert at.session_state["relation"] == "Host a visit" and at.session_state["setting"] == "interpolation"
+    assert "Setting: **interpolation**" in texts(at)
+    assert at.dataframe[0].value.iloc[0]["entity"] == at.session_state["answer"]  # same-day visit, recovered

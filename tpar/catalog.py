@@ -10,6 +10,7 @@ on exactly that data (same fingerprint) comes first.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,21 @@ class DataSource:
     label: str   # e.g. "sample: world/chronological", "benchmark: extrapolation/ICEWS14"
     path: Path
     kind: str    # "sample" | "benchmark" | "upload"
+
+    def examples(self) -> list[dict]:
+        """Showcase questions from an ``examples.json`` in the folder or its parent (the sample
+        world's generator writes one): dicts with subject, relation, time and optionally answer,
+        setting, rule, description. Unreadable or malformed files give no examples."""
+        for f in (self.path / "examples.json", self.path.parent / "examples.json"):
+            if f.is_file():
+                try:
+                    items = json.loads(f.read_text(encoding="utf-8")).get("examples", [])
+                except (OSError, ValueError, AttributeError):
+                    return []
+                keep = ("subject", "relation", "time", "answer", "setting", "rule", "description")
+                return [{k: str(x[k]) for k in keep if k in x} for x in items
+                        if isinstance(x, dict) and all(k in x for k in ("subject", "relation", "time"))]
+        return []
 
 
 @dataclass

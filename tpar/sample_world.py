@@ -10,10 +10,13 @@ writes (all UTF-8 CSV in the upload format ``subject,relation,object,time`` with
   ``seed`` for the spontaneous events that rules react to, or ``noise`` (facts that follow no rule);
 * ``rules.json``: each rule's body, head, delay and the rate at which its body fires the head;
 * ``chronological/{train,valid,test}.csv``: split by time (the last weeks are valid and test),
-  for extrapolation; ``random/{train,valid,test}.csv``: a seeded 80/10/10 split, for interpolation.
+  for extrapolation; ``random/{train,valid,test}.csv``: a seeded 80/10/10 split, for interpolation;
+* ``examples.json``: one showcase question per rule, from the test weeks (the app offers them):
+  subject, relation, time, the rule's answer, the rule, and the setting in which its body is
+  visible (interpolation for same-day reciprocity, else extrapolation).
 
 Every name is invented (syllable-built countries, leaders and organisations): no real-world claim.
-Same seed, same bytes.
+Same seed, same bytes. (`examples.json`: showcase questions.)
 """
 
 from __future__ import annotations
@@ -215,11 +218,25 @@ def write_world(out: str | Path, seed: int = 7, n_countries: int = 120, valid_da
     files["rules.json"] = json.dumps({"generator": "tpar.sample_world", "seed": seed, "start": START.isoformat(),
                                       "days": DAYS, "rules": [asdict(r) for r in rules], "summary": summary},
                                      indent=2) + "\n"
+    files["examples.json"] = json.dumps({"examples": example_questions(chrono["test"], rules)}, indent=2) + "\n"
     for rel, text in files.items():
         p = out / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     return summary
+
+
+def example_questions(test_rows, rules) -> list[dict]:
+    """Per rule, the question behind the earliest test-week fact it produced (for the app)."""
+    out = []
+    for rule in rules:
+        rows = sorted(r for r in test_rows if r[4] == rule.id)
+        if not rows:
+            continue
+        s, rel, o, day, _ = min(rows, key=lambda r: (r[3], r[0], r[2]))
+        out.append({"rule": rule.id, "description": rule.description, "subject": s, "relation": rel, "time": day,
+                    "answer": o, "setting": "interpolation" if rule.delay_days[1] == 0 else "extrapolation"})
+    return out
 
 
 def measure_rule_rates(rows, include_noise_bodies: bool = False) -> dict[str, tuple[int, int, float]]:

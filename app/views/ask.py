@@ -25,7 +25,30 @@ st.caption(f"Data set **{sel.source.label}**, model **{sel.match.info.name}** ({
 
 entities = sorted(kg.entities.names, key=str.casefold)
 relations = sorted(kg.relations.names, key=str.casefold)
-# defaults: a question about the last known fact's subject, one step after the data
+examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
+
+
+def use_example(x: dict) -> None:
+    ss.update(subject=x["subject"], relation=x["relation"], time=x["time"], direction="object",
+              setting=x.get("setting", "auto"))
+    if x.get("answer") in kg.entities:
+        ss["answer"] = x["answer"]
+    ss["answer_question"] = ex.question_key()
+
+
+if examples:
+    labels = {f"{x.get('rule', 'example')}: {x['subject']}, {x['relation']}, ?, {x['time']}": x for x in examples}
+
+    def picked() -> None:
+        if ss.get("example") in labels:
+            use_example(labels[ss["example"]])
+
+    st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,
+                 placeholder="Pick a showcase question (one per planted rule) …",
+                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
+# defaults: a showcase question, else one about the last known fact's subject one step after the data
+if not ss.get("subject") and examples:
+    use_example(next((x for x in examples if x.get("setting") == "extrapolation"), examples[0]))
 if ss.get("subject") not in kg.entities:
     if ss.get("subject"):
         st.warning(f"Unknown entity {ss['subject']!r} in this data set.")
