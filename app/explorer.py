@@ -10,6 +10,7 @@ query string; :func:`init_state` reads it back on a session's first run, so a UR
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,11 @@ from tpar.explain import Explainer
 from tpar.inference import Predictor
 from tpar.readers import load_dataset
 
-UPLOAD_DIR = Path(__file__).resolve().parent.parent / "workspace" / "uploads"
-RUNS_DIR = Path(__file__).resolve().parent.parent / "workspace" / "checkpoints"
+# the user's files: uploads, trained checkpoints, training jobs ($TPAR_WORKSPACE, default ./workspace)
+WORKSPACE = Path(os.environ.get("TPAR_WORKSPACE") or Path(__file__).resolve().parent.parent / "workspace")
+UPLOAD_DIR = WORKSPACE / "uploads"
+RUNS_DIR = WORKSPACE / "checkpoints"
+JOBS_DIR = WORKSPACE / "jobs"
 
 # question keys mirrored in the URL, with defaults
 URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths")

@@ -13,12 +13,20 @@ from explorer import init_state
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
 
-pages = [
-    st.Page("views/data_model.py", title="Data and model", icon=":material/database:", url_path="data"),
-    st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="ask", default=True),
-    st.Page("views/evidence.py", title="Evidence", icon=":material/account_tree:", url_path="evidence"),
-    st.Page("views/timeline.py", title="Entity timeline", icon=":material/event_note:", url_path="timeline"),
-]
+pages = {
+    "Explore": [
+        st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="ask", default=True),
+        st.Page("views/evidence.py", title="Evidence", icon=":material/account_tree:", url_path="evidence"),
+        st.Page("views/timeline.py", title="Entity timeline", icon=":material/event_note:", url_path="timeline"),
+        st.Page("views/teach.py", title="How TPAR reasons", icon=":material/school:", url_path="reasoning"),
+    ],
+    "Your data and models": [
+        st.Page("views/data_model.py", title="Data and model", icon=":material/database:", url_path="data"),
+        st.Page("views/upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"),
+        st.Page("views/train.py", title="Train", icon=":material/model_training:", url_path="train"),
+        st.Page("views/evaluate.py", title="Evaluate", icon=":material/leaderboard:", url_path="evaluate"),
+    ],
+}
 nav = st.navigation(pages)
 st.sidebar.caption("TPAR: temporal-path reasoning for interpolation and extrapolation "
                    "(Chen et al., ACL 2024).")

@@ -106,13 +106,20 @@ class Explanation:
 
 @dataclass
 class LayerSummary:
-    """Teaching view of one recursive step l (Eqs. 5-8)."""
+    """Teaching view of one recursive step l (Eqs. 5-8).
+
+    ``scores``: w·h_e^l (Eq. 9's scoring applied to the states after step l) of the ``top``
+    highest entities (and of the answer, if one was given); only at l = L is this the model's
+    score f(q, e), earlier layers show how it forms."""
 
     layer: int
     entities_reached: int        # |E^l|: entities with a state after this step
     new_entities: list[str]      # reached for the first time in this step (at most ``top`` names)
     num_links: int               # admitted temporal links (self-loops excluded)
     top_links: list[PathLink]    # the links with the highest attention α (gradient field 0)
+    scores: dict[str, float] = field(default_factory=dict)
+    answer_score: float | None = None   # w·h_answer^l, None while the answer is not reached
+    answer_rank: float | None = None    # among the entities reached so far (realistic)
 
 
 @dataclass
@@ -123,6 +130,7 @@ class ReasoningTrace:
     time: str
     setting: str
     layers: list[LayerSummary]
+    answer: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -273,14 +281,30 @@ class Explainer:
 
     # -- teaching trace --------------------------------------------------------------------------
     def trace(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
-              setting: str = "auto", top: int = 10) -> ReasoningTrace:
-        """Per layer: entities reached, the newly reached ones, and the ``top`` links by attention."""
+              setting: str = "auto", top: int = 10, answer: str | None = None) -> ReasoningTrace:
+        """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
+        the provisional scores w·h^l (of the ``top`` entities and of ``answer``)."""
+        from tpar.errors import DataError
+
+        if answer is not None and answer not in self.kg.entities:
+            raise DataError(f"unknown answer entity {answer!r}")
         s, r, t, st, _, trace = self._traced(subject, relation, time, direction, setting, weighted=False)
         kg = self.kg
+        w = self.predictor.model.score
+        a = kg.entities.id(answer) if answer is not None else None
         seen = {s}
         layers = []
         for l in range(len(trace.links)):
             ents = trace.nodes[l][:, 1].tolist()
+            with torch.no_grad():
+                prov = w(trace.states[l]).squeeze(-1).double()
+            order = torch.argsort(prov, descending=True, stable=True)[:top].tolist()
+            scores = {kg.entities.name(ents[i]): float(prov[i]) for i in order}
+            a_score = a_rank = None
+            if a is not None and a in ents:
+                a_score = float(prov[ents.index(a)])
+                a_rank = float((prov > a_score).sum()) + (float((prov == a_score).sum()) - 1) / 2 + 1
+                scores.setdefault(answer, a_score)
             new = [e for e in ents if e not in seen]
             seen.update(ents)
             alpha = trace.alpha[l]
@@ -290,5 +314,5 @@ class Explainer:
                 _, src, rel, dst, tl = trace.links[l][j].tolist()
                 links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
-                                       int(trace.num_links[l]), links))
-        return ReasoningTrace(subject, relation, direction, kg.time_axis.label(t), st.value, layers)
+                                       int(trace.num_links[l]), links, scores, a_score, a_rank))
+        return ReasoningTrace(subject, relation, direction, kg.time_axis.label(t), st.value, layers, answer)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -110,3 +111,36 @@ def rule_recovery(explainer: Explainer, questions: list[tuple[str, str, str, str
             on_progress(done, len(todo))
     return [RecoveryRow(rule, setting, n, h / n, top / n, any_ / n, ex)
             for rule, (n, h, top, any_, ex) in sorted(stats.items())]
+
+
+@dataclass
+class PlantedRules:
+    """The generating rules of a data set (``rules.json``) and the rule behind each fact
+    (``provenance.csv``: subject, relation, object, time label, rule)."""
+
+    rules: dict[str, dict]
+    provenance: dict[tuple[str, str, str, str], str]
+
+    @classmethod
+    def find(cls, folder: str | Path) -> "PlantedRules | None":
+        """From ``folder`` or its parent (the sample world keeps them beside its split folders);
+        ``None`` when absent or unreadable."""
+        import csv
+        import json
+
+        for base in (Path(folder), Path(folder).parent):
+            rj, pc = base / "rules.json", base / "provenance.csv"
+            if rj.is_file() and pc.is_file():
+                try:
+                    rules = {r["id"]: r for r in json.loads(rj.read_text(encoding="utf-8"))["rules"]}
+                    with open(pc, encoding="utf-8", newline="") as f:
+                        prov = {(r["subject"], r["relation"], r["object"], r["time"]): r["rule"]
+                                for r in csv.DictReader(f)}
+                    return cls(rules, prov)
+                except (OSError, ValueError, KeyError, TypeError):
+                    return None
+        return None
+
+    def rule_of(self, subject: str, relation: str, obj: str, time: str) -> dict | None:
+        rid = self.provenance.get((subject, relation, obj, time))
+        return self.rules.get(rid) if rid else None

@@ -95,7 +95,8 @@ class PropagationTrace:
     (query, src entity, relation, dst entity, link time) of every admitted link (self-loops
     excluded); ``alpha[l]`` (M_l,) their attention weights (Eq. 7); ``num_links[l]`` the count;
     ``loops[l]`` (P_{l-1}, 2) = (query, entity) of the self-loop of every node entering step l and
-    ``loop_alpha[l]`` (P_{l-1},) its attention.
+    ``loop_alpha[l]`` (P_{l-1},) its attention; ``states[l]`` (P_l, d) the nodes' states h^l after
+    the step (Eq. 8).
 
     ``weighted=True`` makes the pass multiply every link's and self-loop's α by a weight of 1 that
     requires grad, kept in ``link_weight[l]`` (M_l,) / ``loop_weight[l]`` (P_{l-1},): after
@@ -111,6 +112,7 @@ class PropagationTrace:
     weighted: bool = False
     link_weight: list[torch.Tensor] = field(default_factory=list)
     loop_weight: list[torch.Tensor] = field(default_factory=list)
+    states: list[torch.Tensor] = field(default_factory=list)
 
 
 class TPAR(nn.Module):
@@ -219,6 +221,8 @@ class TPAR(nn.Module):
             loop_msg = loop_alpha.unsqueeze(1) * (h + layer.rel_emb.weight[identity] + h_time[zero_dt])
             agg = agg.index_add(0, loop_dst, loop_msg)
             h = self.dropout(self.activation(layer.W(agg)))  # Eq. 8
+            if trace is not None:
+                trace.states.append(h.detach())
         node_score = self.score(h).squeeze(-1)  # Eq. 9
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
         return scores.index_put((node_q, node_e), node_score, accumulate=True)

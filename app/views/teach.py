@@ -1,0 +1,151 @@
+"""How TPAR reasons: the current question stepped through the recursive encoding layer by layer,
+the model's relative time encoding, and (on the sample world) the planted rule beside TPAR's top
+path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import explorer as ex
+from tpar.interpretability import PlantedRules, body_signature
+
+st.title("How TPAR reasons")
+ss = st.session_state
+sel = ex.require_model(ex.selection())
+kg = sel.kg
+if not ex.question_ready():
+    st.info("Ask a question first.")
+    st.page_link("views/ask.py", label="Ask", icon=":material/help:")
+    st.stop()
+explainer = sel.explainer()
+model = explainer.predictor.model
+L = model.cfg.num_layers
+try:
+    pred = ex.ask(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
+                  ss["setting"], int(ss.get("k", 10)))
+except ex.DataError as e:
+    st.error(str(e))
+    st.stop()
+answers = [a["entity"] for a in pred["answers"]]
+answer = ss.get("answer") if ss.get("answer") in kg.entities else answers[0]
+q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
+st.markdown(f"#### {q} → {answer}")
+st.caption(f"Setting **{pred['setting']}**; model L = {L}, d = {model.cfg.dim}. Change the question on the Ask page "
+           "and the answer on the Evidence page.")
+
+
+@st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
+def trace(data_path, checkpoint_path, subject, relation, time, direction, setting, answer):
+    return ex.explainer(data_path, checkpoint_path).trace(
+        subject, relation, time, direction=direction, setting=setting, top=12, answer=answer).to_dict()
+
+
+tr = trace(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
+           ss["setting"], answer)
+layers = tr["layers"]
+
+st.subheader("1 · Bellman-Ford over temporal paths")
+st.markdown(
+    f"TPAR starts with every entity's state at zero (h⁰ = 0) and repeats one step L = {L} times. In step ℓ each "
+    "entity reached so far sends a **message** along every temporal link it may use (Eq. 5: its state + the "
+    "relation's vector + the link's **relative time** Δt = t − t_q, encoded by Eqs. 2-3). A small network gives each "
+    "message an **attention** α between 0 and 1 (Eqs. 6-7, a sigmoid, so several links can matter at once), and each "
+    "receiving entity sums its weighted messages (Eq. 8). An entity reached after L steps scores f = w·h^L (Eq. 9); "
+    "entities no path reaches score 0. "
+    + ("Links must lie before t_q (extrapolation)." if pred["setting"] == "extrapolation"
+       else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
+reach = pd.DataFrame([{"layer ℓ": x["layer"], "entities reached": x["entities_reached"],
+                       "temporal links used": x["num_links"],
+                       f"score of {answer}": x["answer_score"], f"rank of {answer}": x["answer_rank"]}
+                      for x in layers])
+st.dataframe(reach, hide_index=True)
+
+# animation: provisional scores w·h^ℓ across layers
+names = sorted({n for x in layers for n in x["scores"]} | {answer}, key=str.casefold)
+frames = []
+for x in layers:
+    vals = {n: x["scores"].get(n) for n in names}
+    top = sorted(((v, n) for n, v in vals.items() if v is not None), reverse=True)[:12]
+    frames.append((x["layer"], top))
+fig = go.Figure(
+    data=[go.Bar(x=[v for v, _ in frames[0][1]], y=[n for _, n in frames[0][1]], orientation="h",
+                 marker_color=["#b45309" if n == answer else "#577590" for _, n in frames[0][1]])],
+    frames=[go.Frame(name=str(lv), data=[go.Bar(x=[v for v, _ in top], y=[n for _, n in top], orientation="h",
+                                                marker_color=["#b45309" if n == answer else "#577590"
+                                                              for _, n in top])])
+            for lv, top in frames])
+fig.update_layout(
+    height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},
+    title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; {answer} in orange)",
+    updatemenus=[{"type": "buttons", "x": 1.0, "y": 1.15, "showactive": False,
+                  "buttons": [{"label": "▶ play", "method": "animate",
+                               "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
+    sliders=[{"currentvalue": {"prefix": "layer ℓ = "}, "steps": [
+        {"label": str(lv), "method": "animate",
+         "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
+st.plotly_chart(fig, config={"displaylogo": False})
+
+step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer")
+x = layers[step - 1]
+st.markdown(f"**Step {step}**: {x['entities_reached']:,} entities reached, {x['num_links']:,} temporal links admitted"
+            + (f"; newly reached: {', '.join(x['new_entities'][:8])}" + ("…" if len(x["new_entities"]) > 8 else "")
+               if x["new_entities"] else "") + ".")
+st.dataframe(pd.DataFrame([{"α": lk["attention"], "from": lk["source"], "relation": lk["relation"] + ("⁻¹" if lk["inverse"] else ""),
+                            "to": lk["target"], "time": lk["time"], "Δt": lk["delta_label"]}
+                           for lk in x["top_links"]]),
+             hide_index=True, column_config={"α": st.column_config.ProgressColumn("attention α", min_value=0.0,
+                                                                                 max_value=1.0, format="%.3f")})
+
+st.subheader("2 · Relative time encoding (Eqs. 2-3)")
+st.markdown("Every link's time enters only as Δt = t − t_q. The model learned a **periodic** part sin(ω_p Δt + φ_p) "
+            "(weekly or monthly habits) and a **linear** part ω_np Δt + φ_np (recency); their sum is h_t. Below: the "
+            "dimensions with the shortest learned periods, and the linear dimensions that change fastest.")
+te = model.time_encoding
+span = int(min(max(explainer.predictor._index.time_span, 14), 400))
+dts = torch.arange(-span, span + 1)
+with torch.no_grad():
+    per, lin = te.periodic(dts).numpy(), te.linear(dts).numpy()
+    omega_p, omega_np = te.omega_p.abs().numpy(), te.omega_np.abs().numpy()
+unit = kg.time_axis.unit
+c1, c2 = st.columns(2)
+fp = go.Figure()
+for i in np.argsort(-omega_p)[:4]:
+    fp.add_trace(go.Scatter(x=dts.numpy(), y=per[:, i], mode="lines",
+                            name=f"dim {i}: period {2 * np.pi / max(omega_p[i], 1e-9):.1f} {unit}"))
+fp.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="periodic part", xaxis_title=f"Δt ({unit})")
+c1.plotly_chart(fp, config={"displaylogo": False})
+fl = go.Figure()
+for i in np.argsort(-omega_np)[:4]:
+    fl.add_trace(go.Scatter(x=dts.numpy(), y=lin[:, i], mode="lines", name=f"dim {i}"))
+fl.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="linear part", xaxis_title=f"Δt ({unit})")
+c2.plotly_chart(fl, config={"displaylogo": False})
+
+planted = PlantedRules.find(sel.source.path)
+if planted is not None:
+    st.subheader("3 · TPAR's top path beside the rule that made the answer")
+    subj, obj = (pred["subject"], answer) if pred["direction"] == "object" else (answer, pred["subject"])
+    rule = planted.rule_of(subj, pred["relation"], obj, pred["time"])
+    if rule is None:
+        st.info(f"The fact ({subj}, {pred['relation']}, {obj}, {pred['time']}) was not produced by a planted rule "
+                "(it is not in the data, or it is a seed or noise fact). Pick an example question on the Ask page.")
+    else:
+        e = ex.explain(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
+                       ss["setting"], answer, 3)
+        want = body_signature(rule["body"], rule["head"], pred["direction"])
+        c1, c2 = st.columns(2)
+        with c1:
+            st.markdown(f"**Planted rule `{rule['id']}`** ({rule['kind']}): {rule['description']}")
+            st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None)
+        with c2:
+            if e["paths"]:
+                top = e["paths"][0]
+                got = tuple((lk["relation"], lk["inverse"]) for lk in top["links"])
+                st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if got == want
+                                                                 else "✗ does not follow the rule's body"))
+                st.code(top["text"], language=None)
+            else:
+                st.warning("No temporal path reaches this answer.")

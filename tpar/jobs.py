@@ -1,0 +1,242 @@
+"""Background training jobs: each runs :func:`tpar.training.train` in its own process and reports
+through files, so a front end stays responsive, a page reload finds the job again, and several
+jobs (from several browser sessions) never share state.
+
+A job is a folder ``<root>/<job id>/`` holding
+
+* ``spec.json`` -- what to train (data folder, setting, run config, output checkpoint);
+* ``events.jsonl`` -- one JSON object per line, appended by the worker: ``start``, ``step``
+  (epoch, batch, batches, loss, q/s), ``epoch`` (history entry with validation metrics), then one of
+  ``done`` (checkpoint path, seconds, how it stopped), ``cancelled``, ``failed`` (message);
+* ``cancel`` -- created to ask the worker to stop (it saves what it has and exits);
+* ``pid`` -- the worker's process id, to tell a crashed worker from a running one;
+* ``worker.log`` -- the worker's stdout/stderr.
+
+    job = start_job(root, JobSpec(data="sample_data/world/chronological", setting="unified",
+                                  run=run.to_dict(), out="workspace/checkpoints/mine.tpar"))
+    job.status()      # JobStatus(state="running", progress=0.42, ...)
+    job.cancel()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tpar.errors import DataError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+STEP_EVENT_EVERY = 0.5  # seconds between step events (the chart's resolution)
+
+
+@dataclass
+class JobSpec:
+    data: str                     # data folder or CSV file, as :func:`tpar.readers.load_dataset` takes
+    setting: str                  # extrapolation | interpolation | unified
+    run: dict                     # RunConfig.to_dict()
+    out: str                      # checkpoint to write
+    name: str = ""                # shown in lists
+    data_label: str = ""          # the data set's label in the app's catalog
+    eval_test: bool = False
+    threads: int = 0              # torch threads for the worker (0: torch's default)
+
+
+@dataclass
+class JobStatus:
+    id: str
+    name: str
+    state: str                    # starting | running | done | cancelled | failed
+    progress: float               # 0..1 over all planned optimiser steps
+    epoch: int
+    epochs: int
+    steps: list[dict] = field(default_factory=list)    # step events (loss, q/s, elapsed)
+    epochs_done: list[dict] = field(default_factory=list)
+    message: str = ""
+    checkpoint: str = ""
+    started: float = 0.0
+    seconds: float = 0.0
+    spec: dict = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "cancelled", "failed")
+
+
+class TrainingJob:
+    def __init__(self, folder: str | Path) -> None:
+        self.dir = Path(folder)
+
+    @property
+    def id(self) -> str:
+        return self.dir.name
+
+    def spec(self) -> JobSpec:
+        return JobSpec(**json.loads((self.dir / "spec.json").read_text(encoding="utf-8")))
+
+    def events(self) -> list[dict]:
+        f = self.dir / "events.jsonl"
+        if not f.is_file():
+            return []
+        out = []
+        for line in f.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:  # a line being written right now
+                break
+        return out
+
+    def cancel(self) -> None:
+        (self.dir / "cancel").touch()
+
+    def _alive(self) -> bool:
+        try:
+            pid = int((self.dir / "pid").read_text())
+        except (OSError, ValueError):
+            return False
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        try:  # a zombie (exited, not yet reaped by its parent) is not alive
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            return True
+
+    def status(self) -> JobStatus:
+        spec = self.spec()
+        ev = self.events()
+        epochs = int(spec.run.get("train", {}).get("epochs", 1))
+        st = JobStatus(self.id, spec.name or self.id, "starting", 0.0, 0, epochs, spec=asdict(spec))
+        for e in ev:
+            kind = e.get("type")
+            if kind == "start":
+                st.state, st.started = "running", e.get("time", 0.0)
+            elif kind == "step":
+                st.steps.append(e)
+                st.epoch = e["epoch"] + 1
+                st.progress = min(1.0, (e["epoch"] + e["batch"] / max(e["batches"], 1)) / max(epochs, 1))
+                st.seconds = e.get("elapsed", st.seconds)
+            elif kind == "epoch":
+                st.epochs_done.append(e)
+            elif kind in ("done", "cancelled", "failed"):
+                st.state = kind
+                st.message = e.get("message", "")
+                st.checkpoint = e.get("checkpoint", "")
+                st.seconds = e.get("seconds", st.seconds)
+                if kind == "done":
+                    st.progress = 1.0
+        if not st.finished and ev and not self._alive():
+            st.state, st.message = "failed", "the training process ended unexpectedly (see worker.log)"
+        elif st.state == "starting" and not self._alive() and time.time() - self.dir.stat().st_mtime > 60:
+            st.state, st.message = "failed", "the training process did not start (see worker.log)"
+        return st
+
+
+def running_outputs(root: str | Path) -> set[str]:
+    return {str(Path(j.spec().out).resolve()) for j in list_jobs(root) if not j.status().finished}
+
+
+def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
+    """Create the job folder and launch its worker process (detached from the caller's session)."""
+    root = Path(root)
+    if spec.name and not NAME_RE.match(spec.name):
+        raise DataError(f"model name {spec.name!r}: use letters, digits, '-', '_' or '.' (at most 64)")
+    out = Path(spec.out).resolve()
+    if str(out) in running_outputs(root):
+        raise DataError(f"another running job is already writing {out.name}; choose another name")
+    root.mkdir(parents=True, exist_ok=True)
+    job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    folder = root / job_id
+    folder.mkdir()
+    (folder / "spec.json").write_text(json.dumps(asdict(spec), indent=2), encoding="utf-8")
+    env = dict(os.environ)
+    if spec.threads:
+        env["OMP_NUM_THREADS"] = str(spec.threads)
+    with open(folder / "worker.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "tpar.jobs", str(folder)], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    (folder / "pid").write_text(str(proc.pid))
+    return TrainingJob(folder)
+
+
+def list_jobs(root: str | Path) -> list[TrainingJob]:
+    """Jobs under ``root``, newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [TrainingJob(p) for p in sorted(root.iterdir(), reverse=True) if (p / "spec.json").is_file()]
+
+
+# -- the worker -----------------------------------------------------------------------------------
+def run_job(folder: str | Path) -> int:
+    """Run the job in ``folder`` in this process (what the worker process does)."""
+    import torch
+
+    from tpar.config import RunConfig
+    from tpar.readers import load_dataset
+    from tpar.training import TrainingCallbacks, train
+
+    job = TrainingJob(folder)
+    events = open(job.dir / "events.jsonl", "a", encoding="utf-8")
+
+    def emit(kind: str, **data) -> None:
+        events.write(json.dumps({"type": kind, "time": time.time(), **data}) + "\n")
+        events.flush()
+
+    last = [0.0]
+    try:
+        spec = job.spec()
+        if spec.threads:
+            torch.set_num_threads(spec.threads)
+        emit("start", pid=os.getpid())
+        kg = load_dataset(spec.data)
+        run = RunConfig.from_dict(spec.run, "job spec")
+        cancel = job.dir / "cancel"
+
+        def on_step(info) -> bool:
+            now = time.perf_counter()
+            if now - last[0] >= STEP_EVENT_EVERY or info.batch == info.num_batches:
+                last[0] = now
+                emit("step", epoch=info.epoch, batch=info.batch, batches=info.num_batches, loss=info.loss,
+                     qps=info.queries_per_second, elapsed=info.elapsed)
+            return cancel.exists()
+
+        def on_epoch(entry: dict) -> bool:
+            emit("epoch", **{k: v for k, v in entry.items() if isinstance(v, (int, float, str))})
+            return cancel.exists()
+
+        Path(spec.out).parent.mkdir(parents=True, exist_ok=True)
+        result = train(kg, run, spec.out, progress=False, eval_test=spec.eval_test,
+                       callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch))
+        try:
+            from tpar.model_card import write_card
+
+            write_card(result.path)
+        except Exception:  # the card is a convenience; the checkpoint is what matters
+            pass
+        if result.stopped == "cancelled":
+            emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
+                 message="cancelled: the model so far was saved")
+        else:
+            emit("done", checkpoint=str(result.path), seconds=result.seconds, message=result.stopped)
+        return 0
+    except DataError as e:
+        emit("failed", message=str(e))
+        return 2
+    except Exception as e:  # report, never hang the front end
+        emit("failed", message=f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        events.close()
+
+
+if __name__ == "__main__":
+    sys.exit(run_job(sys.argv[1]))

@@ -1,0 +1,134 @@
+"""A user's quadruple file: a validation report before anything is used, then a saved data set.
+
+:func:`inspect_upload` parses the text (bad rows are dropped and listed, never fatal unless
+nothing is left), applies the chosen time reading and split, and returns the report with the
+resulting :class:`~tpar.data.TemporalKG`. :func:`save_dataset` writes that graph as a folder of
+``train/valid/test.csv`` (the upload format) atomically: a failed or refused save leaves any
+existing data set untouched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpar.data import TemporalKG
+from tpar.errors import DataError
+from tpar.readers import SPLITS, _build_kg, load_csv_folder, read_quadruple_csv, split_assignment
+from tpar.jobs import NAME_RE
+
+SPLIT_CHOICES = ("chronological", "random", "column")
+
+
+@dataclass
+class UploadReport:
+    file: str
+    rows_read: int
+    rows_kept: int
+    dropped: list[tuple[int, str]]      # (row number in the file, problem)
+    duplicates: int
+    time_format: str                    # how times were read: date, datetime, month, year, int
+    granularity: str                    # the time step: day, hour, ..., year, step
+    time_range: tuple[str, str]
+    entities: int
+    relations: int
+    split_policy: str
+    split_counts: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+    def problems_table(self, limit: int = 1000) -> list[dict]:
+        return [{"row": r, "problem": p} for r, p in self.dropped[:limit]]
+
+
+def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", split_policy: str = "chronological",
+                   seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+                   ) -> tuple[UploadReport, TemporalKG]:
+    """Parse and split an uploaded CSV/TSV text. ``split_policy``: ``chronological`` (earliest
+    ~80% of facts train, then valid, then test; a time step is never cut), ``random`` (seeded),
+    or ``column`` (the file's own ``split`` column). Raises :class:`DataError` only when nothing
+    usable is left (no header, no valid row, ...)."""
+    if split_policy not in SPLIT_CHOICES:
+        raise DataError(f"unknown split choice {split_policy!r} (expected {', '.join(SPLIT_CHOICES)})")
+    if not 0 < fractions[0] < 1 or min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-6:
+        raise DataError(f"split fractions {fractions} must be ≥ 0, sum to 1, with some training facts")
+    q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text)
+    n = len(q.subjects)
+    notes = []
+    if split_policy == "column":
+        if q.splits is None:
+            raise DataError("no 'split' column in the file: choose a chronological or random split", file=file_name)
+        labels = np.array(q.splits)
+        parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}
+    else:
+        if q.splits is not None:
+            notes.append("the file's split column is ignored (split chosen here)")
+        assign = split_assignment(q.times, split_policy, seed=seed, fractions=fractions)
+        parts = {s: np.nonzero(assign == k)[0] for k, s in enumerate(SPLITS) if np.any(assign == k)}
+    if "train" not in parts:
+        raise DataError("the split leaves no training facts", file=file_name)
+    for s in ("valid", "test"):
+        if s not in parts:
+            notes.append(f"no {s} facts: " + ("training needs a valid split for early stopping"
+                                                if s == "valid" else "evaluation needs a test split"))
+    if split_policy == "chronological" and len(np.unique(q.times)) < 3:
+        notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
+    stem = Path(file_name).stem or "upload"
+    kg = _build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
+                   [f"{file_name}: {n} facts, time read as {q.report.time_format}"] + notes)
+    t = kg.all_facts()[:, 3]
+    report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
+                          duplicates=q.report.duplicates, time_format=q.report.time_format,
+                          granularity=kg.time_axis.granularity,
+                          time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
+                          entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
+                          split_counts={s: int(len(idx)) for s, idx in parts.items()}, notes=notes)
+    return report, kg
+
+
+def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bool = False) -> Path:
+    """Write ``kg`` as ``folder/name/{train,valid,test}.csv`` and check it reads back identically.
+    Refuses an existing name unless ``overwrite``; the old folder is replaced only after the new
+    one is complete."""
+    if not NAME_RE.match(name):
+        raise DataError(f"data set name {name!r}: use letters, digits, '-', '_' or '.' (at most 64)")
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    dest = root / name
+    if dest.exists() and not overwrite:
+        raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        ax = kg.time_axis
+        for split in SPLITS:
+            facts = kg.facts(split) if split in kg.splits else np.zeros((0, 4), dtype=np.int64)
+            if split not in kg.splits:
+                continue
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(["subject", "relation", "object", "time"])
+            for s, r, o, t in facts.tolist():
+                w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)])
+            (tmp / f"{split}.csv").write_text(buf.getvalue(), encoding="utf-8")
+        back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}
+                               .get(ax.granularity, "datetime"))
+        if sorted(back.entities.names) != sorted(kg.entities.names) or \
+                {s: len(back.facts(s)) for s in back.splits} != {s: len(kg.facts(s)) for s in kg.splits}:
+            raise DataError("the saved data set does not read back as uploaded (please report this)")
+        if dest.exists():
+            old = root / f".old-{name}-{os.getpid()}"
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(dest)
+        return dest
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
