@@ -33,18 +33,19 @@ st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {n_tr
 
 with st.form("train_form"):
     c1, c2, c3 = st.columns(3)
-    setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"],
+    setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
                            help="unified: one model for both kinds of questions (recommended).")
-    layers = c2.slider("Path length L (layers)", 1, 5, 3)
-    dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=32)
+    layers = c2.slider("Path length L (layers)", 1, 5, 3, key="train_layers")
+    dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=32, key="train_dim")
     c4, c5, c6 = st.columns(3)
-    epochs = c4.number_input("Epochs (at most)", 1, 50, 4)
+    epochs = c4.number_input("Epochs (at most)", 1, 50, 4, key="train_epochs")
     per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
-                                min(20_000, 2 * n_train), step=1000)
-    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.005)
+                                min(20_000, 2 * n_train), step=1000, key="train_per_epoch")
+    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.005, key="train_lr")
     default_name = f"{sel.source.path.name}-{setting}"
-    name = st.text_input("Model name", value=default_name, help="Saved as workspace/checkpoints/NAME.tpar")
-    eval_test = st.checkbox("Evaluate on the test split when done", value=True)
+    name = st.text_input("Model name", value=default_name, help="Saved as workspace/checkpoints/NAME.tpar",
+                         key="train_name")
+    eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test")
     submitted = st.form_submit_button("Start training", type="primary")
 
 if submitted:

@@ -1,0 +1,153 @@
+"""Background training jobs (own process, progress through files, cancel, crash detection, no
+collisions) and the upload path (validation report, atomic save that never loses data)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tpar.config import ModelConfig, RunConfig, TrainConfig
+from tpar.errors import DataError
+from tpar.jobs import JobSpec, list_jobs, start_job
+from tpar.readers import load_dataset
+from tpar.upload import inspect_upload, save_dataset
+
+
+def tiny_world_csv(days: int = 60, extra: str = "") -> str:
+    rows = ["subject,relation,object,time"]
+    people = [f"P{i}" for i in range(6)]
+    for day in range(days):
+        a, b = people[day % 6], people[(day + 1) % 6]
+        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
+    return "\n".join(rows) + "\n" + extra
+
+
+def tiny_run(epochs=1, per_epoch=60) -> dict:
+    return RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.0, activation="tanh"),
+                     TrainConfig(setting="unified", lr=5e-3, batch_size=8, micro_batch=8, epochs=epochs, patience=5,
+                                 max_train_queries=per_epoch, max_valid_queries=20)).to_dict()
+
+
+@pytest.fixture()
+def world_dir(tmp_path):
+    _, kg = inspect_upload(tiny_world_csv(), "world.csv")
+    return save_dataset(kg, tmp_path / "uploads", "world")
+
+
+def wait(job, timeout=180.0):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        s = job.status()
+        if s.finished:
+            return s
+        time.sleep(0.3)
+    raise AssertionError(f"job still {job.status().state} after {timeout} s; log: "
+                         f"{(job.dir / 'worker.log').read_text()[-2000:]}")
+
+
+def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
+    out = tmp_path / "models" / "w.tpar"
+    job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(epochs=2),
+                                               out=str(out), name="w", eval_test=True))
+    assert int((job.dir / "pid").read_text()) != os.getpid()
+    s = wait(job)
+    assert s.state == "done", s.message
+    assert s.progress == 1.0 and len(s.epochs_done) == 2 and s.steps
+    assert all(0 < e["loss"] for e in s.steps) and "valid_mrr" in s.epochs_done[-1]
+    assert out.is_file() and out.with_suffix(".md").is_file()  # checkpoint and model card
+    assert [j.id for j in list_jobs(tmp_path / "jobs")] == [job.id]
+
+
+def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):
+    out = tmp_path / "models" / "c.tpar"
+    job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",
+                                               run=tiny_run(epochs=50, per_epoch=400), out=str(out), name="c"))
+    t0 = time.time()
+    while not job.status().steps and time.time() - t0 < 120:
+        time.sleep(0.2)
+    job.cancel()
+    s = wait(job)
+    assert s.state == "cancelled" and out.is_file()
+
+
+def test_two_jobs_never_share_an_output(world_dir, tmp_path):
+    out = tmp_path / "models" / "same.tpar"
+    first = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",
+                                                 run=tiny_run(epochs=50, per_epoch=400), out=str(out)))
+    with pytest.raises(DataError, match="already writing same.tpar"):
+        start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(), out=str(out)))
+    other = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(),
+                                                 out=str(tmp_path / "models" / "other.tpar")))
+    assert other.dir != first.dir
+    assert wait(other).state == "done"
+    # a worker that dies without a word is reported, not shown as running forever
+    pid = int((first.dir / "pid").read_text())
+    while not first.status().steps:
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    s = first.status()
+    assert s.state == "failed" and "ended unexpectedly" in s.message
+
+
+def test_bad_job_input_fails_cleanly(tmp_path):
+    job = start_job(tmp_path / "jobs", JobSpec(data=str(tmp_path / "nowhere"), setting="unified", run=tiny_run(),
+                                               out=str(tmp_path / "x.tpar")))
+    s = wait(job)
+    assert s.state == "failed" and "no such file or directory" in s.message
+    with pytest.raises(DataError, match="model name"):
+        start_job(tmp_path / "jobs", JobSpec(data="x", setting="unified", run=tiny_run(), out="y", name="../evil"))
+
+
+def test_upload_report_lists_dropped_rows_and_duplicates():
+    text = tiny_world_csv(extra="P0,meets,P1,2024-01-01\nP0,meets\nP1,,P2,2024-01-02\nP2,meets,P3,someday\n")
+    rep, kg = inspect_upload(text, "mine.csv")
+    assert rep.rows_read == 124 and rep.rows_kept == 120
+    assert rep.duplicates == 1
+    assert [r for r, _ in rep.dropped] == [123, 124, 125]
+    assert "expected 4 columns" in rep.dropped[0][1] and "empty relation" in rep.dropped[1][1]
+    assert "not an ISO date" in rep.dropped[2][1]
+    assert rep.time_format == "date" and rep.granularity == "day"
+    assert rep.time_range == ("2024-01-01", "2024-03-04")
+    assert sum(rep.split_counts.values()) == 120 and set(rep.split_counts) == {"train", "valid", "test"}
+    # chronological: every valid/test fact is later than every training fact
+    assert kg.facts("train")[:, 3].max() < kg.facts("valid")[:, 3].min()
+    rep2, _ = inspect_upload(text, "mine.csv", split_policy="random", seed=3)
+    assert rep2.split_counts["train"] == 96
+    rep3, kg3 = inspect_upload("subject,relation,object,time\n" + "\n".join(f"a{i},r,b,{2000 + i}" for i in range(30)),
+                               "years.csv", time_format="int")
+    assert rep3.granularity == "step" and rep3.time_range == ("2000", "2029")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "file is empty"),
+    ("who,what,when\na,b,c\n", "unexpected column"),
+    ("subject,relation,object,time\na,b\n", "no valid rows"),
+    ("subject,relation,object,time\na,r,b,noon\n", "is not an ISO date"),
+])
+def test_unusable_uploads_say_why(text, message):
+    with pytest.raises(DataError, match=message):
+        inspect_upload(text, "bad.csv")
+    with pytest.raises(DataError, match="no 'split' column"):
+        inspect_upload(tiny_world_csv(), "x.csv", split_policy="column")
+
+
+def test_save_is_atomic_and_never_overwrites_silently(tmp_path):
+    _, kg = inspect_upload(tiny_world_csv(), "world.csv")
+    path = save_dataset(kg, tmp_path, "w")
+    back = load_dataset(path)
+    assert back.fingerprint and {s: len(back.facts(s)) for s in back.splits} == {s: len(kg.facts(s)) for s in kg.splits}
+    before = (path / "train.csv").read_bytes()
+    with pytest.raises(DataError, match="already exists"):
+        save_dataset(kg, tmp_path, "w")
+    with pytest.raises(DataError, match="data set name"):
+        save_dataset(kg, tmp_path, "../escape")
+    assert (path / "train.csv").read_bytes() == before
+    _, kg2 = inspect_upload(tiny_world_csv(days=30), "world.csv")
+    save_dataset(kg2, tmp_path, "w", overwrite=True)
+    assert (path / "train.csv").read_bytes() != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w"]  # no temporary folders left behind
