@@ -34,7 +34,8 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     port = free_port()
-    env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")))
+    env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")),
+               TPAR_WORKSPACE=str(tmp_path_factory.mktemp("workspace")))
     log = tmp_path_factory.mktemp("log") / "streamlit.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
@@ -60,21 +61,26 @@ def server(tmp_path_factory):
         proc.kill()
 
 
+def local_only(page, outside: list[str]) -> None:
+    """Record and block every request that is not for the local server."""
+
+    def guard(route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:", "about:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", guard)
+
+
 def test_ask_answer_evidence_offline(server):
     outside: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-
-        def guard(route):  # record and block anything that is not the local server
-            host = urlparse(route.request.url).hostname
-            if route.request.url.startswith(("data:", "blob:", "about:")) or host == "127.0.0.1":
-                route.continue_()
-            else:
-                outside.append(route.request.url)
-                route.abort()
-
-        page.route("**/*", guard)
+        local_only(page, outside)
         question = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
                     "setting": "extrapolation"}
         page.goto(f"{server}/?{urlencode(question)}")
@@ -95,5 +101,40 @@ def test_ask_answer_evidence_offline(server):
         assert "Threaten⁻¹\n-1 d" in labels  # relation and relative time of the escalation link
         assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
         assert all(label.split("\n")[-1].endswith(" d") for label in labels)
+        browser.close()
+    assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
+
+
+def test_upload_train_ask(server, tmp_path):
+    rows = ["subject,relation,object,time"]
+    for day in range(60):
+        a, b = f"P{day % 6}", f"P{(day + 1) % 6}"
+        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
+    csv_file = tmp_path / "people.csv"
+    csv_file.write_text("\n".join(rows) + "\n")
+    outside: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        local_only(page, outside)
+        page.goto(f"{server}/upload")
+        page.locator("input[type=file]").set_input_files(str(csv_file))
+        page.get_by_text("Validation report").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Save data set").click()
+        page.get_by_text("Saved as data set").wait_for(timeout=30_000)
+        page.get_by_role("link", name="Train a model").click()
+        page.get_by_text("Start training").wait_for(timeout=30_000)
+        page.get_by_label("Epochs (at most)", exact=True).and_(page.locator("input")).fill("1")
+        page.get_by_label("Training questions per epoch (0 = all)", exact=True).and_(page.locator("input")).fill("60")
+        page.get_by_label("Model name", exact=True).and_(page.locator("input")).fill("people-model")
+        page.get_by_role("button", name="Start training").click()
+        page.get_by_text("Saved ").first.wait_for(timeout=240_000)  # the fragment polls the job
+        page.get_by_role("button", name="Use this model in Ask").click()
+        page.get_by_text("model **people-model**".replace("**", "")).first.wait_for(timeout=60_000)
+        cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
+        cells.first.wait_for(state="attached", timeout=60_000)
+        names = set(cells.all_inner_texts())
+        assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
