@@ -5,7 +5,7 @@ answer + explain a question, evaluate (TPAR and both baselines).
     python benchmarks/workflow.py --csv sample_data/world/facts.csv
     python benchmarks/workflow.py --generate-countries 260      # a ~50k-fact world, generated here
 
-Training uses the Train page's defaults (unified, L=3, d=32, lr 0.005, batches of 16, 4 epochs at most)
+Training uses the Train page's defaults (unified, L=3, d=32, lr 0.002, batches of 10, 4 epochs at most)
 with ``--questions`` training questions per epoch.
 """
 
@@ -59,7 +59,7 @@ def main() -> None:
     kg = load_dataset(folder)
     out["load_s"] = time.perf_counter() - t
     run = RunConfig(ModelConfig(dim=32, attn_dim=5, num_layers=3, dropout=0.2, activation="tanh"),
-                    TrainConfig(setting="unified", lr=0.005, batch_size=16, micro_batch=16, epochs=args.epochs,
+                    TrainConfig(setting="unified", lr=0.002, batch_size=10, micro_batch=10, epochs=args.epochs,
                                 patience=2, max_train_queries=args.questions, max_valid_queries=1000))
     t = time.perf_counter()
     job = start_job(work / "jobs", JobSpec(data=str(folder), setting="unified", run=run.to_dict(),

@@ -71,12 +71,21 @@ for x in layers:
     vals = {n: x["scores"].get(n) for n in names}
     top = sorted(((v, n) for n, v in vals.items() if v is not None), reverse=True)[:12]
     frames.append((x["layer"], top))
+def x_range(top: list) -> list[float]:
+    vals = [v for v, _ in top] or [0.0]
+    lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
+    pad = 0.05 * (hi - lo or 1.0)
+    return [lo - pad, hi + pad]
+
+
 fig = go.Figure(
+    layout={"xaxis": {"range": x_range(frames[0][1])}},
     data=[go.Bar(x=[v for v, _ in frames[0][1]], y=[n for _, n in frames[0][1]], orientation="h",
                  marker_color=["#b45309" if n == answer else "#577590" for _, n in frames[0][1]])],
     frames=[go.Frame(name=str(lv), data=[go.Bar(x=[v for v, _ in top], y=[n for _, n in top], orientation="h",
                                                 marker_color=["#b45309" if n == answer else "#577590"
-                                                              for _, n in top])])
+                                                              for _, n in top])],
+                     layout={"xaxis": {"range": x_range(top)}})  # each layer on its own scale
             for lv, top in frames])
 fig.update_layout(
     height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},

@@ -41,7 +41,7 @@ with st.form("train_form"):
     epochs = c4.number_input("Epochs (at most)", 1, 50, 4, key="train_epochs")
     per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
                                 min(20_000, 2 * n_train), step=1000, key="train_per_epoch")
-    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.005, key="train_lr")
+    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.002, key="train_lr")
     default_name = f"{sel.source.path.name}-{setting}"
     name = st.text_input("Model name", value=default_name, help="Saved as workspace/checkpoints/NAME.tpar",
                          key="train_name")
@@ -51,10 +51,13 @@ with st.form("train_form"):
 if submitted:
     out = ex.RUNS_DIR / f"{name}.tpar"
     run = RunConfig(ModelConfig(dim=int(dim), attn_dim=5, num_layers=int(layers), dropout=0.2, activation="tanh"),
-                    TrainConfig(setting=setting, lr=float(lr), batch_size=16, micro_batch=16, epochs=int(epochs),
+                    TrainConfig(setting=setting, lr=float(lr), batch_size=10, micro_batch=10, epochs=int(epochs),
                                 patience=2, max_train_queries=int(per_epoch), max_valid_queries=1000,
                                 checkpoint_every=120.0))
-    if out.exists() and not ss.get("confirm_overwrite") == str(out):
+    shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
+    if name in shipped:
+        st.error(f"{name!r} is the name of a shipped checkpoint; choose another name.")
+    elif out.exists() and not ss.get("confirm_overwrite") == str(out):
         ss["confirm_overwrite"] = str(out)
         st.warning(f"A model named {name!r} exists; press Start again to replace it.")
     else:
