@@ -35,6 +35,11 @@ DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5}
 INT_KEYS = {"k", "paths"}
 
 
+def max_upload_mb() -> int:
+    """The upload size limit (Streamlit's ``server.maxUploadSize``, in MB)."""
+    return int(st.get_option("server.maxUploadSize"))
+
+
 # -- cached resources --------------------------------------------------------------------------
 @st.cache_resource(ttl=30, show_spinner=False)
 def datasets() -> list[DataSource]:

@@ -139,3 +139,13 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     assert any("follows the rule's body" in m.value for m in at.markdown)
     at.slider(key="teach_layer").set_value(1).run()
     assert not at.exception
+
+
+def test_files_over_the_size_limit_are_refused(monkeypatch):
+    import explorer
+
+    monkeypatch.setattr(explorer, "max_upload_mb", lambda: 0)  # any non-empty file is too big
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    upload(at, tiny_world_csv().encode(), "big.csv")
+    assert not at.exception
+    assert "larger than the limit of 0 MB" in errors(at) and not at.metric

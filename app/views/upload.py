@@ -22,8 +22,13 @@ if example.is_file():
     st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
                        file_name="sample-world-facts.csv", mime="text/csv")
 
-up = st.file_uploader("Quadruple file", type=["csv", "tsv", "txt"], key="upload_file")
+limit_mb = ex.max_upload_mb()
+up = st.file_uploader(f"Quadruple file (at most {limit_mb} MB)", type=["csv", "tsv", "txt"], key="upload_file")
 if up is None:
+    st.stop()
+if up.size > limit_mb * 1024 * 1024:
+    st.error(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB "
+             "(server.maxUploadSize in .streamlit/config.toml). Split the file or raise the limit.")
     st.stop()
 raw = up.getvalue()
 try:
