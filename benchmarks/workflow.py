@@ -3,7 +3,8 @@ makes: validate an upload, save it, train a model in a background job (process s
 answer + explain a question, evaluate (TPAR and both baselines).
 
     python benchmarks/workflow.py --csv sample_data/world/facts.csv
-    python benchmarks/workflow.py --generate-countries 260      # a ~50k-fact world, generated here
+    python benchmarks/workflow.py --from-benchmark ../shared/datasets/extrapolation/ICEWS14 --facts 50000
+        # a 50k-fact upload: the earliest 50k ICEWS14 facts written as an upload CSV (names, ISO dates)
 
 Training uses the Train page's defaults (unified, L=3, d=32, lr 0.002, batches of 10, 4 epochs at most)
 with ``--questions`` training questions per epoch.
@@ -31,18 +32,26 @@ from tpar.upload import inspect_upload, save_dataset
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--csv")
-    ap.add_argument("--generate-countries", type=int, default=0)
+    ap.add_argument("--from-benchmark")
+    ap.add_argument("--facts", type=int, default=50000)
     ap.add_argument("--questions", type=int, default=20000, help="training questions per epoch")
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--eval-queries", type=int, default=2000)
     ap.add_argument("--json")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tpar-workflow-"))
-    if args.generate_countries:
-        from tpar.sample_world import write_world
+    if args.from_benchmark:
+        import csv
 
-        write_world(work / "gen", seed=11, n_countries=args.generate_countries)
-        csv_path = work / "gen" / "facts.csv"
+        src = load_dataset(args.from_benchmark)
+        facts = src.all_facts()
+        facts = facts[facts[:, 3].argsort(kind="stable")][: args.facts]
+        csv_path = work / f"{src.name.lower()}-{len(facts)}.csv"
+        with open(csv_path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["subject", "relation", "object", "time"])
+            for s_, r_, o_, t_ in facts.tolist():
+                w.writerow([src.entities.name(s_), src.relations.name(r_), src.entities.name(o_), src.time_axis.label(t_)])
     else:
         csv_path = Path(args.csv)
     text = csv_path.read_text(encoding="utf-8")
