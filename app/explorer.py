@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
+from tpar.checkpoint import Checkpoint
 from tpar.catalog import CHECKPOINT_DIR, DataSource, Match, find_checkpoints, find_datasets, matching_checkpoints
 from tpar.data import TemporalKG
 from tpar.errors import DataError
@@ -29,15 +31,42 @@ UPLOAD_DIR = WORKSPACE / "uploads"
 RUNS_DIR = WORKSPACE / "checkpoints"
 JOBS_DIR = WORKSPACE / "jobs"
 
-# question keys mirrored in the URL, with defaults
+# question keys mirrored in the URL, with defaults and allowed values
 URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths")
 DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5}
-INT_KEYS = {"k", "paths"}
+INT_RANGES = {"k": (1, 50), "paths": (1, 10)}  # the widgets' ranges
+CHOICES = {"direction": ("object", "subject"), "setting": ("auto", "extrapolation", "interpolation")}
+URL_ANSWER = "from the URL"
 
 
 def max_upload_mb() -> int:
     """The upload size limit (Streamlit's ``server.maxUploadSize``, in MB)."""
     return int(st.get_option("server.maxUploadSize"))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
+
+
+def md(text: object) -> str:
+    """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links,
+    images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def plot_text(text: object) -> str:
+    """``text`` for plotly labels, which read a few HTML tags (<a href>, <b>, ...): brackets escaped."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def version(path: str | Path) -> int:
+    """A cache key part that changes when a file, or any file in a folder, is rewritten."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return max((f.stat().st_mtime_ns for f in p.iterdir() if f.is_file()), default=0)
+        return p.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 # -- cached resources --------------------------------------------------------------------------
@@ -53,52 +82,78 @@ def checkpoints():
 
 
 @st.cache_resource(show_spinner="Loading the data set…", max_entries=4)
-def load_kg(path: str) -> TemporalKG:
+def load_kg(path: str, data_version: int = 0) -> TemporalKG:
     return load_dataset(path)
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
-def explainer(data_path: str, checkpoint_path: str) -> Explainer:
-    kg = load_kg(data_path)
-    infos, _ = checkpoints()
-    info = next(i for i in infos if str(i.path) == checkpoint_path)
-    return Explainer(Predictor(info.checkpoint, kg, "auto"))
+def explainer(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int) -> Explainer:
+    """A predictor + explainer for one data set and checkpoint (keyed by their file versions, so a
+    replaced upload or a retrained model is never served from a stale cache)."""
+    kg = load_kg(data_path, data_version)
+    return Explainer(Predictor(Checkpoint.load(checkpoint_path), kg, "auto"))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def ask(data_path: str, checkpoint_path: str, subject: str, relation: str, time: str, direction: str,
-        setting: str, k: int) -> dict:
-    return explainer(data_path, checkpoint_path).predictor.predict(
+def ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
+        relation: str, time: str, direction: str, setting: str, k: int) -> dict:
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.predict(
         subject, relation, time, direction=direction, setting=setting, top_k=k).to_dict()
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def explain(data_path: str, checkpoint_path: str, subject: str, relation: str, time: str, direction: str,
-            setting: str, answer: str, paths: int) -> dict:
-    return explainer(data_path, checkpoint_path).explain(
+def explain(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
+            relation: str, time: str, direction: str, setting: str, answer: str, paths: int) -> dict:
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).explain(
         subject, relation, time, answer, direction=direction, setting=setting, num_paths=paths).to_dict()
+
+
+@st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
+def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
+          relation: str, time: str, direction: str, setting: str, answer: str) -> dict:
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).trace(
+        subject, relation, time, direction=direction, setting=setting, top=12, answer=answer).to_dict()
 
 
 # -- state and URL -------------------------------------------------------------------------------
 def init_state() -> None:
-    """On a session's first run, take the question from the URL (if any)."""
+    """On a session's first run, take the question from the URL (values outside what the widgets
+    allow are ignored, with a warning)."""
     ss = st.session_state
     if ss.get("_initialised"):
         return
+    ignored = []
     for key in URL_KEYS:
         if key in st.query_params:
             value = st.query_params[key]
-            if key in INT_KEYS:
+            if key in INT_RANGES:
+                lo, hi = INT_RANGES[key]
                 try:
-                    value = max(1, min(int(value), 100))
+                    value = int(value)
                 except ValueError:
+                    ignored.append(key)
                     continue
+                value = max(lo, min(value, hi))
+            elif key in CHOICES and value not in CHOICES[key]:
+                ignored.append(key)
+                continue
             ss[key] = value
     for key, value in DEFAULTS.items():
         ss.setdefault(key, value)
-    if "answer" in ss:  # the URL's answer belongs to the URL's question
-        ss["answer_question"] = question_key()
+    if "answer" in ss:  # the URL's answer belongs to the URL's question, whatever defaults fill in
+        ss["answer_question"] = URL_ANSWER
+    ss["url_ignored"] = ignored
     ss["_initialised"] = True
+
+
+def keep_or_reset_answer(top_answer: str) -> None:
+    """After a question change the answer is the new question's top one; the URL's answer (and a
+    row the user picked) belong to the current question."""
+    ss = st.session_state
+    if ss.get("answer_question") == URL_ANSWER:
+        ss["answer_question"] = question_key()
+    elif ss.get("answer_question") != question_key():
+        ss["answer"], ss["answer_question"] = top_answer, question_key()
 
 
 def question_key() -> tuple:
@@ -151,8 +206,13 @@ class Selection:
     def checkpoint_path(self) -> str:
         return str(self.match.info.path) if self.match else ""
 
+    @property
+    def keys(self) -> tuple[str, int, str, int]:
+        """(data path, its version, checkpoint path, its version): the cache key of this pair."""
+        return self.data_path, version(self.data_path), self.checkpoint_path, version(self.checkpoint_path)
+
     def explainer(self) -> Explainer:
-        return explainer(self.data_path, self.checkpoint_path)
+        return explainer(*self.keys)
 
 
 def selection(show_errors: bool = True) -> Selection | None:
@@ -167,14 +227,14 @@ def selection(show_errors: bool = True) -> Selection | None:
     by_label = {s.label: s for s in sources}
     if ss.get("data") not in by_label:
         if ss.get("data") and show_errors:
-            st.warning(f"Data set {ss['data']!r} is not available here; showing {sources[0].label!r}.")
+            st.warning(md(f"Data set {ss['data']!r} is not available here; showing {sources[0].label!r}."))
         ss["data"] = sources[0].label
     source = by_label[ss["data"]]
     try:
-        kg = load_kg(str(source.path))
+        kg = load_kg(str(source.path), version(source.path))
     except DataError as e:
         if show_errors:
-            st.error(f"Cannot read data set {source.label!r}: {e}")
+            st.error(md(f"Cannot read data set {source.label!r}: {e}"))
         return None
     infos, _ = checkpoints()
     matches = matching_checkpoints(kg, infos)
@@ -189,9 +249,9 @@ def require_model(sel: Selection | None) -> Selection:
     if sel is None:
         st.stop()
     if sel.match is None:
-        st.error(f"No checkpoint here fits data set {sel.source.label!r} (a model must be trained on the same "
-                 "relations and time unit). Train one with `tpar train`, or pick another data set on the "
-                 "Data and model page.")
+        st.error(md(f"No checkpoint here fits data set {sel.source.label!r}") + " (a model must be trained on the "
+                 "same relations and time unit). Train one on the Train page or with `tpar train`, or pick another "
+                 "data set on the Data and model page.")
         st.page_link("views/data_model.py", label="Data and model", icon=":material/database:")
         st.stop()
     return sel

@@ -5,6 +5,7 @@ shows messages, never a traceback."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,15 @@ def app(params: dict | None = None, monkeypatch=None, data_dir=None) -> AppTest:
     return at
 
 
+def plain(elements) -> str:
+    """Messages as rendered (the app backslash-escapes names in markdown)."""
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements))
+
+
 def texts(at) -> str:
-    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+    """Markdown and captions as rendered (the app backslash-escapes names)."""
+    raw = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+    return re.sub(r"\\(.)", r"\1", raw)
 
 
 @pytest.fixture(autouse=True)
@@ -100,13 +108,13 @@ def test_bad_url_values_are_messages_not_tracebacks():
     at = app({"subject": "Nobody", "relation": "Dance with", "time": "not a date", "k": "many",
               "data": "benchmark: nowhere/none"}).run()
     assert not at.exception
-    warnings = " ".join(w.value for w in at.warning)
+    warnings = plain(at.warning)
     assert "Unknown entity 'Nobody'" in warnings and "Unknown relation 'Dance with'" in warnings
     assert "does not fit this data set" in warnings
     assert at.dataframe  # it still answers a default question
     at = app({**QUESTION, "answer": "<script>alert(1)</script>"}).run()
     assert not at.exception
-    assert "Unknown answer '<script>alert(1)</script>'" in " ".join(w.value for w in at.warning)
+    assert "Unknown answer '<script>alert(1)</script>'" in plain(at.warning)
     at.switch_page("views/evidence.py").run()
     assert not at.exception and at.session_state["answer"] == "Hugo of Zanistan"
 
@@ -119,13 +127,13 @@ def test_data_set_without_a_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "data"))
     at = app({"data": "benchmark: user/toy"}).run()
     assert not at.exception
-    assert any("No checkpoint here fits" in e.value for e in at.error)
+    assert "No checkpoint here fits" in plain(at.error)
     at.switch_page("views/data_model.py").run()
     assert not at.exception
     assert "benchmark: user/toy" in at.selectbox(key="w_data").options
     assert [m.value for m in at.metric][:2] == ["3", "2"]
-    assert any("valid split is not available" in w.value for w in at.warning)
-    assert any("No checkpoint fits" in w.value for w in at.warning)
+    assert "valid split is not available" in plain(at.warning)
+    assert "No checkpoint fits" in plain(at.warning)
     at.selectbox(key="w_data").select("sample: world/chronological").run()
     assert not at.exception and at.session_state["model"] == "sample-world-unified"
 
@@ -142,3 +150,41 @@ def test_showcase_examples():
     assert at.session_state["relation"] == "Host a visit" and at.session_state["setting"] == "interpolation"
     assert "Setting: **interpolation**" in texts(at)
     assert at.dataframe[0].value.iloc[0]["entity"] == at.session_state["answer"]  # same-day visit, recovered
+
+
+def test_url_values_outside_the_widgets_are_clamped_or_ignored():
+    at = app({**QUESTION, "k": "100", "paths": "50", "direction": "sideways"}).run()
+    assert not at.exception
+    assert at.session_state["k"] == 50 and len(at.dataframe[0].value) == 50
+    assert "Ignored from the URL" in plain(at.warning) and "direction" in plain(at.warning)
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and at.session_state["paths"] == 10
+    at = app({**QUESTION, "setting": "sometimes"}).run()
+    assert not at.exception and at.session_state["setting"] == "auto"
+
+
+def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
+    """A user's L=1 model on the teaching page; names are shown as text, never as links."""
+    import explorer
+
+    from tpar.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.readers import load_dataset
+    from tpar.training import train
+
+    kg = load_dataset(Path(APP).parent.parent / "sample_data" / "world" / "chronological")
+    runs = tmp_path / "runs"
+    run = RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=1, dropout=0.0, activation="tanh"),
+                    TrainConfig(setting="unified", lr=5e-3, batch_size=8, micro_batch=8, epochs=1,
+                                max_train_queries=40, max_valid_queries=20))
+    train(kg, run, runs / "one-layer.tpar", progress=False)
+    monkeypatch.setattr(explorer, "RUNS_DIR", runs)
+    explorer.checkpoints.clear()
+    at = app({**QUESTION, "model": "one-layer"}).run()
+    assert not at.exception and at.session_state["model"] == "one-layer"
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["layer ℓ"]) == [1]
+    explorer.checkpoints.clear()
+    at = app({**QUESTION, "subject": "[click](https://example.com)"}).run()
+    assert not at.exception
+    assert r"\[click\]\(https\:\/\/example\.com\)" in " ".join(w.value for w in at.warning)

@@ -38,7 +38,10 @@ def upload(at: AppTest, text: bytes, name: str = "mine.csv") -> AppTest:
 
 
 def errors(at) -> str:
-    return " ".join(e.value for e in at.error)
+    """Error messages as rendered (the app backslash-escapes names in markdown)."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error))
 
 
 def test_upload_a_good_file_and_save(workspace):

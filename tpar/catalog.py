@@ -93,7 +93,7 @@ def find_datasets(extra_dirs: list[tuple[str, Path]] = (), sample_dir: Path = SA
         folder = Path(folder)
         if folder.is_dir():
             for p in sorted(folder.iterdir()):
-                if _has_splits(p):
+                if not p.name.startswith(".") and _has_splits(p):  # dot folders: saves in progress
                     found.append(DataSource(f"{kind}: {p.name}", p, kind))
     return found
 

@@ -182,13 +182,17 @@ class Explainer:
         s, r, t, st, scores, trace = self._traced(subject, relation, time, direction, setting, weighted=True)
         f = scores[a]
         with torch.no_grad():
-            sc = scores.detach()
+            sc = scores.detach().cpu()
             rank = float((sc > sc[a]).sum()) + (float((sc == sc[a]).sum()) - 1) / 2 + 1
         reached = any(bool(((n[:, 1] == a)).any()) for n in trace.nodes[-1:])
         weights = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
         grads = torch.autograd.grad(f, weights, allow_unused=True) if reached else [None] * len(weights)
         grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
-        link_grads, loop_grads = grads[0::2], grads[1::2]
+        link_grads = [g.detach().cpu() for g in grads[0::2]]
+        loop_grads = [g.detach().cpu() for g in grads[1::2]]
+        trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
+                                 alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
+                                 loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
         paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
                                   beam or max(4 * num_paths, 20), simple) if reached else []
         p = self.predictor

@@ -125,7 +125,15 @@ class Predictor:
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         if setting == "auto":
             return Setting.EXTRAPOLATION if t > self.last_time else Setting.INTERPOLATION
-        return Setting.parse(setting)
+        try:
+            return Setting.parse(setting)
+        except ValueError:
+            raise DataError(f"unknown setting {setting!r} (expected auto, extrapolation or interpolation)") from None
+
+    @property
+    def time_span(self) -> int:
+        """Number of time steps the known facts span (+2, as the index counts it)."""
+        return self._index.time_span
 
     def query(self, subject: str, relation: str, time: str | int, direction: str = "object") -> tuple[int, int, int]:
         kg = self.kg

@@ -147,8 +147,9 @@ def running_outputs(root: str | Path) -> set[str]:
 def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     """Create the job folder and launch its worker process (detached from the caller's session)."""
     root = Path(root)
-    if spec.name and not NAME_RE.match(spec.name):
-        raise DataError(f"model name {spec.name!r}: use letters, digits, '-', '_' or '.' (at most 64)")
+    if not NAME_RE.match(spec.name or Path(spec.out).stem):
+        raise DataError(f"model name {spec.name or Path(spec.out).stem!r}: use letters, digits, '-', '_' or '.' "
+                        "(1 to 64, starting with a letter or digit)")
     out = Path(spec.out).resolve()
     if str(out) in running_outputs(root):
         raise DataError(f"another running job is already writing {out.name}; choose another name")
@@ -156,7 +157,9 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     folder = root / job_id
     folder.mkdir()
-    (folder / "spec.json").write_text(json.dumps(asdict(spec), indent=2), encoding="utf-8")
+    tmp = folder / "spec.json.tmp"  # atomic: readers never see half a spec
+    tmp.write_text(json.dumps(asdict(spec), indent=2), encoding="utf-8")
+    tmp.replace(folder / "spec.json")
     env = dict(os.environ)
     if spec.threads:
         env["OMP_NUM_THREADS"] = str(spec.threads)

@@ -18,7 +18,9 @@ kg = sel.kg
 axis = kg.time_axis
 facts = kg.all_facts()
 t_min, t_max = int(facts[:, 3].min()), int(facts[:, 3].max())
-st.caption(f"Data set **{sel.source.label}**, model **{sel.match.info.name}** ({sel.match.info.setting}). "
+if ss.get("url_ignored"):
+    st.warning("Ignored from the URL (not an allowed value): " + ", ".join(ss.pop("url_ignored")) + ".")
+st.caption(f"Data set **{ex.md(sel.source.label)}**, model **{ex.md(sel.match.info.name)}** ({sel.match.info.setting}). "
            f"Known facts from {axis.label(t_min)} to {axis.label(t_max)}: a time after that is forecast "
            "(extrapolation, using only earlier facts); a time inside it fills a gap (interpolation, using the "
            "facts before and after).")
@@ -43,7 +45,7 @@ if examples:
         if ss.get("example") in labels:
             use_example(labels[ss["example"]])
 
-    st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,
+    st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
 # defaults: a showcase question, else one about the last known fact's subject one step after the data
@@ -51,18 +53,18 @@ if not ss.get("subject") and examples:
     use_example(next((x for x in examples if x.get("setting") == "extrapolation"), examples[0]))
 if ss.get("subject") not in kg.entities:
     if ss.get("subject"):
-        st.warning(f"Unknown entity {ss['subject']!r} in this data set.")
+        st.warning(ex.md(f"Unknown entity {ss['subject']!r} in this data set."))
     last = facts[facts[:, 3] == t_max][0]
     ss["subject"] = kg.entities.name(int(last[0]))
     ss.setdefault("relation", kg.relations.name(int(last[1])))
 if ss.get("relation") not in kg.relations:
     if ss.get("relation"):
-        st.warning(f"Unknown relation {ss['relation']!r} in this data set.")
+        st.warning(ex.md(f"Unknown relation {ss['relation']!r} in this data set."))
     ss["relation"] = relations[0]
 try:
     t_q = axis.parse(ss["time"]) if ss.get("time") else t_max + 1
 except ValueError as e:
-    st.warning(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data.")
+    st.warning(ex.md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
     t_q = t_max + 1
 ss["time"] = axis.label(t_q)
 
@@ -94,10 +96,9 @@ with c3:
     ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
 try:
-    pred = ex.ask(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-                  ss["setting"], int(ss["k"]))
+    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], int(ss["k"]))
 except ex.DataError as e:
-    st.error(str(e))
+    st.error(ex.md(e))
     ex.sync_url()
     st.stop()
 
@@ -105,11 +106,11 @@ q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["dire
 why = ""
 if ss["setting"] == "auto":
     why = (" (after the last known fact)" if pred["setting"] == "extrapolation" else " (inside the known time range)")
-st.markdown(f"#### {q}")
+st.markdown(f"#### {ex.md(q)}")
 st.caption(f"Setting: **{pred['setting']}**{why}. {pred['reached']:,} of {kg.num_entities:,} entities are reached by "
            f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
 for w in pred["warnings"]:
-    st.info(w)
+    st.info(ex.md(w))
 
 answers = pd.DataFrame(pred["answers"])
 if answers.empty:
@@ -117,6 +118,9 @@ if answers.empty:
     st.stop()
 answers["known"] = answers["known"].map(lambda k: "✓" if k else "")
 table = answers[["rank", "entity", "score", "probability", "known"]]
+question = ex.question_key()
+if ss.get("answer_question") not in (question, ex.URL_ANSWER):
+    ss.pop("answer_table", None)  # a new question: the old row selection means nothing
 left, right = st.columns([3, 2])
 with left:
     event = st.dataframe(
@@ -129,9 +133,9 @@ with left:
                                                            format="%.3f"),
             "known": st.column_config.TextColumn("Known fact", help="✓: this fact is in the data set"),
         })
-    rows = event.selection.rows if event and event.selection else []
+    rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
     if rows:
-        ss["answer"] = answers.iloc[rows[0]]["entity"]
+        ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
     buf = io.StringIO()
     out = answers.assign(question=q, setting=pred["setting"])[["question", "setting", "rank", "entity", "score",
                                                                  "probability", "known"]]
@@ -139,21 +143,20 @@ with left:
     st.download_button("Download answers (CSV)", buf.getvalue(), file_name="tpar-answers.csv", mime="text/csv")
 with right:
     top = answers.head(15).iloc[::-1]
-    fig = go.Figure(go.Bar(x=top["probability"], y=top["entity"], orientation="h",
+    fig = go.Figure(go.Bar(x=top["probability"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",
                            marker_color=["#2a9d8f" if k else "#577590" for k in top["known"]],
                            hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>"))
     fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=30, b=10),
                       title="Probability of the top answers (green: known fact)", xaxis_title="probability")
     st.plotly_chart(fig, config={"displaylogo": False})
 
-question = ex.question_key()
 if ss.get("answer") not in kg.entities:
     if ss.get("answer"):
-        st.warning(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead.")
-    ss["answer"] = answers.iloc[0]["entity"]
-elif ss.get("answer_question") != question and not rows:
-    ss["answer"] = answers.iloc[0]["entity"]  # a new question: its top answer
-ss["answer_question"] = question
-st.markdown(f"Select a row to choose the answer to explain (now: **{ss['answer']}**).")
-st.page_link("views/evidence.py", label=f"Why {ss['answer']}? See the temporal paths", icon=":material/account_tree:")
+        st.warning(ex.md(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead."))
+    ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], question
+else:
+    ex.keep_or_reset_answer(answers.iloc[0]["entity"])
+st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
+st.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
+             icon=":material/account_tree:")
 ex.sync_url()

@@ -33,13 +33,13 @@ if not sel.matches:
                f"time steps of {kg.time_axis.describe()}). Questions need one: train with `tpar train`.")
 else:
     names = [m.info.name for m in sel.matches]
-    fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data")
+    fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data")  # plain text
            for m in sel.matches}
     ex.bind(st.selectbox, "Checkpoint", "model", options=names, format_func=lambda n: fmt[n])
     sel = ex.selection()
     m = sel.match
     for w in m.warnings:
-        st.info(w)
+        st.info(ex.md(w))
     ck = m.info.checkpoint
     c = ck.config.model
     cols = st.columns(4)
@@ -67,9 +67,9 @@ rows = [{"split": s, **{k: (" .. ".join(v) if isinstance(v, list) else v) for k,
         for s, info in stats["splits"].items()]
 st.dataframe(pd.DataFrame(rows), hide_index=True)
 for s in stats["missing_splits"]:
-    st.warning(f"The {s} split is not available for this data set.")
+    st.warning(f"The {s} split is not available for this data set.")  # s: a split name
 for note in stats["notes"]:
-    st.caption(note)
+    st.caption(ex.md(note))
 facts = kg.all_facts()
 if len(facts):
     counts = pd.Series(facts[:, 1]).value_counts()

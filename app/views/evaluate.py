@@ -12,6 +12,7 @@ import streamlit as st
 
 import explorer as ex
 from tpar.baselines import FrequencyBaseline, fit_recurrency
+from tpar.checkpoint import Checkpoint
 from tpar.errors import DataError
 from tpar.evaluation import TIE_MODES, evaluate
 from tpar.inference import ModelRanker
@@ -27,23 +28,23 @@ splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
 if not splits:
     st.error("This data set has no valid or test facts to evaluate on.")
     st.stop()
-ck = sel.match.info.checkpoint
+ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
 c1, c2, c3 = st.columns(3)
-split = c1.selectbox("Split", splits, key="eval_split")
+split = c1.selectbox("Split", splits, key="eval_split", persist_state="session")
 settings = ["extrapolation", "interpolation"]
 default = ck.setting if ck.setting in settings else "extrapolation"
-setting = c2.selectbox("Setting", settings, index=settings.index(default), key="eval_setting",
+setting = c2.selectbox("Setting", settings, index=settings.index(default), key="eval_setting", persist_state="session",
                        help="extrapolation: each query sees the facts before its time; interpolation: the training "
                             "facts, before and after.")
 n_all = 2 * len(kg.facts(split))
-limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit",
+limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit", persist_state="session",
                         help="A seeded random subset keeps large evaluations short.")
 b1, b2 = st.columns(2)
-with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq")
+with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq", persist_state="session")
 with_rec = b2.checkbox("Recurrency baseline (fits λ, α on valid first)", value="valid" in kg.splits,
-                       disabled="valid" not in kg.splits, key="eval_rec")
+                       disabled="valid" not in kg.splits, key="eval_rec", persist_state="session")
 
-key = (sel.data_path, sel.checkpoint_path, split, setting, int(limit), with_freq, with_rec)
+key = (*sel.keys, split, setting, int(limit), with_freq, with_rec)
 if st.button("Run evaluation", type="primary", key="eval_run"):
     bar = st.progress(0.0, text="starting…")
     methods = [("TPAR", lambda: ModelRanker(ck.build_model(), micro_batch=16))]
@@ -65,7 +66,7 @@ if st.button("Run evaluation", type="primary", key="eval_run"):
             results[name] = res.to_dict()
     except (DataError, ValueError) as e:
         bar.empty()
-        st.error(str(e))
+        st.error(ex.md(e))
         st.stop()
     bar.progress(1.0, text="done")
     ss["eval_results"] = {"key": key, "results": results}
@@ -97,7 +98,7 @@ top = (per_rel[per_rel.method == "TPAR"].sort_values("queries", ascending=False)
 fig = go.Figure()
 for name in results:
     d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
-    fig.add_trace(go.Bar(x=d.index, y=d["MRR"], name=name))
+    fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
 fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
                   title="Realistic MRR per relation (the 20 relations with most queries)", yaxis_title="MRR %")
 st.plotly_chart(fig, config={"displaylogo": False})

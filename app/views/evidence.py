@@ -18,21 +18,23 @@ if not ex.question_ready():
     st.page_link("views/ask.py", label="Ask", icon=":material/help:")
     st.stop()
 try:
-    pred = ex.ask(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-                  ss["setting"], int(ss.get("k", 10)))
+    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
+                  int(ss.get("k", 10)))
 except ex.DataError as e:
-    st.error(str(e))
+    st.error(ex.md(e))
     st.stop()
 q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
-st.markdown(f"#### {q}")
+st.markdown(f"#### {ex.md(q)}")
 answers = [a["entity"] for a in pred["answers"]]
-if ss.get("answer_question") != ex.question_key():  # the question changed elsewhere: its top answer
-    ss["answer"], ss["answer_question"] = answers[0], ex.question_key()
+if not answers:
+    st.info("No answers.")
+    st.stop()
+ex.keep_or_reset_answer(answers[0])  # the question changed elsewhere: its top answer
 if ss.get("answer") and ss["answer"] not in answers and ss["answer"] in sel.kg.entities:
     answers.append(ss["answer"])  # an answer from the URL that is not among the top K
 if ss.get("answer") not in answers:
     if ss.get("answer"):
-        st.warning(f"Unknown answer {ss['answer']!r}; showing the top answer.")
+        st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
     ss["answer"] = answers[0]
 rank_of = {a["entity"]: a["rank"] for a in pred["answers"]}
 c1, c2 = st.columns([3, 1])
@@ -43,16 +45,16 @@ with c2:
     ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
 
 try:
-    e = ex.explain(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-                   ss["setting"], ss["answer"], int(ss["paths"]))
+    e = ex.explain(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
+                   ss["answer"], int(ss["paths"]))
 except ex.DataError as err:
-    st.error(str(err))
+    st.error(ex.md(err))
     st.stop()
 st.caption(f"Setting **{e['setting']}**; score f(q, a) = {e['score']:.3f}, rank {e['rank']:g}. Importance of a path = "
            "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam "
            "search over the layers).")
 for w in e["warnings"]:
-    st.info(w)
+    st.info(ex.md(w))
 if not e["paths"]:
     st.warning("No temporal path reaches this answer, so the model gives it no evidence.")
     ex.sync_url()
@@ -62,7 +64,7 @@ st.markdown(f"<span style='color:{PAST}'>■ before t_q</span> &nbsp; <span styl
             f"&nbsp; <span style='color:{FUTURE}'>■ after t_q</span> &nbsp; dashed: a fact walked backwards "
             "(inverse relation, ⁻¹); thicker: more important. Hover a link for its date.",
             unsafe_allow_html=True)  # constant text: no data in it
-st.iframe(evidence_html(e), height=540, alt=f"Temporal paths to the answer")
+st.iframe(evidence_html(e), height=540, alt="Temporal paths to the answer")
 
 rows = []
 for k, p in enumerate(e["paths"], start=1):

@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 import explorer as ex
-from tpar.interpretability import PlantedRules, body_signature
+from tpar.interpretability import PlantedRules, path_follows, time_encoding_curves
 
 st.title("How TPAR reasons")
 ss = st.session_state
@@ -25,27 +24,24 @@ explainer = sel.explainer()
 model = explainer.predictor.model
 L = model.cfg.num_layers
 try:
-    pred = ex.ask(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-                  ss["setting"], int(ss.get("k", 10)))
+    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
+                  int(ss.get("k", 10)))
 except ex.DataError as e:
-    st.error(str(e))
+    st.error(ex.md(e))
     st.stop()
 answers = [a["entity"] for a in pred["answers"]]
+if not answers:
+    st.info("No answers.")
+    st.stop()
+ex.keep_or_reset_answer(answers[0])
 answer = ss.get("answer") if ss.get("answer") in kg.entities else answers[0]
 q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
-st.markdown(f"#### {q} → {answer}")
+st.markdown(f"#### {ex.md(q)} → {ex.md(answer)}")
 st.caption(f"Setting **{pred['setting']}**; model L = {L}, d = {model.cfg.dim}. Change the question on the Ask page "
            "and the answer on the Evidence page.")
 
 
-@st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
-def trace(data_path, checkpoint_path, subject, relation, time, direction, setting, answer):
-    return ex.explainer(data_path, checkpoint_path).trace(
-        subject, relation, time, direction=direction, setting=setting, top=12, answer=answer).to_dict()
-
-
-tr = trace(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-           ss["setting"], answer)
+tr = ex.trace(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], answer)
 layers = tr["layers"]
 
 st.subheader("1 · Bellman-Ford over temporal paths")
@@ -60,7 +56,7 @@ st.markdown(
        else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
 reach = pd.DataFrame([{"layer ℓ": x["layer"], "entities reached": x["entities_reached"],
                        "temporal links used": x["num_links"],
-                       f"score of {answer}": x["answer_score"], f"rank of {answer}": x["answer_rank"]}
+                       "score of the answer": x["answer_score"], "rank of the answer": x["answer_rank"]}
                       for x in layers])
 st.dataframe(reach, hide_index=True)
 
@@ -80,16 +76,16 @@ def x_range(top: list) -> list[float]:
 
 fig = go.Figure(
     layout={"xaxis": {"range": x_range(frames[0][1])}},
-    data=[go.Bar(x=[v for v, _ in frames[0][1]], y=[n for _, n in frames[0][1]], orientation="h",
+    data=[go.Bar(x=[v for v, _ in frames[0][1]], y=[ex.plot_text(n) for _, n in frames[0][1]], orientation="h",
                  marker_color=["#b45309" if n == answer else "#577590" for _, n in frames[0][1]])],
-    frames=[go.Frame(name=str(lv), data=[go.Bar(x=[v for v, _ in top], y=[n for _, n in top], orientation="h",
+    frames=[go.Frame(name=str(lv), data=[go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
                                                 marker_color=["#b45309" if n == answer else "#577590"
                                                               for _, n in top])],
                      layout={"xaxis": {"range": x_range(top)}})  # each layer on its own scale
             for lv, top in frames])
 fig.update_layout(
     height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},
-    title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; {answer} in orange)",
+    title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; the answer in orange)",
     updatemenus=[{"type": "buttons", "x": 1.0, "y": 1.15, "showactive": False,
                   "buttons": [{"label": "▶ play", "method": "animate",
                                "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
@@ -98,10 +94,10 @@ fig.update_layout(
          "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
 st.plotly_chart(fig, config={"displaylogo": False})
 
-step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer")
+step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer") if L > 1 else 1
 x = layers[step - 1]
 st.markdown(f"**Step {step}**: {x['entities_reached']:,} entities reached, {x['num_links']:,} temporal links admitted"
-            + (f"; newly reached: {', '.join(x['new_entities'][:8])}" + ("…" if len(x["new_entities"]) > 8 else "")
+            + (f"; newly reached: {ex.md(', '.join(x['new_entities'][:8]))}" + ("…" if len(x["new_entities"]) > 8 else "")
                if x["new_entities"] else "") + ".")
 st.dataframe(pd.DataFrame([{"α": lk["attention"], "from": lk["source"], "relation": lk["relation"] + ("⁻¹" if lk["inverse"] else ""),
                             "to": lk["target"], "time": lk["time"], "Δt": lk["delta_label"]}
@@ -113,23 +109,19 @@ st.subheader("2 · Relative time encoding (Eqs. 2-3)")
 st.markdown("Every link's time enters only as Δt = t − t_q. The model learned a **periodic** part sin(ω_p Δt + φ_p) "
             "(weekly or monthly habits) and a **linear** part ω_np Δt + φ_np (recency); their sum is h_t. Below: the "
             "dimensions with the shortest learned periods, and the linear dimensions that change fastest.")
-te = model.time_encoding
-span = int(min(max(explainer.predictor._index.time_span, 14), 400))
-dts = torch.arange(-span, span + 1)
-with torch.no_grad():
-    per, lin = te.periodic(dts).numpy(), te.linear(dts).numpy()
-    omega_p, omega_np = te.omega_p.abs().numpy(), te.omega_np.abs().numpy()
+curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 400)))
 unit = kg.time_axis.unit
 c1, c2 = st.columns(2)
 fp = go.Figure()
-for i in np.argsort(-omega_p)[:4]:
-    fp.add_trace(go.Scatter(x=dts.numpy(), y=per[:, i], mode="lines",
-                            name=f"dim {i}: period {2 * np.pi / max(omega_p[i], 1e-9):.1f} {unit}"))
+per = np.array(curves.periodic)
+for j, (i, period) in enumerate(zip(curves.periodic_dims, curves.periods)):
+    fp.add_trace(go.Scatter(x=curves.dt, y=per[:, j], mode="lines", name=f"dim {i}: period {period:.1f} {unit}"))
 fp.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="periodic part", xaxis_title=f"Δt ({unit})")
 c1.plotly_chart(fp, config={"displaylogo": False})
 fl = go.Figure()
-for i in np.argsort(-omega_np)[:4]:
-    fl.add_trace(go.Scatter(x=dts.numpy(), y=lin[:, i], mode="lines", name=f"dim {i}"))
+lin = np.array(curves.linear)
+for j, (i, slope) in enumerate(zip(curves.linear_dims, curves.slopes)):
+    fl.add_trace(go.Scatter(x=curves.dt, y=lin[:, j], mode="lines", name=f"dim {i}: slope {slope:+.3f}"))
 fl.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="linear part", xaxis_title=f"Δt ({unit})")
 c2.plotly_chart(fl, config={"displaylogo": False})
 
@@ -139,21 +131,20 @@ if planted is not None:
     subj, obj = (pred["subject"], answer) if pred["direction"] == "object" else (answer, pred["subject"])
     rule = planted.rule_of(subj, pred["relation"], obj, pred["time"])
     if rule is None:
-        st.info(f"The fact ({subj}, {pred['relation']}, {obj}, {pred['time']}) was not produced by a planted rule "
-                "(it is not in the data, or it is a seed or noise fact). Pick an example question on the Ask page.")
+        st.info(ex.md(f"The fact ({subj}, {pred['relation']}, {obj}, {pred['time']})") + " was not produced by a "
+                "planted rule (it is not in the data, or it is a seed or noise fact). Pick an example question on "
+                "the Ask page.")
     else:
-        e = ex.explain(sel.data_path, sel.checkpoint_path, ss["subject"], ss["relation"], ss["time"], ss["direction"],
-                       ss["setting"], answer, 3)
-        want = body_signature(rule["body"], rule["head"], pred["direction"])
+        e = ex.explain(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], answer, 3)
         c1, c2 = st.columns(2)
         with c1:
-            st.markdown(f"**Planted rule `{rule['id']}`** ({rule['kind']}): {rule['description']}")
+            st.markdown(f"**Planted rule** `{rule['id']}` ({ex.md(rule['kind'])}): {ex.md(rule['description'])}")
             st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None)
         with c2:
             if e["paths"]:
                 top = e["paths"][0]
-                got = tuple((lk["relation"], lk["inverse"]) for lk in top["links"])
-                st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if got == want
+                follows = path_follows(top["links"], rule["body"], rule["head"], pred["direction"])
+                st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if follows
                                                                  else "✗ does not follow the rule's body"))
                 st.code(top["text"], language=None)
             else:

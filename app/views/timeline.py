@@ -23,7 +23,7 @@ e = kg.entities.id(ss["subject"])
 facts = kg.all_facts()
 mine = facts[(facts[:, 0] == e) | (facts[:, 2] == e)]
 if len(mine) == 0:
-    st.info(f"{ss['subject']} has no facts.")
+    st.info(ex.md(f"{ss['subject']} has no facts."))
     st.stop()
 as_subject = mine[:, 0] == e
 df = pd.DataFrame({
@@ -50,9 +50,10 @@ if ss.get("time"):
         t_q = None
 if t_q is not None:
     df["Δt"] = [axis.format_delta(int(s) - t_q) for s in df["step"]]
-st.caption(f"{len(df):,} facts of **{ss['subject']}** ({int(as_subject.sum()):,} as subject, "
+st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({int(as_subject.sum()):,} as subject, "
            f"{int((~as_subject).sum()):,} as object)" + (f"; query time {axis.label(t_q)}" if t_q is not None else ""))
-fig = px.scatter(df, x="when", y="relation", color="role", symbol="role",
+shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
+fig = px.scatter(shown, x="when", y="relation", color="role", symbol="role",
                  hover_data={"other entity": True, "time": True, "when": False,
                              **({"Δt": True} if "Δt" in df else {})},
                  color_discrete_map={"subject": "#1d4ed8", "object": "#ea580c"},

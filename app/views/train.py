@@ -15,7 +15,7 @@ import streamlit as st
 import explorer as ex
 from tpar.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
-from tpar.jobs import list_jobs, start_job, JobSpec
+from tpar.jobs import NAME_RE, JobSpec, list_jobs, start_job
 
 st.title("Train a model")
 ss = st.session_state
@@ -33,22 +33,24 @@ st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {n_tr
 
 with st.form("train_form"):
     c1, c2, c3 = st.columns(3)
-    setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
+    setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting", persist_state="session",
                            help="unified: one model for both kinds of questions (recommended).")
-    layers = c2.slider("Path length L (layers)", 1, 5, 3, key="train_layers")
-    dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=32, key="train_dim")
+    layers = c2.slider("Path length L (layers)", 1, 5, 3, key="train_layers", persist_state="session")
+    dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=32, key="train_dim", persist_state="session")
     c4, c5, c6 = st.columns(3)
-    epochs = c4.number_input("Epochs (at most)", 1, 50, 4, key="train_epochs")
+    epochs = c4.number_input("Epochs (at most)", 1, 50, 4, key="train_epochs", persist_state="session")
     per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
-                                min(20_000, 2 * n_train), step=1000, key="train_per_epoch")
-    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.002, key="train_lr")
+                                min(20_000, 2 * n_train), step=1000, key="train_per_epoch", persist_state="session")
+    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.002, key="train_lr", persist_state="session")
     default_name = f"{sel.source.path.name}-{setting}"
     name = st.text_input("Model name", value=default_name, help="Saved as workspace/checkpoints/NAME.tpar",
-                         key="train_name")
-    eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test")
+                         key="train_name", persist_state="session")
+    eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test", persist_state="session")
     submitted = st.form_submit_button("Start training", type="primary")
 
-if submitted:
+if submitted and not NAME_RE.match(name or ""):
+    st.error("Model name: use letters, digits, '-', '_' or '.' (1 to 64, starting with a letter or digit).")
+elif submitted:
     out = ex.RUNS_DIR / f"{name}.tpar"
     run = RunConfig(ModelConfig(dim=int(dim), attn_dim=5, num_layers=int(layers), dropout=0.2, activation="tanh"),
                     TrainConfig(setting=setting, lr=float(lr), batch_size=10, micro_batch=10, epochs=int(epochs),
@@ -56,21 +58,21 @@ if submitted:
                                 checkpoint_every=120.0))
     shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
     if name in shipped:
-        st.error(f"{name!r} is the name of a shipped checkpoint; choose another name.")
+        st.error(ex.md(f"{name!r} is the name of a shipped checkpoint; choose another name."))
     elif out.exists() and not ss.get("confirm_overwrite") == str(out):
         ss["confirm_overwrite"] = str(out)
-        st.warning(f"A model named {name!r} exists; press Start again to replace it.")
+        st.warning(ex.md(f"A model named {name!r} exists; press Start again to replace it."))
     else:
         try:
             job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=setting, run=run.to_dict(),
                                                  out=str(out), name=name, data_label=sel.source.label,
                                                  eval_test=eval_test and "test" in kg.splits))
         except DataError as e:
-            st.error(str(e))
+            st.error(ex.md(e))
         else:
             ss["job"] = job.id
             ss.pop("confirm_overwrite", None)
-            st.success(f"Training {name!r} started in the background.")
+            st.success(ex.md(f"Training {name!r} started in the background."))
 
 jobs = list_jobs(ex.JOBS_DIR)
 if not jobs:
@@ -90,7 +92,7 @@ def follow(job_id: str) -> None:
     s = job.status()
     label = {"starting": "starting…", "running": f"epoch {s.epoch} of at most {s.epochs}",
              "done": f"finished ({s.message})", "cancelled": s.message, "failed": f"failed: {s.message}"}[s.state]
-    st.progress(s.progress, text=f"{s.name}: {label} — {s.seconds:.0f} s of training")
+    st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {s.seconds:.0f} s of training"))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])
         if s.steps:
@@ -113,10 +115,11 @@ def follow(job_id: str) -> None:
             st.info("Cancelling: the model so far will be saved.")
     else:
         if s.state == "done" or (s.state == "cancelled" and s.checkpoint):
-            ex.checkpoints.clear()
-            ex.explainer.clear()
+            if job_id not in ss.setdefault("jobs_seen_finished", set()):
+                ss["jobs_seen_finished"].add(job_id)
+                ex.checkpoints.clear()  # once per finished job: the new model joins the lists
             model = s.spec.get("out", "")
-            st.success(f"Saved {model}.")
+            st.success(ex.md(f"Saved {model}."))
             if st.button("Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")
                 ss["model"] = job.spec().name or model

@@ -27,33 +27,33 @@ up = st.file_uploader(f"Quadruple file (at most {limit_mb} MB)", type=["csv", "t
 if up is None:
     st.stop()
 if up.size > limit_mb * 1024 * 1024:
-    st.error(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB "
-             "(server.maxUploadSize in .streamlit/config.toml). Split the file or raise the limit.")
+    st.error(ex.md(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB ")
+             + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
     st.stop()
 raw = up.getvalue()
 try:
     text = raw.decode("utf-8")
 except UnicodeDecodeError as e:
     row = raw[: e.start].count(b"\n") + 1
-    st.error(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8.")
+    st.error(ex.md(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8."))
     st.stop()
 
 c1, c2, c3 = st.columns(3)
 with c1:
     time_format = st.selectbox("Read times as", ["auto", "date", "datetime", "month", "year", "int"],
-                               key="upload_time_format",
+                               key="upload_time_format", persist_state="session",
                                help="auto: detected from the values (integers within 1000–2999 are years).")
 with c2:
-    policy = st.selectbox("Split", ["chronological", "random", "column"], key="upload_split",
+    policy = st.selectbox("Split", ["chronological", "random", "column"], key="upload_split", persist_state="session",
                           format_func={"chronological": "chronological (forecasting: latest facts to test)",
                                        "random": "random (completion: a seeded shuffle)",
                                        "column": "from the file's split column"}.get)
 with c3:
-    seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed",
+    seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed", persist_state="session",
                            disabled=policy != "random")
 f1, f2 = st.columns(2)
-train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", disabled=policy == "column")
-valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", disabled=policy == "column")
+train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", persist_state="session", disabled=policy == "column")
+valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", persist_state="session", disabled=policy == "column")
 if train_pct + valid_pct >= 100:
     st.error("Train and valid shares must leave some facts for test.")
     st.stop()
@@ -68,7 +68,7 @@ def check(text: str, name: str, time_format: str, policy: str, seed: int, fracti
 try:
     report, kg = check(text, up.name, time_format, policy, int(seed), fractions)
 except DataError as e:
-    st.error(f"This file cannot be used: {e}")
+    st.error(ex.md(f"This file cannot be used: {e}"))
     st.stop()
 
 st.subheader("Validation report")
@@ -82,7 +82,7 @@ st.markdown(f"Times read as **{report.time_format}**, from **{report.time_range[
             f"**{report.entities:,}** entities, **{report.relations:,}** relations. Split ({report.split_policy}): "
             + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
 for note in report.notes:
-    st.warning(note)
+    st.warning(ex.md(note))
 if report.dropped:
     st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
                "their row numbers:")
@@ -93,17 +93,15 @@ default_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in up.n
 name = st.text_input("Data set name", value=default_name, key="upload_name")
 existing = {s.label for s in ex.datasets()}
 exists = f"upload: {name}" in existing
-replace = st.checkbox(f"Replace the existing data set {name!r}", key="upload_replace") if exists else False
+replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
 if st.button("Save data set", type="primary", disabled=exists and not replace, key="upload_save"):
     try:
         path = save_dataset(kg, ex.UPLOAD_DIR, name, overwrite=replace)
     except DataError as e:
-        st.error(str(e))
+        st.error(ex.md(e))
     else:
         ex.datasets.clear()
-        ex.load_kg.clear()
-        ex.explainer.clear()
         ss["data"] = f"upload: {name}"
         ss.pop("subject", None)
-        st.success(f"Saved as data set **upload: {name}** ({report.rows_kept:,} facts). Train a model on it next.")
+        st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept:,} facts). Train a model on it next.")
         st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
