@@ -5,7 +5,7 @@ inverse links dashed; hover shows the fact with its absolute date and the paths'
 
 Offline and safe: vis-network is inlined (no CDN), pyvis's remaining external references
 (bootstrap) are removed, and every name reaches the page only inside JSON that Jinja's ``tojson``
-escapes (``<``, ``>``, ``&``, quotes become ``\\uXXXX``); vis-network shows titles as plain text.
+escapes (``<``, ``>``, ``&`` and quotes become ``\\u003c``-style escapes); vis-network shows titles as plain text.
 """
 
 from __future__ import annotations

@@ -257,6 +257,18 @@ def require_model(sel: Selection | None) -> Selection:
     return sel
 
 
+def current_prediction(sel: Selection) -> dict:
+    """The answers to the question in the session state (cached), or an error message and a stop."""
+    ss = st.session_state
+    try:
+        return ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
+                   int(ss.get("k", DEFAULTS["k"])))
+    except DataError as e:
+        st.error(md(e))
+        sync_url()
+        st.stop()
+
+
 def question_ready() -> bool:
     ss = st.session_state
     return all(ss.get(k) for k in ("subject", "relation", "time"))

@@ -243,6 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how a CSV file without a split column is split (default: chronological)")
         sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
 
+    def question_args(sp):
+        """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
+        sp.add_argument("--checkpoint", required=True)
+        sp.add_argument("--data", required=True)
+        sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
+        sp.add_argument("--relation", required=True)
+        sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
+        sp.add_argument("--direction", default="object", choices=["object", "subject"],
+                        help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
+        sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"])
+
     sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
     sp.add_argument("--json", action="store_true", help="print JSON")
@@ -297,14 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_evaluate)
 
     sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
-    sp.add_argument("--checkpoint", required=True)
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
-    sp.add_argument("--relation", required=True)
-    sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
-    sp.add_argument("--direction", default="object", choices=["object", "subject"],
-                    help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
-    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"])
+    question_args(sp)
     sp.add_argument("--top", default="10", help="number of answers or 'all'")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -312,14 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_predict)
 
     sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
-    sp.add_argument("--checkpoint", required=True)
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
-    sp.add_argument("--relation", required=True)
-    sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
+    question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
-    sp.add_argument("--direction", default="object", choices=["object", "subject"])
-    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"])
     sp.add_argument("--paths", type=int, default=5, help="number of paths")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
     sp.add_argument("--top-links", type=int, default=5, help="links per layer in --trace")

@@ -26,7 +26,6 @@ import torch
 
 from tpar.inference import Predictor
 from tpar.model import PropagationTrace
-from tpar.queries import OBJECT, SUBJECT, QueryBatch
 
 
 @dataclass
@@ -136,6 +135,11 @@ class ReasoningTrace:
         return asdict(self)
 
 
+def realistic_rank(scores: torch.Tensor, value: float) -> float:
+    """1-based rank of ``value`` among ``scores``, ties sharing the mean position (as in evaluation)."""
+    return float((scores > value).sum()) + (float((scores == value).sum()) - 1) / 2 + 1
+
+
 class Explainer:
     """Explanations for questions on a :class:`Predictor`'s data and model (no gradients leak out:
     the model's parameters are left untouched and in eval mode)."""
@@ -147,15 +151,10 @@ class Explainer:
     # -- forward pass with a trace ---------------------------------------------------------------
     def _traced(self, subject: str, relation: str, time: str | int, direction: str, setting: str,
                 weighted: bool):
-        p = self.predictor
-        s, r, t = p.query(subject, relation, time, direction)
-        st = p.resolve_setting(t, setting)
-        batch = QueryBatch(*(torch.tensor([x], device=p.device) for x in
-                             (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
+        s, r, t, st, batch, background = self.predictor.question(subject, relation, time, direction, setting)
         trace = PropagationTrace(weighted=weighted)
-        model = p.model.eval()
         with torch.set_grad_enabled(weighted):
-            scores = model(batch, p.background(st, s, r, t), trace=trace)[0]
+            scores = self.predictor.model.eval()(batch, background, trace=trace)[0]
         return s, r, t, st, scores, trace
 
     def _link(self, layer: int, src: int, rel: int, dst: int, t_link: int, t_q: int, alpha: float,
@@ -183,7 +182,7 @@ class Explainer:
         f = scores[a]
         with torch.no_grad():
             sc = scores.detach().cpu()
-            rank = float((sc > sc[a]).sum()) + (float((sc == sc[a]).sum()) - 1) / 2 + 1
+            rank = realistic_rank(sc, float(sc[a]))
         reached = any(bool(((n[:, 1] == a)).any()) for n in trace.nodes[-1:])
         weights = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
         grads = torch.autograd.grad(f, weights, allow_unused=True) if reached else [None] * len(weights)
@@ -307,7 +306,7 @@ class Explainer:
             a_score = a_rank = None
             if a is not None and a in ents:
                 a_score = float(prov[ents.index(a)])
-                a_rank = float((prov > a_score).sum()) + (float((prov == a_score).sum()) - 1) / 2 + 1
+                a_rank = realistic_rank(prov, a_score)
                 scores.setdefault(answer, a_score)
             new = [e for e in ents if e not in seen]
             seen.update(ents)

@@ -150,14 +150,21 @@ class Predictor:
             raise DataError("direction must be object or subject")
         return kg.entities.id(subject), (r if direction == "object" else r + kg.num_relations), t
 
-    @torch.no_grad()
-    def predict(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
-                setting: str = "auto", top_k: int | None = 10) -> Prediction:
+    def question(self, subject: str, relation: str, time: str | int, direction: str = "object",
+                 setting: str = "auto") -> tuple[int, int, int, Setting, QueryBatch, Background]:
+        """Everything one forward pass needs for a question: ids (s, r, t), the setting, a batch of
+        one query (answer unknown: -1) on the model's device, and the question's background."""
         s, r, t = self.query(subject, relation, time, direction)
         st = self.resolve_setting(t, setting)
         batch = QueryBatch(*(torch.tensor([x], device=self.device) for x in
                              (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
-        scores = self.model(batch, self.background(st, s, r, t))[0].float().cpu()
+        return s, r, t, st, batch, self.background(st, s, r, t)
+
+    @torch.no_grad()
+    def predict(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
+                setting: str = "auto", top_k: int | None = 10) -> Prediction:
+        s, r, t, st, batch, background = self.question(subject, relation, time, direction, setting)
+        scores = self.model(batch, background)[0].float().cpu()
         return self._answers(subject, relation, direction, t, st, scores, top_k)
 
     def _answers(self, subject, relation, direction, t, st, scores, top_k) -> Prediction:

@@ -95,12 +95,7 @@ with c3:
             help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
     ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
-try:
-    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], int(ss["k"]))
-except ex.DataError as e:
-    st.error(ex.md(e))
-    ex.sync_url()
-    st.stop()
+pred = ex.current_prediction(sel)
 
 q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
 why = ""

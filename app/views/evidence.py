@@ -17,12 +17,7 @@ if not ex.question_ready():
     st.info("Ask a question first.")
     st.page_link("views/ask.py", label="Ask", icon=":material/help:")
     st.stop()
-try:
-    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
-                  int(ss.get("k", 10)))
-except ex.DataError as e:
-    st.error(ex.md(e))
-    st.stop()
+pred = ex.current_prediction(sel)
 q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
 st.markdown(f"#### {ex.md(q)}")
 answers = [a["entity"] for a in pred["answers"]]

@@ -23,12 +23,7 @@ if not ex.question_ready():
 explainer = sel.explainer()
 model = explainer.predictor.model
 L = model.cfg.num_layers
-try:
-    pred = ex.ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
-                  int(ss.get("k", 10)))
-except ex.DataError as e:
-    st.error(ex.md(e))
-    st.stop()
+pred = ex.current_prediction(sel)
 answers = [a["entity"] for a in pred["answers"]]
 if not answers:
     st.info("No answers.")
@@ -111,19 +106,22 @@ st.markdown("Every link's time enters only as Δt = t − t_q. The model learned
             "dimensions with the shortest learned periods, and the linear dimensions that change fastest.")
 curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 400)))
 unit = kg.time_axis.unit
+
+
+def curve_chart(title: str, values: list[list[float]], names: list[str]) -> go.Figure:
+    fig = go.Figure([go.Scatter(x=curves.dt, y=col, mode="lines", name=name)
+                     for col, name in zip(np.array(values).T, names)])
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title=title, xaxis_title=f"Δt ({unit})")
+    return fig
+
+
 c1, c2 = st.columns(2)
-fp = go.Figure()
-per = np.array(curves.periodic)
-for j, (i, period) in enumerate(zip(curves.periodic_dims, curves.periods)):
-    fp.add_trace(go.Scatter(x=curves.dt, y=per[:, j], mode="lines", name=f"dim {i}: period {period:.1f} {unit}"))
-fp.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="periodic part", xaxis_title=f"Δt ({unit})")
-c1.plotly_chart(fp, config={"displaylogo": False})
-fl = go.Figure()
-lin = np.array(curves.linear)
-for j, (i, slope) in enumerate(zip(curves.linear_dims, curves.slopes)):
-    fl.add_trace(go.Scatter(x=curves.dt, y=lin[:, j], mode="lines", name=f"dim {i}: slope {slope:+.3f}"))
-fl.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title="linear part", xaxis_title=f"Δt ({unit})")
-c2.plotly_chart(fl, config={"displaylogo": False})
+c1.plotly_chart(curve_chart("periodic part", curves.periodic,
+                            [f"dim {i}: period {p:.1f} {unit}" for i, p in zip(curves.periodic_dims, curves.periods)]),
+                config={"displaylogo": False})
+c2.plotly_chart(curve_chart("linear part", curves.linear,
+                            [f"dim {i}: slope {w:+.3f}" for i, w in zip(curves.linear_dims, curves.slopes)]),
+                config={"displaylogo": False})
 
 planted = PlantedRules.find(sel.source.path)
 if planted is not None:
