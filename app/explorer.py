@@ -17,13 +17,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from tpar.checkpoint import Checkpoint
-from tpar.catalog import CHECKPOINT_DIR, DataSource, Match, find_checkpoints, find_datasets, matching_checkpoints
-from tpar.data import TemporalKG
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.registry import CHECKPOINT_DIR, Match, find_checkpoints, matching_checkpoints
+from tpar.data.catalog import DataSource, find_datasets
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
-from tpar.explain import Explainer
-from tpar.inference import Predictor
-from tpar.readers import load_dataset
+from tpar.reasoning.explanation import Explainer
+from tpar.reasoning.prediction import Predictor
+from tpar.data.loading import load_dataset
 
 # the user's files: uploads, trained checkpoints, training jobs ($TPAR_WORKSPACE, default ./workspace)
 WORKSPACE = Path(os.environ.get("TPAR_WORKSPACE") or Path(__file__).resolve().parent.parent / "workspace")

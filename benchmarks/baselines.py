@@ -15,9 +15,10 @@ from pathlib import Path
 
 import torch
 
-from tpar.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation import evaluate
-from tpar.readers import find_data_dir, load_dataset
+from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.evaluation.protocol import evaluate
+from tpar.data.benchmarks import find_data_dir
+from tpar.data.loading import load_dataset
 
 RUNS = [  # (folder under the data dir, setting)
     ("extrapolation/ICEWS14", "extrapolation"),

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tpar.checkpoint import Checkpoint
-from tpar.explain import Explainer
-from tpar.inference import Predictor
-from tpar.readers import load_dataset
+from tpar.model.checkpoint import Checkpoint
+from tpar.reasoning.explanation import Explainer
+from tpar.reasoning.prediction import Predictor
+from tpar.data.loading import load_dataset
 
 
 def pct(xs: list[float]) -> dict:
@@ -83,7 +83,7 @@ def app_latency(args, rows, kg) -> dict:
 
     app = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
     data_label = None
-    from tpar.catalog import find_datasets
+    from tpar.data.catalog import find_datasets
 
     for d in find_datasets():
         if Path(d.path).resolve() == Path(args.data).resolve():

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tpar.checkpoint import Checkpoint
-from tpar.model_card import write_card
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.card import write_card
 
 ROOT = Path(__file__).resolve().parent.parent
 RES = ROOT / "results"

@@ -14,11 +14,11 @@ import json
 import time
 from pathlib import Path
 
-from tpar.checkpoint import Checkpoint
-from tpar.explain import Explainer
-from tpar.inference import Predictor
-from tpar.interpretability import rule_recovery
-from tpar.readers import load_dataset
+from tpar.model.checkpoint import Checkpoint
+from tpar.reasoning.explanation import Explainer
+from tpar.reasoning.prediction import Predictor
+from tpar.reasoning.rules import rule_recovery
+from tpar.data.loading import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_data" / "world"
 

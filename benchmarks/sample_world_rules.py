@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.background import Background
-from tpar.baselines import FrequencyBaseline, fit_recurrency
-from tpar.checkpoint import Checkpoint
-from tpar.evaluation import evaluate
-from tpar.inference import ModelRanker
-from tpar.readers import load_dataset
+from tpar.graph.background import Background
+from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.model.checkpoint import Checkpoint
+from tpar.evaluation.protocol import evaluate
+from tpar.model.ranker import ModelRanker
+from tpar.data.loading import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_data" / "world"
 

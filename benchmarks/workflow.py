@@ -18,15 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from tpar.baselines import FrequencyBaseline, fit_recurrency
-from tpar.checkpoint import Checkpoint
-from tpar.config import ModelConfig, RunConfig, TrainConfig
-from tpar.evaluation import evaluate
-from tpar.explain import Explainer
-from tpar.inference import ModelRanker, Predictor
-from tpar.jobs import JobSpec, start_job
-from tpar.readers import load_dataset
-from tpar.upload import inspect_upload, save_dataset
+from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+from tpar.evaluation.protocol import evaluate
+from tpar.reasoning.explanation import Explainer
+from tpar.model.ranker import ModelRanker
+from tpar.reasoning.prediction import Predictor
+from tpar.runtime.jobs import JobSpec, start_job
+from tpar.data.loading import load_dataset
+from tpar.data.upload import inspect_upload, save_dataset
 
 
 def main() -> None:

@@ -3,10 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpar.data import TemporalKG
-from tpar.readers import find_data_dir
-from tpar.timeaxis import TimeAxis
-from tpar.vocab import Vocabulary
+from tpar.data.kg import TemporalKG
+from tpar.data.benchmarks import find_data_dir
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.vocab import Vocabulary
 
 
 @pytest.fixture(scope="session")

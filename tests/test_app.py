@@ -167,9 +167,9 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
     """A user's L=1 model on the teaching page; names are shown as text, never as links."""
     import explorer
 
-    from tpar.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.readers import load_dataset
-    from tpar.training import train
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.data.loading import load_dataset
+    from tpar.model.training import train
 
     kg = load_dataset(Path(APP).parent.parent / "sample_data" / "world" / "chronological")
     runs = tmp_path / "runs"

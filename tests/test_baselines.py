@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from conftest import make_kg, random_facts
-from tpar.background import Background
-from tpar.baselines import FrequencyBaseline, RecurrencyBaseline, fit_recurrency
-from tpar.evaluation import evaluate
-from tpar.queries import make_queries
+from tpar.graph.background import Background
+from tpar.evaluation.baselines import FrequencyBaseline, RecurrencyBaseline, fit_recurrency
+from tpar.evaluation.protocol import evaluate
+from tpar.graph.queries import make_queries
 
 
 def _kg(seed=0):

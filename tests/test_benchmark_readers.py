@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpar.readers import load_dataset
+from tpar.data.loading import load_dataset
 
 # (folder, {split: facts after de-duplication}, entities in vocabulary, relations, missing splits)
 EXPECTED = [

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from conftest import make_kg, random_facts
-from tpar.background import Background
-from tpar.baselines import FrequencyBaseline
-from tpar.evaluation import TimeAwareFilter, evaluate, filtered_ranks
-from tpar.queries import QueryBatch, Setting, make_queries
+from tpar.graph.background import Background
+from tpar.evaluation.baselines import FrequencyBaseline
+from tpar.evaluation.protocol import TimeAwareFilter, evaluate, filtered_ranks
+from tpar.graph.queries import QueryBatch, Setting, make_queries
 
 
 def test_rank_arithmetic_with_ties():

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from test_model import E, R, build, small_kg
-from tpar.checkpoint import Checkpoint, from_model
-from tpar.config import RunConfig, TrainConfig
+from tpar.model.checkpoint import Checkpoint, from_model
+from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
-from tpar.explain import Explainer
-from tpar.inference import Predictor
-from tpar.model import PropagationTrace
-from tpar.queries import OBJECT, QueryBatch, Setting
+from tpar.reasoning.explanation import Explainer
+from tpar.reasoning.prediction import Predictor
+from tpar.model.network import PropagationTrace
+from tpar.graph.queries import OBJECT, QueryBatch, Setting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def test_bad_questions_are_clear_errors():
 
 @pytest.fixture(scope="module")
 def world_explainer():
-    from tpar.readers import load_dataset
+    from tpar.data.loading import load_dataset
 
     kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")
     ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
@@ -169,7 +169,7 @@ def test_sample_world_top_path_follows_the_planted_rule(world_explainer, questio
 
 
 def test_body_signatures_walk_the_rule():
-    from tpar.interpretability import body_signature
+    from tpar.reasoning.rules import body_signature
 
     comp = (["(A, Form alliance with, C, t1)", "(C, Sign agreement with, B, t), t - 60 <= t1 < t"], "(A, Consult, B, t + d)")
     assert body_signature(*comp) == (("Form alliance with", False), ("Sign agreement with", False))
@@ -182,7 +182,7 @@ def test_body_signatures_walk_the_rule():
 def test_rule_recovery_counts(world_explainer):
     import json
 
-    from tpar.interpretability import rule_recovery
+    from tpar.reasoning.rules import rule_recovery
 
     rules = {r["id"]: r for r in json.loads((ROOT / "sample_data/world/rules.json").read_text())["rules"]}
     qs = [("Orora Front", "Mobilize against", "Hugo of Zanistan", "2025-12-20", "escalation"),

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from conftest import random_facts
-from tpar.index import TemporalGraphIndex
+from tpar.graph.index import TemporalGraphIndex
 
 
 def test_inverse_edges_added():

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from tpar.config import ModelConfig, RunConfig, TrainConfig
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
-from tpar.jobs import JobSpec, list_jobs, start_job
-from tpar.readers import load_dataset
-from tpar.upload import inspect_upload, save_dataset
+from tpar.runtime.jobs import JobSpec, list_jobs, start_job
+from tpar.data.loading import load_dataset
+from tpar.data.upload import inspect_upload, save_dataset
 
 
 def tiny_world_csv(days: int = 60, extra: str = "") -> str:

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from conftest import make_kg, random_facts
-from tpar.background import Background
-from tpar.config import ModelConfig
-from tpar.model import TPAR, PropagationTrace, multiclass_log_loss
-from tpar.queries import make_queries
+from tpar.graph.background import Background
+from tpar.model.config import ModelConfig
+from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
+from tpar.graph.queries import make_queries
 
 R, E = 3, 14
 

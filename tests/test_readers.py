@@ -7,8 +7,9 @@ import pytest
 
 from tpar.cli import main
 from tpar.errors import DataError
-from tpar.readers import load_dataset, read_quadruple_csv, split_assignment
-from tpar.timeaxis import TimeAxis
+from tpar.data.loading import load_dataset
+from tpar.data.tables import read_quadruple_csv, split_assignment
+from tpar.data.timeaxis import TimeAxis
 
 
 def write(path, text, encoding="utf-8"):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tpar.readers import load_dataset
-from tpar.sample_world import RULES, generate, measure_rule_rates, write_world
+from tpar.data.loading import load_dataset
+from tpar.data.sample_world import RULES, generate, measure_rule_rates, write_world
 
 COMMITTED = Path(__file__).resolve().parent.parent / "sample_data" / "world"
 

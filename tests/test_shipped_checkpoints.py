@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tpar.checkpoint import Checkpoint
-from tpar.evaluation import evaluate
-from tpar.inference import ModelRanker
-from tpar.readers import find_data_dir, load_dataset
+from tpar.model.checkpoint import Checkpoint
+from tpar.evaluation.protocol import evaluate
+from tpar.model.ranker import ModelRanker
+from tpar.data.benchmarks import find_data_dir
+from tpar.data.loading import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "checkpoints").glob("*.tpar"))

@@ -7,12 +7,12 @@ import json
 import pytest
 import torch
 
-from tpar.checkpoint import Checkpoint
+from tpar.model.checkpoint import Checkpoint
 from tpar.cli import main
-from tpar.config import ModelConfig, RunConfig, TrainConfig
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
-from tpar.readers import load_dataset
-from tpar.training import TrainingCallbacks, resume_path, train
+from tpar.data.loading import load_dataset
+from tpar.model.training import TrainingCallbacks, resume_path, train
 
 
 @pytest.fixture(scope="module")

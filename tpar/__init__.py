@@ -1,29 +1,51 @@
-"""TPAR Explorer: temporal-path reasoning over temporal knowledge graphs.
+"""TPAR Explorer: temporal-path reasoning over temporal knowledge graphs (Chen et al., ACL 2024).
 
-Data flows one way: files (:mod:`tpar.readers`) -> :class:`tpar.data.TemporalKG` ->
-:class:`tpar.index.TemporalGraphIndex` -> rankers (:mod:`tpar.baselines`, later the model) ->
-:mod:`tpar.evaluation` -> CLI / app.
+Data flows one way, one subpackage per stage; each imports only from the stages before it:
+
+    tpar.data        files -> TemporalKG (vocabularies, time axis, readers, uploads, sample world)
+    tpar.graph       TemporalKG -> TemporalGraphIndex, queries, Background (the no-leakage rules)
+    tpar.evaluation  rankers -> ranks under the protocol (time-aware filter, tie modes), baselines
+    tpar.model       the TPAR network, its kernels, configs, checkpoints, training
+    tpar.reasoning   a checkpoint on a data set -> predictions, path explanations, rule recovery
+    tpar.runtime     background training jobs, the speed benchmark
+    tpar.cli         the ``tpar`` command;  app/ (Streamlit) calls this package and holds no model logic
+
+The names below are importable from ``tpar`` directly (loaded on first use).
 """
 
-from tpar.data import TemporalKG
-from tpar.errors import DataError
-from tpar.evaluation import EvaluationResult, Setting, evaluate
-from tpar.index import TemporalGraphIndex
-from tpar.readers import load_dataset
-from tpar.timeaxis import TimeAxis
-from tpar.vocab import Vocabulary
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DataError",
-    "EvaluationResult",
-    "Setting",
-    "TemporalGraphIndex",
-    "TemporalKG",
-    "TimeAxis",
-    "Vocabulary",
-    "evaluate",
-    "load_dataset",
-    "__version__",
-]
+_EXPORTS = {
+    "DataError": "tpar.errors",
+    "TemporalKG": "tpar.data.kg", "Vocabulary": "tpar.data.vocab", "TimeAxis": "tpar.data.timeaxis",
+    "load_dataset": "tpar.data.loading",
+    "TemporalGraphIndex": "tpar.graph.index", "Setting": "tpar.graph.queries", "Question": "tpar.graph.queries",
+    "QueryBatch": "tpar.graph.queries", "Background": "tpar.graph.background",
+    "evaluate": "tpar.evaluation.protocol", "EvaluationResult": "tpar.evaluation.protocol",
+    "RankType": "tpar.evaluation.ranks", "RANK_TYPES": "tpar.evaluation.ranks",
+    "FrequencyBaseline": "tpar.evaluation.baselines", "RecurrencyBaseline": "tpar.evaluation.baselines",
+    "fit_recurrency": "tpar.evaluation.baselines",
+    "ModelConfig": "tpar.model.config", "TrainConfig": "tpar.model.config", "RunConfig": "tpar.model.config",
+    "TPAR": "tpar.model.network", "Checkpoint": "tpar.model.checkpoint", "ModelRanker": "tpar.model.ranker",
+    "train": "tpar.model.training", "TrainResult": "tpar.model.training",
+    "Predictor": "tpar.reasoning.prediction", "Prediction": "tpar.reasoning.prediction",
+    "Explainer": "tpar.reasoning.explanation", "Explanation": "tpar.reasoning.explanation",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tpar' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

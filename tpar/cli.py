@@ -13,7 +13,7 @@ EXIT_BAD_INPUT = 2
 
 
 def _load(args):
-    from tpar.readers import load_dataset
+    from tpar.data.loading import load_dataset
 
     return load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed)
 
@@ -43,8 +43,8 @@ def cmd_info(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from tpar.baselines import FrequencyBaseline, fit_recurrency
-    from tpar.evaluation import evaluate
+    from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+    from tpar.evaluation.protocol import evaluate
 
     kg = _load(args)
     progress = not args.quiet
@@ -79,8 +79,8 @@ def default_config_path(kg_name: str, setting: str) -> Path | None:
 
 
 def cmd_train(args) -> int:
-    from tpar.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.training import train
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.training import train
 
     kg = _load(args)
     if args.config:
@@ -109,7 +109,7 @@ def cmd_train(args) -> int:
 
 
 def _checkpoint_and_data(args):
-    from tpar.checkpoint import Checkpoint
+    from tpar.model.checkpoint import Checkpoint
 
     ckpt = Checkpoint.load(args.checkpoint)
     kg = _load(args)
@@ -119,8 +119,9 @@ def _checkpoint_and_data(args):
 
 
 def cmd_evaluate(args) -> int:
-    from tpar.evaluation import evaluate
-    from tpar.inference import ModelRanker
+    from tpar.evaluation.protocol import evaluate
+    from tpar.evaluation.reports import write_ranks_csv
+    from tpar.model.ranker import ModelRanker
 
     ckpt, kg = _checkpoint_and_data(args)
     settings = [args.setting] if args.setting else (
@@ -145,26 +146,8 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def write_ranks_csv(res, kg, path) -> None:
-    import csv
-
-    R = kg.num_relations
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["subject", "relation", "object", "time", "direction", "optimistic", "pessimistic", "realistic"])
-        real = res.realistic
-        for i, (q_s, q_r, ans, t, d) in enumerate(res.queries.tolist()):
-            r = q_r % R
-            s, o = (q_s, ans) if d == 0 else (ans, q_s)
-            w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), kg.time_axis.label(t),
-                        "object" if d == 0 else "subject", int(res.optimistic[i]), int(res.pessimistic[i]),
-                        f"{real[i]:g}"])
-    tmp.replace(path)
-
-
 def cmd_predict(args) -> int:
-    from tpar.inference import Predictor
+    from tpar.reasoning.prediction import Predictor
 
     ckpt, kg = _checkpoint_and_data(args)
     pred = Predictor(ckpt, kg, args.device)
@@ -181,8 +164,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from tpar.explain import Explainer
-    from tpar.inference import Predictor
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
 
     ckpt, kg = _checkpoint_and_data(args)
     ex = Explainer(Predictor(ckpt, kg, args.device))
@@ -211,7 +194,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from tpar.bench import run_benchmarks
+    from tpar.runtime.bench import run_benchmarks
 
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet)
@@ -223,7 +206,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_sample_world(args) -> int:
-    from tpar.sample_world import write_world
+    from tpar.data.sample_world import write_world
 
     summary = write_world(args.out, seed=args.seed, n_countries=args.countries)
     print(json.dumps(summary, indent=2))

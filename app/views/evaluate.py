@@ -11,11 +11,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
-from tpar.baselines import FrequencyBaseline, fit_recurrency
-from tpar.checkpoint import Checkpoint
+from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.model.checkpoint import Checkpoint
 from tpar.errors import DataError
-from tpar.evaluation import TIE_MODES, evaluate
-from tpar.inference import ModelRanker
+from tpar.evaluation.protocol import evaluate
+from tpar.evaluation.ranks import RANK_TYPES
+from tpar.model.ranker import ModelRanker
 
 st.title("Evaluate")
 ss = st.session_state
@@ -82,7 +83,7 @@ st.caption(f"{first['num_queries']:,} queries ({split}, {setting}, both directio
            + ". " + ", ".join(f"{k}: {v['seconds']:.1f} s" for k, v in results.items()) + ".")
 rows = []
 for name, r in results.items():
-    for mode in TIE_MODES:
+    for mode in RANK_TYPES:
         rows.append({"method": name, "ties": mode, **{k: 100 * r[mode][k] for k in ("mrr", "hits@1", "hits@3", "hits@10")}})
 table = pd.DataFrame(rows)
 st.dataframe(table, hide_index=True, column_config={

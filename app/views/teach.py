@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
-from tpar.interpretability import PlantedRules, path_follows, time_encoding_curves
+from tpar.reasoning.rules import PlantedRules, path_follows
+from tpar.reasoning.teaching import time_encoding_curves
 
 st.title("How TPAR reasons")
 ss = st.session_state

@@ -1,6 +1,6 @@
 """Train: start a background training job on any available data set, follow it live, cancel it.
 
-Jobs run in their own processes (``tpar.jobs``) and report through files under
+Jobs run in their own processes (``tpar.runtime.jobs``) and report through files under
 ``workspace/jobs``: the page can be reloaded, other pages stay usable, and two browser sessions
 training at once each get their own job and output file.
 """
@@ -13,9 +13,10 @@ from plotly.subplots import make_subplots
 import streamlit as st
 
 import explorer as ex
-from tpar.config import ModelConfig, RunConfig, TrainConfig
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
-from tpar.jobs import NAME_RE, JobSpec, list_jobs, start_job
+from tpar.data.names import NAME_RULE, is_valid_name
+from tpar.runtime.jobs import JobSpec, list_jobs, start_job
 
 st.title("Train a model")
 ss = st.session_state
@@ -48,8 +49,8 @@ with st.form("train_form"):
     eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test", persist_state="session")
     submitted = st.form_submit_button("Start training", type="primary")
 
-if submitted and not NAME_RE.match(name or ""):
-    st.error("Model name: use letters, digits, '-', '_' or '.' (1 to 64, starting with a letter or digit).")
+if submitted and not is_valid_name(name or ""):
+    st.error(f"Model name: {NAME_RULE}.")
 elif submitted:
     out = ex.RUNS_DIR / f"{name}.tpar"
     run = RunConfig(ModelConfig(dim=int(dim), attn_dim=5, num_layers=int(layers), dropout=0.2, activation="tanh"),

@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from tpar.catalog import SAMPLE_DIR
+from tpar.data.catalog import SAMPLE_DIR
 from tpar.errors import DataError
-from tpar.upload import inspect_upload, save_dataset
+from tpar.data.upload import inspect_upload, save_dataset
 
 st.title("Upload your data")
 ss = st.session_state

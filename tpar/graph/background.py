@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tpar.data import TemporalKG
-from tpar.index import TemporalGraphIndex
-from tpar.queries import QueryBatch, Setting
+from tpar.data.kg import TemporalKG
+from tpar.graph.index import TemporalGraphIndex
+from tpar.graph.queries import QueryBatch, Setting
 
 
 @dataclass

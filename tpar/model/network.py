@@ -6,14 +6,14 @@ non-periodic relative time vectors, (3) their sum h_t, (4) the general recursive
 message M = h_{e_s}^{l-1} + h_r^l + h_t, (6) the concatenation U, (7) the attention
 α = σ(w_αᵀ ReLU(W_α U)), (8) the aggregation h_{e_o}^l = δ(W^l Σ α·M), (9) the score
 f(q, e) = wᵀ h_e^L, (10) the multi-class log-loss, (14) top-k path interpretations (Section 5.4,
-:mod:`tpar.explain`).
+:mod:`tpar.reasoning.explanation`).
 
 How the propagation is computed (all queries of a batch at once, no Python loop over queries
 or links):
 
 * The frontier is a flat list of *nodes* (query, entity), each with a state h (P, d). Step l takes
   every admitted link leaving every node -- slices of the time-sorted CSR index
-  (:meth:`tpar.background.Background.edges_from`) -- plus one *self-loop* per node.
+  (:meth:`tpar.graph.background.Background.edges_from`) -- plus one *self-loop* per node.
 * Self-loops (choice documented here, as in RED-GNN which TPAR builds on): a link with an identity
   relation (id 2R) and Δt = 0 from each node to itself, so entities reached in earlier steps stay
   reached (E^l = E^{l-1} ∪ D(P), Algorithm 1) and paths shorter than L still score.
@@ -22,7 +22,7 @@ or links):
   Δt (W_t h_t); each link then only adds four small vectors.
 * The time encoding (Eqs. 2-3) is evaluated once per integer Δt in the batch's range (a lookup
   table) and gathered per link.
-* The per-link work (attention and weighted message sum) runs in :func:`tpar.kernels.links`: a
+* The per-link work (attention and weighted message sum) runs in :func:`tpar.model.kernels.links`: a
   fused C++ kernel on the CPU (threads own whole queries; nothing of size links × d is stored, the
   backward pass recomputes messages) or chunked torch ops elsewhere. Self-loops are dense per-node
   torch ops.
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tpar.background import Background
-from tpar.config import ModelConfig
-from tpar.kernels import cpp_kernel, csr_mark, csr_step, links
-from tpar.queries import QueryBatch
+from tpar.graph.background import Background
+from tpar.model.config import ModelConfig
+from tpar.model.kernels import cpp_kernel, csr_mark, csr_step, links
+from tpar.graph.queries import QueryBatch
 
 
 
@@ -100,7 +100,7 @@ class PropagationTrace:
 
     ``weighted=True`` makes the pass multiply every link's and self-loop's α by a weight of 1 that
     requires grad, kept in ``link_weight[l]`` (M_l,) / ``loop_weight[l]`` (P_{l-1},): after
-    ``f.backward()`` their ``.grad`` is ∂f/∂(link) of Eq. 14, what :mod:`tpar.explain` searches.
+    ``f.backward()`` their ``.grad`` is ∂f/∂(link) of Eq. 14, what :mod:`tpar.reasoning.explanation` searches.
     """
 
     nodes: list[torch.Tensor] = field(default_factory=list)

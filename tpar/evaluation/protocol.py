@@ -24,13 +24,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tpar.background import Background
-from tpar.data import TemporalKG
-from tpar.index import TemporalGraphIndex
-from tpar.queries import DIRECTION_NAMES, QueryBatch, Setting, make_queries
+from tpar.graph.background import Background
+from tpar.data.kg import TemporalKG
+from tpar.evaluation.filtering import TimeAwareFilter
+from tpar.evaluation.ranks import RANK_TYPES, RankingMetrics, RankType, filtered_ranks
+from tpar.graph.queries import DIRECTION_NAMES, QueryBatch, Setting, make_queries
 
-TIE_MODES = ("realistic", "optimistic", "pessimistic")
-HITS_AT = (1, 3, 10)
 
 
 class Ranker(Protocol):
@@ -41,86 +40,6 @@ class Ranker(Protocol):
     def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
         """(B, num_entities) float scores; higher is better. Never NaN."""
         ...
-
-
-# ---------------------------------------------------------------------------------------------------
-# time-aware filter
-# ---------------------------------------------------------------------------------------------------
-class TimeAwareFilter:
-    """All true answers of (subject, relation, time) over the given facts and their inverses."""
-
-    def __init__(self, facts: np.ndarray, num_entities: int, num_relations: int) -> None:
-        f = torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4))
-        s, r, o, t = f.unbind(1)
-        self.num_relations = num_relations
-        self._times = torch.unique(t)
-        subj = torch.cat([s, o])
-        rel = torch.cat([r, r + num_relations])
-        ans = torch.cat([o, s])
-        key = self._key(subj, rel, torch.searchsorted(self._times, torch.cat([t, t])))
-        order = torch.argsort(key)
-        self._keys, self._answers = key[order], ans[order]
-
-    def _key(self, subj: torch.Tensor, rel: torch.Tensor, tpos: torch.Tensor) -> torch.Tensor:
-        return (subj * (2 * self.num_relations) + rel) * (len(self._times) + 1) + tpos
-
-    def pairs(self, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rows, entities) to filter: every true answer of each query's (s, r, t) except its own answer."""
-        tpos = torch.searchsorted(self._times, batch.time)
-        known = (tpos < len(self._times)) & (self._times[tpos.clamp(max=max(len(self._times) - 1, 0))] == batch.time)
-        tpos = torch.where(known, tpos, torch.full_like(tpos, len(self._times)))  # unknown time: no match
-        key = self._key(batch.subject, batch.relation, tpos)
-        lo = torch.searchsorted(self._keys, key, side="left")
-        hi = torch.searchsorted(self._keys, key, side="right")
-        idx, row = TemporalGraphIndex.expand(lo, hi)
-        ent = self._answers[idx]
-        keep = ent != batch.answer[row]
-        return row[keep], ent[keep]
-
-
-# ---------------------------------------------------------------------------------------------------
-# ranks and metrics
-# ---------------------------------------------------------------------------------------------------
-def filtered_ranks(scores: torch.Tensor, answer: torch.Tensor, filter_rows: torch.Tensor,
-                   filter_cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Optimistic and pessimistic ranks (B,) of ``answer`` among unfiltered candidates.
-
-    ``scores`` (B, E): higher is better. The answer itself is never counted as a competitor in
-    the optimistic rank and counts once in the pessimistic rank.
-    """
-    scores = scores.detach().float().cpu()
-    if torch.isnan(scores).any():
-        raise ValueError("ranker returned NaN scores")
-    b = scores.shape[0]
-    rows = torch.arange(b)
-    a = scores[rows, answer]
-    greater = (scores > a.unsqueeze(1)).sum(1)
-    equal = (scores == a.unsqueeze(1)).sum(1) - 1  # the answer itself is not a competitor
-    if filter_rows.numel():  # filtered entities are not competitors either (pairs are unique)
-        fs, fa = scores[filter_rows, filter_cols], a[filter_rows]
-        greater -= torch.bincount(filter_rows, weights=(fs > fa).double(), minlength=b).long()
-        equal -= torch.bincount(filter_rows, weights=(fs == fa).double(), minlength=b).long()
-    return (1 + greater).double(), (1 + greater + equal).double()
-
-
-@dataclass
-class RankingMetrics:
-    mrr: float
-    hits: dict[int, float]
-    count: int
-
-    @classmethod
-    def from_ranks(cls, ranks: np.ndarray) -> "RankingMetrics":
-        ranks = np.asarray(ranks, dtype=np.float64)
-        if len(ranks) == 0:
-            return cls(float("nan"), {k: float("nan") for k in HITS_AT}, 0)
-        return cls(float(np.mean(1.0 / ranks)), {k: float(np.mean(ranks <= k)) for k in HITS_AT}, int(len(ranks)))
-
-    def to_dict(self) -> dict:
-        d = {"mrr": self.mrr}
-        d.update({f"hits@{k}": v for k, v in self.hits.items()})
-        d["count"] = self.count
-        return d
 
 
 @dataclass
@@ -147,24 +66,24 @@ class EvaluationResult:
     def num_queries(self) -> int:
         return int(len(self.optimistic))
 
-    def ranks(self, mode: str) -> np.ndarray:
-        if mode not in TIE_MODES:
+    def ranks(self, mode: RankType) -> np.ndarray:
+        if mode not in RANK_TYPES:
             raise ValueError(f"unknown tie mode {mode!r}")
         return getattr(self, mode)
 
-    def metrics(self, mode: str = "realistic", mask: np.ndarray | None = None) -> RankingMetrics:
+    def metrics(self, mode: RankType = "realistic", mask: np.ndarray | None = None) -> RankingMetrics:
         r = self.ranks(mode)
         return RankingMetrics.from_ranks(r if mask is None else r[mask])
 
-    def by_direction(self) -> dict[str, dict[str, RankingMetrics]]:
+    def by_direction(self) -> dict[str, dict[RankType, RankingMetrics]]:
         d = self.queries[:, 4]
-        return {name: {m: self.metrics(m, d == i) for m in TIE_MODES} for i, name in enumerate(DIRECTION_NAMES)}
+        return {name: {m: self.metrics(m, d == i) for m in RANK_TYPES} for i, name in enumerate(DIRECTION_NAMES)}
 
-    def by_relation(self) -> dict[str, dict[str, RankingMetrics]]:
+    def by_relation(self) -> dict[str, dict[RankType, RankingMetrics]]:
         """Per base relation, both directions together (subject queries use r + R)."""
         R = len(self.relation_names)
         base = self.queries[:, 1] % R
-        return {self.relation_names[r]: {m: self.metrics(m, base == r) for m in TIE_MODES}
+        return {self.relation_names[r]: {m: self.metrics(m, base == r) for m in RANK_TYPES}
                 for r in np.unique(base)}
 
     def to_dict(self, per_relation: bool = True) -> dict:
@@ -176,7 +95,7 @@ class EvaluationResult:
             "fingerprint": self.fingerprint,
             "num_queries": self.num_queries,
         }
-        for m in TIE_MODES:
+        for m in RANK_TYPES:
             d = self.metrics(m).to_dict()
             d.pop("count")
             out[m] = d
@@ -198,7 +117,7 @@ class EvaluationResult:
         lines = [f"{self.method} | {self.dataset} | {self.setting} | {self.split} | {self.num_queries} queries "
                  f"| {self.seconds:.1f} s"]
         lines.append(f"{'':12s} {'MRR':>7s} {'H@1':>7s} {'H@3':>7s} {'H@10':>7s}")
-        for m in TIE_MODES:
+        for m in RANK_TYPES:
             x = self.metrics(m)
             lines.append(f"{m:12s} {100 * x.mrr:7.2f} {100 * x.hits[1]:7.2f} {100 * x.hits[3]:7.2f} {100 * x.hits[10]:7.2f}")
         for name, modes in self.by_direction().items():

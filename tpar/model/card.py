@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpar.checkpoint import Checkpoint
-
-TIE_MODES = ("realistic", "optimistic", "pessimistic")
+from tpar.evaluation.ranks import RANK_TYPES
+from tpar.model.checkpoint import Checkpoint
 
 
 def _fmt(m: dict) -> str:
@@ -34,7 +33,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         lines.append("No test metrics recorded.")
     for setting, modes in tests.items():
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
-        lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in TIE_MODES if mode in modes]
+        lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in RANK_TYPES if mode in modes]
         lines.append("")
     if baselines:
         lines += ["## Baselines on the same split (realistic)", "", "| method | MRR / H@1 / H@3 / H@10 |", "|---|---|"]

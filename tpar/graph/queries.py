@@ -10,7 +10,7 @@ import torch
 
 
 class Setting(str, Enum):
-    """Which facts a query may see (its *background*), see :mod:`tpar.background`.
+    """Which facts a query may see (its *background*), see :mod:`tpar.graph.background`.
 
     * ``extrapolation``: all known facts (train, valid and test) with t < t_q -- single-step
       forecasting with ground-truth history, as in the paper (Appendix E.1).

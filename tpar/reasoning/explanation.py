@@ -3,7 +3,7 @@ per-layer reasoning trace for teaching.
 
 Path importance (Eq. 14, a first-order Taylor view of f as in NBFNet's explanations): one forward
 pass in which every admitted link and every self-loop of every layer l carries a weight w = 1 on its
-attention α (:class:`tpar.model.PropagationTrace` with ``weighted=True``); one backward pass of
+attention α (:class:`tpar.model.network.PropagationTrace` with ``weighted=True``); one backward pass of
 f(q, answer) gives ∂f/∂w per link and layer. A path is a sequence of L links, one per layer, link
 l+1 leaving the entity link l entered, starting at the query entity and ending at the answer;
 its importance is the sum of its links' gradients. The top-k paths are found by a beam search over
@@ -14,7 +14,7 @@ By default the search keeps simple paths only (no entity entered twice): walking
 straight back ("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter
 path's evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking over all walks).
 
-Backgrounds follow :class:`tpar.inference.Predictor`: extrapolation sees facts with t < t_q;
+Backgrounds follow :class:`tpar.reasoning.prediction.Predictor`: extrapolation sees facts with t < t_q;
 interpolation sees every known fact except those answering the question itself.
 """
 
@@ -24,8 +24,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from tpar.inference import Predictor
-from tpar.model import PropagationTrace
+from tpar.evaluation.ranks import realistic_rank
+from tpar.errors import DataError
+from tpar.reasoning.prediction import Predictor
+from tpar.model.network import PropagationTrace
 
 
 @dataclass
@@ -135,11 +137,6 @@ class ReasoningTrace:
         return asdict(self)
 
 
-def realistic_rank(scores: torch.Tensor, value: float) -> float:
-    """1-based rank of ``value`` among ``scores``, ties sharing the mean position (as in evaluation)."""
-    return float((scores > value).sum()) + (float((scores == value).sum()) - 1) / 2 + 1
-
-
 class Explainer:
     """Explanations for questions on a :class:`Predictor`'s data and model (no gradients leak out:
     the model's parameters are left untouched and in eval mode)."""
@@ -173,8 +170,6 @@ class Explainer:
                 simple: bool = True) -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer)."""
-        from tpar.errors import DataError
-
         if answer not in self.kg.entities:
             raise DataError(f"unknown answer entity {answer!r}")
         a = self.kg.entities.id(answer)
@@ -287,8 +282,6 @@ class Explainer:
               setting: str = "auto", top: int = 10, answer: str | None = None) -> ReasoningTrace:
         """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
         the provisional scores w·h^l (of the ``top`` entities and of ``answer``)."""
-        from tpar.errors import DataError
-
         if answer is not None and answer not in self.kg.entities:
             raise DataError(f"unknown answer entity {answer!r}")
         s, r, t, st, _, trace = self._traced(subject, relation, time, direction, setting, weighted=False)

@@ -1,4 +1,4 @@
-"""Using a trained model: a ranker for the evaluator, and predictions for a user's question."""
+"""Answering a user's question "(subject, relation, ?, time)" with a checkpoint on a data set."""
 
 from __future__ import annotations
 
@@ -6,51 +6,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tpar.background import Background
-from tpar.checkpoint import Checkpoint
-from tpar.data import TemporalKG
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
-from tpar.index import TemporalGraphIndex
-from tpar.model import TPAR
-from tpar.queries import OBJECT, SUBJECT, QueryBatch, Setting
-
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    d = torch.device(device)
-    if d.type == "cuda" and not torch.cuda.is_available():
-        raise DataError("CUDA was requested but no GPU is available (use --device cpu or auto)")
-    return d
-
-
-class ModelRanker:
-    """Scores queries with a TPAR model in micro-batches (bounded memory); scores come back on the CPU."""
-
-    name = "tpar"
-
-    def __init__(self, model: TPAR, device: str | torch.device = "auto", micro_batch: int = 16,
-                 amp: bool = False) -> None:
-        self.device = resolve_device(device)
-        self.model = model.to(self.device).eval()
-        self.micro_batch = micro_batch
-        self.amp = amp and self.device.type == "cuda"
-        self._bg: tuple[int, Background] | None = None
-
-    def _on_device(self, background: Background) -> Background:
-        if self._bg is None or self._bg[0] != id(background):
-            self._bg = (id(background), background.to(self.device))
-        return self._bg[1]
-
-    @torch.no_grad()
-    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
-        bg = self._on_device(background)
-        out = []
-        for a in range(0, len(batch), self.micro_batch):
-            mb = batch[slice(a, a + self.micro_batch)].to(self.device)
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
-                out.append(self.model(mb, bg).float().cpu())
-        return torch.cat(out) if out else torch.zeros(0, bg.num_entities)
+from tpar.graph.background import Background
+from tpar.graph.index import TemporalGraphIndex
+from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.device import resolve_device
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Rule recovery: does the model's top explanation path follow the rule that produced the answer?
 
 On data with known generating rules (the sample world's ``rules.json`` and ``provenance.csv``), take
-the questions whose answer a rule produced, explain the true answer (:mod:`tpar.explain`), and
+the questions whose answer a rule produced, explain the true answer (:mod:`tpar.reasoning.explanation`), and
 count how often the most important path walks exactly the rule's body: the same relations, each in
 the same direction, from the query entity to the answer. This measures interpretability directly
 (no peer system reports it). Object questions (A, r, ?, t) walk the body from the head's subject;
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.explain import Explainer
+from tpar.reasoning.explanation import Explainer
 
 _ATOM = re.compile(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*,\s*([^,()]+?)\s*,\s*[^()]*\)")
 
@@ -151,35 +151,3 @@ def path_follows(path_links: list[dict] | list, body: Iterable[str], head: str, 
     got = tuple((x["relation"], bool(x["inverse"])) if isinstance(x, dict) else (x.relation, x.inverse)
                 for x in path_links)
     return got == body_signature(body, head, direction)
-
-
-@dataclass
-class TimeEncodingCurves:
-    """The learned relative time encoding (Eqs. 2-3) evaluated on integer Δt, for plotting.
-
-    ``periodic`` / ``linear``: (len(dt), k) values of the k selected dimensions: the periodic
-    dimensions with the shortest learned periods, and the linear dimensions with the steepest slopes."""
-
-    dt: list[int]
-    periodic: list[list[float]]
-    periodic_dims: list[int]
-    periods: list[float]          # 2π/|ω_p| of each selected periodic dimension, in time steps
-    linear: list[list[float]]
-    linear_dims: list[int]
-    slopes: list[float]           # ω_np of each selected linear dimension
-
-
-def time_encoding_curves(model, span: int, k: int = 4) -> TimeEncodingCurves:
-    """Evaluate ``model.time_encoding`` on Δt = -span..span (on the CPU, no gradients)."""
-    import torch
-
-    te = model.time_encoding
-    with torch.no_grad():
-        dts = torch.arange(-span, span + 1, device=te.omega_p.device)
-        per, lin = te.periodic(dts).cpu(), te.linear(dts).cpu()
-        w_p, w_np = te.omega_p.detach().cpu(), te.omega_np.detach().cpu()
-    pd_ = torch.argsort(w_p.abs(), descending=True)[:k].tolist()
-    ld = torch.argsort(w_np.abs(), descending=True)[:k].tolist()
-    return TimeEncodingCurves(dt=dts.cpu().tolist(), periodic=per[:, pd_].tolist(), periodic_dims=pd_,
-                              periods=[float(2 * np.pi / max(abs(float(w_p[i])), 1e-9)) for i in pd_],
-                              linear=lin[:, ld].tolist(), linear_dims=ld, slopes=[float(w_np[i]) for i in ld])

@@ -12,7 +12,7 @@
   λ (per time step of the data) and α are chosen on the validation split, per relation with a
   data-set-wide fallback, exactly as that paper selects them.
 
-Both see the background only through :meth:`tpar.background.Background.edges_from`, so the
+Both see the background only through :meth:`tpar.graph.background.Background.edges_from`, so the
 leakage rules of the setting hold for them as for the model.
 """
 
@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tpar.background import Background
-from tpar.data import TemporalKG
-from tpar.evaluation import TimeAwareFilter, check_background, evaluation_queries, filtered_ranks
-from tpar.queries import QueryBatch, Setting
+from tpar.graph.background import Background
+from tpar.data.kg import TemporalKG
+from tpar.evaluation.protocol import TimeAwareFilter, check_background, evaluation_queries, filtered_ranks
+from tpar.graph.queries import QueryBatch, Setting
 
 
 def _direct_links(batch: QueryBatch, background: Background) -> tuple[torch.Tensor, torch.Tensor]:

@@ -215,7 +215,7 @@ def write_world(out: str | Path, seed: int = 7, n_countries: int = 120, valid_da
                "noise": sum(r[4] == "noise" for r in rows), "seed_events": sum(r[4] == "seed" for r in rows),
                "facts_per_rule": counts,
                "splits": {k: {s: len(v) for s, v in p.items()} for k, p in (("chronological", chrono), ("random", rand))}}
-    files["rules.json"] = json.dumps({"generator": "tpar.sample_world", "seed": seed, "start": START.isoformat(),
+    files["rules.json"] = json.dumps({"generator": "tpar.data.sample_world", "seed": seed, "start": START.isoformat(),
                                       "days": DAYS, "rules": [asdict(r) for r in rules], "summary": summary},
                                      indent=2) + "\n"
     files["examples.json"] = json.dumps({"examples": example_questions(chrono["test"], rules)}, indent=2) + "\n"

@@ -1,4 +1,4 @@
-"""Background training jobs: each runs :func:`tpar.training.train` in its own process and reports
+"""Background training jobs: each runs :func:`tpar.model.training.train` in its own process and reports
 through files, so a front end stays responsive, a page reload finds the job again, and several
 jobs (from several browser sessions) never share state.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -30,15 +29,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tpar.data.names import check_name
 from tpar.errors import DataError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 STEP_EVENT_EVERY = 0.5  # seconds between step events (the chart's resolution)
 
 
 @dataclass
 class JobSpec:
-    data: str                     # data folder or CSV file, as :func:`tpar.readers.load_dataset` takes
+    data: str                     # data folder or CSV file, as :func:`tpar.data.loading.load_dataset` takes
     setting: str                  # extrapolation | interpolation | unified
     run: dict                     # RunConfig.to_dict()
     out: str                      # checkpoint to write
@@ -147,9 +146,7 @@ def running_outputs(root: str | Path) -> set[str]:
 def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     """Create the job folder and launch its worker process (detached from the caller's session)."""
     root = Path(root)
-    if not NAME_RE.match(spec.name or Path(spec.out).stem):
-        raise DataError(f"model name {spec.name or Path(spec.out).stem!r}: use letters, digits, '-', '_' or '.' "
-                        "(1 to 64, starting with a letter or digit)")
+    check_name("model", spec.name or Path(spec.out).stem)
     out = Path(spec.out).resolve()
     if str(out) in running_outputs(root):
         raise DataError(f"another running job is already writing {out.name}; choose another name")
@@ -164,7 +161,7 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     if spec.threads:
         env["OMP_NUM_THREADS"] = str(spec.threads)
     with open(folder / "worker.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "tpar.jobs", str(folder)], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([sys.executable, "-m", "tpar.runtime.jobs", str(folder)], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     (folder / "pid").write_text(str(proc.pid))
     return TrainingJob(folder)
@@ -183,9 +180,9 @@ def run_job(folder: str | Path) -> int:
     """Run the job in ``folder`` in this process (what the worker process does)."""
     import torch
 
-    from tpar.config import RunConfig
-    from tpar.readers import load_dataset
-    from tpar.training import TrainingCallbacks, train
+    from tpar.model.config import RunConfig
+    from tpar.data.loading import load_dataset
+    from tpar.model.training import TrainingCallbacks, train
 
     job = TrainingJob(folder)
     events = open(job.dir / "events.jsonl", "a", encoding="utf-8")
@@ -220,7 +217,7 @@ def run_job(folder: str | Path) -> int:
         result = train(kg, run, spec.out, progress=False, eval_test=spec.eval_test,
                        callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch))
         try:
-            from tpar.model_card import write_card
+            from tpar.model.card import write_card
 
             write_card(result.path)
         except Exception:  # the card is a convenience; the checkpoint is what matters

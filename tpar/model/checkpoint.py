@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 
 from tpar import __version__
-from tpar.config import RunConfig
-from tpar.data import TemporalKG
+from tpar.model.config import RunConfig
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
-from tpar.model import TPAR
+from tpar.model.network import TPAR
 
 FORMAT = "tpar-checkpoint-v1"
 

@@ -9,8 +9,8 @@ from functools import cached_property
 
 import numpy as np
 
-from tpar.timeaxis import TimeAxis
-from tpar.vocab import Vocabulary
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.vocab import Vocabulary
 
 SPLITS = ("train", "valid", "test")
 
@@ -26,7 +26,7 @@ class TemporalKG:
     Attributes:
         name: short name (the benchmark folder or CSV file name).
         entities, relations: id <-> name. Relations are the *base* relations as in the files;
-            inverse relations ``r + num_relations`` are added by :class:`tpar.index.TemporalGraphIndex`,
+            inverse relations ``r + num_relations`` are added by :class:`tpar.graph.index.TemporalGraphIndex`,
             never stored here.
         time_axis: integer step <-> label.
         splits: ``{"train"|"valid"|"test": int64 array (N, 4)}`` with columns s, r, o, t;

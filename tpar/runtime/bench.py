@@ -27,13 +27,13 @@ QUICK = [("extrapolation/ICEWS14", 3, 32)]
 
 
 def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed: int = 0) -> dict:
-    from tpar.background import Background
-    from tpar.config import ModelConfig
-    from tpar.inference import resolve_device
-    from tpar.kernels import cpp_status
-    from tpar.model import TPAR, PropagationTrace, multiclass_log_loss
-    from tpar.queries import make_queries
-    from tpar.readers import load_dataset
+    from tpar.graph.background import Background
+    from tpar.model.config import ModelConfig
+    from tpar.model.device import resolve_device
+    from tpar.model.kernels import cpp_status
+    from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
+    from tpar.graph.queries import make_queries
+    from tpar.data.loading import load_dataset
 
     dev = resolve_device(device)
     kg = load_dataset(folder)
@@ -103,7 +103,7 @@ def _child(args, conn):
 
 def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 40,
                    progress: bool = True) -> dict:
-    from tpar.readers import find_data_dir
+    from tpar.data.benchmarks import find_data_dir
 
     root = Path(data_dir) if data_dir else find_data_dir()
     if root is None or not root.is_dir():

@@ -26,15 +26,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tpar.background import Background
-from tpar.checkpoint import Checkpoint, from_model, hardware
-from tpar.config import RunConfig
-from tpar.data import TemporalKG
+from tpar.graph.background import Background
+from tpar.model.checkpoint import Checkpoint, from_model, hardware
+from tpar.model.config import RunConfig
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
-from tpar.evaluation import evaluate
-from tpar.inference import ModelRanker, resolve_device
-from tpar.model import TPAR, multiclass_log_loss
-from tpar.queries import QueryBatch, make_queries
+from tpar.evaluation.protocol import evaluate
+from tpar.model.ranker import ModelRanker
+from tpar.model.device import resolve_device
+from tpar.model.network import TPAR, multiclass_log_loss
+from tpar.graph.queries import QueryBatch, make_queries
 
 
 class TrainingCancelled(Exception):

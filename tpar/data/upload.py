@@ -2,7 +2,7 @@
 
 :func:`inspect_upload` parses the text (bad rows are dropped and listed, never fatal unless
 nothing is left), applies the chosen time reading and split, and returns the report with the
-resulting :class:`~tpar.data.TemporalKG`. :func:`save_dataset` writes that graph as a folder of
+resulting :class:`~tpar.data.kg.TemporalKG`. :func:`save_dataset` writes that graph as a folder of
 ``train/valid/test.csv`` (the upload format) atomically: a failed or refused save leaves any
 existing data set untouched.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.data import TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.names import check_name
+from tpar.data.tables import build_kg, load_csv_folder, read_quadruple_csv, split_assignment
 from tpar.errors import DataError
-from tpar.readers import SPLITS, _build_kg, load_csv_folder, read_quadruple_csv, split_assignment
-from tpar.jobs import NAME_RE
 
 SPLIT_CHOICES = ("chronological", "random", "column")
 
@@ -80,7 +80,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
-    kg = _build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
+    kg = build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
                    [f"{file_name}: {n} facts, time read as {q.report.time_format}"] + notes)
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
@@ -96,8 +96,7 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
     """Write ``kg`` as ``folder/name/{train,valid,test}.csv`` and check it reads back identically.
     Refuses an existing name unless ``overwrite``; the old folder is replaced only after the new
     one is complete."""
-    if not NAME_RE.match(name):
-        raise DataError(f"data set name {name!r}: use letters, digits, '-', '_' or '.' (at most 64)")
+    check_name("data set", name)
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     dest = root / name

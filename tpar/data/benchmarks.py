@@ -1,0 +1,306 @@
+"""Benchmark folders: every layout in ``../shared/datasets`` (see its README) into one
+:class:`~tpar.data.kg.TemporalKG`.
+
+* id-based quadruples ``s r o t`` (4 columns) or ``s r o t 0`` (5 columns), fields possibly padded
+  with spaces, times as day indices (ICEWS14, from 1), hours (ICEWS18) or year indices (YAGO, WIKI);
+* name-based quadruples ``subject relation object YYYY-MM-DD`` (interpolation ICEWS14, ICEWS05-15),
+  with a UTF-8 BOM and CRLF line ends in places;
+* HyTE interval quintuples ``s r o start end`` with ``#`` placeholders and negative years
+  (YAGO11k, WIKIDATA12k) -- see :data:`INTERVAL_POLICY`;
+* ``entity2id.txt`` with 2 (``name id``) or 4 (``name id start end``) columns.
+
+Every problem raises :class:`tpar.errors.DataError` naming the file, the row and the problem.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.textfile import BOM, read_lines
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.vocab import Vocabulary
+from tpar.errors import DataError
+
+#: How interval facts (HyTE format: YAGO11k, WIKIDATA12k) become time-stamped facts.
+INTERVAL_POLICY = (
+    "interval facts (s, r, o, [start, end]) become (s, 'r [since]', o, start year) and "
+    "(s, 'r [until]', o, end year), each only where that bound's year is known (TeRo/ATiSE "
+    "convention); month and day are dropped (year granularity, as in the paper); unknown digits of "
+    "a partly known year ('19##') widen the interval: 1900 as a start, 1999 as an end"
+)
+
+#: Integer time columns of known benchmarks: folder name -> (granularity, origin, divisor, first index).
+#: step = (t - first) // divisor. Unknown folders get plain integer steps.
+KNOWN_INTEGER_TIMES: dict[str, tuple[str, str | None, int, int]] = {
+    "ICEWS14": ("day", "2014-01-01", 1, 1),  # day index 1..365, 1 = 2014-01-01
+    "ICEWS14S": ("day", "2014-01-01", 1, 1),
+    "ICEWS18": ("day", "2018-01-01", 24, 0),  # hours 0, 24, ..., 7272 from 2018-01-01
+    "YAGO": ("year", None, 1, 0),  # year index 0..188, calendar year not given by the data
+    "WIKI": ("year", None, 1, 0),  # year index 0..231
+}
+
+DATA_DIR_ENV = "TPAR_DATA_DIR"
+
+
+def find_data_dir(start: str | Path | None = None) -> Path | None:
+    """The benchmark folder: ``$TPAR_DATA_DIR`` if set, else ``../shared/datasets`` seen from the
+    repository root (or from ``start``); ``None`` if absent."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        p = Path(env)
+        return p if p.is_dir() else None
+    roots = [Path(start)] if start else []
+    roots += [Path(__file__).resolve().parents[2], Path.cwd()]
+    for root in roots:
+        cand = (root / ".." / "shared" / "datasets").resolve()
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def _fields(line: str) -> list[str]:
+    return [f.strip().lstrip(BOM) for f in line.split("\t")]
+
+
+def _read_vocab_file(path: Path) -> tuple[str, ...]:
+    """``name<TAB>id[<TAB>start<TAB>end]`` -> names ordered by id; BOM artefacts merged."""
+    by_id: dict[int, str] = {}
+    for row, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        f = _fields(line)
+        if len(f) not in (2, 4):
+            raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
+                            file=path, row=row)
+        try:
+            idx = int(f[1])
+        except ValueError:
+            raise DataError(f"id {f[1]!r} is not an integer", file=path, row=row) from None
+        if idx in by_id:
+            raise DataError(f"id {idx} appears twice", file=path, row=row)
+        by_id[idx] = f[0]
+    if not by_id:
+        raise DataError("file is empty", file=path)
+    names: list[str] = []
+    seen: set[str] = set()
+    for idx in sorted(by_id):
+        name = by_id[idx]
+        if name not in seen:  # e.g. '\ufeffLawyer/Attorney (Germany)' == 'Lawyer/Attorney (Germany)'
+            seen.add(name)
+            names.append(name)
+    return tuple(names)
+
+
+def _dedup(arr: np.ndarray) -> tuple[np.ndarray, int]:
+    """Drop repeated rows, keeping first occurrences in file order; returns (rows, number dropped)."""
+    if len(arr) == 0:
+        return arr, 0
+    _, first = np.unique(arr, axis=0, return_index=True)
+    first.sort()
+    return arr[first], len(arr) - len(first)
+
+
+_YEAR = re.compile(r"^(-?[0-9#]+)-")
+
+
+def _hyte_year(text: str, fill: str) -> int | None:
+    """Year of a HyTE bound ``YYYY-MM-DD`` with ``#`` placeholders; ``None`` if wholly unknown.
+    Unknown digits of a partly known year ("19##") become ``fill`` ("0" for a start, "9" for an end),
+    which widens the interval to every year the known digits allow."""
+    m = _YEAR.match(text)
+    if not m or not re.search(r"\d", m.group(1)):
+        return None
+    return int(m.group(1).replace("#", fill))
+
+
+@dataclass
+class _RawSplit:
+    rows: list[int] = field(default_factory=list)  # line numbers
+    fields: list[list[str]] = field(default_factory=list)
+
+
+def load_benchmark(folder: str | Path) -> TemporalKG:
+    """Load a benchmark folder (``train/valid/test.txt`` + ``entity2id.txt``/``relation2id.txt``)."""
+    folder = Path(folder)
+    present = {s: folder / f"{s}.txt" for s in SPLITS if (folder / f"{s}.txt").is_file()}
+    if not present:
+        raise DataError("folder has none of train.txt, valid.txt, test.txt (nor train/valid/test.csv)",
+                        file=folder)
+    raw: dict[str, _RawSplit] = {}
+    for split, path in present.items():
+        rs = _RawSplit()
+        for row, line in enumerate(read_lines(path), start=1):
+            if line.strip():
+                rs.rows.append(row)
+                rs.fields.append(_fields(line))
+        raw[split] = rs
+
+    # Decide the layout from the first line of the first split.
+    first_split = next(iter(raw))
+    if not raw[first_split].fields:
+        raise DataError("file is empty", file=present[first_split])
+    sample = raw[first_split].fields[0]
+    interval = len(sample) == 5 and not _is_int(sample[3]) and "-" in sample[3]
+    ids = _is_int(sample[0]) and _is_int(sample[1]) and _is_int(sample[2])
+
+    ent_path, rel_path = folder / "entity2id.txt", folder / "relation2id.txt"
+    if ids:
+        for p in (ent_path, rel_path):
+            if not p.is_file():
+                raise DataError("facts use integer ids but the vocabulary file is missing", file=p)
+    entity_names = _read_vocab_file(ent_path) if ent_path.is_file() else None
+    relation_names = _read_vocab_file(rel_path) if rel_path.is_file() else None
+
+    notes: list[str] = []
+    if interval:
+        kg_parts, entities, relations, axis = _benchmark_intervals(raw, present, entity_names, relation_names, notes)
+    else:
+        kg_parts, entities, relations, axis = _benchmark_points(folder, raw, present, ids, entity_names,
+                                                                relation_names, notes)
+    splits: dict[str, np.ndarray] = {}
+    for split, arr in kg_parts.items():
+        arr, dups = _dedup(arr)
+        if dups:
+            notes.append(f"{split}: {dups} duplicate facts removed")
+        splits[split] = arr
+    missing = [s for s in SPLITS if s not in splits]
+    if missing:
+        notes.append(f"missing split file(s): {', '.join(m + '.txt' for m in missing)}")
+    return TemporalKG(name=folder.name, entities=entities, relations=relations, time_axis=axis, splits=splits,
+                      source=str(folder), notes=notes)
+
+
+def _is_int(s: str) -> bool:
+    return bool(re.fullmatch(r"[+-]?\d+", s))
+
+
+def _check_width(path: Path, rs: _RawSplit, widths: tuple[int, ...]) -> None:
+    for row, f in zip(rs.rows, rs.fields):
+        if len(f) not in widths:
+            raise DataError(f"expected {' or '.join(map(str, widths))} tab-separated columns, found {len(f)}",
+                            file=path, row=row)
+
+
+def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str, Path], ids: bool,
+                      entity_names: tuple[str, ...] | None, relation_names: tuple[str, ...] | None,
+                      notes: list[str]):
+    if ids:
+        assert entity_names is not None and relation_names is not None
+        entities, relations = Vocabulary(entity_names), Vocabulary(relation_names)
+    else:
+        entities = Vocabulary(entity_names) if entity_names else None
+        relations = Vocabulary(relation_names) if relation_names else None
+        if entities is None or relations is None:  # build from the facts, in order of appearance
+            e_seen: dict[str, None] = {}
+            r_seen: dict[str, None] = {}
+            for rs in raw.values():
+                for f in rs.fields:
+                    if len(f) >= 3:
+                        e_seen.setdefault(f[0]); r_seen.setdefault(f[1]); e_seen.setdefault(f[2])
+            entities = entities or Vocabulary(tuple(e_seen))
+            relations = relations or Vocabulary(tuple(r_seen))
+
+    times_raw: dict[str, list[str]] = {}
+    parts: dict[str, np.ndarray] = {}
+    for split, rs in raw.items():
+        path = present[split]
+        _check_width(path, rs, (4, 5))
+        arr = np.zeros((len(rs.fields), 3), dtype=np.int64)
+        for i, (row, f) in enumerate(zip(rs.rows, rs.fields)):
+            if ids:
+                try:
+                    s, r, o = int(f[0]), int(f[1]), int(f[2])
+                except ValueError:
+                    raise DataError("subject, relation and object must be integer ids", file=path, row=row) from None
+                for val, vocab, what in ((s, entities, "entity"), (r, relations, "relation"), (o, entities, "entity")):
+                    if not 0 <= val < len(vocab):
+                        raise DataError(f"unknown {what} id {val} (vocabulary has {len(vocab)})", file=path, row=row)
+            else:
+                s, r, o = entities.get(f[0]), relations.get(f[1]), entities.get(f[2])
+                for val, name, what in ((s, f[0], "entity"), (r, f[1], "relation"), (o, f[2], "entity")):
+                    if val is None:
+                        raise DataError(f"unknown {what} name {name!r} (not in {what}2id.txt)", file=path, row=row)
+            arr[i] = (s, r, o)
+        parts[split] = arr
+        times_raw[split] = [f[3] for f in rs.fields]
+
+    all_times = [t for ts in times_raw.values() for t in ts]
+    if all(_is_int(t) for t in all_times):
+        gran, origin, div, first = KNOWN_INTEGER_TIMES.get(folder.name.upper(), ("step", None, 1, 0))
+        axis = TimeAxis(gran, origin)
+        conv = {}
+        for split, ts in times_raw.items():
+            vals = np.array([int(t) for t in ts], dtype=np.int64) - first
+            bad = np.nonzero(vals % div)[0]
+            if len(bad):
+                raise DataError(f"time {ts[bad[0]]} is not a multiple of {div}", file=present[split],
+                                row=raw[split].rows[bad[0]])
+            conv[split] = vals // div
+        if folder.name.upper() in KNOWN_INTEGER_TIMES:
+            notes.append(f"integer times read as {axis.describe()}")
+    else:
+        axis, conv = _calendar_times(times_raw, present, raw)
+    out = {split: np.concatenate([parts[split], conv[split][:, None]], axis=1) for split in parts}
+    return out, entities, relations, axis
+
+
+def _calendar_times(times_raw: dict[str, list[str]], present: dict[str, Path], raw: dict[str, _RawSplit]):
+    """ISO dates (YYYY-MM-DD) -> day steps from the earliest date."""
+    parsed: dict[str, list[dt.date]] = {}
+    for split, ts in times_raw.items():
+        out = []
+        for row, t in zip(raw[split].rows, ts):
+            try:
+                out.append(dt.date.fromisoformat(t))
+            except ValueError:
+                raise DataError(f"time {t!r} is neither an integer nor an ISO date (YYYY-MM-DD)",
+                                file=present[split], row=row) from None
+        parsed[split] = out
+    origin = min(d for ds in parsed.values() for d in ds)
+    axis = TimeAxis("day", origin.isoformat())
+    conv = {s: np.array([(d - origin).days for d in ds], dtype=np.int64) for s, ds in parsed.items()}
+    return axis, conv
+
+
+def _benchmark_intervals(raw: dict[str, _RawSplit], present: dict[str, Path],
+                         entity_names: tuple[str, ...] | None, relation_names: tuple[str, ...] | None,
+                         notes: list[str]):
+    if entity_names is None or relation_names is None:
+        raise DataError("interval facts need entity2id.txt and relation2id.txt", file=next(iter(present.values())))
+    entities = Vocabulary(entity_names)
+    relations = Vocabulary(tuple(f"{r} [{kind}]" for r in relation_names for kind in ("since", "until")))
+    parts: dict[str, np.ndarray] = {}
+    dropped = 0
+    for split, rs in raw.items():
+        path = present[split]
+        _check_width(path, rs, (5,))
+        rows: list[tuple[int, int, int, int]] = []
+        for row, f in zip(rs.rows, rs.fields):
+            try:
+                s, r, o = int(f[0]), int(f[1]), int(f[2])
+            except ValueError:
+                raise DataError("subject, relation and object must be integer ids", file=path, row=row) from None
+            if not (0 <= s < len(entities) and 0 <= o < len(entities)):
+                raise DataError(f"unknown entity id (vocabulary has {len(entities)})", file=path, row=row)
+            if not 0 <= r < len(relation_names):
+                raise DataError(f"unknown relation id {r} (vocabulary has {len(relation_names)})", file=path, row=row)
+            start, end = _hyte_year(f[3], "0"), _hyte_year(f[4], "9")
+            if start is None and end is None:
+                dropped += 1
+                continue
+            if start is not None:
+                rows.append((s, 2 * r, o, start))
+            if end is not None:
+                rows.append((s, 2 * r + 1, o, end))
+        parts[split] = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    notes.append("policy: " + INTERVAL_POLICY)
+    if dropped:
+        notes.append(f"{dropped} interval facts with neither year known were dropped")
+    return parts, entities, relations, TimeAxis("year", "0")

@@ -1,0 +1,27 @@
+"""One entry point for every kind of input: a benchmark folder, a folder of ``train/valid/test.csv``,
+or one CSV/TSV file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpar.data.benchmarks import load_benchmark
+from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.tables import load_csv, load_csv_folder
+from tpar.errors import DataError
+
+
+def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
+                 seed: int = 0) -> TemporalKG:
+    """Load a benchmark folder, a folder of ``train/valid/test.csv``, or one CSV/TSV file.
+
+    ``time_format`` and ``split_policy``/``seed`` apply to CSV input only (see :func:`load_csv`).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError("no such file or directory", file=p)
+    if p.is_dir():
+        if any((p / f"{s}.csv").is_file() for s in SPLITS):
+            return load_csv_folder(p, time_format=time_format)
+        return load_benchmark(p)
+    return load_csv(p, time_format=time_format, split_policy=split_policy, seed=seed)

@@ -1,0 +1,333 @@
+"""A user's quadruple table: a CSV/TSV file with a header ``subject, relation, object, time[, split]``,
+or a folder holding ``train.csv``, ``valid.csv`` and ``test.csv`` in that format, into one
+:class:`~tpar.data.kg.TemporalKG`. Problems raise :class:`tpar.errors.DataError` naming the file and
+row (or, with ``on_bad_rows="drop"``, are listed in the :class:`CsvReport`).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.textfile import BOM, read_text
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.vocab import Vocabulary
+from tpar.errors import DataError
+
+REQUIRED_COLUMNS = ("subject", "relation", "object", "time")
+OPTIONAL_COLUMNS = ("split",)
+TIME_FORMATS = ("auto", "date", "datetime", "month", "year", "int")
+SPLIT_POLICIES = ("chronological", "random")
+
+_RE_INT = re.compile(r"^[+-]?\d+$")
+_RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_RE_MONTH = re.compile(r"^\d{4}-\d{2}$")
+_RE_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+@dataclass
+class CsvReport:
+    """What reading a CSV did: kept rows, problems by row, duplicates (for the app's validation report)."""
+
+    file: str
+    rows_read: int = 0
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (row number, problem)
+    duplicates: int = 0
+    time_format: str = ""
+
+    @property
+    def rows_dropped(self) -> int:
+        return len(self.problems)
+
+
+@dataclass
+class CsvQuadruples:
+    """Parsed rows of a CSV file: names, parsed times (steps on ``time_axis``), optional split labels."""
+
+    subjects: list[str]
+    relations: list[str]
+    objects: list[str]
+    times: np.ndarray
+    splits: list[str] | None
+    time_axis: TimeAxis
+    report: CsvReport
+    rows: list[int]
+    raw_times: list[str]
+
+
+def _classify_time(s: str) -> str:
+    if _RE_INT.match(s):
+        return "int"
+    if _RE_DATE.match(s):
+        return "date"
+    if _RE_MONTH.match(s):
+        return "month"
+    if _RE_DATETIME.match(s):
+        return "datetime"
+    return "bad"
+
+
+_EXPECTED = {
+    "int": "an integer", "year": "a year", "date": "an ISO date (YYYY-MM-DD)",
+    "month": "a month (YYYY-MM)", "datetime": "an ISO date or date-time (YYYY-MM-DD[ HH:MM[:SS]])",
+}
+
+
+def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise",
+                       text: str | None = None) -> CsvQuadruples:
+    """Parse a CSV/TSV of quadruples.
+
+    Header (case-insensitive, any order): ``subject, relation, object, time`` and optionally
+    ``split`` (train/valid/test). Comma or tab separated (detected from the header line).
+    ``time_format``: ``auto`` (detect), ``date``, ``datetime``, ``month``, ``year`` or ``int``.
+    In ``auto``, integers are read as years when every one lies in 1000..2999, else as plain steps.
+
+    ``on_bad_rows="raise"`` raises :class:`DataError` at the first bad row; ``"drop"`` drops bad rows
+    and lists them in the report. Duplicate rows are always removed and counted.
+    """
+    path = Path(path)
+    if time_format not in TIME_FORMATS:
+        raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
+    text = read_text(path) if text is None else text.lstrip(BOM)
+    if not text.strip():
+        raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
+    header_line = text.split("\n", 1)[0]
+    delim = "\t" if "\t" in header_line else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    report = CsvReport(file=str(path))
+
+    header = next(reader)
+    cols = [h.strip().lower().lstrip(BOM) for h in header]
+    unknown = [header[i] for i, c in enumerate(cols) if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    if unknown:
+        raise DataError(f"unexpected column(s) {', '.join(map(repr, unknown))} in the header; expected "
+                        f"subject, relation, object, time (and optionally split)", file=path, row=1)
+    missing = [c for c in REQUIRED_COLUMNS if c not in cols]
+    if missing:
+        raise DataError(f"header lacks column(s) {', '.join(missing)}; found {', '.join(map(repr, header))} "
+                        f"(separator {'tab' if delim == chr(9) else 'comma'})", file=path, row=1)
+    dup_cols = {c for c in cols if cols.count(c) > 1}
+    if dup_cols:
+        raise DataError(f"column(s) {', '.join(sorted(dup_cols))} appear twice in the header", file=path, row=1)
+    pos = {c: cols.index(c) for c in cols}
+    width = len(cols)
+
+    def bad(row: int, problem: str) -> None:
+        if on_bad_rows == "raise":
+            raise DataError(problem, file=path, row=row)
+        report.problems.append((row, problem))
+
+    recs: list[tuple[int, list[str]]] = []
+    for rec in reader:
+        row = reader.line_num
+        if not rec or all(not x.strip() for x in rec):
+            continue
+        report.rows_read += 1
+        if len(rec) != width:
+            bad(row, f"expected {width} columns, found {len(rec)}")
+            continue
+        vals = [x.strip() for x in rec]
+        empty = [c for c in cols if not vals[pos[c]]]
+        if empty:
+            bad(row, f"empty {', '.join(empty)}")
+            continue
+        if "split" in pos and vals[pos["split"]].lower() not in SPLITS:
+            bad(row, f"split {vals[pos['split']]!r} is not one of train, valid, test")
+            continue
+        recs.append((row, vals))
+    if not recs:
+        raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
+                        f"{report.problems[0][0]}: {report.problems[0][1]})" if report.problems else ""),
+                        file=path)
+
+    # time format: detect the dominant kind
+    kinds = [_classify_time(v[pos["time"]]) for _, v in recs]
+    fmt = time_format
+    if fmt == "auto":
+        counts: dict[str, int] = {}
+        for k in kinds:
+            key = "datetime" if k == "date" else k  # dates and date-times mix
+            counts[key] = counts.get(key, 0) + 1
+        counts.pop("bad", None)
+        if not counts:
+            r0, v0 = recs[0]
+            raise DataError(f"time {v0[pos['time']]!r} is not an ISO date, date-time, month, year or integer",
+                            file=path, row=r0)
+        fmt = max(counts, key=lambda k: counts[k])
+        if fmt == "int":
+            ints = [int(v[pos["time"]]) for (_, v), k in zip(recs, kinds) if k == "int"]
+            fmt = "year" if all(1000 <= x <= 2999 for x in ints) else "int"
+        elif fmt == "datetime" and all(k != "datetime" for k in kinds):
+            fmt = "date"
+    accepts = {"int": {"int"}, "year": {"int"}, "month": {"month"}, "date": {"date"},
+               "datetime": {"date", "datetime"}}[fmt]
+    kept: list[tuple[int, list[str]]] = []
+    for (row, v), k in zip(recs, kinds):
+        if k in accepts:
+            kept.append((row, v))
+        else:
+            bad(row, f"time {v[pos['time']]!r} is not {_EXPECTED[fmt]} like the other rows")
+    if not kept:
+        raise DataError("no row has a valid time", file=path)
+    raw_times = [v[pos["time"]] for _, v in kept]
+    axis, steps = _times_to_steps(raw_times, fmt)
+
+    # duplicates (same quadruple and split)
+    seen: set[tuple] = set()
+    final: list[int] = []
+    for i, (row, v) in enumerate(kept):
+        key = (v[pos["subject"]], v[pos["relation"]], v[pos["object"]], int(steps[i]),
+               v[pos["split"]].lower() if "split" in pos else "")
+        if key in seen:
+            report.duplicates += 1
+            continue
+        seen.add(key)
+        final.append(i)
+    report.time_format = fmt
+    return CsvQuadruples(
+        subjects=[kept[i][1][pos["subject"]] for i in final],
+        relations=[kept[i][1][pos["relation"]] for i in final],
+        objects=[kept[i][1][pos["object"]] for i in final],
+        times=steps[final],
+        splits=[kept[i][1][pos["split"]].lower() for i in final] if "split" in pos else None,
+        time_axis=axis,
+        report=report,
+        rows=[kept[i][0] for i in final],
+        raw_times=[raw_times[i] for i in final],
+    )
+
+
+def _times_to_steps(raw: list[str], fmt: str) -> tuple[TimeAxis, np.ndarray]:
+    if fmt == "int":
+        return TimeAxis("step"), np.array([int(x) for x in raw], dtype=np.int64)
+    if fmt == "year":
+        return TimeAxis("year", "0"), np.array([int(x) for x in raw], dtype=np.int64)
+    if fmt == "month":
+        months = np.array([int(x[:4]) * 12 + int(x[5:7]) - 1 for x in raw], dtype=np.int64)
+        m0 = int(months.min())
+        return TimeAxis("month", f"{m0 // 12:04d}-{m0 % 12 + 1:02d}"), months - m0
+    if fmt == "date":
+        days = np.array([dt.date.fromisoformat(x).toordinal() for x in raw], dtype=np.int64)
+        d0 = int(days.min())
+        return TimeAxis("day", dt.date.fromordinal(d0).isoformat()), days - d0
+    # date-times: the coarsest unit that every timestamp falls on
+    stamps = []
+    for x in raw:
+        d = dt.datetime.fromisoformat(x.replace("Z", "+00:00"))
+        if d.tzinfo is not None:
+            d = d.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        stamps.append(d)
+    t0 = min(stamps)
+    secs = np.array([int((d - t0).total_seconds()) for d in stamps], dtype=np.int64)
+    midnight = t0.replace(hour=0, minute=0, second=0, microsecond=0)
+    off = int((t0 - midnight).total_seconds())
+    for gran, unit in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        if np.all((secs + off) % unit == 0):
+            break
+    if gran == "day":
+        return TimeAxis("day", midnight.date().isoformat()), (secs + off) // unit
+    return TimeAxis(gran, t0.isoformat(sep=" ")), secs // unit
+
+
+def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[CsvQuadruples, np.ndarray]],
+              notes: list[str]) -> TemporalKG:
+    """Vocabularies in order of first appearance over the given parts; facts per split."""
+    ent: dict[str, int] = {}
+    rel: dict[str, int] = {}
+    splits: dict[str, np.ndarray] = {}
+    for split, (q, idx) in per_split.items():
+        arr = np.zeros((len(idx), 4), dtype=np.int64)
+        for j, i in enumerate(idx):
+            s = ent.setdefault(q.subjects[i], len(ent))
+            r = rel.setdefault(q.relations[i], len(rel))
+            o = ent.setdefault(q.objects[i], len(ent))
+            arr[j] = (s, r, o, q.times[i])
+        splits[split] = arr
+    first = next(iter(per_split.values()))[0]
+    return TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
+                      time_axis=first.time_axis, splits=splits, source=source, notes=notes)
+
+
+def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
+             seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> TemporalKG:
+    """Load one CSV/TSV file of quadruples.
+
+    With a ``split`` column its labels are used. Without one the facts are split by
+    ``split_policy``: ``chronological`` (the earliest time steps hold ~80% of facts -> train, the next
+    ~10% -> valid, the rest -> test; a time step is never cut in two, as forecasting needs) or
+    ``random`` (a seeded 80/10/10 shuffle, as completion benchmarks are made).
+    """
+    path = Path(path)
+    if split_policy not in SPLIT_POLICIES:
+        raise DataError(f"unknown split policy {split_policy!r} (expected chronological or random)")
+    q = read_quadruple_csv(path, time_format=time_format)
+    notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
+    if q.report.duplicates:
+        notes.append(f"{q.report.duplicates} duplicate rows removed")
+    if q.splits is not None:
+        labels = np.array(q.splits)
+        parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}
+        notes.append("splits from the file's split column")
+    else:
+        assign = split_assignment(q.times, split_policy, seed=seed, fractions=fractions)
+        parts = {s: np.nonzero(assign == k)[0] for k, s in enumerate(SPLITS) if np.any(assign == k)}
+        notes.append(f"{split_policy} split " + "/".join(f"{len(parts.get(s, []))}" for s in SPLITS)
+                     + " (train/valid/test)" + (f", seed {seed}" if split_policy == "random" else ""))
+    return build_kg(path.stem, str(path), {s: (q, idx) for s, idx in parts.items()}, notes)
+
+
+def split_assignment(times: np.ndarray, policy: str, *, seed: int = 0,
+                     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> np.ndarray:
+    """0/1/2 (train/valid/test) per fact. Chronological splits cut between time steps only."""
+    n = len(times)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    cut1, cut2 = fractions[0], fractions[0] + fractions[1]
+    if policy == "random":
+        order = np.random.default_rng(seed).permutation(n)
+        a, b = int(round(cut1 * n)), int(round(cut2 * n))
+        out[order[a:b]] = 1
+        out[order[b:]] = 2
+        return out
+    uniq, counts = np.unique(times, return_counts=True)
+    cum = np.cumsum(counts) / n  # share of facts at or before each step
+    # the train/valid boundary is the first step whose cumulative share passes the cut
+    t_valid = uniq[min(np.searchsorted(cum, cut1, side="left") + 1, len(uniq) - 1)] if len(uniq) > 2 else None
+    t_test = uniq[min(np.searchsorted(cum, cut2, side="left") + 1, len(uniq) - 1)] if len(uniq) > 2 else None
+    if t_valid is None:
+        return out
+    if t_test <= t_valid:
+        t_test = uniq[min(np.searchsorted(uniq, t_valid) + 1, len(uniq) - 1)]
+    out[times >= t_valid] = 1
+    out[times >= t_test] = 2
+    return out
+
+
+def load_csv_folder(folder: str | Path, *, time_format: str = "auto") -> TemporalKG:
+    """A folder with ``train.csv``, ``valid.csv``, ``test.csv`` (user CSV format). The first file
+    fixes the time format; all files share one time axis."""
+    folder = Path(folder)
+    files = {s: folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").is_file()}
+    qs: dict[str, CsvQuadruples] = {}
+    fmt = time_format
+    for split, p in files.items():
+        qs[split] = read_quadruple_csv(p, time_format=fmt)
+        fmt = qs[split].report.time_format
+    raw = [t for q in qs.values() for t in q.raw_times]
+    axis, steps = _times_to_steps(raw, fmt)
+    at = 0
+    notes = [f"{', '.join(p.name for p in files.values())}: time read as {fmt} ({axis.describe()})"]
+    for split, q in qs.items():
+        q.times, q.time_axis = steps[at: at + len(q.raw_times)], axis
+        at += len(q.raw_times)
+        if q.report.duplicates:
+            notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
+    return build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)

@@ -1,0 +1,26 @@
+"""Evaluation results written for people and spreadsheets."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from tpar.data.kg import TemporalKG
+from tpar.evaluation.protocol import EvaluationResult
+
+
+def write_ranks_csv(res: EvaluationResult, kg: TemporalKG, path: str | Path) -> None:
+    """One row per query: its fact, direction and three ranks (atomic write)."""
+    R = kg.num_relations
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["subject", "relation", "object", "time", "direction", "optimistic", "pessimistic", "realistic"])
+        real = res.realistic
+        for i, (q_s, q_r, ans, t, d) in enumerate(res.queries.tolist()):
+            r = q_r % R
+            s, o = (q_s, ans) if d == 0 else (ans, q_s)
+            w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), kg.time_axis.label(t),
+                        "object" if d == 0 else "subject", int(res.optimistic[i]), int(res.pessimistic[i]),
+                        f"{real[i]:g}"])
+    tmp.replace(path)

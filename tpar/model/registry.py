@@ -1,0 +1,69 @@
+"""Which checkpoints are available here, and which of them serves a data set.
+
+Checkpoints: ``.tpar`` files in the given folders (default: the repository's ``checkpoints/``). A
+checkpoint serves a data set when :meth:`~tpar.model.checkpoint.Checkpoint.check_fits` accepts it
+(same relations and time unit); one trained on exactly that data (same fingerprint) comes first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tpar.data.catalog import REPO_ROOT
+from tpar.data.kg import TemporalKG
+from tpar.errors import DataError
+from tpar.model.checkpoint import Checkpoint
+
+CHECKPOINT_DIR = REPO_ROOT / "checkpoints"
+
+
+@dataclass
+class CheckpointInfo:
+    path: Path
+    name: str
+    checkpoint: Checkpoint
+
+    @property
+    def setting(self) -> str:
+        return self.checkpoint.setting
+
+    def summary(self) -> str:
+        c = self.checkpoint.config.model
+        return f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}, trained on {self.checkpoint.data_name})"
+
+
+@dataclass
+class Match:
+    info: CheckpointInfo
+    exact: bool                  # trained on this very data (same fingerprint)
+    warnings: list[str] = field(default_factory=list)
+
+
+def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[str]]:
+    """Loadable checkpoints in ``dirs`` (default: the repository's ``checkpoints/``), and one problem
+    line per file that could not be loaded (it is skipped, never executed)."""
+    infos, problems = [], []
+    for d in dirs or [CHECKPOINT_DIR]:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("*.tpar")):
+            try:
+                infos.append(CheckpointInfo(p, p.stem, Checkpoint.load(p)))
+            except DataError as e:
+                problems.append(str(e))
+    return infos, problems
+
+
+def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo]) -> list[Match]:
+    """Checkpoints that can serve ``kg``: exact fingerprint first, then unified ones, then by name."""
+    out = []
+    for info in infos:
+        try:
+            warnings = info.checkpoint.check_fits(kg)
+        except DataError:
+            continue
+        out.append(Match(info, info.checkpoint.data_fingerprint == kg.fingerprint, warnings))
+    out.sort(key=lambda m: (not m.exact, m.info.setting != "unified", m.info.name))
+    return out
