@@ -1,12 +1,27 @@
+"""Shared test material: tiny generated worlds, a small random-weight model, the sample world and its
+shipped checkpoint. Test modules import helpers from here, never from each other."""
+
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from tpar.data.kg import TemporalKG
 from tpar.data.benchmarks import find_data_dir
+from tpar.data.kg import TemporalKG
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
+from tpar.model.config import ModelConfig
+from tpar.model.network import TPAR
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_WORLD = ROOT / "sample_data" / "world" / "chronological"
+SAMPLE_CHECKPOINT = ROOT / "checkpoints" / "sample-world-unified.tpar"
+
+#: relations and entities of :func:`small_kg`
+R, E = 3, 14
 
 
 @pytest.fixture(scope="session")
@@ -15,6 +30,20 @@ def data_dir():
     if d is None:
         pytest.skip("benchmarks not found: set $TPAR_DATA_DIR or place them in ../shared/datasets")
     return d
+
+
+@pytest.fixture(scope="session")
+def sample_kg() -> TemporalKG:
+    from tpar.data.loading import load_dataset
+
+    return load_dataset(SAMPLE_WORLD)
+
+
+@pytest.fixture(scope="session")
+def sample_checkpoint():
+    from tpar.model.checkpoint import Checkpoint
+
+    return Checkpoint.load(SAMPLE_CHECKPOINT)
 
 
 def make_kg(train, valid=(), test=(), num_entities=None, num_relations=None, name="toy") -> TemporalKG:
@@ -31,3 +60,36 @@ def make_kg(train, valid=(), test=(), num_entities=None, num_relations=None, nam
 def random_facts(rng: np.random.Generator, n: int, ne: int, nr: int, nt: int) -> np.ndarray:
     f = np.stack([rng.integers(0, ne, n), rng.integers(0, nr, n), rng.integers(0, ne, n), rng.integers(0, nt, n)], 1)
     return np.unique(f, axis=0)
+
+
+def small_kg(seed: int = 0, dup_test_in_train: bool = False) -> TemporalKG:
+    """160 random facts over E entities, R relations and 12 steps, split by time 120/20/20."""
+    rng = np.random.default_rng(seed)
+    f = random_facts(rng, 160, ne=E, nr=R, nt=12)
+    f = f[np.argsort(f[:, 3], kind="stable")]
+    train, valid, test = f[:120], f[120:140], f[140:]
+    if dup_test_in_train:  # a test fact that also sits in train must still stay hidden from its query
+        train = np.concatenate([train, test[:3]])
+    return make_kg(train, valid, test, num_entities=E, num_relations=R)
+
+
+def small_model(activation: str = "tanh", chronological: bool = False, seed: int = 0) -> TPAR:
+    """A float64 L=3, d=6 model for :func:`small_kg` with perturbed weights (non-trivial attention)."""
+    torch.manual_seed(seed)
+    m = TPAR(ModelConfig(dim=6, attn_dim=3, num_layers=3, dropout=0.0, activation=activation,
+                         chronological=chronological, num_relations=R, time_span=12)).double()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return m.eval()
+
+
+def tiny_world_csv(days: int = 60, extra: str = "") -> str:
+    """An upload CSV: six people who meet and call each other daily in a ring, ``days`` days of 2024."""
+    rows = ["subject,relation,object,time"]
+    people = [f"P{i}" for i in range(6)]
+    for day in range(days):
+        a, b = people[day % 6], people[(day + 1) % 6]
+        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
+    return "\n".join(rows) + "\n" + extra

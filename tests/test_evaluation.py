@@ -11,7 +11,10 @@ import torch
 from conftest import make_kg, random_facts
 from tpar.graph.background import Background
 from tpar.evaluation.baselines import FrequencyBaseline
-from tpar.evaluation.protocol import TimeAwareFilter, evaluate, filtered_ranks
+from tpar.errors import DataError
+from tpar.evaluation.filtering import TimeAwareFilter
+from tpar.evaluation.protocol import evaluate
+from tpar.evaluation.ranks import filtered_ranks
 from tpar.graph.queries import QueryBatch, Setting, make_queries
 
 
@@ -135,5 +138,5 @@ def test_tiny_graph_mrr_by_hand(tmp_path):
 def test_interpolation_refused_without_train():
     kg = make_kg(train=[], valid=[[0, 0, 1, 1]], test=[[0, 0, 1, 2]], num_entities=2, num_relations=1)
     del kg.splits["train"]
-    with pytest.raises(ValueError, match="train split is missing"):
+    with pytest.raises(DataError, match="train split is missing"):
         evaluate(kg, FrequencyBaseline(), Setting.INTERPOLATION, "test", progress=False)

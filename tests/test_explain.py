@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from test_model import E, R, build, small_kg
+from conftest import E, R, small_kg, small_model
 from tpar.model.checkpoint import Checkpoint, from_model
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def toy_explainer():
     kg = small_kg(seed=3)
-    model = build(seed=1)
+    model = small_model(seed=1)
     run = RunConfig(model.cfg, TrainConfig(setting="unified"))
     return Explainer(Predictor(from_model(model, run, kg, "unified"), kg, "cpu")), kg
 
@@ -143,12 +143,8 @@ def test_bad_questions_are_clear_errors():
 
 
 @pytest.fixture(scope="module")
-def world_explainer():
-    from tpar.data.loading import load_dataset
-
-    kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")
-    ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
-    return Explainer(Predictor(ck, kg, "cpu"))
+def world_explainer(sample_kg, sample_checkpoint):
+    return Explainer(Predictor(sample_checkpoint, sample_kg, "cpu"))
 
 
 @pytest.mark.parametrize("question, body", [

@@ -9,21 +9,12 @@ import time
 
 import pytest
 
+from conftest import tiny_world_csv
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.runtime.jobs import JobSpec, list_jobs, start_job
 from tpar.data.loading import load_dataset
 from tpar.data.upload import inspect_upload, save_dataset
-
-
-def tiny_world_csv(days: int = 60, extra: str = "") -> str:
-    rows = ["subject,relation,object,time"]
-    people = [f"P{i}" for i in range(6)]
-    for day in range(days):
-        a, b = people[day % 6], people[(day + 1) % 6]
-        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
-        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
-    return "\n".join(rows) + "\n" + extra
 
 
 def tiny_run(epochs=1, per_epoch=60) -> dict:

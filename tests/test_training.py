@@ -85,6 +85,20 @@ def test_cancel_then_resume_equals_uninterrupted(world, tmp_path):
         assert torch.allclose(full.weights[k], res2.checkpoint.weights[k], atol=1e-6), k
 
 
+def test_resume_keeps_the_interrupted_runs_setting(world, tmp_path):
+    """A resume asked with another setting continues the interrupted run as it was: its checkpoint
+    says the interrupted run's setting, and the run's own config wins throughout."""
+    kg = load_dataset(world)
+    out = tmp_path / "r.tpar"
+    res = train(kg, tiny_run("interpolation", epochs=1), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 2))
+    assert res.stopped == "cancelled"
+    res2 = train(kg, tiny_run("extrapolation", epochs=1), out, resume=True, progress=False)
+    assert res2.checkpoint.setting == "interpolation"
+    assert res2.checkpoint.config.train.setting == "interpolation"
+    assert Checkpoint.load(out).setting == "interpolation"
+
+
 def test_checkpoint_refusals(world, tmp_path):
     kg = load_dataset(world)
     out = tmp_path / "m.tpar"

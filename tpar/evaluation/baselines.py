@@ -27,7 +27,9 @@ from tqdm.auto import tqdm
 
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
-from tpar.evaluation.protocol import TimeAwareFilter, check_background, evaluation_queries, filtered_ranks
+from tpar.evaluation.filtering import TimeAwareFilter
+from tpar.evaluation.protocol import check_background, evaluation_queries
+from tpar.evaluation.ranks import filtered_ranks
 from tpar.graph.queries import QueryBatch, Setting
 
 

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
+from tpar.errors import DataError
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.evaluation.ranks import RANK_TYPES, RankingMetrics, RankType, filtered_ranks
 from tpar.graph.queries import DIRECTION_NAMES, QueryBatch, Setting, make_queries
@@ -134,7 +135,7 @@ def evaluation_queries(kg: TemporalKG, split: str) -> QueryBatch:
     """Both directions of every fact of ``split``, ordered by time (so per-time caches stay warm)."""
     facts = kg.facts(split)
     if len(facts) == 0:
-        raise ValueError(f"{kg.name}: the {split} split is missing or empty")
+        raise DataError(f"{kg.name}: the {split} split is missing or empty")
     q = make_queries(facts, kg.num_relations)
     order = torch.sort(q.time, stable=True).indices
     return q[order]
@@ -143,7 +144,7 @@ def evaluation_queries(kg: TemporalKG, split: str) -> QueryBatch:
 def check_background(kg: TemporalKG, setting: Setting) -> None:
     """Refuse settings whose background the data cannot provide."""
     if setting is Setting.INTERPOLATION and "train" in kg.missing_splits:
-        raise ValueError(f"{kg.name}: the train split is missing, so interpolation queries have no background "
+        raise DataError(f"{kg.name}: the train split is missing, so interpolation queries have no background "
                          "(interpolation sees the training facts only)")
 
 

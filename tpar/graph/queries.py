@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
 
 import numpy as np
 import torch
+
+from tpar.errors import DataError
 
 
 class Setting(str, Enum):
@@ -26,12 +29,43 @@ class Setting(str, Enum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(f"unknown setting {value!r} (expected extrapolation or interpolation)") from None
+            raise DataError(f"unknown setting {value!r} (expected extrapolation or interpolation)") from None
 
 
 #: direction codes of :attr:`QueryBatch.direction`
 OBJECT, SUBJECT = 0, 1
-DIRECTION_NAMES = ("object", "subject")
+Direction = Literal["object", "subject"]
+DIRECTION_NAMES: tuple[Direction, Direction] = ("object", "subject")
+SETTING_CHOICES = ("auto", "extrapolation", "interpolation")
+
+
+@dataclass(frozen=True)
+class Question:
+    """A user's question in the data's own names and time labels.
+
+    ``direction="object"`` asks (subject, relation, ?, time); ``"subject"`` asks (?, relation, subject,
+    time), i.e. ``subject`` is then the known object. ``setting``: ``auto`` (extrapolation when the time
+    lies after the last known fact, else interpolation), ``extrapolation`` or ``interpolation``.
+    """
+
+    subject: str
+    relation: str
+    time: str | int
+    direction: Direction = "object"
+    setting: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTION_NAMES:
+            raise DataError(f"direction must be object or subject, not {self.direction!r}")
+        if self.setting not in SETTING_CHOICES:
+            raise DataError(f"unknown setting {self.setting!r} (expected auto, extrapolation or interpolation)")
+
+    def text(self, time_label: str | None = None) -> str:
+        """"(subject, relation, ?, time)" or "(?, relation, subject, time)"."""
+        t = self.time if time_label is None else time_label
+        if self.direction == "object":
+            return f"({self.subject}, {self.relation}, ?, {t})"
+        return f"(?, {self.relation}, {self.subject}, {t})"
 
 
 @dataclass

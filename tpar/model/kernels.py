@@ -1,59 +1,123 @@
-"""The per-link work of one recursive step (paper Eqs. 5, 7 and the sum of Eq. 8):
+"""The per-link work of one recursive step (paper Eqs. 5, 7 and Eq. 8's sum), for every admitted link:
 
-    α_e = σ(b + wᵀ ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e]))
-    out[dst_e] += α_e · (h[src_e] + H_rel[rel_e] + H_time[dt_e])
+    α_e = σ(b + wᵀ ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e]))     (Eq. 7, split)
+    out[dst_e] += α_e · (h[src_e] + H_rel[rel_e] + H_time[dt_e])                       (Eqs. 5, 8)
 
-Two interchangeable implementations:
+with the tables of :class:`tpar.model.layers.AttentionTerms`. Two interchangeable implementations:
 
-* :func:`csr_step` (CPU): a fused C++ kernel (``tpar/csrc/links.cpp``), compiled on first use with
-  ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja; cached afterwards). It reads each
-  node's links straight from the CSR index, threads own whole queries, and nothing of size
-  links × d (nor links × 1) is stored: the backward pass recomputes attention and messages.
-* :func:`links` (any device; CUDA, explanations that need per-link α, the chronological ablation):
-  the same maths in torch ops over a listed set of links, chunked so temporaries stay bounded.
+* ``cpp`` -- :func:`csr_step` / :func:`csr_mark`: a fused C++ kernel (``csrc/links.cpp``), compiled on
+  first use with ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja; cached afterwards).
+  It reads each node's links straight from the CSR index, threads own whole queries, and nothing of
+  size links × d is stored: the backward pass recomputes attention and messages. CPU, float32/64,
+  and only where no per-link output is needed (no trace, no chronological ablation).
+* ``torch`` -- :func:`links`: the same maths in torch ops over a listed set of links, chunked so
+  temporaries stay bounded; any device; returns per-link α (explanations need it).
 
-``TPAR_KERNEL=torch`` disables the C++ kernel; if its build fails the torch path is used with one
-warning.
+**One switch** chooses: :func:`select_kernel` (or the ``TPAR_KERNEL`` environment variable at start-up)
+with ``auto`` (the C++ kernel where it applies and builds, else torch, with one warning if the build
+fails), ``cpp`` (the C++ kernel wherever it applies; an error if it cannot be built) or ``torch``.
+:data:`steps_run` counts the steps each kernel ran, so a test can prove which one did.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 import warnings
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Literal
 
 import torch
+
+from tpar.model.layers import AttentionTerms
+
+KernelChoice = Literal["auto", "cpp", "torch"]
+KERNEL_CHOICES: tuple[KernelChoice, ...] = ("auto", "cpp", "torch")
 
 _CHUNK = 1 << 13
 _cpp_module = None
 _cpp_failed: str | None = None
+_choice: KernelChoice = "auto"
+#: recursive steps run by each kernel in this process ("cpp" / "torch")
+steps_run: Counter = Counter()
+
+
+def select_kernel(choice: str) -> None:
+    """Choose the kernel for every later forward pass: ``auto``, ``cpp`` or ``torch``."""
+    global _choice
+    if choice not in KERNEL_CHOICES:
+        raise ValueError(f"unknown kernel {choice!r} (expected one of {', '.join(KERNEL_CHOICES)})")
+    _choice = choice  # type: ignore[assignment]
+
+
+@contextmanager
+def kernel(choice: str) -> Iterator[None]:
+    """``with kernel("torch"): ...`` -- :func:`select_kernel` for a block, restored afterwards."""
+    before = _choice
+    select_kernel(choice)
+    try:
+        yield
+    finally:
+        select_kernel(before)
+
+
+select_kernel(os.environ.get("TPAR_KERNEL", "auto").lower() or "auto")
+
+
+def _build_name() -> str:
+    """The extension's name carries a hash of this CPU's description: it is built with -march=native,
+    so a cache shared with another kind of CPU never serves it code it cannot run."""
+    try:
+        cpu = Path("/proc/cpuinfo").read_text(errors="replace")
+        cpu = next((line for line in cpu.splitlines() if line.startswith("flags")), cpu[:2000])
+    except OSError:
+        cpu = ""
+    return "tpar_links_" + hashlib.sha1((platform.machine() + cpu).encode()).hexdigest()[:10]
 
 
 def cpp_kernel():
-    """The compiled C++ module, or ``None`` where it cannot be built (reason in :func:`cpp_status`)."""
+    """The compiled C++ module (built on first call), or ``None`` where it cannot be built (the reason
+    is in :func:`kernel_status`). Not consulted when ``torch`` is selected."""
     global _cpp_module, _cpp_failed
     if _cpp_module is not None or _cpp_failed is not None:
         return _cpp_module
-    if os.environ.get("TPAR_KERNEL", "").lower() == "torch":
-        _cpp_failed = "disabled by TPAR_KERNEL=torch"
-        return None
     try:
         from torch.utils.cpp_extension import load
 
         src = Path(__file__).resolve().parent / "csrc" / "links.cpp"
-        flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
-        if os.environ.get("TPAR_NATIVE", "1") != "0":
-            flags.append("-march=native")
-        _cpp_module = load(name="tpar_links", sources=[str(src)], extra_cflags=flags, verbose=False)
-    except Exception as e:  # no compiler, no ninja, ...: fall back to the torch backend
+        flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native"]
+        _cpp_module = load(name=_build_name(), sources=[str(src)], extra_cflags=flags, verbose=False)
+    except Exception as e:  # no compiler, no ninja, a failed build: the torch kernel serves instead
         _cpp_failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        warnings.warn(f"TPAR C++ kernel unavailable ({_cpp_failed}); using the slower torch backend", stacklevel=2)
+        if _choice == "auto":
+            warnings.warn(f"TPAR C++ kernel unavailable ({_cpp_failed}); using the slower torch kernel", stacklevel=2)
     return _cpp_module
 
 
-def cpp_status() -> str:
+def kernel_status() -> str:
+    """``cpp`` when the fused kernel serves the CPU, else ``torch (why)``."""
+    if _choice == "torch":
+        return "torch (selected)"
     cpp_kernel()
     return "cpp" if _cpp_module is not None else f"torch ({_cpp_failed})"
+
+
+def use_fused(device: torch.device, dtype: torch.dtype, per_link_output: bool) -> bool:
+    """Whether a step runs in the fused C++ kernel: it applies on the CPU, in float32/64, when no
+    per-link output (α per link, chronological bounds) is needed; ``cpp`` then demands it."""
+    if _choice == "torch":
+        return False
+    applies = device.type == "cpu" and dtype in (torch.float32, torch.float64) and not per_link_output
+    if not applies:
+        return False
+    if cpp_kernel() is None:
+        if _choice == "cpp":
+            raise RuntimeError(f"the C++ kernel was selected but cannot be built ({_cpp_failed})")
+        return False
+    return True
 
 
 class _CsrStep(torch.autograd.Function):
@@ -61,9 +125,8 @@ class _CsrStep(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, graph: tuple, num_out: int):
-        mod = cpp_kernel()
         args = [x.contiguous() for x in (h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b)]
-        out = mod.csr_forward(*args, *graph, int(num_out))
+        out = cpp_kernel().csr_forward(*args, *graph, int(num_out))
         ctx.save_for_backward(*args)
         ctx.graph = graph
         return out
@@ -74,17 +137,18 @@ class _CsrStep(torch.autograd.Function):
         return (*grads, None, None)
 
 
-def csr_step(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, *, start, end, node_e, node_ptr, index,
-             q_offset, own, pos, num_out) -> torch.Tensor:
-    """Aggregated messages (num_out, d) of every admitted link, read from the CSR ``index``:
+def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, *, start, end,
+             node_e, node_ptr, index, q_offset, own, pos, num_out: int) -> torch.Tensor:
+    """Summed weighted messages (num_out, d) of every admitted link, read from the CSR ``index``:
     node p's links are index edges start[p]:end[p] minus each query's ``own`` fact (B, 4) and its
-    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity].
-    CPU only (needs :func:`cpp_kernel`)."""
+    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity]."""
     empty = torch.empty(0, dtype=torch.long)
     graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
              index.time, q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
              int(index.num_entities), int(index.num_relations))
-    return _CsrStep.apply(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, graph, num_out)
+    steps_run["cpp"] += 1
+    return _CsrStep.apply(h, terms.node, h_rel, terms.relation, terms.query, h_time, terms.time, terms.w, terms.b,
+                          graph, num_out)
 
 
 def csr_mark(start, end, node_e, node_ptr, index, own) -> torch.Tensor:
@@ -131,29 +195,19 @@ class _Aggregate(torch.autograd.Function):
         return g_h, g_r, g_t, g_a, None, None, None, None, None
 
 
-def links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out,
-                link_weight=None):
-    """Reference backend in torch ops; same arguments and results as :func:`links`."""
+def links(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, src: torch.Tensor,
+          rel: torch.Tensor, dt: torch.Tensor, dst: torch.Tensor, edge_ptr: torch.Tensor, num_out: int,
+          link_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The torch kernel: summed weighted messages (num_out, d) and attention α (M,) of M listed links.
+
+    Shapes: h (P, d), h_rel (2R+1, d), h_time (T, d); src/rel/dt/dst (M,) int64 rows of h, h_rel,
+    h_time and of the output, with the links of query q at positions edge_ptr[q]:edge_ptr[q+1]
+    (edge_ptr (B+1,)). ``link_weight`` (M,): optional factors on α that take gradients
+    (explanations: ∂f/∂link, Eq. 14); α is returned without them.
+    """
     counts = edge_ptr[1:] - edge_ptr[:-1]
     q = torch.repeat_interleave(torch.arange(counts.shape[0], device=src.device), counts)
-    pre = (torch.index_select(a_node, 0, src) + torch.index_select(a_rel, 0, rel)
-           + torch.index_select(a_query, 0, q) + torch.index_select(a_time, 0, dt))
-    alpha = torch.sigmoid(torch.relu(pre) @ w + b)
+    alpha = terms.alpha(src, rel, q, dt)
     weighted = alpha if link_weight is None else alpha * link_weight
-    out = _Aggregate.apply(h, h_rel, h_time, weighted, src, rel, dt, dst, num_out)
-    return out, alpha.detach()
-
-
-def links(h: torch.Tensor, a_node: torch.Tensor, h_rel: torch.Tensor, a_rel: torch.Tensor, a_query: torch.Tensor,
-          h_time: torch.Tensor, a_time: torch.Tensor, w: torch.Tensor, b: torch.Tensor, src: torch.Tensor,
-          rel: torch.Tensor, dt: torch.Tensor, dst: torch.Tensor, edge_ptr: torch.Tensor,
-          num_out: int, link_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Aggregated messages (num_out, d) and attention weights α (M,) of M listed links (any device).
-
-    Shapes: h (P, d), a_node (P, d_a), h_rel (2R+1, d), a_rel (2R+1, d_a), a_query (B, d_a),
-    h_time (T, d), a_time (T, d_a), w (d_a,), b (1,); src/rel/dt/dst (M,) int64 with the links of
-    query q at positions edge_ptr[q]:edge_ptr[q+1] (edge_ptr (B+1,)). ``link_weight`` (M,): optional
-    factors on α that take gradients (explanations: ∂f/∂link, Eq. 14); α is returned without them.
-    """
-    return links_torch(h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, src, rel, dt, dst, edge_ptr, num_out,
-                       link_weight)
+    steps_run["torch"] += 1
+    return _Aggregate.apply(h, h_rel, h_time, weighted, src, rel, dt, dst, num_out), alpha.detach()

@@ -1,93 +1,39 @@
-"""The TPAR model (Chen et al., ACL 2024, Section 4): relative time encoding and Bellman-Ford-style
-recursive encoding over temporal paths with sigmoid attention.
+"""The TPAR network (Chen et al., ACL 2024, Section 4): L recursive steps of
+:class:`~tpar.model.layers.TPARLayer` over temporal paths from the query entity, then the score of
+Eq. 9. The layers hold the paper's maths (Eqs. 2-3, 5-8); this module decides which links each step
+admits and runs the steps for all queries of a batch at once (no Python loop over queries or links):
 
-Equation numbers are the paper's (ACL 2024 version): (1) a temporal path, (2) periodic and
-non-periodic relative time vectors, (3) their sum h_t, (4) the general recursive encoding, (5) the
-message M = h_{e_s}^{l-1} + h_r^l + h_t, (6) the concatenation U, (7) the attention
-α = σ(w_αᵀ ReLU(W_α U)), (8) the aggregation h_{e_o}^l = δ(W^l Σ α·M), (9) the score
-f(q, e) = wᵀ h_e^L, (10) the multi-class log-loss, (14) top-k path interpretations (Section 5.4,
-:mod:`tpar.reasoning.explanation`).
-
-How the propagation is computed (all queries of a batch at once, no Python loop over queries
-or links):
-
-* The frontier is a flat list of *nodes* (query, entity), each with a state h (P, d). Step l takes
+* The frontier is a flat list of *nodes* (query, entity), each with a state h (P, d). Step ℓ takes
   every admitted link leaving every node -- slices of the time-sorted CSR index
   (:meth:`tpar.graph.background.Background.edges_from`) -- plus one *self-loop* per node.
 * Self-loops (choice documented here, as in RED-GNN which TPAR builds on): a link with an identity
   relation (id 2R) and Δt = 0 from each node to itself, so entities reached in earlier steps stay
-  reached (E^l = E^{l-1} ∪ D(P), Algorithm 1) and paths shorter than L still score.
+  reached (E^ℓ = E^{ℓ-1} ∪ D(P), Algorithm 1) and paths shorter than L still score.
 * Eq. 7's 4d-wide linear map W_α U is split into four d_a-wide terms computed where they are
-  cheap: per node (W_s h_{e_s}), per relation (W_r h_r), per query (W_q h_{r_q}) and per distinct
-  Δt (W_t h_t); each link then only adds four small vectors.
+  cheap (:class:`~tpar.model.layers.AttentionTerms`); each link then only adds four small vectors.
 * The time encoding (Eqs. 2-3) is evaluated once per integer Δt in the batch's range (a lookup
   table) and gathered per link.
-* The per-link work (attention and weighted message sum) runs in :func:`tpar.model.kernels.links`: a
-  fused C++ kernel on the CPU (threads own whole queries; nothing of size links × d is stored, the
-  backward pass recomputes messages) or chunked torch ops elsewhere. Self-loops are dense per-node
-  torch ops.
+* The per-link work (Eq. 7's attention and Eq. 8's weighted message sum) runs in a kernel of
+  :mod:`tpar.model.kernels` (fused C++ on the CPU, torch ops elsewhere); self-loops are dense per-node
+  torch ops with the layer's own :meth:`~tpar.model.layers.TPARLayer.message` and
+  :meth:`~tpar.model.layers.AttentionTerms.alpha`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from tpar.graph.background import Background
-from tpar.model.config import ModelConfig
-from tpar.model.kernels import cpp_kernel, csr_mark, csr_step, links
 from tpar.graph.queries import QueryBatch
+from tpar.model.config import ModelConfig
+from tpar.model.kernels import csr_mark, csr_step, links, use_fused
+from tpar.model.layers import RelativeTimeEncoding, TPARLayer
 
 
-
-class RelativeTimeEncoding(nn.Module):
-    """Eqs. 2-3: h_t = sin(ω_p Δt + φ_p) + (ω_np Δt + φ_np), Δt = t_link - t_q, all in R^d."""
-
-    def __init__(self, dim: int, time_span: int) -> None:
-        super().__init__()
-        span = max(int(time_span), 2)
-        # periods spread geometrically from 2 steps to 2x the data's span; slow linear drift
-        periods = torch.logspace(math.log10(2.0), math.log10(2.0 * span), dim)
-        self.omega_p = nn.Parameter(2 * math.pi / periods)
-        self.phi_p = nn.Parameter(torch.rand(dim) * 2 * math.pi)
-        self.omega_np = nn.Parameter((torch.rand(dim) * 2 - 1) / span)
-        self.phi_np = nn.Parameter(torch.zeros(dim))
-
-    def forward(self, dt: torch.Tensor) -> torch.Tensor:
-        """dt (N,) integer or float relative times -> (N, d): Eq. 3, the sum of Eq. 2's two parts."""
-        return self.periodic(dt) + self.linear(dt)
-
-    def periodic(self, dt: torch.Tensor) -> torch.Tensor:
-        """Eq. 2, periodic part: sin(ω_p Δt + φ_p), (N, d)."""
-        return torch.sin(self.omega_p * dt.to(self.omega_p.dtype).unsqueeze(-1) + self.phi_p)
-
-    def linear(self, dt: torch.Tensor) -> torch.Tensor:
-        """Eq. 2, non-periodic part: ω_np Δt + φ_np, (N, d)."""
-        return self.omega_np * dt.to(self.omega_np.dtype).unsqueeze(-1) + self.phi_np
-
-
-class TPARLayer(nn.Module):
-    """One recursive step l: relation embeddings h_r^l, attention W_α^l / w_α^l (Eq. 7), W^l (Eq. 8)."""
-
-    def __init__(self, cfg: ModelConfig, first: bool = False) -> None:
-        super().__init__()
-        d, da = cfg.dim, cfg.attn_dim
-        self.rel_emb = nn.Embedding(2 * cfg.num_relations + 1, d)  # + identity relation of self-loops
-        # W_α restricted to h_{e_s}; the first step's states are h^0 = 0, so it has none
-        self.att_node = None if first else nn.Linear(d, da, bias=False)
-        self.att_rel = nn.Linear(d, da, bias=False)    # ... to h_r
-        self.att_query = nn.Linear(d, da, bias=True)   # ... to h_{r_q} (carries the bias)
-        self.att_time = nn.Linear(d, da, bias=False)   # ... to h_t
-        self.att_out = nn.Linear(da, 1, bias=True)     # w_α
-        self.W = nn.Linear(d, d, bias=False)           # W^l
-        nn.init.normal_(self.rel_emb.weight, std=d ** -0.5)
-        nn.init.constant_(self.att_out.bias, cfg.attention_bias_init)
-
-
-@dataclass
+@dataclass(kw_only=True)
 class PropagationTrace:
     """What one forward pass did, per layer (for explanations, teaching and benchmarks).
 
@@ -126,9 +72,6 @@ class TPAR(nn.Module):
         self.time_encoding = RelativeTimeEncoding(cfg.dim, cfg.time_span)
         self.layers = nn.ModuleList(TPARLayer(cfg, first=(i == 0)) for i in range(cfg.num_layers))
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 9
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.activation = {"identity": nn.Identity(), "tanh": nn.Tanh(), "relu": nn.ReLU()}[cfg.activation]
-        self.kernel = "auto"  # "auto": the C++ CSR step where possible (CPU); "torch": always torch ops
 
     @property
     def identity_relation(self) -> int:
@@ -151,26 +94,19 @@ class TPAR(nn.Module):
         node_q = torch.arange(B, device=dev)
         node_e = batch.subject
         node_bound = q_time.clone()
-        h = torch.zeros(B, self.cfg.dim, device=dev, dtype=self.score.weight.dtype)
+        h = torch.zeros(B, self.cfg.dim, device=dev, dtype=self.score.weight.dtype)  # h^0 = 0
         # Δt lookup table over the batch's whole range (Eqs. 2-3 once per distinct Δt)
         dt_lo = min(ix.time_min - int(q_time.max()), 0)
         dt_hi = max(ix.time_min + ix.time_span - int(q_time.min()), 0)
         h_time = self.time_encoding(torch.arange(dt_lo, dt_hi + 1, device=dev))
         zero_dt = -dt_lo
-        identity = torch.tensor([self.identity_relation], device=dev)
-        # fast path: the fused C++ step reads links straight from the index (CPU, no trace, relaxed order)
-        fast = (self.kernel == "auto" and dev.type == "cpu" and trace is None and not chrono
-                and h.dtype in (torch.float32, torch.float64) and cpp_kernel() is not None)
+        fused = use_fused(dev, h.dtype, per_link_output=trace is not None or chrono)
         for layer in self.layers:
             old_q, old_e = node_q, node_e
             node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=dev))  # nodes are sorted by query
-            # Eq. 7 split into per-node / relation / query / Δt terms, each of width d_a
-            a_node = layer.att_node(h) if layer.att_node is not None else h.new_zeros(h.shape[0], self.cfg.attn_dim)
-            a_rel = layer.att_rel(layer.rel_emb.weight)
-            a_query = layer.att_query(layer.rel_emb(batch.relation))
-            a_time = layer.att_time(h_time)
-            w, b = layer.att_out.weight.view(-1), layer.att_out.bias
-            if fast:
+            terms = layer.attention_terms(h, batch.relation, h_time)  # Eqs. 6-7, split
+            h_rel = layer.relation_embeddings
+            if fused:
                 start, end, own = background.link_ranges(old_e, old_q, batch)
                 mark = csr_mark(start, end, old_e, node_ptr, ix, own)
                 uniq = torch.nonzero(mark).squeeze(1)
@@ -178,9 +114,8 @@ class TPAR(nn.Module):
                 pos[uniq] = torch.arange(uniq.shape[0])
                 node_q, node_e = uniq // E, uniq % E
                 loop_dst = pos.index_select(0, old_q * E + old_e)
-                agg = csr_step(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
-                               start=start, end=end, node_e=old_e, node_ptr=node_ptr, index=ix,
-                               q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0])
+                summed = csr_step(h, h_rel, h_time, terms, start=start, end=end, node_e=old_e, node_ptr=node_ptr,
+                                  index=ix, q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0])
             else:
                 edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None)
                 # per-link gathers, each from a per-node or per-link table (no per-link query ids needed)
@@ -202,25 +137,27 @@ class TPAR(nn.Module):
                 if trace is not None and trace.weighted:
                     link_weight = torch.ones(m, device=dev, dtype=h.dtype, requires_grad=True)
                     trace.link_weight.append(link_weight)
-                agg, alpha = links(h, a_node, layer.rel_emb.weight, a_rel, a_query, h_time, a_time, w, b,
-                                   owner, rel, dt, dst, edge_ptr, node_q.shape[0], link_weight)
+                summed, alpha = links(h, h_rel, h_time, terms, owner, rel, dt, dst, edge_ptr, node_q.shape[0],
+                                      link_weight)
                 if trace is not None:
                     trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
                     trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())
                     trace.alpha.append(alpha.detach())
                     trace.num_links.append(int(m))
-            # self-loops: identity relation, Δt = 0, each node to itself
-            loop_alpha = torch.sigmoid(torch.relu(a_node + a_rel[identity] + a_query[old_q] + a_time[zero_dt]) @ w + b)
-            if trace is not None and not fast:
+            # self-loops: identity relation, Δt = 0, each node to itself (Eqs. 5, 7)
+            loops = torch.arange(old_q.shape[0], device=dev)
+            identity = torch.full_like(loops, self.identity_relation)
+            zero = torch.full_like(loops, zero_dt)
+            loop_alpha = terms.alpha(loops, identity, old_q, zero)
+            if trace is not None:
                 trace.loops.append(torch.stack([old_q, old_e], 1).detach())
                 trace.loop_alpha.append(loop_alpha.detach())
                 if trace.weighted:
                     loop_weight = torch.ones_like(loop_alpha, requires_grad=True)
                     trace.loop_weight.append(loop_weight)
                     loop_alpha = loop_alpha * loop_weight
-            loop_msg = loop_alpha.unsqueeze(1) * (h + layer.rel_emb.weight[identity] + h_time[zero_dt])
-            agg = agg.index_add(0, loop_dst, loop_msg)
-            h = self.dropout(self.activation(layer.W(agg)))  # Eq. 8
+            loop_msg = loop_alpha.unsqueeze(1) * layer.message(h, loops, identity, zero, h_time)
+            h = layer.aggregate(summed.index_add(0, loop_dst, loop_msg))  # Eq. 8
             if trace is not None:
                 trace.states.append(h.detach())
         node_score = self.score(h).squeeze(-1)  # Eq. 9

@@ -32,6 +32,7 @@ from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.protocol import evaluate
+from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.ranker import ModelRanker
 from tpar.model.device import resolve_device
 from tpar.model.network import TPAR, multiclass_log_loss
@@ -153,7 +154,6 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     out = Path(out)
     cb = callbacks or TrainingCallbacks()
     cfg = run.train
-    setting = cfg.setting
     if "train" in kg.missing_splits or len(kg.facts("train")) == 0:
         raise DataError(f"{kg.name}: no training facts to train on")
     if "valid" in kg.missing_splits:
@@ -186,6 +186,7 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         start_epoch, start_batch = pos["epoch"], pos["batch"]
         best_mrr, best_epoch, bad_epochs = pos["best_mrr"], pos["best_epoch"], pos["bad_epochs"]
         trained_seconds = pos["seconds"]
+    setting = cfg.setting  # after a resume: the interrupted run's setting, not the caller's
     model.train()
     extrap_bg = None
     if setting in ("extrapolation", "unified"):
@@ -284,7 +285,7 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         kinds = ["extrapolation", "interpolation"] if setting == "unified" else [setting]
         for kind in kinds:
             res = evaluate(kg, ModelRanker(model, device, cfg.micro_batch), kind, "test", progress=progress, batch_size=64)
-            best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in ("realistic", "optimistic", "pessimistic")}
+            best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
     best.save(out)
     if stopped != "cancelled" and rpath.exists():
         rpath.unlink()

@@ -26,7 +26,8 @@ import torch
 
 from tpar.evaluation.ranks import realistic_rank
 from tpar.errors import DataError
-from tpar.reasoning.prediction import Predictor
+from tpar.graph.queries import Direction, Question
+from tpar.reasoning.prediction import PreparedQuestion, Predictor
 from tpar.model.network import PropagationTrace
 
 
@@ -146,13 +147,15 @@ class Explainer:
         self.kg = predictor.kg
 
     # -- forward pass with a trace ---------------------------------------------------------------
-    def _traced(self, subject: str, relation: str, time: str | int, direction: str, setting: str,
-                weighted: bool):
-        s, r, t, st, batch, background = self.predictor.question(subject, relation, time, direction, setting)
+    def _traced(self, question: Question, weighted: bool) -> tuple[PreparedQuestion, torch.Tensor, PropagationTrace]:
+        """One forward pass for ``question`` that records a :class:`PropagationTrace` (with link
+        weights that take gradients when ``weighted``); returns the prepared question, the scores (E,)
+        and the trace."""
+        prepared = self.predictor.prepare(question)
         trace = PropagationTrace(weighted=weighted)
         with torch.set_grad_enabled(weighted):
-            scores = self.predictor.model.eval()(batch, background, trace=trace)[0]
-        return s, r, t, st, scores, trace
+            scores = self.predictor.model.eval()(prepared.batch, prepared.background, trace=trace)[0]
+        return prepared, scores, trace
 
     def _link(self, layer: int, src: int, rel: int, dst: int, t_link: int, t_q: int, alpha: float,
               grad: float) -> PathLink:
@@ -165,15 +168,17 @@ class Explainer:
                         int(t_link - t_q), kg.time_axis.format_delta(t_link - t_q), float(alpha), float(grad))
 
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
-    def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: str = "object",
+    def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
                 setting: str = "auto", num_paths: int = 5, beam: int | None = None,
                 simple: bool = True) -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer)."""
+        question = Question(subject, relation, time, direction, setting)
         if answer not in self.kg.entities:
             raise DataError(f"unknown answer entity {answer!r}")
         a = self.kg.entities.id(answer)
-        s, r, t, st, scores, trace = self._traced(subject, relation, time, direction, setting, weighted=True)
+        prepared, scores, trace = self._traced(question, weighted=True)
+        s, t = prepared.subject_id, prepared.time_step
         f = scores[a]
         with torch.no_grad():
             sc = scores.detach().cpu()
@@ -193,9 +198,8 @@ class Explainer:
         warnings = list(p.warnings)
         if not reached:
             warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
-        return Explanation(subject, relation, direction, self.kg.time_axis.label(t), t, st.value, answer,
-                           float(f.detach()), rank, reached, paths,
-                           len(trace.links), warnings)
+        return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
+                           float(f.detach()), rank, reached, paths, len(trace.links), warnings)
 
     def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
                      k: int, beam: int, simple: bool) -> list[TemporalPath]:
@@ -278,13 +282,15 @@ class Explainer:
         return paths
 
     # -- teaching trace --------------------------------------------------------------------------
-    def trace(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
+    def trace(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
               setting: str = "auto", top: int = 10, answer: str | None = None) -> ReasoningTrace:
         """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
         the provisional scores w·h^l (of the ``top`` entities and of ``answer``)."""
+        question = Question(subject, relation, time, direction, setting)
         if answer is not None and answer not in self.kg.entities:
             raise DataError(f"unknown answer entity {answer!r}")
-        s, r, t, st, _, trace = self._traced(subject, relation, time, direction, setting, weighted=False)
+        prepared, _, trace = self._traced(question, weighted=False)
+        s, t = prepared.subject_id, prepared.time_step
         kg = self.kg
         w = self.predictor.model.score
         a = kg.entities.id(answer) if answer is not None else None
@@ -311,4 +317,4 @@ class Explainer:
                 links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank))
-        return ReasoningTrace(subject, relation, direction, kg.time_axis.label(t), st.value, layers, answer)
+        return ReasoningTrace(subject, relation, direction, prepared.time_label, prepared.setting.value, layers, answer)

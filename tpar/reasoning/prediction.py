@@ -10,7 +10,7 @@ from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
-from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting
+from tpar.graph.queries import OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.device import resolve_device
 
@@ -23,6 +23,21 @@ class Answer:
     probability: float  # softmax over all entities (Eq. 10's distribution)
     rank: int
     known: bool  # the fact (subject, relation, entity, time) is in the data
+
+
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """A :class:`~tpar.graph.queries.Question` resolved on a data set: ids, the time step, the setting
+    it is answered in, a batch of one query and its background (the links it may use)."""
+
+    question: Question
+    subject_id: int
+    relation_id: int          # in [0, 2R): a subject question asks relation + R
+    time_step: int
+    time_label: str
+    setting: Setting
+    batch: QueryBatch
+    background: Background
 
 
 @dataclass
@@ -85,60 +100,59 @@ class Predictor:
         return hidden[1]
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
+        """``auto``: extrapolation when ``t`` lies after the last known fact, else interpolation."""
         if setting == "auto":
             return Setting.EXTRAPOLATION if t > self.last_time else Setting.INTERPOLATION
-        try:
-            return Setting.parse(setting)
-        except ValueError:
-            raise DataError(f"unknown setting {setting!r} (expected auto, extrapolation or interpolation)") from None
+        return Setting.parse(setting)
 
     @property
     def time_span(self) -> int:
         """Number of time steps the known facts span (+2, as the index counts it)."""
         return self._index.time_span
 
-    def query(self, subject: str, relation: str, time: str | int, direction: str = "object") -> tuple[int, int, int]:
+    def prepare(self, question: Question) -> PreparedQuestion:
+        """Everything one forward pass needs for ``question``: ids, the setting, a batch of one query
+        (answer unknown: -1) on the model's device, and the question's background."""
         kg = self.kg
-        if subject not in kg.entities:
-            raise DataError(f"unknown entity {subject!r}")
-        if relation not in kg.relations:
-            raise DataError(f"unknown relation {relation!r}")
+        if question.subject not in kg.entities:
+            raise DataError(f"unknown entity {question.subject!r}")
+        if question.relation not in kg.relations:
+            raise DataError(f"unknown relation {question.relation!r}")
         try:
-            t = kg.time_axis.parse(time)
+            t = kg.time_axis.parse(question.time)
         except ValueError as e:
             raise DataError(f"{e} (times here look like {kg.time_axis.label(self.last_time)!r})") from None
-        r = kg.relations.id(relation)
-        if direction not in ("object", "subject"):
-            raise DataError("direction must be object or subject")
-        return kg.entities.id(subject), (r if direction == "object" else r + kg.num_relations), t
-
-    def question(self, subject: str, relation: str, time: str | int, direction: str = "object",
-                 setting: str = "auto") -> tuple[int, int, int, Setting, QueryBatch, Background]:
-        """Everything one forward pass needs for a question: ids (s, r, t), the setting, a batch of
-        one query (answer unknown: -1) on the model's device, and the question's background."""
-        s, r, t = self.query(subject, relation, time, direction)
-        st = self.resolve_setting(t, setting)
+        s = kg.entities.id(question.subject)
+        r = kg.relations.id(question.relation) + (0 if question.direction == "object" else kg.num_relations)
+        setting = self.resolve_setting(t, question.setting)
         batch = QueryBatch(*(torch.tensor([x], device=self.device) for x in
-                             (s, r, t, -1, OBJECT if direction == "object" else SUBJECT)))
-        return s, r, t, st, batch, self.background(st, s, r, t)
+                             (s, r, t, -1, OBJECT if question.direction == "object" else SUBJECT)))
+        return PreparedQuestion(question, s, r, t, kg.time_axis.label(t), setting, batch,
+                                self.background(setting, s, r, t))
 
     @torch.no_grad()
-    def predict(self, subject: str, relation: str, time: str | int, *, direction: str = "object",
+    def predict(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
                 setting: str = "auto", top_k: int | None = 10) -> Prediction:
-        s, r, t, st, batch, background = self.question(subject, relation, time, direction, setting)
-        scores = self.model(batch, background)[0].float().cpu()
-        return self._answers(subject, relation, direction, t, st, scores, top_k)
+        """The ranked answers of (subject, relation, ?, time) (or (?, relation, subject, time))."""
+        return self.answer(Question(subject, relation, time, direction, setting), top_k)
 
-    def _answers(self, subject, relation, direction, t, st, scores, top_k) -> Prediction:
-        kg = self.kg
+    @torch.no_grad()
+    def answer(self, question: Question, top_k: int | None = 10) -> Prediction:
+        """:meth:`predict` for a :class:`~tpar.graph.queries.Question`."""
+        prepared = self.prepare(question)
+        scores = self.model(prepared.batch, prepared.background)[0].float().cpu()
+        return self._answers(prepared, scores, top_k)
+
+    def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, top_k: int | None) -> Prediction:
+        kg, q = self.kg, prepared.question
         probs = torch.softmax(scores.double(), 0)
         order = torch.argsort(scores, descending=True, stable=True)
         k = len(order) if top_k is None else min(top_k, len(order))
-        s_id, r_base = kg.entities.id(subject), kg.relations.id(relation)
+        s_id, r_base, t = prepared.subject_id, prepared.relation_id % kg.num_relations, prepared.time_step
         answers = []
         for rank, e in enumerate(order[:k].tolist(), start=1):
-            fact = (s_id, r_base, e, t) if direction == "object" else (e, r_base, s_id, t)
+            fact = (s_id, r_base, e, t) if q.direction == "object" else (e, r_base, s_id, t)
             answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), rank, fact in self._known))
         reached = int((scores != 0).sum())
-        return Prediction(subject, relation, direction, kg.time_axis.label(t), t, st.value, answers, reached,
-                          list(self.warnings))
+        return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
+                          reached, list(self.warnings))

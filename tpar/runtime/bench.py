@@ -30,7 +30,7 @@ def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed
     from tpar.graph.background import Background
     from tpar.model.config import ModelConfig
     from tpar.model.device import resolve_device
-    from tpar.model.kernels import cpp_status
+    from tpar.model.kernels import kernel_status
     from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
     from tpar.graph.queries import make_queries
     from tpar.data.loading import load_dataset
@@ -79,7 +79,7 @@ def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed
         qps = queries / (time.perf_counter() - t0)
         # links per query per layer, on the timed test queries and on training queries
         def links(q, bg):
-            tr = PropagationTrace([], [], [], [])
+            tr = PropagationTrace()
             model(q.to(dev), bg, trace=tr)
             return [round(n / len(q), 1) for n in tr.num_links]
         links_test = links(test_q[16:16 + min(queries, 32)], eval_bg)
@@ -87,7 +87,7 @@ def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed
     peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
-            "device": str(dev), "kernel": cpp_status() if dev.type == "cpu" else "torch",
+            "device": str(dev), "kernel": kernel_status() if dev.type == "cpu" else "torch",
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
             "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,

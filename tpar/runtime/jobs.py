@@ -182,6 +182,7 @@ def run_job(folder: str | Path) -> int:
 
     from tpar.model.config import RunConfig
     from tpar.data.loading import load_dataset
+    from tpar.model.card import write_card
     from tpar.model.training import TrainingCallbacks, train
 
     job = TrainingJob(folder)
@@ -217,11 +218,9 @@ def run_job(folder: str | Path) -> int:
         result = train(kg, run, spec.out, progress=False, eval_test=spec.eval_test,
                        callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch))
         try:
-            from tpar.model.card import write_card
-
             write_card(result.path)
-        except Exception:  # the card is a convenience; the checkpoint is what matters
-            pass
+        except (OSError, DataError) as e:  # the card is a convenience; the checkpoint is what matters
+            print(f"warning: no model card written: {e}", flush=True)
         if result.stopped == "cancelled":
             emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
                  message="cancelled: the model so far was saved")

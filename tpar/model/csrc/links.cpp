@@ -1,8 +1,8 @@
-// Fused CPU kernel for TPAR's per-link work in one recursive step (paper Eqs. 4, 6 and the sum of 7):
+// Fused CPU kernel for TPAR's per-link work in one recursive step (paper Eqs. 5, 7 and the sum of 8):
 //
-//   z_e     = b + w . ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e])      (Eq. 6, split)
+//   z_e     = b + w . ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e])      (Eq. 7, split)
 //   alpha_e = sigmoid(z_e)
-//   out[dst_e] += alpha_e * (h[src_e] + H_rel[rel_e] + H_time[dt_e])                        (Eqs. 4, 7)
+//   out[dst_e] += alpha_e * (h[src_e] + H_rel[rel_e] + H_time[dt_e])                        (Eqs. 5, 8)
 //
 // Links are read straight from the time-sorted CSR index: node p (of query q) owns index edges
 // start[p] .. end[p]. Nodes of different queries are disjoint, so threads that own whole queries never
@@ -42,7 +42,7 @@ Csr make_csr(const at::Tensor& start, const at::Tensor& end, const at::Tensor& n
 template <typename scalar_t>
 inline scalar_t attention(const scalar_t* an, const scalar_t* ar, const scalar_t* aq, const scalar_t* at_,
                           const scalar_t* W, scalar_t bias, int64_t da) {
-  scalar_t z = bias;  // Eq. 6: sigma(b + w . ReLU(per-node + per-relation + per-query + per-dt terms))
+  scalar_t z = bias;  // Eq. 7: sigma(b + w . ReLU(per-node + per-relation + per-query + per-dt terms))
   for (int64_t k = 0; k < da; ++k) {
     const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
     if (x > 0) z += W[k] * x;
@@ -164,11 +164,6 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
     for (int64_t i = 0; i < da; ++i) GW[i] += L[o++];
     GB[0] += L[o++];
   }
-}
-
-void check(const at::Tensor& x, const char* name) {
-  TORCH_CHECK(x.device().is_cpu(), name, " must be a CPU tensor");
-  TORCH_CHECK(x.is_contiguous(), name, " must be contiguous");
 }
 
 }  // namespace
