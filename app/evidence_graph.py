@@ -17,6 +17,8 @@ from pathlib import Path
 import pyvis
 from pyvis.network import Network
 
+from tpar.reasoning.explanation import Explanation
+
 PAST, SAME, FUTURE = "#1d4ed8", "#6b7280", "#ea580c"
 QUERY_COLOUR, ANSWER_COLOUR, HOP_COLOUR = "#99f6e4", "#fed7aa", "#e5e7eb"
 _EXTERNAL = re.compile(r"<(link|script)\b[^>]*(?:href|src)=\"https?://[^>]*>(?:\s*</script>)?", re.I | re.S)
@@ -26,33 +28,33 @@ def delta_colour(delta: int) -> str:
     return PAST if delta < 0 else (FUTURE if delta > 0 else SAME)
 
 
-def evidence_html(explanation: dict, height_px: int = 520) -> str:
-    """HTML of the explanation's paths (``Explanation.to_dict()``)."""
-    paths = explanation["paths"]
-    depth = max((p["length"] for p in paths), default=1)
+def evidence_html(explanation: Explanation, height_px: int = 520) -> str:
+    """HTML of the explanation's paths as an interactive graph (query entity left, answer right)."""
+    paths = explanation.paths
+    depth = max((p.length for p in paths), default=1)
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="remote",
                   bgcolor="#ffffff", font_color="#111827")
-    subject, answer = explanation["subject"], explanation["answer"]
+    subject, answer = explanation.subject, explanation.answer
     net.add_node("q", label=subject, level=0, color=QUERY_COLOUR, shape="box",
                  title=f"query entity: {subject}")
     net.add_node("a", label=answer, level=depth, color=ANSWER_COLOUR, shape="box",
-                 title=f"answer: {answer}\nscore f(q, a) = {explanation['score']:.3f}, rank {explanation['rank']:g}")
+                 title=f"answer: {answer}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank:g}")
     level = {"q": 0, "a": depth}
     edges: dict[tuple, dict] = {}
     for k, path in enumerate(paths, start=1):
-        links = path["links"]
+        links = path.links
         prev = "q"
         for i, link in enumerate(links):
             last = i == len(links) - 1
-            node = "a" if last else f"h{i + 1}:{link['target']}"
+            node = "a" if last else f"h{i + 1}:{link.target}"
             if not last and node not in net.get_nodes():
-                net.add_node(node, label=link["target"], level=i + 1, color=HOP_COLOUR, shape="box",
-                             title=f"{link['target']} (hop {i + 1})")
+                net.add_node(node, label=link.target, level=i + 1, color=HOP_COLOUR, shape="box",
+                             title=f"{link.target} (hop {i + 1})")
                 level[node] = i + 1
-            key = (prev, node, link["subject"], link["relation"], link["object"], link["time_step"])
-            e = edges.setdefault(key, {"link": link, "paths": [], "importance": path["importance"]})
+            key = (prev, node, link.subject, link.relation, link.object, link.time_step)
+            e = edges.setdefault(key, {"link": link, "paths": [], "importance": path.importance})
             e["paths"].append(k)
-            e["importance"] = max(e["importance"], path["importance"])
+            e["importance"] = max(e["importance"], path.importance)
             prev = node
     top = max((abs(e["importance"]) for e in edges.values()), default=1.0) or 1.0
     parallel: dict[tuple[str, str], int] = {}
@@ -68,13 +70,13 @@ def evidence_html(explanation: dict, height_px: int = 520) -> str:
             j = i + 1 if skips else i
             smooth = {"enabled": True, "type": "curvedCW" if j % 2 else "curvedCCW",
                       "roundness": min(0.9, (0.3 if skips else 0.0) + 0.2 * ((j + 1) // 2))}
-        fact = f"({link['subject']}, {link['relation']}, {link['object']}, {link['time']})"
-        title = (f"{fact}\n{'walked backwards (inverse relation)' if link['inverse'] else 'walked forwards'}\n"
-                 f"Δt = {link['delta_label']} from the query time\n"
+        fact = f"({link.subject}, {link.relation}, {link.object}, {link.time})"
+        title = (f"{fact}\n{'walked backwards (inverse relation)' if link.inverse else 'walked forwards'}\n"
+                 f"Δt = {link.delta_label} from the query time\n"
                  f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
                  f"importance {e['importance']:+.4f}")
-        net.add_edge(src, dst, label=f"{link['relation_label']}\n{link['delta_label']}", title=title,
-                     color=delta_colour(link["delta"]), dashes=bool(link["inverse"]),
+        net.add_edge(src, dst, label=f"{link.relation_label}\n{link.delta_label}", title=title,
+                     color=delta_colour(link.delta), dashes=bool(link.inverse),
                      width=1 + 4 * abs(e["importance"]) / top, arrows="to", smooth=smooth,
                      font={"size": 11, "align": "middle", "background": "rgba(255,255,255,0.85)"})
     net.set_options("""{

@@ -21,10 +21,11 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.registry import CHECKPOINT_DIR, Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
-from tpar.errors import DataError
-from tpar.reasoning.explanation import Explainer
-from tpar.reasoning.prediction import Predictor
 from tpar.data.loading import load_dataset
+from tpar.errors import DataError
+from tpar.graph.queries import Question
+from tpar.reasoning.explanation import Explainer, Explanation, ReasoningTrace
+from tpar.reasoning.prediction import Prediction, Predictor
 
 # the user's files: uploads, trained checkpoints, training jobs ($TPAR_WORKSPACE, default ./workspace)
 WORKSPACE = Path(os.environ.get("TPAR_WORKSPACE") or Path(__file__).resolve().parent.parent / "workspace")
@@ -96,24 +97,25 @@ def explainer(data_path: str, data_version: int, checkpoint_path: str, checkpoin
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
-        relation: str, time: str, direction: str, setting: str, k: int) -> dict:
-    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.predict(
-        subject, relation, time, direction=direction, setting=setting, top_k=k).to_dict()
+def ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+        k: int) -> Prediction:
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.answer(question, k)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def explain(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
-            relation: str, time: str, direction: str, setting: str, answer: str, paths: int) -> dict:
+def explain(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+            answer: str, paths: int) -> Explanation:
     return explainer(data_path, data_version, checkpoint_path, checkpoint_version).explain(
-        subject, relation, time, answer, direction=direction, setting=setting, num_paths=paths).to_dict()
+        question.subject, question.relation, question.time, answer, direction=question.direction,
+        setting=question.setting, num_paths=paths)
 
 
 @st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
-def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, subject: str,
-          relation: str, time: str, direction: str, setting: str, answer: str) -> dict:
+def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+          answer: str) -> ReasoningTrace:
     return explainer(data_path, data_version, checkpoint_path, checkpoint_version).trace(
-        subject, relation, time, direction=direction, setting=setting, top=12, answer=answer).to_dict()
+        question.subject, question.relation, question.time, direction=question.direction, setting=question.setting,
+        top=12, answer=answer)
 
 
 # -- state and URL -------------------------------------------------------------------------------
@@ -240,10 +242,30 @@ def selection(show_errors: bool = True) -> Selection | None:
     infos, _ = checkpoints()
     matches = matching_checkpoints(kg, infos)
     names = [m.info.name for m in matches]
-    if ss.get("model") not in names:
-        ss["model"] = names[0] if names else None
+    keep_valid("model", names)
     match = next((m for m in matches if m.info.name == ss["model"]), None)
     return Selection(source, kg, match, matches)
+
+
+def keep_valid(key: str, options: list) -> None:
+    """Keep ``st.session_state[key]`` if it is one of ``options``, else take the first (or None)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0] if options else None
+
+
+def require_selection() -> Selection:
+    """The chosen data set (and checkpoint, if one fits); a message and a stop when none is usable."""
+    sel = selection()
+    if sel is None:
+        st.stop()
+    return sel
+
+
+def data_set_ui(help: str | None = None) -> Selection:
+    """A picker of every data set found here, bound to the question's data set; the new selection."""
+    require_selection()  # the default data set, or a message and a stop
+    bind(st.selectbox, "Data set", "data", options=[s.label for s in datasets()], help=help)
+    return require_selection()
 
 
 def require_model(sel: Selection | None) -> Selection:
@@ -258,15 +280,32 @@ def require_model(sel: Selection | None) -> Selection:
     return sel
 
 
-def current_prediction(sel: Selection) -> dict:
-    """The answers to the question in the session state (cached), or an error message and a stop."""
+def current_question() -> Question:
+    """The question in the session state (a message and a stop if it is not a valid one)."""
     ss = st.session_state
     try:
-        return ask(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
-                   int(ss.get("k", DEFAULTS["k"])))
+        return Question(ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"])
+    except DataError as e:
+        st.error(md(e))
+        st.stop()
+
+
+def current_prediction(sel: Selection) -> Prediction:
+    """The answers to the question in the session state (cached), or an error message and a stop."""
+    try:
+        return ask(*sel.keys, current_question(), int(st.session_state.get("k", DEFAULTS["k"])))
     except DataError as e:
         st.error(md(e))
         sync_url()
+        st.stop()
+
+
+def current_explanation(sel: Selection, answer: str, paths: int) -> Explanation:
+    """The temporal paths behind ``answer`` to the current question (cached), or a message and a stop."""
+    try:
+        return explain(*sel.keys, current_question(), answer, paths)
+    except DataError as e:
+        st.error(md(e))
         st.stop()
 
 
@@ -275,8 +314,16 @@ def question_ready() -> bool:
     return all(ss.get(k) for k in ("subject", "relation", "time"))
 
 
-def question_text(subject: str, relation: str, time: str, direction: str) -> str:
-    return f"({subject}, {relation}, ?, {time})" if direction == "object" else f"(?, {relation}, {subject}, {time})"
+def prediction_text(pred: Prediction) -> str:
+    """The question of ``pred`` as "(s, r, ?, t)" with its resolved time label."""
+    return Question(pred.subject, pred.relation, pred.time, pred.direction).text()
+
+
+def ask_first() -> None:
+    """A page that explains the current question, opened before any question was asked."""
+    st.info("Ask a question first.")
+    st.page_link("views/ask.py", label="Ask", icon=":material/help:")
+    st.stop()
 
 
 def time_to_date(kg: TemporalKG, label: str) -> dt.date | None:

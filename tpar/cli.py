@@ -72,21 +72,15 @@ def _warnings(kg, setting: str) -> list[str]:
     return out
 
 
-def default_config_path(kg_name: str, setting: str) -> Path | None:
-    """The paper's configuration for a known benchmark (``tpar/configs/paper``), if any."""
-    p = Path(__file__).resolve().parent / "configs" / "paper" / f"{kg_name.lower()}-{setting}.json"
-    return p if p.is_file() else None
-
-
 def cmd_train(args) -> int:
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig, paper_config_path
     from tpar.model.training import train
 
     kg = _load(args)
     if args.config:
         run = RunConfig.load(args.config)
     else:
-        path = default_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
+        path = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
         run = RunConfig.load(path) if path else RunConfig(ModelConfig(), TrainConfig())
         print(f"config: {path if path else 'defaults'}", file=sys.stderr)
     run.train.setting = args.setting

@@ -10,148 +10,176 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
-
-st.title("Ask")
-ss = st.session_state
-sel = ex.require_model(ex.selection())
-kg = sel.kg
-axis = kg.time_axis
-facts = kg.all_facts()
-t_min, t_max = int(facts[:, 3].min()), int(facts[:, 3].max())
-if ss.get("url_ignored"):
-    st.warning("Ignored from the URL (not an allowed value): " + ", ".join(ss.pop("url_ignored")) + ".")
-st.caption(f"Data set **{ex.md(sel.source.label)}**, model **{ex.md(sel.match.info.name)}** ({sel.match.info.setting}). "
-           f"Known facts from {axis.label(t_min)} to {axis.label(t_max)}: a time after that is forecast "
-           "(extrapolation, using only earlier facts); a time inside it fills a gap (interpolation, using the "
-           "facts before and after).")
-
-entities = sorted(kg.entities.names, key=str.casefold)
-relations = sorted(kg.relations.names, key=str.casefold)
-examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
+from tpar.data.kg import TemporalKG
+from tpar.graph.queries import default_question
+from tpar.reasoning.prediction import Prediction
 
 
-def use_example(x: dict) -> None:
-    ss.update(subject=x["subject"], relation=x["relation"], time=x["time"], direction="object",
-              setting=x.get("setting", "auto"))
-    if x.get("answer") in kg.entities:
-        ss["answer"] = x["answer"]
-    ss["answer_question"] = ex.question_key()
+def render() -> None:
+    st.title("Ask")
+    ss = st.session_state
+    sel = ex.require_model(ex.selection())
+    kg = sel.kg
+    t_min, t_max = kg.time_range
+    if ss.get("url_ignored"):
+        st.warning("Ignored from the URL (not an allowed value): " + ", ".join(ss.pop("url_ignored")) + ".")
+    st.caption(f"Data set **{ex.md(sel.source.label)}**, model **{ex.md(sel.match.info.name)}** "
+               f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
+               f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
+               "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
+    examples_ui(sel)
+    fill_question(kg)
+    question_ui(kg)
+    pred = ex.current_prediction(sel)
+    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    why = ""
+    if ss["setting"] == "auto":
+        why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"
+    st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
+               f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
+    for w in pred.warnings:
+        st.info(ex.md(w))
+    if not pred.answers:
+        st.info("No answers.")
+        st.stop()
+    answers = answers_ui(pred)
+    if ss.get("answer") not in kg.entities:
+        if ss.get("answer"):
+            st.warning(ex.md(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead."))
+        ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], ex.question_key()
+    else:
+        ex.keep_or_reset_answer(answers.iloc[0]["entity"])
+    st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
+    st.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
+                 icon=":material/account_tree:")
+    ex.sync_url()
 
 
-if examples:
+def examples_ui(sel: ex.Selection) -> None:
+    """The showcase questions of the data set (one per planted rule in the sample world); on a first
+    visit the page opens on one."""
+    ss = st.session_state
+    kg = sel.kg
+    examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
+    if not examples:
+        return
+
+    def use(x: dict) -> None:
+        ss.update(subject=x["subject"], relation=x["relation"], time=x["time"], direction="object",
+                  setting=x.get("setting", "auto"))
+        if x.get("answer") in kg.entities:
+            ss["answer"] = x["answer"]
+        ss["answer_question"] = ex.question_key()
+
     labels = {f"{x.get('rule', 'example')}: {x['subject']}, {x['relation']}, ?, {x['time']}": x for x in examples}
 
     def picked() -> None:
         if ss.get("example") in labels:
-            use_example(labels[ss["example"]])
+            use(labels[ss["example"]])
 
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
-# defaults: a showcase question, else one about the last known fact's subject one step after the data
-if not ss.get("subject") and examples:
-    use_example(next((x for x in examples if x.get("setting") == "extrapolation"), examples[0]))
-if ss.get("subject") not in kg.entities:
-    if ss.get("subject"):
-        st.warning(ex.md(f"Unknown entity {ss['subject']!r} in this data set."))
-    last = facts[facts[:, 3] == t_max][0]
-    ss["subject"] = kg.entities.name(int(last[0]))
-    ss.setdefault("relation", kg.relations.name(int(last[1])))
-if ss.get("relation") not in kg.relations:
-    if ss.get("relation"):
-        st.warning(ex.md(f"Unknown relation {ss['relation']!r} in this data set."))
-    ss["relation"] = relations[0]
-try:
-    t_q = axis.parse(ss["time"]) if ss.get("time") else t_max + 1
-except ValueError as e:
-    st.warning(ex.md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
-    t_q = t_max + 1
-ss["time"] = axis.label(t_q)
+    if not ss.get("subject"):
+        use(next((x for x in examples if x.get("setting") == "extrapolation"), examples[0]))
 
-c1, c2, c3 = st.columns([3, 3, 3])
-with c1:
-    ex.bind(st.radio, "Question", "direction", options=["object", "subject"], horizontal=True,
-            format_func=lambda d: "(entity, relation, ?, time)" if d == "object" else "(?, relation, entity, time)")
-    ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
-with c2:
-    ex.bind(st.selectbox, "Relation", "relation", options=relations, help="Type to search.")
-    horizon = max(1, (t_max - t_min) // 10)
-    if axis.granularity == "day" and axis.origin is not None:
-        lo, hi = dt.date.fromisoformat(axis.label(t_min)), dt.date.fromisoformat(axis.label(t_max + horizon))
-        ex.bind(st.date_input, "Time", "time", min_value=lo, max_value=hi,
-                to_widget=lambda s: min(max(dt.date.fromisoformat(s), lo), hi),
-                from_widget=lambda d: d.isoformat() if isinstance(d, dt.date) else ss["time"],
-                help=f"Any day from {lo} to {hi}; after {axis.label(t_max)} the question is a forecast.")
-    elif (t_max + horizon - t_min) <= 5000:
-        options = [axis.label(t) for t in range(t_min, t_max + horizon + 1)]
-        if ss["time"] not in options:
-            ss["time"] = options[-1]
-        ex.bind(st.select_slider, "Time", "time", options=options)
-    else:
-        ex.bind(st.text_input, "Time", "time", help=f"A time label such as {axis.label(t_max)!r}.")
-with c3:
-    ex.bind(st.segmented_control, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
-            from_widget=lambda v: v or "auto",
-            help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
-    ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
-pred = ex.current_prediction(sel)
+def fill_question(kg: TemporalKG) -> None:
+    """Replace what the session holds that this data set cannot ask (with a warning) by the default
+    question's parts."""
+    ss = st.session_state
+    default = default_question(kg)
+    if ss.get("subject") not in kg.entities:
+        if ss.get("subject"):
+            st.warning(ex.md(f"Unknown entity {ss['subject']!r} in this data set."))
+        ss["subject"] = default.subject
+        ss.setdefault("relation", default.relation)
+    if ss.get("relation") not in kg.relations:
+        if ss.get("relation"):
+            st.warning(ex.md(f"Unknown relation {ss['relation']!r} in this data set."))
+        ss["relation"] = default.relation
+    try:
+        t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
+    except ValueError as e:
+        st.warning(ex.md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
+        t_q = kg.time_axis.parse(default.time)
+    ss["time"] = kg.time_axis.label(t_q)
 
-q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
-why = ""
-if ss["setting"] == "auto":
-    why = (" (after the last known fact)" if pred["setting"] == "extrapolation" else " (inside the known time range)")
-st.markdown(f"#### {ex.md(q)}")
-st.caption(f"Setting: **{pred['setting']}**{why}. {pred['reached']:,} of {kg.num_entities:,} entities are reached by "
-           f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
-for w in pred["warnings"]:
-    st.info(ex.md(w))
 
-answers = pd.DataFrame(pred["answers"])
-if answers.empty:
-    st.info("No answers.")
-    st.stop()
-answers["known"] = answers["known"].map(lambda k: "✓" if k else "")
-table = answers[["rank", "entity", "score", "probability", "known"]]
-question = ex.question_key()
-if ss.get("answer_question") not in (question, ex.URL_ANSWER):
-    ss.pop("answer_table", None)  # a new question: the old row selection means nothing
-left, right = st.columns([3, 2])
-with left:
-    event = st.dataframe(
-        table, hide_index=True, on_select="rerun", selection_mode="single-row", key="answer_table",
-        column_config={
-            "rank": st.column_config.NumberColumn("Rank", width="small"),
-            "entity": st.column_config.TextColumn("Answer"),
-            "score": st.column_config.NumberColumn("Score f(q, e)", format="%.3f"),
-            "probability": st.column_config.ProgressColumn("Probability", min_value=0.0, max_value=1.0,
-                                                           format="%.3f"),
-            "known": st.column_config.TextColumn("Known fact", help="✓: this fact is in the data set"),
-        })
-    rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
-    if rows:
-        ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
-    buf = io.StringIO()
-    out = answers.assign(question=q, setting=pred["setting"])[["question", "setting", "rank", "entity", "score",
-                                                                 "probability", "known"]]
-    out.to_csv(buf, index=False)
-    st.download_button("Download answers (CSV)", buf.getvalue(), file_name="tpar-answers.csv", mime="text/csv")
-with right:
-    top = answers.head(15).iloc[::-1]
-    fig = go.Figure(go.Bar(x=top["probability"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",
-                           marker_color=["#2a9d8f" if k else "#577590" for k in top["known"]],
-                           hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>"))
-    fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=30, b=10),
-                      title="Probability of the top answers (green: known fact)", xaxis_title="probability")
-    st.plotly_chart(fig, config={"displaylogo": False})
+def question_ui(kg: TemporalKG) -> None:
+    """Direction, entity, relation, time (a widget that fits the time axis), setting, answers shown."""
+    ss = st.session_state
+    axis = kg.time_axis
+    t_min, t_max = kg.time_range
+    c1, c2, c3 = st.columns([3, 3, 3])
+    with c1:
+        ex.bind(st.radio, "Question", "direction", options=["object", "subject"], horizontal=True,
+                format_func=lambda d: "(entity, relation, ?, time)" if d == "object" else "(?, relation, entity, time)")
+        ex.bind(st.selectbox, "Entity", "subject", options=sorted(kg.entities.names, key=str.casefold),
+                help="Type to search.")
+    with c2:
+        ex.bind(st.selectbox, "Relation", "relation", options=sorted(kg.relations.names, key=str.casefold),
+                help="Type to search.")
+        horizon = max(1, (t_max - t_min) // 10)
+        if axis.granularity == "day" and axis.origin is not None:
+            lo, hi = dt.date.fromisoformat(axis.label(t_min)), dt.date.fromisoformat(axis.label(t_max + horizon))
+            ex.bind(st.date_input, "Time", "time", min_value=lo, max_value=hi,
+                    to_widget=lambda s: min(max(dt.date.fromisoformat(s), lo), hi),
+                    from_widget=lambda d: d.isoformat() if isinstance(d, dt.date) else ss["time"],
+                    help=f"Any day from {lo} to {hi}; after {axis.label(t_max)} the question is a forecast.")
+        elif (t_max + horizon - t_min) <= 5000:
+            options = [axis.label(t) for t in range(t_min, t_max + horizon + 1)]
+            if ss["time"] not in options:
+                ss["time"] = options[-1]
+            ex.bind(st.select_slider, "Time", "time", options=options)
+        else:
+            ex.bind(st.text_input, "Time", "time", help=f"A time label such as {axis.label(t_max)!r}.")
+    with c3:
+        ex.bind(st.segmented_control, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
+                from_widget=lambda v: v or "auto",
+                help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
+        ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
-if ss.get("answer") not in kg.entities:
-    if ss.get("answer"):
-        st.warning(ex.md(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead."))
-    ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], question
-else:
-    ex.keep_or_reset_answer(answers.iloc[0]["entity"])
-st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-st.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
-             icon=":material/account_tree:")
-ex.sync_url()
+
+def answers_ui(pred: Prediction) -> pd.DataFrame:
+    """The answer table (row selection picks the answer to explain), a CSV download and a chart of the
+    top probabilities; returns the table's rows."""
+    ss = st.session_state
+    answers = pd.DataFrame([a.__dict__ for a in pred.answers])
+    answers["known"] = answers["known"].map(lambda k: "✓" if k else "")
+    question = ex.question_key()
+    if ss.get("answer_question") not in (question, ex.URL_ANSWER):
+        ss.pop("answer_table", None)  # a new question: the old row selection means nothing
+    left, right = st.columns([3, 2])
+    with left:
+        event = st.dataframe(
+            answers[["rank", "entity", "score", "probability", "known"]], hide_index=True, on_select="rerun",
+            selection_mode="single-row", key="answer_table",
+            column_config={
+                "rank": st.column_config.NumberColumn("Rank", width="small"),
+                "entity": st.column_config.TextColumn("Answer"),
+                "score": st.column_config.NumberColumn("Score f(q, e)", format="%.3f"),
+                "probability": st.column_config.ProgressColumn("Probability", min_value=0.0, max_value=1.0,
+                                                               format="%.3f"),
+                "known": st.column_config.TextColumn("Known fact", help="✓: this fact is in the data set"),
+            })
+        rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
+        if rows:
+            ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
+        buf = io.StringIO()
+        out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting)
+        out[["question", "setting", "rank", "entity", "score", "probability", "known"]].to_csv(buf, index=False)
+        st.download_button("Download answers (CSV)", buf.getvalue(), file_name="tpar-answers.csv", mime="text/csv")
+    with right:
+        top = answers.head(15).iloc[::-1]
+        fig = go.Figure(go.Bar(x=top["probability"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",
+                               marker_color=["#2a9d8f" if k else "#577590" for k in top["known"]],
+                               hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>"))
+        fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=30, b=10),
+                          title="Probability of the top answers (green: known fact)", xaxis_title="probability")
+        st.plotly_chart(fig, config={"displaylogo": False})
+    return answers
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

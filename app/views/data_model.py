@@ -6,76 +6,80 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
+from tpar.data.kg import TemporalKG
 
-st.title("Data and model")
-ss = st.session_state
-sources = ex.datasets()
-if not sources:
-    st.error("No data set found: the embedded sample data is missing from `sample_data/`.")
-    st.stop()
-labels = [s.label for s in sources]
-if ss.get("data") not in labels:
-    ss["data"] = labels[0]
-ex.bind(st.selectbox, "Data set", "data", options=labels,
-        help="The embedded sample world comes first; benchmark data sets appear when `$TPAR_DATA_DIR` or "
-             "`../shared/datasets` exists.")
-sel = ex.selection()
-if sel is None:
-    st.stop()
-kg = sel.kg
-if not any(s.kind == "benchmark" for s in sources):
-    st.caption("Benchmarks (ICEWS14, YAGO11k, ...) are not found here: set `$TPAR_DATA_DIR` or place them in "
-               "`../shared/datasets` to use them with the shipped benchmark checkpoints.")
 
-st.subheader("Model")
-if not sel.matches:
-    st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations with "
-               f"time steps of {kg.time_axis.describe()}). Questions need one: train with `tpar train`.")
-else:
-    names = [m.info.name for m in sel.matches]
-    fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data")  # plain text
-           for m in sel.matches}
-    ex.bind(st.selectbox, "Checkpoint", "model", options=names, format_func=lambda n: fmt[n])
-    sel = ex.selection()
-    m = sel.match
-    for w in m.warnings:
-        st.info(ex.md(w))
-    ck = m.info.checkpoint
-    c = ck.config.model
-    cols = st.columns(4)
-    cols[0].metric("Setting", ck.setting)
-    cols[1].metric("Layers L", c.num_layers)
-    cols[2].metric("Dimension d", c.dim)
-    secs = ck.extra.get("seconds")
-    cols[3].metric("Training time", f"{secs / 60:.1f} min" if secs else "–")
-    card = m.info.path.with_suffix(".md")
-    with st.expander("Model card", expanded=False):
-        if card.is_file():
-            st.markdown(card.read_text(encoding="utf-8"))  # our own markdown; HTML is not rendered
-        else:
-            st.json(ck.metrics or {"metrics": "none recorded"})
+def render() -> None:
+    st.title("Data and model")
+    sel = ex.data_set_ui(help="The embedded sample world comes first; benchmark data sets appear when "
+                              "`$TPAR_DATA_DIR` or `../shared/datasets` exists.")
+    kg = sel.kg
+    if not any(s.kind == "benchmark" for s in ex.datasets()):
+        st.caption("Benchmarks (ICEWS14, YAGO11k, ...) are not found here: set `$TPAR_DATA_DIR` or place them in "
+                   "`../shared/datasets` to use them with the shipped benchmark checkpoints.")
+    model_ui(sel)
+    graph_ui(kg)
+    ex.sync_url(("data", "model"))
 
-st.subheader("Graph")
-stats = kg.stats()
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Entities", f"{stats['num_entities']:,}")
-c2.metric("Relations", f"{stats['num_relations']:,}")
-c3.metric("Facts", f"{sum(v.get('facts', 0) for v in stats['splits'].values()):,}")
-c4.metric("Time unit", kg.time_axis.granularity)
-st.caption(f"Time axis: {stats['time_axis']}")
-rows = [{"split": s, **{k: (" .. ".join(v) if isinstance(v, list) else v) for k, v in info.items()}}
-        for s, info in stats["splits"].items()]
-st.dataframe(pd.DataFrame(rows), hide_index=True)
-for s in stats["missing_splits"]:
-    st.warning(f"The {s} split is not available for this data set.")  # s: a split name
-for note in stats["notes"]:
-    st.caption(ex.md(note))
-facts = kg.all_facts()
-if len(facts):
-    counts = pd.Series(facts[:, 1]).value_counts()
-    top = pd.DataFrame({"relation": [kg.relations.name(int(r)) for r in counts.index[:15]],
-                        "facts": counts.values[:15]})
-    with st.expander("Most frequent relations"):
-        st.dataframe(top, hide_index=True)
-st.caption(f"Fingerprint {stats['fingerprint'][:16]}")
-ex.sync_url(("data", "model"))
+
+def model_ui(sel: ex.Selection) -> None:
+    """The checkpoints that serve the data set, the chosen one's key figures and model card."""
+    kg = sel.kg
+    st.subheader("Model")
+    if not sel.matches:
+        st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations with "
+                   f"time steps of {kg.time_axis.describe()}). Questions need one: train with `tpar train`.")
+    else:
+        names = [m.info.name for m in sel.matches]
+        fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data")  # plain text
+               for m in sel.matches}
+        ex.bind(st.selectbox, "Checkpoint", "model", options=names, format_func=lambda n: fmt[n])
+        sel = ex.selection()
+        m = sel.match
+        for w in m.warnings:
+            st.info(ex.md(w))
+        ck = m.info.checkpoint
+        c = ck.config.model
+        cols = st.columns(4)
+        cols[0].metric("Setting", ck.setting)
+        cols[1].metric("Layers L", c.num_layers)
+        cols[2].metric("Dimension d", c.dim)
+        secs = ck.extra.get("seconds")
+        cols[3].metric("Training time", f"{secs / 60:.1f} min" if secs else "–")
+        card = m.info.path.with_suffix(".md")
+        with st.expander("Model card", expanded=False):
+            if card.is_file():
+                st.markdown(card.read_text(encoding="utf-8"))  # our own markdown; HTML is not rendered
+            else:
+                st.json(ck.metrics or {"metrics": "none recorded"})
+
+
+def graph_ui(kg: TemporalKG) -> None:
+    """Statistics of the graph: counts, splits, notes, the most frequent relations, fingerprint."""
+    st.subheader("Graph")
+    stats = kg.stats()
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Entities", f"{stats['num_entities']:,}")
+    c2.metric("Relations", f"{stats['num_relations']:,}")
+    c3.metric("Facts", f"{sum(v.get('facts', 0) for v in stats['splits'].values()):,}")
+    c4.metric("Time unit", kg.time_axis.granularity)
+    st.caption(f"Time axis: {stats['time_axis']}")
+    rows = [{"split": s, **{k: (" .. ".join(v) if isinstance(v, list) else v) for k, v in info.items()}}
+            for s, info in stats["splits"].items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    for s in stats["missing_splits"]:
+        st.warning(f"The {s} split is not available for this data set.")  # s: a split name
+    for note in stats["notes"]:
+        st.caption(ex.md(note))
+    facts = kg.all_facts()
+    if len(facts):
+        counts = pd.Series(facts[:, 1]).value_counts()
+        top = pd.DataFrame({"relation": [kg.relations.name(int(r)) for r in counts.index[:15]],
+                            "facts": counts.values[:15]})
+        with st.expander("Most frequent relations"):
+            st.dataframe(top, hide_index=True)
+    st.caption(f"Fingerprint {stats['fingerprint'][:16]}")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

@@ -11,105 +11,108 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
-from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.model.checkpoint import Checkpoint
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
-from tpar.evaluation.protocol import evaluate
-from tpar.evaluation.ranks import RANK_TYPES
+from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.evaluation.protocol import EvaluationResult, compare
+from tpar.evaluation.reports import metrics_rows, relation_rows
+from tpar.model.checkpoint import Checkpoint
 from tpar.model.ranker import ModelRanker
 
-st.title("Evaluate")
-ss = st.session_state
-sel = ex.require_model(ex.selection())
-kg = sel.kg
-names = [m.info.name for m in sel.matches]
-ex.bind(st.selectbox, "Checkpoint", "model", options=names)
-sel = ex.selection()
-splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
-if not splits:
-    st.error("This data set has no valid or test facts to evaluate on.")
-    st.stop()
-ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
-c1, c2, c3 = st.columns(3)
-split = c1.selectbox("Split", splits, key="eval_split", persist_state="session")
-settings = ["extrapolation", "interpolation"]
-default = ck.setting if ck.setting in settings else "extrapolation"
-setting = c2.selectbox("Setting", settings, index=settings.index(default), key="eval_setting", persist_state="session",
-                       help="extrapolation: each query sees the facts before its time; interpolation: the training "
-                            "facts, before and after.")
-n_all = 2 * len(kg.facts(split))
-limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit", persist_state="session",
-                        help="A seeded random subset keeps large evaluations short.")
-b1, b2 = st.columns(2)
-with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq", persist_state="session")
-with_rec = b2.checkbox("Recurrency baseline (fits λ, α on valid first)", value="valid" in kg.splits,
-                       disabled="valid" not in kg.splits, key="eval_rec", persist_state="session")
+METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
 
-key = (*sel.keys, split, setting, int(limit), with_freq, with_rec)
-if st.button("Run evaluation", type="primary", key="eval_run"):
-    bar = st.progress(0.0, text="starting…")
-    methods = [("TPAR", lambda: ModelRanker(ck.build_model(), micro_batch=16))]
-    if with_freq:
-        methods.append(("frequency", FrequencyBaseline))
-    if with_rec:
-        methods.append(("recurrency", lambda: fit_recurrency(kg, setting, progress=False)))
-    results = {}
-    try:
-        for i, (name, make) in enumerate(methods):
-            bar.progress(i / len(methods), text=f"{name}: preparing…")
-            ranker = make()
 
-            def tick(done: int, total: int, i=i, name=name) -> None:
-                bar.progress((i + done / total) / len(methods), text=f"{name}: {done:,} / {total:,} queries")
-
-            res = evaluate(kg, ranker, setting, split, progress=False, on_batch=tick, max_queries=int(limit),
-                           batch_size=128)
-            results[name] = res.to_dict()
-    except (DataError, ValueError) as e:
-        bar.empty()
-        st.error(ex.md(e))
+def render() -> None:
+    st.title("Evaluate")
+    ss = st.session_state
+    sel = ex.require_model(ex.selection())
+    kg = sel.kg
+    ex.bind(st.selectbox, "Checkpoint", "model", options=[m.info.name for m in sel.matches])
+    sel = ex.selection()
+    splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
+    if not splits:
+        st.error("This data set has no valid or test facts to evaluate on.")
         st.stop()
-    bar.progress(1.0, text="done")
-    ss["eval_results"] = {"key": key, "results": results}
+    ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
+    split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
+    key = (*sel.keys, split, setting, limit, with_freq, with_rec)
+    if st.button("Run evaluation", type="primary", key="eval_run"):
+        rankers = {"TPAR": lambda: ModelRanker(ck.build_model(), micro_batch=16)}
+        if with_freq:
+            rankers["frequency"] = FrequencyBaseline
+        if with_rec:
+            rankers["recurrency"] = lambda: fit_recurrency(kg, setting, progress=False)
+        bar = st.progress(0.0, text="starting…")
 
-stored = ss.get("eval_results")
-if not stored or stored["key"] != key:
-    st.info("Choose the options and run the evaluation.")
-    st.stop()
-results = stored["results"]
-first = next(iter(results.values()))
-st.caption(f"{first['num_queries']:,} queries ({split}, {setting}, both directions, time-aware filter)"
-           + (f"; seeded subset of {int(limit):,}" if first["params"].get("subset") else "")
-           + ". " + ", ".join(f"{k}: {v['seconds']:.1f} s" for k, v in results.items()) + ".")
-rows = []
-for name, r in results.items():
-    for mode in RANK_TYPES:
-        rows.append({"method": name, "ties": mode, **{k: 100 * r[mode][k] for k in ("mrr", "hits@1", "hits@3", "hits@10")}})
-table = pd.DataFrame(rows)
-st.dataframe(table, hide_index=True, column_config={
-    k: st.column_config.NumberColumn(k.upper() if k == "mrr" else k.replace("hits@", "Hits@"), format="%.2f")
-    for k in ("mrr", "hits@1", "hits@3", "hits@10")})
-st.caption("Ties: optimistic ranks the answer first among equal scores, pessimistic last, realistic in the middle "
-           "(the honest figure: a method that scores many entities 0 gains nothing from it).")
+        def tick(name: str, i: int, done: int, total: int) -> None:
+            text = f"{name}: {done:,} / {total:,} queries" if done else f"{name}: preparing…"
+            bar.progress((i + done / total) / len(rankers), text=text)
 
-per_rel = pd.DataFrame([{"relation": rel, "method": name, "MRR": 100 * modes["realistic"]["mrr"],
-                         "queries": modes["realistic"]["count"]}
-                        for name, r in results.items() for rel, modes in r["by_relation"].items()])
-top = (per_rel[per_rel.method == "TPAR"].sort_values("queries", ascending=False).head(20)["relation"].tolist())
-fig = go.Figure()
-for name in results:
-    d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
-    fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
-fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
-                  title="Realistic MRR per relation (the 20 relations with most queries)", yaxis_title="MRR %")
-st.plotly_chart(fig, config={"displaylogo": False})
+        try:
+            results = compare(kg, rankers, setting, split, max_queries=limit, on_progress=tick)
+        except DataError as e:
+            bar.empty()
+            st.error(ex.md(e))
+            st.stop()
+        bar.progress(1.0, text="done")
+        ss["eval_results"] = {"key": key, "results": results}
+    stored = ss.get("eval_results")
+    if not stored or stored["key"] != key:
+        st.info("Choose the options and run the evaluation.")
+        st.stop()
+    results_ui(stored["results"], split, setting, limit)
 
-buf = io.StringIO()
-table.to_csv(buf, index=False)
-d1, d2, d3 = st.columns(3)
-d1.download_button("Metrics (CSV)", buf.getvalue(), file_name="tpar-evaluation.csv", mime="text/csv")
-buf2 = io.StringIO()
-per_rel.to_csv(buf2, index=False)
-d2.download_button("Per relation (CSV)", buf2.getvalue(), file_name="tpar-evaluation-relations.csv", mime="text/csv")
-d3.download_button("Everything (JSON)", json.dumps(results, indent=2), file_name="tpar-evaluation.json",
-                   mime="application/json")
+
+def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, str, int, bool, bool]:
+    """(split, setting, number of queries (0 = all), with the frequency baseline, with recurrency)."""
+    c1, c2, c3 = st.columns(3)
+    split = c1.selectbox("Split", splits, key="eval_split", persist_state="session")
+    settings = ["extrapolation", "interpolation"]
+    default = ck.setting if ck.setting in settings else "extrapolation"
+    setting = c2.selectbox("Setting", settings, index=settings.index(default), key="eval_setting",
+                           persist_state="session",
+                           help="extrapolation: each query sees the facts before its time; interpolation: the "
+                                "training facts, before and after.")
+    n_all = 2 * len(kg.facts(split))
+    limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit",
+                            persist_state="session", help="A seeded random subset keeps large evaluations short.")
+    b1, b2 = st.columns(2)
+    with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq", persist_state="session")
+    with_rec = b2.checkbox("Recurrency baseline (fits λ, α on valid first)", value="valid" in kg.splits,
+                           disabled="valid" not in kg.splits, key="eval_rec", persist_state="session")
+    return split, setting, int(limit), with_freq, with_rec
+
+
+def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, limit: int) -> None:
+    """Metrics in all tie modes, the per-relation chart, and downloads."""
+    first = next(iter(results.values()))
+    st.caption(f"{first.num_queries:,} queries ({split}, {setting}, both directions, time-aware filter)"
+               + (f"; seeded subset of {limit:,}" if first.params.get("subset") else "")
+               + ". " + ", ".join(f"{k}: {v.seconds:.1f} s" for k, v in results.items()) + ".")
+    table = pd.DataFrame(metrics_rows(results))
+    st.dataframe(table, hide_index=True, column_config={
+        k: st.column_config.NumberColumn(k.upper() if k == "mrr" else k.replace("hits@", "Hits@"), format="%.2f")
+        for k in METRICS})
+    st.caption("Ties: optimistic ranks the answer first among equal scores, pessimistic last, realistic in the middle "
+               "(the honest figure: a method that scores many entities 0 gains nothing from it).")
+    per_rel = pd.DataFrame(relation_rows(results))
+    top = per_rel[per_rel.method == "TPAR"].sort_values("queries", ascending=False).head(20)["relation"].tolist()
+    fig = go.Figure()
+    for name in results:
+        d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
+        fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
+    fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
+                      title="Realistic MRR per relation (the 20 relations with most queries)", yaxis_title="MRR %")
+    st.plotly_chart(fig, config={"displaylogo": False})
+    d1, d2, d3 = st.columns(3)
+    for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
+                                    (d2, per_rel, "Per relation (CSV)", "tpar-evaluation-relations.csv")):
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False)
+        col.download_button(label, buf.getvalue(), file_name=file, mime="text/csv")
+    d3.download_button("Everything (JSON)", json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2),
+                       file_name="tpar-evaluation.json", mime="application/json")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

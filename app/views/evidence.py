@@ -9,75 +9,79 @@ import streamlit as st
 
 import explorer as ex
 from evidence_graph import FUTURE, PAST, SAME, evidence_html
+from tpar.reasoning.explanation import Explanation
+from tpar.reasoning.prediction import Prediction
 
-st.title("Evidence")
-ss = st.session_state
-sel = ex.require_model(ex.selection())
-if not ex.question_ready():
-    st.info("Ask a question first.")
-    st.page_link("views/ask.py", label="Ask", icon=":material/help:")
-    st.stop()
-pred = ex.current_prediction(sel)
-q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
-st.markdown(f"#### {ex.md(q)}")
-answers = [a["entity"] for a in pred["answers"]]
-if not answers:
-    st.info("No answers.")
-    st.stop()
-ex.keep_or_reset_answer(answers[0])  # the question changed elsewhere: its top answer
-if ss.get("answer") and ss["answer"] not in answers and ss["answer"] in sel.kg.entities:
-    answers.append(ss["answer"])  # an answer from the URL that is not among the top K
-if ss.get("answer") not in answers:
-    if ss.get("answer"):
-        st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
-    ss["answer"] = answers[0]
-rank_of = {a["entity"]: a["rank"] for a in pred["answers"]}
-c1, c2 = st.columns([3, 1])
-with c1:
-    ex.bind(st.selectbox, "Answer to explain", "answer", options=answers,
-            format_func=lambda e: f"{rank_of[e]}. {e}" if e in rank_of else e)
-with c2:
-    ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
 
-try:
-    e = ex.explain(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"],
-                   ss["answer"], int(ss["paths"]))
-except ex.DataError as err:
-    st.error(ex.md(err))
-    st.stop()
-st.caption(f"Setting **{e['setting']}**; score f(q, a) = {e['score']:.3f}, rank {e['rank']:g}. Importance of a path = "
-           "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam "
-           "search over the layers).")
-for w in e["warnings"]:
-    st.info(ex.md(w))
-if not e["paths"]:
-    st.warning("No temporal path reaches this answer, so the model gives it no evidence.")
+def render() -> None:
+    st.title("Evidence")
+    ss = st.session_state
+    sel = ex.require_model(ex.selection())
+    if not ex.question_ready():
+        ex.ask_first()
+    pred = ex.current_prediction(sel)
+    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    if not pred.answers:
+        st.info("No answers.")
+        st.stop()
+    answer_ui(pred, sel.kg.entities)
+    e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]))
+    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. Importance of a path = "
+               "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam "
+               "search over the layers).")
+    for w in e.warnings:
+        st.info(ex.md(w))
+    if not e.paths:
+        st.warning("No temporal path reaches this answer, so the model gives it no evidence.")
+        ex.sync_url()
+        st.stop()
+    st.markdown(f"<span style='color:{PAST}'>■ before t_q</span> &nbsp; <span style='color:{SAME}'>■ at t_q</span> "
+                f"&nbsp; <span style='color:{FUTURE}'>■ after t_q</span> &nbsp; dashed: a fact walked backwards "
+                "(inverse relation, ⁻¹); thicker: more important. Hover a link for its date.",
+                unsafe_allow_html=True)  # constant text: no data in it
+    st.iframe(evidence_html(e), height=540, alt="Temporal paths to the answer")
+    paths_ui(e)
     ex.sync_url()
-    st.stop()
 
-st.markdown(f"<span style='color:{PAST}'>■ before t_q</span> &nbsp; <span style='color:{SAME}'>■ at t_q</span> "
-            f"&nbsp; <span style='color:{FUTURE}'>■ after t_q</span> &nbsp; dashed: a fact walked backwards "
-            "(inverse relation, ⁻¹); thicker: more important. Hover a link for its date.",
-            unsafe_allow_html=True)  # constant text: no data in it
-st.iframe(evidence_html(e), height=540, alt="Temporal paths to the answer")
 
-rows = []
-for k, p in enumerate(e["paths"], start=1):
-    rows.append({"path": k, "importance": p["importance"], "hops": p["length"],
-                 "temporal path": p["text"],
-                 "times (relative)": ", ".join(x["delta_label"] for x in p["links"])})
-table = pd.DataFrame(rows)
-st.dataframe(table, hide_index=True, column_config={
-    "importance": st.column_config.NumberColumn("Importance", format="%+.4f"),
-    "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
-links = pd.DataFrame([{"path": k, "hop": i + 1, "subject": x["subject"], "relation": x["relation"],
-                       "object": x["object"], "walked": "backwards" if x["inverse"] else "forwards",
-                       "time": x["time"], "Δt": x["delta_label"], "attention α": x["attention"],
-                       "∂f/∂link": x["gradient"]}
-                      for k, p in enumerate(e["paths"], start=1) for i, x in enumerate(p["links"])])
-with st.expander("Every link of these paths"):
-    st.dataframe(links, hide_index=True)
-buf = io.StringIO()
-links.to_csv(buf, index=False)
-st.download_button("Download the paths (CSV)", buf.getvalue(), file_name="tpar-paths.csv", mime="text/csv")
-ex.sync_url()
+def answer_ui(pred: Prediction, entities) -> None:
+    """The answer to explain (the top answers, plus an answer from the URL) and the number of paths."""
+    ss = st.session_state
+    answers = [a.entity for a in pred.answers]
+    ex.keep_or_reset_answer(answers[0])  # the question changed elsewhere: its top answer
+    if ss.get("answer") and ss["answer"] not in answers and ss["answer"] in entities:
+        answers.append(ss["answer"])  # an answer from the URL that is not among the top K
+    if ss.get("answer") not in answers:
+        if ss.get("answer"):
+            st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
+        ss["answer"] = answers[0]
+    rank_of = {a.entity: a.rank for a in pred.answers}
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        ex.bind(st.selectbox, "Answer to explain", "answer", options=answers,
+                format_func=lambda e: f"{rank_of[e]}. {e}" if e in rank_of else e)
+    with c2:
+        ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
+
+
+def paths_ui(e: Explanation) -> None:
+    """The path table, every link of the paths, and a CSV download."""
+    table = pd.DataFrame([{"path": k, "importance": p.importance, "hops": p.length, "temporal path": p.describe(),
+                           "times (relative)": ", ".join(x.delta_label for x in p.links)}
+                          for k, p in enumerate(e.paths, start=1)])
+    st.dataframe(table, hide_index=True, column_config={
+        "importance": st.column_config.NumberColumn("Importance", format="%+.4f"),
+        "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
+    links = pd.DataFrame([{"path": k, "hop": i + 1, "subject": x.subject, "relation": x.relation, "object": x.object,
+                           "walked": "backwards" if x.inverse else "forwards", "time": x.time, "Δt": x.delta_label,
+                           "attention α": x.attention, "∂f/∂link": x.gradient}
+                          for k, p in enumerate(e.paths, start=1) for i, x in enumerate(p.links)])
+    with st.expander("Every link of these paths"):
+        st.dataframe(links, hide_index=True)
+    buf = io.StringIO()
+    links.to_csv(buf, index=False)
+    st.download_button("Download the paths (CSV)", buf.getvalue(), file_name="tpar-paths.csv", mime="text/csv")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

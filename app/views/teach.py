@@ -10,141 +10,150 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
+from tpar.reasoning.explanation import ReasoningTrace
+from tpar.reasoning.prediction import Prediction
 from tpar.reasoning.rules import PlantedRules, path_follows
-from tpar.reasoning.teaching import time_encoding_curves
+from tpar.reasoning.teaching import TimeEncodingCurves, time_encoding_curves
 
-st.title("How TPAR reasons")
-ss = st.session_state
-sel = ex.require_model(ex.selection())
-kg = sel.kg
-if not ex.question_ready():
-    st.info("Ask a question first.")
-    st.page_link("views/ask.py", label="Ask", icon=":material/help:")
-    st.stop()
-explainer = sel.explainer()
-model = explainer.predictor.model
-L = model.cfg.num_layers
-pred = ex.current_prediction(sel)
-answers = [a["entity"] for a in pred["answers"]]
-if not answers:
-    st.info("No answers.")
-    st.stop()
-ex.keep_or_reset_answer(answers[0])
-answer = ss.get("answer") if ss.get("answer") in kg.entities else answers[0]
-q = ex.question_text(pred["subject"], pred["relation"], pred["time"], pred["direction"])
-st.markdown(f"#### {ex.md(q)} → {ex.md(answer)}")
-st.caption(f"Setting **{pred['setting']}**; model L = {L}, d = {model.cfg.dim}. Change the question on the Ask page "
-           "and the answer on the Evidence page.")
+ANSWER_COLOUR, OTHER_COLOUR = "#b45309", "#577590"
 
 
-tr = ex.trace(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], answer)
-layers = tr["layers"]
-
-st.subheader("1 · Bellman-Ford over temporal paths")
-st.markdown(
-    f"TPAR starts with every entity's state at zero (h⁰ = 0) and repeats one step L = {L} times. In step ℓ each "
-    "entity reached so far sends a **message** along every temporal link it may use (Eq. 5: its state + the "
-    "relation's vector + the link's **relative time** Δt = t − t_q, encoded by Eqs. 2-3). A small network gives each "
-    "message an **attention** α between 0 and 1 (Eqs. 6-7, a sigmoid, so several links can matter at once), and each "
-    "receiving entity sums its weighted messages (Eq. 8). An entity reached after L steps scores f = w·h^L (Eq. 9); "
-    "entities no path reaches score 0. "
-    + ("Links must lie before t_q (extrapolation)." if pred["setting"] == "extrapolation"
-       else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
-reach = pd.DataFrame([{"layer ℓ": x["layer"], "entities reached": x["entities_reached"],
-                       "temporal links used": x["num_links"],
-                       "score of the answer": x["answer_score"], "rank of the answer": x["answer_rank"]}
-                      for x in layers])
-st.dataframe(reach, hide_index=True)
-
-# animation: provisional scores w·h^ℓ across layers
-names = sorted({n for x in layers for n in x["scores"]} | {answer}, key=str.casefold)
-frames = []
-for x in layers:
-    vals = {n: x["scores"].get(n) for n in names}
-    top = sorted(((v, n) for n, v in vals.items() if v is not None), reverse=True)[:12]
-    frames.append((x["layer"], top))
-def x_range(top: list) -> list[float]:
-    vals = [v for v, _ in top] or [0.0]
-    lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
-    pad = 0.05 * (hi - lo or 1.0)
-    return [lo - pad, hi + pad]
-
-
-fig = go.Figure(
-    layout={"xaxis": {"range": x_range(frames[0][1])}},
-    data=[go.Bar(x=[v for v, _ in frames[0][1]], y=[ex.plot_text(n) for _, n in frames[0][1]], orientation="h",
-                 marker_color=["#b45309" if n == answer else "#577590" for _, n in frames[0][1]])],
-    frames=[go.Frame(name=str(lv), data=[go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
-                                                marker_color=["#b45309" if n == answer else "#577590"
-                                                              for _, n in top])],
-                     layout={"xaxis": {"range": x_range(top)}})  # each layer on its own scale
-            for lv, top in frames])
-fig.update_layout(
-    height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},
-    title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; the answer in orange)",
-    updatemenus=[{"type": "buttons", "x": 1.0, "y": 1.15, "showactive": False,
-                  "buttons": [{"label": "▶ play", "method": "animate",
-                               "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
-    sliders=[{"currentvalue": {"prefix": "layer ℓ = "}, "steps": [
-        {"label": str(lv), "method": "animate",
-         "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
-st.plotly_chart(fig, config={"displaylogo": False})
-
-step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer") if L > 1 else 1
-x = layers[step - 1]
-st.markdown(f"**Step {step}**: {x['entities_reached']:,} entities reached, {x['num_links']:,} temporal links admitted"
-            + (f"; newly reached: {ex.md(', '.join(x['new_entities'][:8]))}" + ("…" if len(x["new_entities"]) > 8 else "")
-               if x["new_entities"] else "") + ".")
-st.dataframe(pd.DataFrame([{"α": lk["attention"], "from": lk["source"], "relation": lk["relation"] + ("⁻¹" if lk["inverse"] else ""),
-                            "to": lk["target"], "time": lk["time"], "Δt": lk["delta_label"]}
-                           for lk in x["top_links"]]),
-             hide_index=True, column_config={"α": st.column_config.ProgressColumn("attention α", min_value=0.0,
-                                                                                 max_value=1.0, format="%.3f")})
-
-st.subheader("2 · Relative time encoding (Eqs. 2-3)")
-st.markdown("Every link's time enters only as Δt = t − t_q. The model learned a **periodic** part sin(ω_p Δt + φ_p) "
-            "(weekly or monthly habits) and a **linear** part ω_np Δt + φ_np (recency); their sum is h_t. Below: the "
-            "dimensions with the shortest learned periods, and the linear dimensions that change fastest.")
-curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 400)))
-unit = kg.time_axis.unit
+def render() -> None:
+    st.title("How TPAR reasons")
+    ss = st.session_state
+    sel = ex.require_model(ex.selection())
+    kg = sel.kg
+    if not ex.question_ready():
+        ex.ask_first()
+    explainer = sel.explainer()
+    model = explainer.predictor.model
+    L = model.cfg.num_layers
+    pred = ex.current_prediction(sel)
+    if not pred.answers:
+        st.info("No answers.")
+        st.stop()
+    ex.keep_or_reset_answer(pred.answers[0].entity)
+    answer = ss.get("answer") if ss.get("answer") in kg.entities else pred.answers[0].entity
+    st.markdown(f"#### {ex.md(ex.prediction_text(pred))} → {ex.md(answer)}")
+    st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}. Change the question on the Ask page "
+               "and the answer on the Evidence page.")
+    tr = ex.trace(*sel.keys, ex.current_question(), answer)
+    steps_ui(tr, pred, answer, L)
+    st.subheader("2 · Relative time encoding (Eqs. 2-3)")
+    st.markdown("Every link's time enters only as Δt = t − t_q. The model learned a **periodic** part "
+                "sin(ω_p Δt + φ_p) (weekly or monthly habits) and a **linear** part ω_np Δt + φ_np (recency); their "
+                "sum is h_t. Below: the dimensions with the shortest learned periods, and the linear dimensions that "
+                "change fastest.")
+    curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 400)))
+    time_encoding_ui(curves, kg.time_axis.unit)
+    planted = PlantedRules.find(sel.source.path)
+    if planted is not None:
+        rule_ui(sel, planted, pred, answer)
 
 
-def curve_chart(title: str, values: list[list[float]], names: list[str]) -> go.Figure:
-    fig = go.Figure([go.Scatter(x=curves.dt, y=col, mode="lines", name=name)
-                     for col, name in zip(np.array(values).T, names)])
-    fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title=title, xaxis_title=f"Δt ({unit})")
+def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
+    """Section 1: entities and links per step, the animation of w·h^ℓ, and one step's top links."""
+    st.subheader("1 · Bellman-Ford over temporal paths")
+    st.markdown(
+        f"TPAR starts with every entity's state at zero (h⁰ = 0) and repeats one step L = {L} times. In step ℓ each "
+        "entity reached so far sends a **message** along every temporal link it may use (Eq. 5: its state + the "
+        "relation's vector + the link's **relative time** Δt = t − t_q, encoded by Eqs. 2-3). A small network gives "
+        "each message an **attention** α between 0 and 1 (Eqs. 6-7, a sigmoid, so several links can matter at once), "
+        "and each receiving entity sums its weighted messages (Eq. 8). An entity reached after L steps scores "
+        "f = w·h^L (Eq. 9); entities no path reaches score 0. "
+        + ("Links must lie before t_q (extrapolation)." if pred.setting == "extrapolation"
+           else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
+    st.dataframe(pd.DataFrame([{"layer ℓ": x.layer, "entities reached": x.entities_reached,
+                                "temporal links used": x.num_links, "score of the answer": x.answer_score,
+                                "rank of the answer": x.answer_rank} for x in tr.layers]), hide_index=True)
+    st.plotly_chart(score_animation(tr, answer, L), config={"displaylogo": False})
+    step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer") if L > 1 else 1
+    x = tr.layers[step - 1]
+    new = (f"; newly reached: {ex.md(', '.join(x.new_entities[:8]))}" + ("…" if len(x.new_entities) > 8 else "")
+           if x.new_entities else "")
+    st.markdown(f"**Step {step}**: {x.entities_reached:,} entities reached, {x.num_links:,} temporal links admitted"
+                f"{new}.")
+    st.dataframe(pd.DataFrame([{"α": lk.attention, "from": lk.source, "relation": lk.relation_label, "to": lk.target,
+                                "time": lk.time, "Δt": lk.delta_label} for lk in x.top_links]),
+                 hide_index=True, column_config={"α": st.column_config.ProgressColumn(
+                     "attention α", min_value=0.0, max_value=1.0, format="%.3f")})
+
+
+def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
+    """Bars of the top provisional scores w·h^ℓ after each step (play button and layer slider)."""
+    names = sorted({n for x in tr.layers for n in x.scores} | {answer}, key=str.casefold)
+    frames = []
+    for x in tr.layers:
+        vals = {n: x.scores.get(n) for n in names}
+        frames.append((x.layer, sorted(((v, n) for n, v in vals.items() if v is not None), reverse=True)[:12]))
+
+    def x_range(top: list) -> list[float]:
+        vals = [v for v, _ in top] or [0.0]
+        lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
+        pad = 0.05 * (hi - lo or 1.0)
+        return [lo - pad, hi + pad]
+
+    def bars(top: list) -> go.Bar:
+        return go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
+                      marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top])
+
+    fig = go.Figure(layout={"xaxis": {"range": x_range(frames[0][1])}}, data=[bars(frames[0][1])],
+                    frames=[go.Frame(name=str(lv), data=[bars(top)], layout={"xaxis": {"range": x_range(top)}})
+                            for lv, top in frames])  # each layer on its own scale
+    fig.update_layout(
+        height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},
+        title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; the answer in orange)",
+        updatemenus=[{"type": "buttons", "x": 1.0, "y": 1.15, "showactive": False,
+                      "buttons": [{"label": "▶ play", "method": "animate",
+                                   "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
+        sliders=[{"currentvalue": {"prefix": "layer ℓ = "}, "steps": [
+            {"label": str(lv), "method": "animate",
+             "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
     return fig
 
 
-c1, c2 = st.columns(2)
-c1.plotly_chart(curve_chart("periodic part", curves.periodic,
-                            [f"dim {i}: period {p:.1f} {unit}" for i, p in zip(curves.periodic_dims, curves.periods)]),
-                config={"displaylogo": False})
-c2.plotly_chart(curve_chart("linear part", curves.linear,
-                            [f"dim {i}: slope {w:+.3f}" for i, w in zip(curves.linear_dims, curves.slopes)]),
-                config={"displaylogo": False})
+def time_encoding_ui(curves: TimeEncodingCurves, unit: str) -> None:
+    """Section 2: the periodic and linear parts of the learned time encoding against Δt."""
+    def chart(title: str, values: list[list[float]], names: list[str]) -> go.Figure:
+        fig = go.Figure([go.Scatter(x=curves.dt, y=col, mode="lines", name=name)
+                         for col, name in zip(np.array(values).T, names)])
+        fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title=title, xaxis_title=f"Δt ({unit})")
+        return fig
 
-planted = PlantedRules.find(sel.source.path)
-if planted is not None:
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(chart("periodic part", curves.periodic,
+                          [f"dim {i}: period {p:.1f} {unit}" for i, p in zip(curves.periodic_dims, curves.periods)]),
+                    config={"displaylogo": False})
+    c2.plotly_chart(chart("linear part", curves.linear,
+                          [f"dim {i}: slope {w:+.3f}" for i, w in zip(curves.linear_dims, curves.slopes)]),
+                    config={"displaylogo": False})
+
+
+def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: str) -> None:
+    """Section 3 (data with planted rules): the rule that produced the fact beside TPAR's top path."""
     st.subheader("3 · TPAR's top path beside the rule that made the answer")
-    subj, obj = (pred["subject"], answer) if pred["direction"] == "object" else (answer, pred["subject"])
-    rule = planted.rule_of(subj, pred["relation"], obj, pred["time"])
+    subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
+    rule = planted.rule_of(subj, pred.relation, obj, pred.time)
     if rule is None:
-        st.info(ex.md(f"The fact ({subj}, {pred['relation']}, {obj}, {pred['time']})") + " was not produced by a "
+        st.info(ex.md(f"The fact ({subj}, {pred.relation}, {obj}, {pred.time})") + " was not produced by a "
                 "planted rule (it is not in the data, or it is a seed or noise fact). Pick an example question on "
                 "the Ask page.")
-    else:
-        e = ex.explain(*sel.keys, ss["subject"], ss["relation"], ss["time"], ss["direction"], ss["setting"], answer, 3)
-        c1, c2 = st.columns(2)
-        with c1:
-            st.markdown(f"**Planted rule** `{rule['id']}` ({ex.md(rule['kind'])}): {ex.md(rule['description'])}")
-            st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None)
-        with c2:
-            if e["paths"]:
-                top = e["paths"][0]
-                follows = path_follows(top["links"], rule["body"], rule["head"], pred["direction"])
-                st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if follows
-                                                                 else "✗ does not follow the rule's body"))
-                st.code(top["text"], language=None)
-            else:
-                st.warning("No temporal path reaches this answer.")
+        return
+    e = ex.current_explanation(sel, answer, 3)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**Planted rule** `{rule['id']}` ({ex.md(rule['kind'])}): {ex.md(rule['description'])}")
+        st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None)
+    with c2:
+        if e.paths:
+            top = e.paths[0]
+            follows = path_follows(top.links, rule["body"], rule["head"], pred.direction)
+            st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if follows
+                                                             else "✗ does not follow the rule's body"))
+            st.code(top.describe(), language=None)
+        else:
+            st.warning("No temporal path reaches this answer.")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

@@ -7,63 +7,79 @@ import plotly.express as px
 import streamlit as st
 
 import explorer as ex
+from tpar.data.kg import TemporalKG
 
-st.title("Entity timeline")
-ss = st.session_state
-sel = ex.selection()
-if sel is None:
-    st.stop()
-kg = sel.kg
-axis = kg.time_axis
-entities = sorted(kg.entities.names, key=str.casefold)
-if ss.get("subject") not in kg.entities:
-    ss["subject"] = entities[0]
-ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
-e = kg.entities.id(ss["subject"])
-facts = kg.all_facts()
-mine = facts[(facts[:, 0] == e) | (facts[:, 2] == e)]
-if len(mine) == 0:
-    st.info(ex.md(f"{ss['subject']} has no facts."))
-    st.stop()
-as_subject = mine[:, 0] == e
-df = pd.DataFrame({
-    "time": [axis.label(int(t)) for t in mine[:, 3]],
-    "step": mine[:, 3],
-    "relation": [kg.relations.name(int(r)) for r in mine[:, 1]],
-    "role": ["subject" if s else "object" for s in as_subject],
-    "other entity": [kg.entities.name(int(o if s else x)) for x, o, s in zip(mine[:, 0], mine[:, 2], as_subject)],
-})
-dated = axis.granularity in ("day", "month", "hour", "minute", "second") and axis.origin is not None
-if dated:
-    df["when"] = pd.to_datetime(df["time"])
-else:
-    df["when"] = df["step"] if axis.origin is None else pd.to_numeric(df["time"], errors="coerce")
-rels = sorted(df["relation"].unique(), key=str.casefold)
-pick = st.multiselect("Relations", rels, default=[], placeholder="all relations")
-if pick:
-    df = df[df["relation"].isin(pick)]
-t_q = None
-if ss.get("time"):
+
+def render() -> None:
+    st.title("Entity timeline")
+    ss = st.session_state
+    kg = ex.require_selection().kg
+    entities = sorted(kg.entities.names, key=str.casefold)
+    ex.keep_valid("subject", entities)
+    ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
+    facts = kg.entity_facts(ss["subject"])
+    if not facts:
+        st.info(ex.md(f"{ss['subject']} has no facts."))
+        st.stop()
+    df = timeline_frame(kg, pd.DataFrame([f.__dict__ for f in facts]))
+    pick = st.multiselect("Relations", sorted(df["relation"].unique(), key=str.casefold), default=[],
+                          placeholder="all relations")
+    if pick:
+        df = df[df["relation"].isin(pick)]
+    t_q = query_time(kg)
+    if t_q is not None:
+        df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
+    n_subject = sum(f.role == "subject" for f in facts)
+    st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
+               f"{len(facts) - n_subject:,} as object)"
+               + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
+    chart_ui(kg, df, t_q)
+    with st.expander("Facts"):
+        st.dataframe(df.drop(columns=["when", "time_step"]), hide_index=True)
+    ex.sync_url()
+
+
+def dated(kg: TemporalKG) -> bool:
+    axis = kg.time_axis
+    return axis.granularity in ("day", "month", "hour", "minute", "second") and axis.origin is not None
+
+
+def timeline_frame(kg: TemporalKG, df: pd.DataFrame) -> pd.DataFrame:
+    """The entity's facts with a plottable ``when``: dates where the axis has a calendar, else the
+    label's number (years) or the step."""
+    axis = kg.time_axis
+    if dated(kg):
+        df["when"] = pd.to_datetime(df["time"])
+    else:
+        df["when"] = df["time_step"] if axis.origin is None else pd.to_numeric(df["time"], errors="coerce")
+    return df.rename(columns={"other": "other entity"})
+
+
+def query_time(kg: TemporalKG) -> int | None:
+    """The current question's time step, if it fits this data set."""
+    time = st.session_state.get("time")
     try:
-        t_q = axis.parse(ss["time"])
+        return kg.time_axis.parse(time) if time else None
     except ValueError:
-        t_q = None
-if t_q is not None:
-    df["Δt"] = [axis.format_delta(int(s) - t_q) for s in df["step"]]
-st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({int(as_subject.sum()):,} as subject, "
-           f"{int((~as_subject).sum()):,} as object)" + (f"; query time {axis.label(t_q)}" if t_q is not None else ""))
-shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
-fig = px.scatter(shown, x="when", y="relation", color="role", symbol="role",
-                 hover_data={"other entity": True, "time": True, "when": False,
-                             **({"Δt": True} if "Δt" in df else {})},
-                 color_discrete_map={"subject": "#1d4ed8", "object": "#ea580c"},
-                 height=max(320, 28 * df["relation"].nunique() + 140))
-if t_q is not None:
-    x = pd.Timestamp(axis.label(t_q)) if dated else (t_q if axis.origin is None else float(axis.label(t_q)))
-    fig.add_vline(x=x, line_dash="dash", line_color="#b91c1c")
-    fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": "#b91c1c"})
-fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None, legend_title=None)
-st.plotly_chart(fig, config={"displaylogo": False})
-with st.expander("Facts"):
-    st.dataframe(df.drop(columns=["when", "step"]).sort_values("time"), hide_index=True)
-ex.sync_url()
+        return None
+
+
+def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
+    """Relations over time, the entity as subject (blue diamonds) or object (orange dots); t_q dashed."""
+    axis = kg.time_axis
+    shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
+    fig = px.scatter(shown, x="when", y="relation", color="role", symbol="role",
+                     hover_data={"other entity": True, "time": True, "when": False,
+                                 **({"Δt": True} if "Δt" in df else {})},
+                     color_discrete_map={"subject": "#1d4ed8", "object": "#ea580c"},
+                     height=max(320, 28 * df["relation"].nunique() + 140))
+    if t_q is not None:
+        x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
+        fig.add_vline(x=x, line_dash="dash", line_color="#b91c1c")
+        fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": "#b91c1c"})
+    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None, legend_title=None)
+    st.plotly_chart(fig, config={"displaylogo": False})
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

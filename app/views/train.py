@@ -13,50 +13,78 @@ from plotly.subplots import make_subplots
 import streamlit as st
 
 import explorer as ex
-from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+from tpar.data.kg import TemporalKG
+from tpar.model.config import RunConfig, builtin_config
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
 from tpar.runtime.jobs import JobSpec, list_jobs, start_job
 
-st.title("Train a model")
-ss = st.session_state
-sel = ex.selection()
-if sel is None:
-    st.stop()
-labels = [s.label for s in ex.datasets()]
-ex.bind(st.selectbox, "Data set", "data", options=labels)
-sel = ex.selection()
-kg = sel.kg
-n_train = len(kg.facts("train")) if "train" in kg.splits else 0
-st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {n_train:,} training facts; "
-           f"valid {len(kg.facts('valid')) if 'valid' in kg.splits else 0:,}, "
-           f"test {len(kg.facts('test')) if 'test' in kg.splits else 0:,}.")
+#: the page's defaults (those of the shipped sample-world model); the form overrides a few of them
+DEFAULTS = builtin_config("app/train-page")
 
-with st.form("train_form"):
-    c1, c2, c3 = st.columns(3)
-    setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting", persist_state="session",
-                           help="unified: one model for both kinds of questions (recommended).")
-    layers = c2.slider("Path length L (layers)", 1, 5, 3, key="train_layers", persist_state="session")
-    dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=32, key="train_dim", persist_state="session")
-    c4, c5, c6 = st.columns(3)
-    epochs = c4.number_input("Epochs (at most)", 1, 50, 4, key="train_epochs", persist_state="session")
-    per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
-                                min(20_000, 2 * n_train), step=1000, key="train_per_epoch", persist_state="session")
-    lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=0.002, key="train_lr", persist_state="session")
-    default_name = f"{sel.source.path.name}-{setting}"
-    name = st.text_input("Model name", value=default_name, help="Saved as workspace/checkpoints/NAME.tpar",
-                         key="train_name", persist_state="session")
-    eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test", persist_state="session")
-    submitted = st.form_submit_button("Start training", type="primary")
 
-if submitted and not is_valid_name(name or ""):
-    st.error(f"Model name: {NAME_RULE}.")
-elif submitted:
+def render() -> None:
+    st.title("Train a model")
+    ss = st.session_state
+    sel = ex.data_set_ui()
+    kg = sel.kg
+    split_size = {s: len(kg.facts(s)) if s in kg.splits else 0 for s in ("train", "valid", "test")}
+    st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {split_size['train']:,} training facts; "
+               f"valid {split_size['valid']:,}, test {split_size['test']:,}.")
+    form = form_ui(sel.source.path.name, split_size["train"])
+    if form is not None:
+        start_ui(sel, kg, *form)
+    jobs = list_jobs(ex.JOBS_DIR)
+    if not jobs:
+        st.info("No training jobs yet.")
+        st.stop()
+    ids = [j.id for j in jobs]
+    ex.keep_valid("job", ids)
+    status_of = {j.id: j.status() for j in jobs}
+    ex.bind(st.selectbox, "Job", "job", options=ids,
+            format_func=lambda i: f"{status_of[i].name} — {status_of[i].state} ({i})")
+    follow(ss["job"])
+    ex.sync_url(("data",))
+
+
+def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
+    """The training form; on submit: (model name, run config, evaluate on test when done)."""
+    m, t = DEFAULTS.model, DEFAULTS.train
+    with st.form("train_form"):
+        c1, c2, c3 = st.columns(3)
+        setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
+                               persist_state="session", help="unified: one model for both kinds of questions (recommended).")
+        layers = c2.slider("Path length L (layers)", 1, 5, m.num_layers, key="train_layers", persist_state="session")
+        dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=m.dim, key="train_dim", persist_state="session")
+        c4, c5, c6 = st.columns(3)
+        epochs = c4.number_input("Epochs (at most)", 1, 50, t.epochs, key="train_epochs", persist_state="session")
+        per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
+                                    min(t.max_train_queries, 2 * n_train), step=1000, key="train_per_epoch",
+                                    persist_state="session")
+        lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=t.lr, key="train_lr",
+                              persist_state="session")
+        name = st.text_input("Model name", value=f"{data_name}-{setting}", help="Saved as workspace/checkpoints/NAME.tpar",
+                             key="train_name", persist_state="session")
+        eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
+                                persist_state="session")
+        submitted = st.form_submit_button("Start training", type="primary")
+    if not submitted:
+        return None
+    if not is_valid_name(name or ""):
+        st.error(f"Model name: {NAME_RULE}.")
+        return None
+    run = RunConfig.from_dict(DEFAULTS.to_dict(), "app/train-page")  # a fresh copy
+    run.model.num_layers, run.model.dim = int(layers), int(dim)
+    run.train.setting, run.train.lr, run.train.epochs = setting, float(lr), int(epochs)
+    run.train.max_train_queries = int(per_epoch)
+    return name, run, eval_test
+
+
+def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool) -> None:
+    """Start the job (a shipped checkpoint's name is refused; an existing model is replaced on a
+    second press)."""
+    ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
-    run = RunConfig(ModelConfig(dim=int(dim), attn_dim=5, num_layers=int(layers), dropout=0.2, activation="tanh"),
-                    TrainConfig(setting=setting, lr=float(lr), batch_size=10, micro_batch=10, epochs=int(epochs),
-                                patience=2, max_train_queries=int(per_epoch), max_valid_queries=1000,
-                                checkpoint_every=120.0))
     shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
     if name in shipped:
         st.error(ex.md(f"{name!r} is the name of a shipped checkpoint; choose another name."))
@@ -65,8 +93,9 @@ elif submitted:
         st.warning(ex.md(f"A model named {name!r} exists; press Start again to replace it."))
     else:
         try:
-            job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=setting, run=run.to_dict(),
-                                                 out=str(out), name=name, data_label=sel.source.label,
+            job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=run.train.setting,
+                                                 run=run.to_dict(), out=str(out), name=name,
+                                                 data_label=sel.source.label,
                                                  eval_test=eval_test and "test" in kg.splits))
         except DataError as e:
             st.error(ex.md(e))
@@ -75,20 +104,11 @@ elif submitted:
             ss.pop("confirm_overwrite", None)
             st.success(ex.md(f"Training {name!r} started in the background."))
 
-jobs = list_jobs(ex.JOBS_DIR)
-if not jobs:
-    st.info("No training jobs yet.")
-    st.stop()
-ids = [j.id for j in jobs]
-if ss.get("job") not in ids:
-    ss["job"] = ids[0]
-status_of = {j.id: j.status() for j in jobs}
-ex.bind(st.selectbox, "Job", "job", options=ids,
-        format_func=lambda i: f"{status_of[i].name} — {status_of[i].state} ({i})")
-
 
 @st.fragment(run_every=1.5)
 def follow(job_id: str) -> None:
+    """The job's progress, live loss and validation MRR, cancel / use buttons (re-drawn every 1.5 s)."""
+    ss = st.session_state
     job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
     s = job.status()
     label = {"starting": "starting…", "running": f"epoch {s.epoch} of at most {s.epochs}",
@@ -134,5 +154,5 @@ def follow(job_id: str) -> None:
             st.dataframe(pd.DataFrame(s.epochs_done).drop(columns=["type", "time"], errors="ignore"), hide_index=True)
 
 
-follow(ss["job"])
-ex.sync_url(("data",))
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

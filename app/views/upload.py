@@ -7,57 +7,76 @@ import streamlit as st
 
 import explorer as ex
 from tpar.data.catalog import SAMPLE_DIR
+from tpar.data.kg import TemporalKG
+from tpar.data.upload import UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
-from tpar.data.upload import inspect_upload, save_dataset
 
-st.title("Upload your data")
-ss = st.session_state
-st.markdown(
-    "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
-    "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`). "
-    "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
-    "integer steps. Nothing is used before you have seen the validation report below.")
-example = SAMPLE_DIR / "world" / "facts.csv"
-if example.is_file():
-    st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
-                       file_name="sample-world-facts.csv", mime="text/csv")
 
-limit_mb = ex.max_upload_mb()
-up = st.file_uploader(f"Quadruple file (at most {limit_mb} MB)", type=["csv", "tsv", "txt"], key="upload_file")
-if up is None:
-    st.stop()
-if up.size > limit_mb * 1024 * 1024:
-    st.error(ex.md(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB ")
-             + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
-    st.stop()
-raw = up.getvalue()
-try:
-    text = raw.decode("utf-8")
-except UnicodeDecodeError as e:
-    row = raw[: e.start].count(b"\n") + 1
-    st.error(ex.md(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8."))
-    st.stop()
+def render() -> None:
+    st.title("Upload your data")
+    st.markdown(
+        "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
+        "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`). "
+        "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
+        "integer steps. Nothing is used before you have seen the validation report below.")
+    example = SAMPLE_DIR / "world" / "facts.csv"
+    if example.is_file():
+        st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
+                           file_name="sample-world-facts.csv", mime="text/csv")
+    name, text = file_ui()
+    options = options_ui()
+    try:
+        report, kg = check(text, name, *options)
+    except DataError as e:
+        st.error(ex.md(f"This file cannot be used: {e}"))
+        st.stop()
+    report_ui(report)
+    save_ui(name, report, kg)
 
-c1, c2, c3 = st.columns(3)
-with c1:
-    time_format = st.selectbox("Read times as", ["auto", "date", "datetime", "month", "year", "int"],
-                               key="upload_time_format", persist_state="session",
-                               help="auto: detected from the values (integers within 1000–2999 are years).")
-with c2:
-    policy = st.selectbox("Split", ["chronological", "random", "column"], key="upload_split", persist_state="session",
-                          format_func={"chronological": "chronological (forecasting: latest facts to test)",
-                                       "random": "random (completion: a seeded shuffle)",
-                                       "column": "from the file's split column"}.get)
-with c3:
-    seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed", persist_state="session",
-                           disabled=policy != "random")
-f1, f2 = st.columns(2)
-train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", persist_state="session", disabled=policy == "column")
-valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", persist_state="session", disabled=policy == "column")
-if train_pct + valid_pct >= 100:
-    st.error("Train and valid shares must leave some facts for test.")
-    st.stop()
-fractions = (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100)
+
+def file_ui() -> tuple[str, str]:
+    """The uploaded file's name and UTF-8 text (a message and a stop for none, too large, or not UTF-8)."""
+    limit_mb = ex.max_upload_mb()
+    up = st.file_uploader(f"Quadruple file (at most {limit_mb} MB)", type=["csv", "tsv", "txt"], key="upload_file")
+    if up is None:
+        st.stop()
+    if up.size > limit_mb * 1024 * 1024:
+        st.error(ex.md(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB ")
+                 + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
+        st.stop()
+    raw = up.getvalue()
+    try:
+        return up.name, raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        row = raw[: e.start].count(b"\n") + 1
+        st.error(ex.md(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8."))
+        st.stop()
+
+
+def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
+    """How to read times and how to split: (time format, split policy, seed, split fractions)."""
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        time_format = st.selectbox("Read times as", ["auto", "date", "datetime", "month", "year", "int"],
+                                   key="upload_time_format", persist_state="session",
+                                   help="auto: detected from the values (integers within 1000–2999 are years).")
+    with c2:
+        policy = st.selectbox("Split", ["chronological", "random", "column"], key="upload_split", persist_state="session",
+                              format_func={"chronological": "chronological (forecasting: latest facts to test)",
+                                           "random": "random (completion: a seeded shuffle)",
+                                           "column": "from the file's split column"}.get)
+    with c3:
+        seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed",
+                               persist_state="session", disabled=policy != "random")
+    f1, f2 = st.columns(2)
+    train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", persist_state="session",
+                          disabled=policy == "column")
+    valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", persist_state="session",
+                          disabled=policy == "column")
+    if train_pct + valid_pct >= 100:
+        st.error("Train and valid shares must leave some facts for test.")
+        st.stop()
+    return time_format, policy, int(seed), (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100)
 
 
 @st.cache_data(show_spinner="Checking the file…", max_entries=4)
@@ -65,43 +84,46 @@ def check(text: str, name: str, time_format: str, policy: str, seed: int, fracti
     return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions)
 
 
-try:
-    report, kg = check(text, up.name, time_format, policy, int(seed), fractions)
-except DataError as e:
-    st.error(ex.md(f"This file cannot be used: {e}"))
-    st.stop()
+def report_ui(report: UploadReport) -> None:
+    st.subheader("Validation report")
+    m = st.columns(5)
+    m[0].metric("Rows read", f"{report.rows_read:,}")
+    m[1].metric("Facts kept", f"{report.rows_kept:,}")
+    m[2].metric("Rows dropped", f"{len(report.dropped):,}")
+    m[3].metric("Duplicates removed", f"{report.duplicates:,}")
+    m[4].metric("Time step", report.granularity)
+    st.markdown(f"Times read as **{report.time_format}**, from **{report.time_range[0]}** to **{report.time_range[1]}**; "
+                f"**{report.entities:,}** entities, **{report.relations:,}** relations. Split ({report.split_policy}): "
+                + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
+    for note in report.notes:
+        st.warning(ex.md(note))
+    if report.dropped:
+        st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
+                   "their row numbers:")
+        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True)
 
-st.subheader("Validation report")
-m = st.columns(5)
-m[0].metric("Rows read", f"{report.rows_read:,}")
-m[1].metric("Facts kept", f"{report.rows_kept:,}")
-m[2].metric("Rows dropped", f"{len(report.dropped):,}")
-m[3].metric("Duplicates removed", f"{report.duplicates:,}")
-m[4].metric("Time step", report.granularity)
-st.markdown(f"Times read as **{report.time_format}**, from **{report.time_range[0]}** to **{report.time_range[1]}**; "
-            f"**{report.entities:,}** entities, **{report.relations:,}** relations. Split ({report.split_policy}): "
-            + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
-for note in report.notes:
-    st.warning(ex.md(note))
-if report.dropped:
-    st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
-               "their row numbers:")
-    st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True)
 
-st.subheader("Save")
-default_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in up.name.rsplit(".", 1)[0])[:64] or "upload"
-name = st.text_input("Data set name", value=default_name, key="upload_name")
-existing = {s.label for s in ex.datasets()}
-exists = f"upload: {name}" in existing
-replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
-if st.button("Save data set", type="primary", disabled=exists and not replace, key="upload_save"):
-    try:
-        path = save_dataset(kg, ex.UPLOAD_DIR, name, overwrite=replace)
-    except DataError as e:
-        st.error(ex.md(e))
-    else:
-        ex.datasets.clear()
-        ss["data"] = f"upload: {name}"
-        ss.pop("subject", None)
-        st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept:,} facts). Train a model on it next.")
-        st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
+def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
+    """A name for the data set (replace an existing one only when asked) and the save button."""
+    ss = st.session_state
+    st.subheader("Save")
+    default_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in file_name.rsplit(".", 1)[0])[:64]
+    name = st.text_input("Data set name", value=default_name or "upload", key="upload_name")
+    exists = f"upload: {name}" in {s.label for s in ex.datasets()}
+    replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
+    if st.button("Save data set", type="primary", disabled=exists and not replace, key="upload_save"):
+        try:
+            save_dataset(kg, ex.UPLOAD_DIR, name, overwrite=replace)
+        except DataError as e:
+            st.error(ex.md(e))
+        else:
+            ex.datasets.clear()
+            ss["data"] = f"upload: {name}"
+            ss.pop("subject", None)
+            st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept:,} facts). "
+                       "Train a model on it next.")
+            st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()

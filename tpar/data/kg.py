@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 
@@ -13,6 +14,17 @@ from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
 
 SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class EntityFact:
+    """One known fact seen from an entity: when, which relation, the entity's role and the other one."""
+
+    time_step: int
+    time: str
+    relation: str
+    role: Literal["subject", "object"]
+    other: str
 
 
 def empty_facts() -> np.ndarray:
@@ -80,6 +92,22 @@ class TemporalKG:
         """train ∪ valid ∪ test as one (N, 4) array, duplicates across splits removed."""
         parts = [self.facts(s) for s in SPLITS]
         return np.unique(np.concatenate(parts), axis=0) if sum(map(len, parts)) else empty_facts()
+
+    @cached_property
+    def time_range(self) -> tuple[int, int]:
+        """(first, last) time step over all known facts; (0, 0) for a graph without facts."""
+        every = self.all_facts()
+        return (int(every[:, 3].min()), int(every[:, 3].max())) if len(every) else (0, 0)
+
+    def entity_facts(self, entity: str) -> list[EntityFact]:
+        """Every known fact (train ∪ valid ∪ test) with ``entity`` as subject or object, by time."""
+        e = self.entities.id(entity)
+        every = self.all_facts()
+        mine = every[(every[:, 0] == e) | (every[:, 2] == e)]
+        mine = mine[np.argsort(mine[:, 3], kind="stable")]
+        return [EntityFact(int(t), self.time_axis.label(int(t)), self.relations.name(int(r)),
+                           "subject" if s == e else "object", self.entities.name(int(o if s == e else s)))
+                for s, r, o, t in mine.tolist()]
 
     # -- identity -------------------------------------------------------------------------------
     @cached_property

@@ -18,7 +18,7 @@ import json
 import time as _time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
 
 import numpy as np
 import torch
@@ -190,3 +190,24 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
                             fingerprint=kg.fingerprint, queries=qarr, optimistic=opt, pessimistic=pes,
                             relation_names=kg.relations.names, seconds=_time.perf_counter() - t0,
                             params=params)
+
+
+def compare(kg: TemporalKG, rankers: Mapping[str, Callable[[], Ranker]], setting: Setting | str, split: str = "test", *,
+            max_queries: int = 0, seed: int = 0, batch_size: int = 128,
+            on_progress: Callable[[str, int, int, int], None] | None = None) -> dict[str, EvaluationResult]:
+    """Several rankers on the same queries of one split (same seeded subset for all): each entry of
+    ``rankers`` builds its ranker when its turn comes (fitting a baseline may take a while).
+    ``on_progress(name, method index, queries done, total)`` follows the work."""
+    results: dict[str, EvaluationResult] = {}
+    for i, (name, make) in enumerate(rankers.items()):
+        if on_progress:
+            on_progress(name, i, 0, 1)
+        ranker = make()
+
+        def tick(done: int, total: int, name: str = name, i: int = i) -> None:
+            if on_progress:
+                on_progress(name, i, done, total)
+
+        results[name] = evaluate(kg, ranker, setting, split, progress=False, on_batch=tick, max_queries=max_queries,
+                                 seed=seed, batch_size=batch_size)
+    return results

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Mapping
 
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.protocol import EvaluationResult
+from tpar.evaluation.ranks import RANK_TYPES
 
 
 def write_ranks_csv(res: EvaluationResult, kg: TemporalKG, path: str | Path) -> None:
@@ -24,3 +26,15 @@ def write_ranks_csv(res: EvaluationResult, kg: TemporalKG, path: str | Path) -> 
                         "object" if d == 0 else "subject", int(res.optimistic[i]), int(res.pessimistic[i]),
                         f"{real[i]:g}"])
     tmp.replace(path)
+
+
+def metrics_rows(results: Mapping[str, EvaluationResult]) -> list[dict]:
+    """One row per method and rank type: MRR and Hits@1/3/10 in percent."""
+    return [{"method": name, "ties": mode, "mrr": 100 * m.mrr, **{f"hits@{k}": 100 * v for k, v in m.hits.items()}}
+            for name, res in results.items() for mode in RANK_TYPES for m in [res.metrics(mode)]]
+
+
+def relation_rows(results: Mapping[str, EvaluationResult]) -> list[dict]:
+    """One row per method and base relation: realistic MRR in percent and the number of queries."""
+    return [{"relation": rel, "method": name, "MRR": 100 * modes["realistic"].mrr, "queries": modes["realistic"].count}
+            for name, res in results.items() for rel, modes in res.by_relation().items()]

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 
 
@@ -110,3 +111,14 @@ def make_queries(facts: np.ndarray, num_relations: int, directions: str = "both"
     return QueryBatch(*(torch.cat([a, b]) for a, b in zip(
         (obj.subject, obj.relation, obj.time, obj.answer, obj.direction),
         (sub.subject, sub.relation, sub.time, sub.answer, sub.direction))))
+
+
+def default_question(kg: TemporalKG) -> Question:
+    """A question to open on: the subject and relation of a fact at the last known time, asked one
+    step after the data (a forecast)."""
+    every = kg.all_facts()
+    if not len(every):
+        raise DataError(f"{kg.name}: no facts to ask about")
+    _, t_max = kg.time_range
+    s, r, _, _ = every[every[:, 3] == t_max][0].tolist()
+    return Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t_max + 1))

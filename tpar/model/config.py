@@ -6,44 +6,47 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Literal, get_args
 
 from tpar.errors import DataError
 
-ACTIVATIONS = ("identity", "tanh", "relu")
-SETTINGS = ("extrapolation", "interpolation", "unified")
+#: the shipped configurations: ``paper/<data>-<setting>.json`` (the paper's hyper-parameters),
+#: ``cpu/...`` (the budgets used on a 2-core CPU), ``app/...`` (the app's defaults)
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+Activation = Literal["identity", "tanh", "relu"]
+TrainingSetting = Literal["extrapolation", "interpolation", "unified"]
+DeviceChoice = Literal["auto", "cpu", "cuda"]
+ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
+SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
 
 @dataclass
 class ModelConfig:
-    """TPAR hyper-parameters (paper Section 4; grid in Appendix D.3).
-
-    Attributes:
-        dim: embedding dimension d of entities' query-specific states, relations and time.
-        attn_dim: attention dimension d_a (Eq. 7).
-        num_layers: L, the maximum temporal-path length (number of recursive steps).
-        dropout: applied to each layer's output states.
-        activation: δ of Eq. 8: ``identity``, ``tanh`` or ``relu``.
-        chronological: extrapolation only: links along a path must have non-increasing times
-            (t_1 >= t_2 >= ...), the ordering the paper relaxes (Section 4.1) -- for its ablation.
-        attention_bias_init: initial bias of w_α (Eq. 7). Negative, so that α starts near
-            σ(-5) ≈ 0.007: Eq. 8 sums messages over every admitted link, and a hub entity has thousands
-            of them, so with α ≈ 0.5 the states grow by orders of magnitude per step at initialisation
-            and training stalls (measured on ICEWS14: valid MRR 0.1% vs 18-29% after 400 steps).
-            The attention then learns which links to open.
-        num_relations: R, base relations of the data the model was built for (set from data).
-        time_span: characteristic number of time steps of the data (set from data); scales the
-            initial frequencies of the time encoding.
-    """
+    """TPAR hyper-parameters (paper Section 4; grid in Appendix D.3), each documented below it."""
 
     dim: int = 64
+    """d: the dimension of entities' query-specific states, relations and time."""
     attn_dim: int = 5
+    """d_a: the attention dimension (Eq. 7)."""
     num_layers: int = 5
+    """L: the maximum temporal-path length (number of recursive steps)."""
     dropout: float = 0.2
-    activation: str = "identity"
+    """Dropout on each layer's output states."""
+    activation: Activation = "identity"
+    """δ of Eq. 8."""
     chronological: bool = False
+    """Extrapolation only: links along a path must have non-increasing times (t_1 >= t_2 >= ...), the
+    ordering the paper relaxes (Section 4.1) -- for its ablation."""
     attention_bias_init: float = -5.0
+    """Initial bias of w_α (Eq. 7). Negative, so that α starts near σ(-5) ≈ 0.007: Eq. 8 sums messages
+    over every admitted link, and a hub entity has thousands of them, so with α ≈ 0.5 the states grow
+    by orders of magnitude per step at initialisation and training stalls (measured on ICEWS14: valid
+    MRR 0.1% vs 18-29% after 400 steps). The attention then learns which links to open."""
     num_relations: int = 0
+    """R: base relations of the data the model was built for (set from data)."""
     time_span: int = 365
+    """Characteristic number of time steps of the data (set from data); scales the initial
+    frequencies of the time encoding."""
 
     def __post_init__(self) -> None:
         if self.activation not in ACTIVATIONS:
@@ -74,7 +77,9 @@ class TrainConfig:
         faster than eager.)
     """
 
-    setting: str = "extrapolation"
+    setting: TrainingSetting = "extrapolation"
+    device: DeviceChoice = "auto"
+    amp: bool = False
     lr: float = 3e-4
     batch_size: int = 10
     micro_batch: int = 5
@@ -86,8 +91,6 @@ class TrainConfig:
     weight_decay: float = 0.0
     seed: int = 0
     checkpoint_every: float = 300.0
-    device: str = "auto"
-    amp: bool = False
 
     def __post_init__(self) -> None:
         if self.setting not in SETTINGS:
@@ -138,3 +141,14 @@ def _build(cls, d: dict, source: str):
         return cls(**d)
     except (TypeError, ValueError) as e:
         raise DataError(str(e), file=source) from None
+
+
+def builtin_config(name: str) -> RunConfig:
+    """A shipped configuration by name, e.g. ``"app/train-page"`` or ``"paper/icews14-extrapolation"``."""
+    return RunConfig.load(CONFIG_DIR / f"{name}.json")
+
+
+def paper_config_path(data_name: str, setting: str) -> Path | None:
+    """The paper's configuration for a known benchmark (``configs/paper/<data>-<setting>.json``), if any."""
+    p = CONFIG_DIR / "paper" / f"{data_name.lower()}-{setting}.json"
+    return p if p.is_file() else None

@@ -27,7 +27,7 @@ import torch
 from tpar.evaluation.ranks import realistic_rank
 from tpar.errors import DataError
 from tpar.graph.queries import Direction, Question
-from tpar.reasoning.prediction import PreparedQuestion, Predictor
+from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor
 from tpar.model.network import PropagationTrace
 
 
@@ -85,13 +85,7 @@ class TemporalPath:
 
 
 @dataclass
-class Explanation:
-    subject: str
-    relation: str
-    direction: str
-    time: str
-    time_step: int
-    setting: str
+class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
     rank: float              # among all entities; ties share the mean position (realistic rank)
@@ -101,9 +95,7 @@ class Explanation:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k != "paths"}
-        d["paths"] = [p.to_dict() for p in self.paths]
-        return d
+        return super().to_dict() | {"paths": [p.to_dict() for p in self.paths]}
 
 
 @dataclass
@@ -125,17 +117,9 @@ class LayerSummary:
 
 
 @dataclass
-class ReasoningTrace:
-    subject: str
-    relation: str
-    direction: str
-    time: str
-    setting: str
+class ReasoningTrace(AnsweredQuestion):
     layers: list[LayerSummary]
     answer: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class Explainer:
@@ -317,4 +301,4 @@ class Explainer:
                 links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank))
-        return ReasoningTrace(subject, relation, direction, prepared.time_label, prepared.setting.value, layers, answer)
+        return ReasoningTrace(subject, relation, direction, prepared.time_label, t, prepared.setting.value, layers, answer)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -41,21 +41,25 @@ class PreparedQuestion:
 
 
 @dataclass
-class Prediction:
+class AnsweredQuestion:
+    """A question as it was answered: the names asked, the resolved time and the setting used."""
+
     subject: str
     relation: str
     direction: str
-    time: str
+    time: str                 # the time's label on the data's axis
     time_step: int
-    setting: str
+    setting: str              # extrapolation or interpolation (``auto`` resolved)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Prediction(AnsweredQuestion):
     answers: list[Answer]
     reached: int  # entities some temporal path reached
     warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"subject": self.subject, "relation": self.relation, "direction": self.direction, "time": self.time,
-                "time_step": self.time_step, "setting": self.setting, "reached": self.reached,
-                "warnings": self.warnings, "answers": [a.__dict__ for a in self.answers]}
 
 
 class Predictor:

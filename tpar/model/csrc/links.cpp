@@ -50,6 +50,21 @@ inline scalar_t attention(const scalar_t* an, const scalar_t* ar, const scalar_t
   return scalar_t(1) / (scalar_t(1) + std::exp(-z));
 }
 
+// Calls f(p, r, dst_e, t) for every admitted link of query q: p the frontier node it leaves, r its
+// relation, dst_e the entity it enters, t its row in the per-dt tables (link time - q's offset).
+template <typename F>
+inline void for_each_link(const Csr& c, int64_t q, F&& f) {
+  const int64_t tq = c.qt[q];
+  for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+    const int64_t src_e = c.node_e[p];
+    for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
+      const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e];
+      if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
+      f(p, r, dst_e, c.ix_time[e] - tq);
+    }
+  }
+}
+
 template <typename scalar_t>
 void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel,
                       const at::Tensor& a_rel, const at::Tensor& a_query, const at::Tensor& h_time,
@@ -63,23 +78,16 @@ void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Te
   at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       const scalar_t* aq = AQ + q * da;
-      const int64_t base = q * c.E, tq = c.qt[q];
-      for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+      const int64_t base = q * c.E;
+      for_each_link(c, q, [&](int64_t p, int64_t r, int64_t dst_e, int64_t t) {
+        const scalar_t al = attention(AN + p * da, AR + r * da, aq, AT + t * da, W, bias, da);
         const scalar_t* __restrict__ hs = H + p * d;
-        const scalar_t* an = AN + p * da;
-        const int64_t src_e = c.node_e[p];
-        for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
-          const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
-          if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
-          const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
-          const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
-          const scalar_t* __restrict__ hr = HR + r * d;
-          const scalar_t* __restrict__ ht = HT + t * d;
-          scalar_t* __restrict__ o = O + c.pos[base + dst_e] * d;
+        const scalar_t* __restrict__ hr = HR + r * d;
+        const scalar_t* __restrict__ ht = HT + t * d;
+        scalar_t* __restrict__ o = O + c.pos[base + dst_e] * d;
 #pragma omp simd
-          for (int64_t j = 0; j < d; ++j) o[j] += al * (hs[j] + hr[j] + ht[j]);
-        }
-      }
+        for (int64_t j = 0; j < d; ++j) o[j] += al * (hs[j] + hr[j] + ht[j]);
+      });
     }
   });
 }
@@ -107,49 +115,42 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
     for (int64_t q = q0; q < q1; ++q) {
       const scalar_t* aq = AQ + q * da;
       scalar_t* gaq = GAQ + q * da;
-      const int64_t base = q * c.E, tq = c.qt[q];
-      for (int64_t p = c.node_ptr[q]; p < c.node_ptr[q + 1]; ++p) {
+      const int64_t base = q * c.E;
+      for_each_link(c, q, [&](int64_t p, int64_t r, int64_t dst_e, int64_t t) {
+        const scalar_t *an = AN + p * da, *ar = AR + r * da, *at_ = AT + t * da;
+        const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
+        const scalar_t* __restrict__ g = G + c.pos[base + dst_e] * d;
         const scalar_t* __restrict__ hs = H + p * d;
-        scalar_t* __restrict__ gh = GH + p * d;
-        const scalar_t* an = AN + p * da;
-        scalar_t* gan = GAN + p * da;
-        const int64_t src_e = c.node_e[p];
-        for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
-          const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e], t = c.ix_time[e] - tq;
-          if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
-          const scalar_t *ar = AR + r * da, *at_ = AT + t * da;
-          const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
-          const scalar_t* __restrict__ g = G + c.pos[base + dst_e] * d;
-          const scalar_t* __restrict__ hr = HR + r * d;
-          const scalar_t* __restrict__ ht = HT + t * d;
-          scalar_t galpha = 0;
+        const scalar_t* __restrict__ hr = HR + r * d;
+        const scalar_t* __restrict__ ht = HT + t * d;
+        scalar_t galpha = 0;
 #pragma omp simd reduction(+ : galpha)
-          for (int64_t j = 0; j < d; ++j) galpha += g[j] * (hs[j] + hr[j] + ht[j]);
+        for (int64_t j = 0; j < d; ++j) galpha += g[j] * (hs[j] + hr[j] + ht[j]);
+        scalar_t* __restrict__ gh = GH + p * d;
 #pragma omp simd
-          for (int64_t j = 0; j < d; ++j) gh[j] += al * g[j];
-          scalar_t* __restrict__ ghr = LHR + r * d;
+        for (int64_t j = 0; j < d; ++j) gh[j] += al * g[j];
+        scalar_t* __restrict__ ghr = LHR + r * d;
 #pragma omp simd
-          for (int64_t j = 0; j < d; ++j) ghr[j] += al * g[j];
-          scalar_t* __restrict__ ght = LHT + t * d;
+        for (int64_t j = 0; j < d; ++j) ghr[j] += al * g[j];
+        scalar_t* __restrict__ ght = LHT + t * d;
 #pragma omp simd
-          for (int64_t j = 0; j < d; ++j) ght[j] += al * g[j];
-          const scalar_t gz = galpha * al * (scalar_t(1) - al);
-          if (gz == scalar_t(0)) continue;
-          *LB += gz;
-          scalar_t *gar = LAR + r * da, *gat = LAT + t * da;
-          for (int64_t k = 0; k < da; ++k) {
-            const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
-            if (x > 0) {
-              LW[k] += gz * x;
-              const scalar_t gx = gz * W[k];
-              gan[k] += gx;
-              gar[k] += gx;
-              gaq[k] += gx;
-              gat[k] += gx;
-            }
+        for (int64_t j = 0; j < d; ++j) ght[j] += al * g[j];
+        const scalar_t gz = galpha * al * (scalar_t(1) - al);  // through the sigmoid of Eq. 7
+        if (gz == scalar_t(0)) return;
+        *LB += gz;
+        scalar_t *gan = GAN + p * da, *gar = LAR + r * da, *gat = LAT + t * da;
+        for (int64_t k = 0; k < da; ++k) {
+          const scalar_t x = an[k] + ar[k] + aq[k] + at_[k];
+          if (x > 0) {
+            LW[k] += gz * x;
+            const scalar_t gx = gz * W[k];
+            gan[k] += gx;
+            gar[k] += gx;
+            gaq[k] += gx;
+            gat[k] += gx;
           }
         }
-      }
+      });
     }
   });
   scalar_t *GHR = g_hrel.data_ptr<scalar_t>(), *GAR = g_arel.data_ptr<scalar_t>(), *GHT = g_htime.data_ptr<scalar_t>(),

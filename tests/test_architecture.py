@@ -1,0 +1,114 @@
+"""The package layout enforces the one-way data flow: each subpackage of ``tpar`` imports only from
+the ones before it (files -> graph -> evaluation -> model -> reasoning -> runtime -> CLI), ``tpar``
+never imports streamlit, and the app reaches the model only through the ``tpar`` API."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tpar"
+#: lower number = earlier in the data flow; a module may import its own layer and earlier ones
+LAYERS = {"errors": 0, "data": 1, "graph": 2, "evaluation": 3, "model": 4, "reasoning": 5, "runtime": 6, "cli": 7}
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in the file, at any depth (function-level imports included);
+    ``from tpar import __version__`` (defined first thing in the package root) is not counted."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "tpar" and [a.name for a in node.names] == ["__version__"]:
+                continue
+            out.append((node.lineno, node.module))
+    return out
+
+
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "tpar" or len(parts) < 2:
+        return None
+    return LAYERS[parts[1]]
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py") or p.parent != PACKAGE)
+
+
+def test_every_module_belongs_to_a_layer():
+    for p in MODULES:
+        top = p.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        assert top in LAYERS, f"{p.relative_to(ROOT)} is outside the known layers {sorted(LAYERS)}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_only_from_earlier_layers(path):
+    own = LAYERS[path.relative_to(PACKAGE).parts[0].removesuffix(".py")]
+    for line, module in imported_modules(path):
+        assert module.split(".")[0] != "streamlit", f"{path.name}:{line} imports streamlit"
+        if module == "tpar":
+            pytest.fail(f"{path.name}:{line} imports the package root; import the module that defines the name")
+        layer = layer_of(module)
+        if layer is not None:
+            assert layer <= own, (f"{path.relative_to(ROOT)}:{line} imports {module} (layer {layer}) from layer {own}: "
+                                  "data flows one way")
+
+
+def test_few_modules_at_the_top_level():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "cli.py", "errors.py"], top
+
+
+def test_the_app_holds_no_model_logic():
+    """The app imports tpar's API, never torch or the model's internals (layers, kernels, network)."""
+    for p in sorted((ROOT / "app").rglob("*.py")):
+        for line, module in imported_modules(p):
+            assert module.split(".")[0] != "torch", f"{p.relative_to(ROOT)}:{line} imports torch"
+            assert module not in ("tpar.model.layers", "tpar.model.kernels", "tpar.model.network"), \
+                f"{p.relative_to(ROOT)}:{line} imports {module}"
+
+
+def test_the_package_root_exports_what_the_readme_uses():
+    import tpar
+
+    for name in tpar.__all__:
+        assert getattr(tpar, name) is not None, name
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_architecture_lists_every_module():
+    """The tree in the README's Architecture section names exactly the modules tpar/ has."""
+    text = readme()
+    tree = text[text.index("## Architecture"):]
+    tree = tree[tree.index("```") + 3:]
+    tree = tree[:tree.index("```")]
+    listed, section, folder = set(), "", ""
+    for line in tree.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            section = name
+        elif name.endswith("/"):
+            folder = name
+        elif name.endswith(".py") and section == "tpar/" and indent in (2, 4):
+            listed.add((folder if indent == 4 else "") + name)
+    actual = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+              if not (p.name == "__init__.py" and p.parent != PACKAGE)}
+    assert listed == actual, (sorted(actual - listed), sorted(listed - actual))
+
+
+def test_readme_python_examples_import():
+    """Every import line of the README's Python examples runs, and names what it imports."""
+    text = readme()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python")[1:]]
+    lines = [ln for b in blocks for ln in b.splitlines() if ln.startswith(("from tpar", "import tpar"))]
+    assert lines
+    for ln in lines:
+        exec(ln, {})
