@@ -90,19 +90,24 @@ def test_beam_search_equals_brute_force(setting, simple):
 
 def test_default_beam_finds_the_best_path():
     ex, kg = toy_explainer()
+    checked = 0
     for s, r, o, t in kg.facts("test")[:6].tolist():
         exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1, simple=False)
         if exp.reached:
             truth = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
             assert exp.paths[0].importance == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
+            checked += 1
+    assert checked >= 3
 
 
 def test_paths_are_chains_and_obey_leakage_rules():
     ex, kg = toy_explainer()
     known = {tuple(x) for x in kg.all_facts().tolist()}
+    checked = {"extrapolation": 0, "interpolation": 0}
     for s, r, o, t in kg.facts("test")[:8].tolist():
         for setting in ("extrapolation", "interpolation"):
             exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=5)
+            checked[setting] += len(exp.paths)
             for path in exp.paths:
                 assert path.links[0].source == f"e{s}" and path.links[-1].target == f"e{o}"
                 assert 1 <= path.length <= 3
@@ -118,6 +123,7 @@ def test_paths_are_chains_and_obey_leakage_rules():
                         assert x.time_step < t
                     # the question's own answers are hidden: no (s, r, ?, t) link at all
                     assert not (fact[0] == s and fact[1] == r and fact[3] == t)
+    assert min(checked.values()) > 0  # paths were returned and checked in both settings
 
 
 def test_trace_layers():
@@ -125,13 +131,28 @@ def test_trace_layers():
     s, r, o, t = kg.facts("test")[0].tolist()
     tr = ex.trace(f"e{s}", f"r{r}", t, setting="extrapolation", top=4)
     assert [x.layer for x in tr.layers] == [1, 2, 3]
-    reached = [x.entities_reached for x in tr.layers]
-    assert reached == sorted(reached) and reached[-1] <= E  # self-loops keep entities reached
-    for layer in tr.layers:
+    # brute force: extrapolation admits every link (either direction, any split) with time < t; a step
+    # takes every admitted link leaving an entity reached so far, and self-loops keep those reached
+    f = kg.all_facts()
+    f = f[f[:, 3] < t]
+    links = [(a, b) for a, _, b, _ in f.tolist()] + [(b, a) for a, _, b, _ in f.tolist()]
+    frontier, want_reached, want_links = {s}, [], []
+    for _ in range(3):
+        want_links.append(sum(a in frontier for a, _ in links))
+        frontier = frontier | {b for a, b in links if a in frontier}
+        want_reached.append(len(frontier))
+    assert [x.entities_reached for x in tr.layers] == want_reached
+    assert [x.num_links for x in tr.layers] == want_links
+    assert want_reached[0] < E  # the counts are not all trivially "every entity"
+    full = ex.trace(f"e{s}", f"r{r}", t, setting="extrapolation", top=10 ** 6)
+    for layer, every in zip(tr.layers, full.layers):
+        assert len(every.top_links) == every.num_links  # with a huge ``top``: every admitted link
         alphas = [x.attention for x in layer.top_links]
-        assert alphas == sorted(alphas, reverse=True) and len(alphas) <= 4
-        assert all(0 < a < 1 and x.time_step < t for a, x in zip(alphas, layer.top_links))
-    assert tr.layers[0].top_links and all(x.source == f"e{s}" for x in tr.layers[0].top_links)
+        assert alphas == sorted(alphas, reverse=True) and len(alphas) == min(4, layer.num_links)
+        # the top 4 are the highest attentions among all the layer's links
+        assert alphas == sorted((x.attention for x in every.top_links), reverse=True)[:len(alphas)]
+        assert all(x.time_step < t for x in every.top_links)
+    assert tr.layers[0].top_links and all(x.source == f"e{s}" for x in full.layers[0].top_links)
 
 
 def test_bad_questions_are_clear_errors():

@@ -37,9 +37,15 @@ def test_time_slices_match_brute_force():
                 for (q, e) in got if q == p}
         want = {tuple(x) for x in allf[(allf[:, 0] == n) & (allf[:, 3] < t)].tolist()}
         assert mine == want
-    # without a time bound: the whole segment
+    # without a time bound: the whole segment, i.e. every edge leaving the node at any time
     s2, e2 = ix.slices(nodes)
-    assert ((e2 - s2) == ix.degree(nodes)).all()
+    want_degree = torch.as_tensor([int((allf[:, 0] == int(n)).sum()) for n in nodes])
+    assert ((e2 - s2) == want_degree).all()
+    assert (ix.degree(nodes) == want_degree).all()
+    for p in range(200):
+        seg = {(ix.src[e].item(), ix.rel[e].item(), ix.dst[e].item(), ix.time[e].item())
+               for e in range(int(s2[p]), int(e2[p]))}
+        assert seg == {tuple(x) for x in allf[allf[:, 0] == int(nodes[p])].tolist()}
 
 
 def test_expand_empty_and_find():

@@ -196,6 +196,7 @@ def test_interpolation_never_sees_own_fact_or_inverse():
     tr = PropagationTrace()
     with torch.no_grad():
         scores = model(batch, bg, trace=tr)
+    assert sum(tr.num_links) > 0  # the checks below see links
     for links in tr.links:
         q = links[:, 0]
         own = (links[:, 1] == batch.subject[q]) & (links[:, 2] == batch.relation[q]) & (links[:, 3] == batch.answer[q])
@@ -208,22 +209,26 @@ def test_interpolation_never_sees_own_fact_or_inverse():
     one = make_kg(np.concatenate([clean.facts("train"), kg.facts("test")[:1]]), kg.facts("valid"), kg.facts("test"),
                   num_entities=E, num_relations=R)
     n = len(kg.facts("test"))
-    own_queries = batch[torch.tensor([0, n])]  # object and subject query of test fact 0
+    own = torch.zeros(len(batch), dtype=torch.bool)
+    own[[0, n]] = True  # object and subject query of test fact 0
     with torch.no_grad():
         for name in KERNELS if compiler_available() else ["torch"]:
             with kernels.kernel(name):
-                a = model(own_queries, Background.for_evaluation(one, "interpolation"))
-                b = model(own_queries, Background.for_evaluation(clean, "interpolation"))
-            assert torch.allclose(a, b, atol=1e-12), name
+                a = model(batch, Background.for_evaluation(one, "interpolation"))
+                b = model(batch, Background.for_evaluation(clean, "interpolation"))
+            assert torch.allclose(a[own], b[own], atol=1e-12), name
+            assert not torch.allclose(a[~own], b[~own], atol=1e-12), name  # the fact is not hidden from others
     assert scores.shape == (len(batch), E)
 
 
 def test_unreached_entities_score_zero():
     kg = make_kg(train=[[0, 0, 1, 1]], test=[[0, 0, 1, 5]], num_entities=5, num_relations=1)
+    torch.manual_seed(0)
     m = TPAR(ModelConfig(dim=4, num_layers=2, num_relations=1, dropout=0.0)).eval()
     with torch.no_grad():
         s = m(make_queries(kg.facts("test"), 1), Background.for_evaluation(kg, "extrapolation"))
     assert (s[:, 2:] == 0).all()
+    assert (s[:, :2] != 0).all()  # entities 0 and 1 are reached (self-loop, the link at t=1) and do score
 
 
 def test_same_seed_same_result():

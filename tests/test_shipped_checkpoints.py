@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from tpar.model.checkpoint import Checkpoint
 from tpar.evaluation.protocol import evaluate
@@ -19,10 +20,20 @@ DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-interpolation
         "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k"}
 
 
+def test_the_documented_checkpoints_are_shipped():
+    # the parametrised test below runs once per file found: an empty or incomplete folder must fail here,
+    # not pass as zero tests
+    assert {p.stem for p in SHIPPED} >= {"sample-world-unified", *DATA}
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_loads_and_has_a_card(path):
     ck = Checkpoint.load(path)
-    assert ck.build_model() is not None
+    model = ck.build_model()
+    state = model.state_dict()
+    assert state.keys() == ck.weights.keys()
+    assert all(torch.equal(state[k], ck.weights[k]) for k in state)  # the model carries the stored weights
+    assert model.cfg.num_relations == len(ck.relations)  # built for the checkpoint's own relation vocabulary
     card = path.with_suffix(".md")
     assert card.is_file() and ck.data_fingerprint in card.read_text()
     assert path.stat().st_size < 2 * 2 ** 20  # weights only, no data inside

@@ -7,7 +7,11 @@ import json
 import pytest
 import torch
 
+from tpar.evaluation.protocol import evaluate
+from tpar.graph.background import Background
+from tpar.graph.queries import OBJECT, QueryBatch
 from tpar.model.checkpoint import Checkpoint
+from tpar.model.ranker import ModelRanker
 from tpar.cli import main
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
@@ -54,21 +58,31 @@ def test_train_writes_a_usable_checkpoint(world, tmp_path, setting):
             "unified": ["valid_extrapolation_mrr", "valid_interpolation_mrr"]}[setting]
     for k in keys:
         assert 0 <= ck.history[-1][k] <= 1
-    model = ck.build_model()
-    assert sum(p.numel() for p in model.parameters()) > 0
+    # usable: the saved weights are the best epoch's -- rebuilt, they score exactly the validation MRR
+    # recorded for that epoch (all valid queries: max_valid_queries=0)
+    best = ck.history[ck.extra["best_epoch"] - 1]
+    assert best["valid_mrr"] == max(h["valid_mrr"] for h in ck.history)
+    ranker = ModelRanker(ck.build_model(), "cpu", micro_batch=4)
+    for k in keys:
+        kind = k[len("valid_"):-len("_mrr")]
+        mrr = evaluate(kg, ranker, kind, "valid", progress=False, batch_size=64).metrics("realistic").mrr
+        assert mrr == pytest.approx(best[k], abs=1e-9), k
 
 
 def test_same_seed_same_checkpoint(world, tmp_path):
     kg = load_dataset(world)
     a = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
     b = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "b.tpar", progress=False).checkpoint
+    assert a.weights and a.weights.keys() == b.weights.keys()
     for k in a.weights:
         assert torch.equal(a.weights[k], b.weights[k]), k
 
 
 def test_cancel_then_resume_equals_uninterrupted(world, tmp_path):
     kg = load_dataset(world)
-    full = train(kg, tiny_run("extrapolation", epochs=2), tmp_path / "full.tpar", progress=False).checkpoint
+    full_steps = []
+    full = train(kg, tiny_run("extrapolation", epochs=2), tmp_path / "full.tpar", progress=False,
+                 callbacks=TrainingCallbacks(on_step=lambda info: full_steps.append(info))).checkpoint
     steps = []
 
     def stop_after_three(info):
@@ -79,8 +93,14 @@ def test_cancel_then_resume_equals_uninterrupted(world, tmp_path):
     res = train(kg, tiny_run("extrapolation", epochs=2), out, progress=False,
                 callbacks=TrainingCallbacks(on_step=stop_after_three))
     assert res.stopped == "cancelled" and resume_path(out).is_file()
-    res2 = train(kg, tiny_run("extrapolation", epochs=2), out, resume=True, progress=False)
+    resumed_steps = []
+    res2 = train(kg, tiny_run("extrapolation", epochs=2), out, resume=True, progress=False,
+                 callbacks=TrainingCallbacks(on_step=lambda info: resumed_steps.append(info)))
     assert res2.stopped == "completed" and not resume_path(out).exists()
+    # it continued after step 3 (a restart from scratch would also end with equal weights)
+    assert len(resumed_steps) == len(full_steps) - 3
+    assert (resumed_steps[0].epoch, resumed_steps[0].batch) == (0, 4)
+    assert full.weights and full.weights.keys() == res2.checkpoint.weights.keys()
     for k in full.weights:
         assert torch.allclose(full.weights[k], res2.checkpoint.weights[k], atol=1e-6), k
 
@@ -150,7 +170,18 @@ def test_cli_train_evaluate_predict(world, tmp_path, capsys):
                  "--time", "2024-03-10", "--top", "3", "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["setting"] == "extrapolation" and len(p["answers"]) == 3
-    assert abs(sum(a["probability"] for a in p["answers"])) <= 1.0 + 1e-9
+    # the top 3 of the softmax over every entity's score, computed here from the checkpoint's model
+    kg = load_dataset(world)
+    s, r, t = kg.entities.id("P0"), kg.relations.id("meets"), kg.time_axis.parse("2024-03-10")
+    assert t > kg.all_facts()[:, 3].max()  # after the data: every fact is history
+    bg = Background.from_facts(kg.all_facts(), kg.num_entities, kg.num_relations, "extrapolation")
+    with torch.no_grad():
+        scores = Checkpoint.load(out).build_model()(
+            QueryBatch(*(torch.tensor([x]) for x in (s, r, t, -1, OBJECT))), bg)[0].double()
+    probs = torch.softmax(scores, 0)
+    top = torch.argsort(scores, descending=True, stable=True)[:3].tolist()
+    assert [a["entity"] for a in p["answers"]] == [kg.entities.name(e) for e in top]
+    assert [a["probability"] for a in p["answers"]] == pytest.approx(probs[top].tolist(), rel=1e-5, abs=1e-9)
     assert main(["predict", "--checkpoint", str(out), "--data", str(world), "--subject", "Nobody", "--relation",
                  "meets", "--time", "2024-03-10"]) == 2
     assert "unknown entity 'Nobody'" in capsys.readouterr().err
