@@ -16,7 +16,7 @@ from tpar.errors import DataError
 from tpar.reasoning.explanation import Explainer
 from tpar.reasoning.prediction import Predictor
 from tpar.model.network import PropagationTrace
-from tpar.graph.queries import OBJECT, QueryBatch, Setting
+from tpar.graph.queries import OBJECT, QueryBatch, Question, Setting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -210,3 +210,37 @@ def test_rule_recovery_counts(world_explainer):
     for r in rows.values():
         assert r.questions == 2  # both directions
         assert r.top_path_follows_body == 1.0 and r.any_path_follows_body == 1.0
+
+
+@pytest.mark.parametrize("options", [dict(history_window=2), dict(top_k=2), dict(link_cap=4), dict(history_window=3, top_k=3)],
+                         ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))
+def test_explanations_of_a_pruned_model_use_only_the_links_it_used(options):
+    """A path shown is a path the pruned pass computed: every link lies in the window, and leaves an
+    entity that the pass let send (one of the K best of the previous step)."""
+    import dataclasses
+
+    kg = small_kg(seed=3)
+    base = small_model(seed=1)
+    cfg = dataclasses.replace(base.cfg, **options)
+    run = RunConfig(cfg, TrainConfig(setting="unified"))
+    ex = Explainer(Predictor(from_model(base, run, kg, "unified"), kg, "cpu"))
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:20].tolist():
+        subject, relation = kg.entities.name(s), kg.relations.name(r)
+        prepared = ex.predictor.prepare(Question(subject, relation, t))
+        trace = PropagationTrace()
+        with torch.no_grad():
+            ex.predictor.model(prepared.batch, prepared.background, trace=trace)
+        used = {(l, tuple(x[1:])) for l, links in enumerate(trace.links) for x in links.tolist()}
+        pred = ex.predictor.predict(subject, relation, t, top_k=3)
+        for a in pred.answers:
+            e = ex.explain(subject, relation, t, a.entity, num_paths=3)
+            for path in e.paths:
+                for x in path.links:
+                    rel = kg.relations.id(x.relation) + (R if x.inverse else 0)
+                    key = (x.layer - 1, (kg.entities.id(x.source), rel, kg.entities.id(x.target), x.time_step))
+                    assert key in used, (options, path.describe())
+                    if "history_window" in options:
+                        assert abs(x.delta) <= options["history_window"]
+                    checked += 1
+    assert checked > 5

@@ -4,6 +4,7 @@ gradients; leakage; determinism."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import shutil
 from collections import defaultdict
@@ -43,15 +44,41 @@ def paper_time(model: TPAR, dt: int) -> torch.Tensor:
 
 def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, chronological=False) -> torch.Tensor:
     """Per query, per link, in plain Python: Eqs. 2-3 (time), 5 (message), 6-7 (attention), 8
-    (aggregation), 9 (score), with self-loops (identity relation 2R, Δt = 0)."""
-    links = [(s, r, o, t) for s, r, o, t in bg_facts.tolist()] + [(o, r + R, s, t) for s, r, o, t in bg_facts.tolist()]
-    act = {"identity": lambda x: x, "tanh": torch.tanh, "relu": torch.relu}[model.cfg.activation]
+    (aggregation), 9 (score), with self-loops (identity relation 2R, Δt = 0); and the pruning of the
+    model's config, from its definitions: a history window W, a cap of M links per entity nearest t_q
+    (ties in time broken by relation, then entity, as the index sorts them), and top-K expansion by
+    the provisional score w·h^ℓ (ties by entity id)."""
+    cfg = model.cfg
+    links = sorted([(s, r, o, t) for s, r, o, t in bg_facts.tolist()] + [(o, r + R, s, t) for s, r, o, t in bg_facts.tolist()],
+                   key=lambda x: (x[0], x[3], x[1], x[2]))
+    act = {"identity": lambda x: x, "tanh": torch.tanh, "relu": torch.relu}[cfg.activation]
     out = torch.zeros(len(queries), E, dtype=torch.float64)
     ident = 2 * R
     for qi, (s_q, r_q, a_q, t_q) in enumerate(queries):
-        states = {(s_q, t_q): torch.zeros(model.cfg.dim, dtype=torch.float64)}
+        r_inv = r_q + R if r_q < R else r_q - R
+
+        def admitted(e: int, bound: int) -> list[tuple[int, int, int, int]]:
+            mine = [x for x in links if x[0] == e]
+            if setting == "extrapolation":
+                mine = [x for x in mine if x[3] < min(t_q, bound)]
+                if cfg.history_window:
+                    mine = [x for x in mine if x[3] >= t_q - cfg.history_window]
+                if cfg.link_cap:
+                    mine = mine[max(0, len(mine) - cfg.link_cap):]
+                return mine
+            if cfg.history_window:
+                mine = [x for x in mine if abs(x[3] - t_q) <= cfg.history_window]
+            if cfg.link_cap:
+                before = [x for x in mine if x[3] < t_q]
+                after = [x for x in mine if x[3] >= t_q]
+                mine = before[max(0, len(before) - cfg.link_cap // 2):] + after[:cfg.link_cap - cfg.link_cap // 2]
+            own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
+            return [x for x in mine if x not in own]
+
+        states = {(s_q, t_q): torch.zeros(cfg.dim, dtype=torch.float64)}
+        sending = set(states)
         for layer in model.layers:
-            new = defaultdict(lambda: torch.zeros(model.cfg.dim, dtype=torch.float64))
+            new = defaultdict(lambda: torch.zeros(cfg.dim, dtype=torch.float64))
 
             def send(h, rel, dt, dest):
                 ht = paper_time(model, dt)
@@ -60,20 +87,24 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
 
             for (e, bound), h in states.items():
                 send(h, ident, 0, (e, bound))  # self-loop
-                for (u_, rel, v, t) in links:
-                    if u_ != e:
-                        continue
-                    if setting == "extrapolation" and not t < min(t_q, bound):
-                        continue
-                    r_inv = r_q + R if r_q < R else r_q - R
-                    if setting == "interpolation" and t == t_q and (
-                            (u_, rel, v) == (s_q, r_q, a_q) or (u_, rel, v) == (a_q, r_inv, s_q)):
-                        continue
-                    send(h, rel, t - t_q, (v, t + 1 if chronological else bound))
+                if (e, bound) in sending:
+                    for (_, rel, v, t) in admitted(e, bound):
+                        send(h, rel, t - t_q, (v, t + 1 if chronological else bound))
             states = {k: act(layer.W.weight @ v) for k, v in new.items()}  # Eq. 8
+            sending = set(states)
+            if cfg.top_k:  # the K best provisional scores w·h^ℓ send in the next step
+                best = sorted(states, key=lambda k: (-float(model.score.weight[0] @ states[k]), k))
+                sending = set(best[:cfg.top_k])
         for (e, _), h in states.items():
             out[qi, e] += model.score.weight[0] @ h  # Eq. 9
     return out
+
+
+def pruned(model: TPAR, **options) -> TPAR:
+    """The same weights with other propagation options."""
+    other = TPAR(dataclasses.replace(model.cfg, **options)).double().eval()
+    other.load_state_dict(model.state_dict(), strict=False)
+    return other
 
 
 def compiler_available() -> bool:
@@ -258,3 +289,98 @@ def test_cuda_matches_cpu():
         cpu = model(batch, bg)
         gpu = model.cuda()(batch.to("cuda"), bg.to("cuda")).cpu()
     assert torch.allclose(cpu, gpu, atol=1e-4)
+
+
+PRUNINGS = [dict(history_window=3), dict(link_cap=2), dict(top_k=3), dict(history_window=4, link_cap=3, top_k=2)]
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+@pytest.mark.parametrize("options", PRUNINGS, ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))
+def test_pruned_forward_equals_reference(setting, options, kernel):
+    """Window, cap and top-K (score priority) as the reference defines them, in both kernels."""
+    kg = small_kg(9, dup_test_in_train=True)
+    model = pruned(build(), **options)
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    with torch.no_grad():
+        got = model(batch, bg)
+        exact = build()(batch, bg)
+    with torch.no_grad():
+        ref = reference_scores(model, kg.all_facts() if setting == "extrapolation" else kg.facts("train"), setting,
+                               list(zip(*(x.tolist() for x in (batch.subject, batch.relation, batch.answer, batch.time)))))
+    assert torch.allclose(got, ref, atol=1e-5), (got - ref).abs().max()
+    assert not torch.allclose(got, exact)  # the pruning changed something here
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_loose_pruning_is_exact(setting, kernel):
+    """W ≥ the data's span, M ≥ every degree and K ≥ the number of entities give the exact scores."""
+    kg = small_kg(10)
+    model = build()
+    loose = pruned(model, history_window=100, link_cap=10_000, top_k=E)
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:12]
+    with torch.no_grad():
+        assert torch.equal(loose(batch, bg), model(batch, bg))
+
+
+def test_window_admits_only_links_inside_it():
+    kg = small_kg(11, dup_test_in_train=True)
+    for setting in ("extrapolation", "interpolation"):
+        model = pruned(build(), history_window=2)
+        batch = make_queries(kg.facts("test"), R)
+        tr = PropagationTrace()
+        with torch.no_grad():
+            model(batch, Background.for_evaluation(kg, setting), trace=tr)
+        assert sum(tr.num_links) > 0
+        for links in tr.links:
+            dt = links[:, 4] - batch.time[links[:, 0]]
+            assert (dt.abs() <= 2).all()
+            if setting == "extrapolation":
+                assert (dt < 0).all()
+
+
+def test_top_k_expands_at_most_k_entities_per_query():
+    kg = small_kg(12)
+    model = pruned(build(), top_k=2)
+    batch = make_queries(kg.facts("test"), R)
+    tr = PropagationTrace()
+    with torch.no_grad():
+        model(batch, Background.for_evaluation(kg, "interpolation"), trace=tr)
+    assert len(tr.links) == 3 and tr.num_links[1] > 0
+    reached_more = False
+    for l, links in enumerate(tr.links[1:], start=1):
+        senders = {(q, e) for q, e in links[:, :2].tolist()}
+        per_query = defaultdict(int)
+        for q, _ in senders:
+            per_query[q] += 1
+        assert max(per_query.values()) <= 2
+        reached = defaultdict(int)
+        for q, _ in tr.nodes[l - 1].tolist():
+            reached[q] += 1
+        reached_more |= max(reached.values()) > 2  # more entities were reached than expanded
+    assert reached_more
+
+
+@pytest.mark.parametrize("options", PRUNINGS + [dict(top_k=3, priority="learned")],
+                         ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))
+def test_kernels_agree_on_pruned_scores_and_gradients(options):
+    if not compiler_available():
+        pytest.skip("no C++ compiler or ninja here")
+    kg = small_kg(13, dup_test_in_train=True)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    results = {}
+    for name in KERNELS:
+        torch.manual_seed(5)
+        model = pruned(build(), **options)
+        with kernels.kernel(name):
+            before = kernels.steps_run[name]
+            scores = model(batch, Background.for_evaluation(kg, "interpolation"))
+            scores.pow(2).sum().backward()
+            assert kernels.steps_run[name] > before
+        results[name] = (scores.detach(), {n: p.grad for n, p in model.named_parameters()})
+    assert torch.allclose(results["cpp"][0], results["torch"][0], atol=1e-10)
+    for n, g in results["cpp"][1].items():
+        assert g is not None and torch.allclose(g, results["torch"][1][n], atol=1e-8), n
+    if options.get("priority") == "learned":  # the priority learns through the gate on kept messages
+        assert results["cpp"][1]["priority.out.weight"].abs().sum() > 0

@@ -89,12 +89,13 @@ def cmd_train(args) -> int:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.train, key, val)
-    for key in ("dim", "num_layers"):
+    for key in ("dim", "num_layers", "history_window", "link_cap", "top_k", "priority"):
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.model, key, val)
     if args.train_seed is not None:
         run.train.seed = args.train_seed
+    run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test)
     print(f"{result.stopped}: best epoch {result.best_epoch}, {result.seconds:.0f} s of training; wrote {result.path}")
     for k, v in result.checkpoint.metrics.items():
@@ -191,7 +192,7 @@ def cmd_bench(args) -> int:
     from tpar.runtime.bench import run_benchmarks
 
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
-                            progress=not args.quiet)
+                            progress=not args.quiet, threads=args.threads)
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:
@@ -264,6 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--patience", type=int)
     sp.add_argument("--dim", type=int, help="override the model dimension d")
     sp.add_argument("--num-layers", type=int, help="override L")
+    sp.add_argument("--history-window", type=int, metavar="W",
+                    help="propagation: only links within W time steps of the question's time (0 = exact)")
+    sp.add_argument("--link-cap", type=int, metavar="M", help="propagation: at most M links per entity, those nearest "
+                    "the question's time (0 = exact)")
+    sp.add_argument("--top-k", type=int, metavar="K", help="propagation: only the K highest-priority entities of each "
+                    "step send messages in the next (0 = exact)")
+    sp.add_argument("--priority", choices=["score", "learned"], help="how --top-k ranks entities (default: score)")
     sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
@@ -312,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("bench", help="speed benchmark (JSON): training ms/query, inference q/s, memory, links")
     sp.add_argument("--data-dir", help="benchmark root (default: $TPAR_DATA_DIR or ../shared/datasets)")
     sp.add_argument("--quick", action="store_true", help="one small configuration only")
-    sp.add_argument("--queries", type=int, default=40, help="queries timed per measurement")
+    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
+    sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: torch's)")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--json", metavar="FILE")
     sp.add_argument("--quiet", action="store_true")

@@ -21,6 +21,34 @@ from tpar.graph.index import TemporalGraphIndex
 from tpar.graph.queries import QueryBatch, Setting
 
 
+@dataclass(frozen=True)
+class LinkLimits:
+    """Pruning of the links a node may send along (both off = every admitted link).
+
+    * ``window`` W > 0: only links with t_q − W ≤ t (extrapolation, where t < t_q anyway) or
+      |t − t_q| ≤ W (interpolation);
+    * ``cap`` M > 0: at most M links per node, those nearest t_q in time: the M most recent before
+      t_q (extrapolation); M // 2 before t_q and M − M // 2 at or after it (interpolation).
+
+    Both are cut straight from a node's time-sorted slice of the index, so they cost nothing; the
+    leakage rules (t < t_q; never the query's own fact) hold whatever the limits.
+    """
+
+    window: int = 0
+    cap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.window < 0 or self.cap < 0:
+            raise ValueError("window and cap must be >= 0 (0 = off)")
+
+    @property
+    def exact(self) -> bool:
+        return self.window == 0 and self.cap == 0
+
+
+NO_LIMITS = LinkLimits()
+
+
 @dataclass
 class Background:
     index: TemporalGraphIndex
@@ -50,36 +78,54 @@ class Background:
         return self.index.num_relations
 
     def link_ranges(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
-                    before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+                    before: torch.Tensor | None = None, limits: LinkLimits = NO_LIMITS,
+                    active: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The admission rule as index ranges: links leaving ``nodes[i]`` for query ``batch[query[i]]``
         are index edges ``start[i]:end[i]``, except those matching ``own`` (a (B, 4) tensor of each
         query's own fact (s, r, answer, t_q), to be skipped together with its inverse) -- ``own`` is
         ``None`` when nothing needs skipping (extrapolation: t = t_q is never in range).
 
         ``before`` (P,): optional extra exclusive bound on link times (extrapolation only; used for
-        chronologically ordered paths). The bound t < t_q always holds.
+        chronologically ordered paths). The bound t < t_q always holds. ``limits``: the pruning of
+        :class:`LinkLimits`. ``active`` (P,) bool: nodes that send along links at all (the others'
+        ranges are empty; top-K expansion).
         """
+        t_q = batch.time.index_select(0, query)
         if self.setting is Setting.EXTRAPOLATION:
-            cut = batch.time.index_select(0, query)
-            if before is not None:
-                cut = torch.minimum(cut, before)
+            cut = t_q if before is None else torch.minimum(t_q, before)
             start, end = self.index.slices(nodes, cut)
-            return start, end, None
-        start, end = self.index.slices(nodes)
-        own = torch.stack([batch.subject, batch.relation, batch.answer, batch.time], 1)
+            own = None
+            if limits.window:
+                start = torch.maximum(start, self.index.slices(nodes, t_q - limits.window)[1])
+            if limits.cap:
+                start = torch.maximum(start, end - limits.cap)
+        else:
+            start, end = self.index.slices(nodes)
+            own = torch.stack([batch.subject, batch.relation, batch.answer, batch.time], 1)
+            if limits.window:
+                start = self.index.slices(nodes, t_q - limits.window)[1]
+                end = self.index.slices(nodes, t_q + limits.window + 1)[1]
+            if limits.cap:
+                mid = self.index.slices(nodes, t_q)[1]  # the node's first link at or after t_q
+                start = torch.maximum(start, mid - limits.cap // 2)
+                end = torch.minimum(end, mid + (limits.cap - limits.cap // 2))
+        end = torch.maximum(end, start)
+        if active is not None:
+            end = torch.where(active, end, start)
         return start, end, own
 
     def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
-                   before: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   before: torch.Tensor | None = None, limits: LinkLimits = NO_LIMITS,
+                   active: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Admitted links leaving ``nodes`` for the queries ``batch[query]``, as a flat list.
 
         Args:
             nodes: (P,) entity ids; query: (P,) index of the query each node is expanded for.
-            before: see :meth:`link_ranges`.
+            before, limits, active: see :meth:`link_ranges`.
         Returns:
             (edge ids (M,), owner (M,)) with owner[j] in [0, P): the (node, query) pair of link j.
         """
-        start, end, own = self.link_ranges(nodes, query, batch, before)
+        start, end, own = self.link_ranges(nodes, query, batch, before, limits, active)
         edges, owner = self.index.expand(start, end)
         if own is not None and edges.numel():
             keep = ~self._is_own_fact(edges, query[owner], batch)

@@ -20,7 +20,8 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
-             f"chronological={m.chronological}, attention bias init {m.attention_bias_init}",
+             f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
+             f"propagation {m.propagation}",
              f"- training: lr={t.lr}, batch {t.batch_size} (micro {t.micro_batch}), queries/epoch "
              f"{t.max_train_queries or 'all'}, epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",

@@ -16,6 +16,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 Activation = Literal["identity", "tanh", "relu"]
 TrainingSetting = Literal["extrapolation", "interpolation", "unified"]
 DeviceChoice = Literal["auto", "cpu", "cuda"]
+Priority = Literal["score", "learned"]
 ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
@@ -47,6 +48,27 @@ class ModelConfig:
     time_span: int = 365
     """Characteristic number of time steps of the data (set from data); scales the initial
     frequencies of the time encoding."""
+    history_window: int = 0
+    """Propagation, W > 0: a query's links lie within W time steps of t_q (extrapolation:
+    t_q − W ≤ t < t_q; interpolation: |t − t_q| ≤ W). 0: every admitted link (exact)."""
+    link_cap: int = 0
+    """Propagation, M > 0: each entity sends along at most its M links nearest t_q (the M most recent
+    before t_q when extrapolating; half before, half at or after t_q when interpolating). 0: exact."""
+    top_k: int = 0
+    """Propagation, K > 0: after each step only the K highest-priority entities of each query send
+    messages in the next step; the others keep their state through their self-loop. 0: exact."""
+    priority: Priority = "score"
+    """How top-K ranks entities: ``score`` -- the step's own provisional score w·h^ℓ (Eq. 9 applied to
+    h^ℓ); ``learned`` -- a small network of the state and the query relation (A*Net-style) whose
+    σ(priority) also weights the kept entities' messages, so that it learns what to keep."""
+
+    @property
+    def propagation(self) -> str:
+        """``exact``, or the pruning in use, e.g. ``window=60+top_k=200(score)``."""
+        parts = [f"window={self.history_window}" if self.history_window else "",
+                 f"cap={self.link_cap}" if self.link_cap else "",
+                 f"top_k={self.top_k}({self.priority})" if self.top_k else ""]
+        return "+".join(x for x in parts if x) or "exact"
 
     def __post_init__(self) -> None:
         if self.activation not in ACTIVATIONS:
@@ -55,6 +77,10 @@ class ModelConfig:
             raise ValueError("dim, attn_dim and num_layers must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        if min(self.history_window, self.link_cap, self.top_k) < 0:
+            raise ValueError("history_window, link_cap and top_k must be >= 0 (0 = off)")
+        if self.priority not in get_args(Priority):
+            raise ValueError(f"priority must be one of {get_args(Priority)}, got {self.priority!r}")
 
 
 @dataclass

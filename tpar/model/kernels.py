@@ -124,8 +124,8 @@ class _CsrStep(torch.autograd.Function):
     """The fused step reading links straight from the CSR index (no per-link arrays at all)."""
 
     @staticmethod
-    def forward(ctx, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, graph: tuple, num_out: int):
-        args = [x.contiguous() for x in (h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b)]
+    def forward(ctx, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, gate, graph: tuple, num_out: int):
+        args = [x.contiguous() for x in (h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, gate)]
         out = cpp_kernel().csr_forward(*args, *graph, int(num_out))
         ctx.save_for_backward(*args)
         ctx.graph = graph
@@ -134,21 +134,25 @@ class _CsrStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         grads = cpp_kernel().csr_backward(grad_out, *ctx.saved_tensors, *ctx.graph)
-        return (*grads, None, None)
+        g_gate = grads[9] if ctx.saved_tensors[9].numel() else None
+        return (*grads[:9], g_gate, None, None)
 
 
 def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, *, start, end,
-             node_e, node_ptr, index, q_offset, own, pos, num_out: int) -> torch.Tensor:
+             node_e, node_ptr, index, q_offset, own, pos, num_out: int,
+             node_gate: torch.Tensor | None = None) -> torch.Tensor:
     """Summed weighted messages (num_out, d) of every admitted link, read from the CSR ``index``:
     node p's links are index edges start[p]:end[p] minus each query's ``own`` fact (B, 4) and its
-    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity]."""
+    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity];
+    ``node_gate`` (P,): optional factor on the α of node p's links (takes gradients)."""
     empty = torch.empty(0, dtype=torch.long)
     graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
              index.time, q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
              int(index.num_entities), int(index.num_relations))
     steps_run["cpp"] += 1
+    gate = node_gate if node_gate is not None else h.new_empty(0)
     return _CsrStep.apply(h, terms.node, h_rel, terms.relation, terms.query, h_time, terms.time, terms.w, terms.b,
-                          graph, num_out)
+                          gate, graph, num_out)
 
 
 def csr_mark(start, end, node_e, node_ptr, index, own) -> torch.Tensor:
@@ -197,17 +201,21 @@ class _Aggregate(torch.autograd.Function):
 
 def links(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, src: torch.Tensor,
           rel: torch.Tensor, dt: torch.Tensor, dst: torch.Tensor, edge_ptr: torch.Tensor, num_out: int,
-          link_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+          link_weight: torch.Tensor | None = None,
+          node_gate: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The torch kernel: summed weighted messages (num_out, d) and attention α (M,) of M listed links.
 
     Shapes: h (P, d), h_rel (2R+1, d), h_time (T, d); src/rel/dt/dst (M,) int64 rows of h, h_rel,
     h_time and of the output, with the links of query q at positions edge_ptr[q]:edge_ptr[q+1]
     (edge_ptr (B+1,)). ``link_weight`` (M,): optional factors on α that take gradients
-    (explanations: ∂f/∂link, Eq. 14); α is returned without them.
+    (explanations: ∂f/∂link, Eq. 14); ``node_gate`` (P,): optional factor on the α of node p's links
+    (a learned top-K priority); α is returned without either.
     """
     counts = edge_ptr[1:] - edge_ptr[:-1]
     q = torch.repeat_interleave(torch.arange(counts.shape[0], device=src.device), counts)
     alpha = terms.alpha(src, rel, q, dt)
-    weighted = alpha if link_weight is None else alpha * link_weight
+    weighted = alpha if node_gate is None else alpha * node_gate.index_select(0, src)
+    if link_weight is not None:
+        weighted = weighted * link_weight
     steps_run["torch"] += 1
     return _Aggregate.apply(h, h_rel, h_time, weighted, src, rel, dt, dst, num_out), alpha.detach()

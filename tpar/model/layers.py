@@ -119,3 +119,22 @@ class TPARLayer(nn.Module):
     def aggregate(self, summed: torch.Tensor) -> torch.Tensor:
         """Eq. 8: h^ℓ = δ(W^ℓ Σ α·M) from the summed weighted messages (P', d); dropout while training."""
         return self.dropout(self.activation(self.W(summed)))
+
+
+class LearnedPriority(nn.Module):
+    """A*Net-style priority of a (query, entity) node for top-K expansion: w_p·ReLU(W_p [h ‖ h_{r_q}]),
+    (P,) from states h (P, d) and the query relations of the nodes (P,). Its σ weights the messages
+    the kept entities send (:mod:`tpar.model.network`), which is how it is trained."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.dim
+        self.rel_emb = nn.Embedding(2 * cfg.num_relations, d)
+        self.hidden = nn.Linear(2 * d, d)
+        self.out = nn.Linear(d, 1)
+        nn.init.normal_(self.rel_emb.weight, std=d ** -0.5)
+        nn.init.zeros_(self.out.weight)
+        nn.init.constant_(self.out.bias, 3.0)  # σ(3) ≈ 0.95: kept entities start close to ungated
+
+    def forward(self, h: torch.Tensor, query_relation: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.hidden(torch.cat([h, self.rel_emb(query_relation)], 1)))).squeeze(-1)

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tpar.graph.background import Background
+from tpar.graph.background import Background, LinkLimits
 from tpar.graph.queries import QueryBatch
 from tpar.model.config import ModelConfig
 from tpar.model.kernels import csr_mark, csr_step, links, use_fused
-from tpar.model.layers import RelativeTimeEncoding, TPARLayer
+from tpar.model.layers import LearnedPriority, RelativeTimeEncoding, TPARLayer
 
 
 @dataclass(kw_only=True)
@@ -72,6 +72,8 @@ class TPAR(nn.Module):
         self.time_encoding = RelativeTimeEncoding(cfg.dim, cfg.time_span)
         self.layers = nn.ModuleList(TPARLayer(cfg, first=(i == 0)) for i in range(cfg.num_layers))
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 9
+        self.priority = LearnedPriority(cfg) if cfg.top_k and cfg.priority == "learned" else None
+        self.limits = LinkLimits(cfg.history_window, cfg.link_cap)
 
     @property
     def identity_relation(self) -> int:
@@ -101,13 +103,14 @@ class TPAR(nn.Module):
         h_time = self.time_encoding(torch.arange(dt_lo, dt_hi + 1, device=dev))
         zero_dt = -dt_lo
         fused = use_fused(dev, h.dtype, per_link_output=trace is not None or chrono)
-        for layer in self.layers:
+        active = gate = None  # top-K: which nodes send along links, and the learned priority's weight
+        for step, layer in enumerate(self.layers):
             old_q, old_e = node_q, node_e
             node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=dev))  # nodes are sorted by query
             terms = layer.attention_terms(h, batch.relation, h_time)  # Eqs. 6-7, split
             h_rel = layer.relation_embeddings
             if fused:
-                start, end, own = background.link_ranges(old_e, old_q, batch)
+                start, end, own = background.link_ranges(old_e, old_q, batch, limits=self.limits, active=active)
                 mark = csr_mark(start, end, old_e, node_ptr, ix, own)
                 uniq = torch.nonzero(mark).squeeze(1)
                 pos = torch.empty(B * E, dtype=torch.long)
@@ -115,9 +118,11 @@ class TPAR(nn.Module):
                 node_q, node_e = uniq // E, uniq % E
                 loop_dst = pos.index_select(0, old_q * E + old_e)
                 summed = csr_step(h, h_rel, h_time, terms, start=start, end=end, node_e=old_e, node_ptr=node_ptr,
-                                  index=ix, q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0])
+                                  index=ix, q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0],
+                                  node_gate=gate)
             else:
-                edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None)
+                edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None,
+                                                     limits=self.limits, active=active)
                 # per-link gathers, each from a per-node or per-link table (no per-link query ids needed)
                 e_time = ix.time.index_select(0, edges)
                 rel = ix.rel.index_select(0, edges)
@@ -138,7 +143,7 @@ class TPAR(nn.Module):
                     link_weight = torch.ones(m, device=dev, dtype=h.dtype, requires_grad=True)
                     trace.link_weight.append(link_weight)
                 summed, alpha = links(h, h_rel, h_time, terms, owner, rel, dt, dst, edge_ptr, node_q.shape[0],
-                                      link_weight)
+                                      link_weight, gate)
                 if trace is not None:
                     trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
                     trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())
@@ -160,9 +165,29 @@ class TPAR(nn.Module):
             h = layer.aggregate(summed.index_add(0, loop_dst, loop_msg))  # Eq. 8
             if trace is not None:
                 trace.states.append(h.detach())
+            if self.cfg.top_k and step < len(self.layers) - 1:
+                active, gate = self._top_k(h, node_q, batch)
         node_score = self.score(h).squeeze(-1)  # Eq. 9
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
         return scores.index_put((node_q, node_e), node_score, accumulate=True)
+
+    def _top_k(self, h: torch.Tensor, node_q: torch.Tensor, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Top-K expansion: (active (P,) bool -- each query's K highest-priority nodes, the ones that send
+        along links in the next step; gate (P,) -- σ(priority) weighting their messages, or None for
+        the ``score`` priority, which is not trained through the selection). Nodes are sorted by query."""
+        if self.priority is not None:
+            prio = self.priority(h, batch.relation.index_select(0, node_q))
+            gate = torch.sigmoid(prio)
+        else:
+            prio, gate = self.score(h).squeeze(-1), None
+        order = torch.argsort(prio.detach(), descending=True, stable=True)
+        order = order[torch.argsort(node_q.index_select(0, order), stable=True)]  # by query, best first
+        q_sorted = node_q.index_select(0, order)
+        first = torch.searchsorted(q_sorted, q_sorted)  # position of each query's first node
+        rank = torch.arange(order.shape[0], device=h.device) - first
+        active = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+        active[order[rank < self.cfg.top_k]] = True
+        return active, gate
 
     @staticmethod
     def _unique_keys(key: torch.Tensor, B: int, E: int):

@@ -30,7 +30,8 @@ class CheckpointInfo:
 
     def summary(self) -> str:
         c = self.checkpoint.config.model
-        return f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}, trained on {self.checkpoint.data_name})"
+        pruning = "" if c.propagation == "exact" else f", {c.propagation}"
+        return f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}{pruning}, trained on {self.checkpoint.data_name})"
 
 
 @dataclass

@@ -239,7 +239,7 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
                 loss_sum, loss_n = loss_sum + total, loss_n + 1
                 qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
                 bar.update(1)
-                bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}")
+                bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
                 if cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)):
                     snapshot(epoch, i + 1)
                     raise TrainingCancelled()

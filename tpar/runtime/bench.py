@@ -17,16 +17,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-CONFIGS = [  # (data folder under the benchmark root, L, d)
-    ("extrapolation/ICEWS14", 3, 32),
-    ("extrapolation/ICEWS14", 5, 64),
-    ("extrapolation/ICEWS18", 3, 32),
-    ("extrapolation/ICEWS18", 5, 64),
+#: the pruned propagation the paper configs and the app use (chosen from benchmarks/results/propagation.md)
+DEFAULT_PRUNING = {"history_window": 30, "top_k": 128}
+EXACT: dict = {}
+CONFIGS = [  # (data folder under the benchmark root, L, d, propagation options); exact and pruned side by side
+    ("extrapolation/ICEWS14", 5, 64, EXACT),
+    ("extrapolation/ICEWS14", 5, 64, DEFAULT_PRUNING),
+    ("extrapolation/ICEWS18", 5, 64, EXACT),
+    ("extrapolation/ICEWS18", 5, 64, DEFAULT_PRUNING),
 ]
-QUICK = [("extrapolation/ICEWS14", 3, 32)]
+QUICK = [("extrapolation/ICEWS14", 3, 32, EXACT), ("extrapolation/ICEWS14", 3, 32, DEFAULT_PRUNING)]
 
 
-def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed: int = 0) -> dict:
+def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
+             seed: int = 0) -> dict:
     from tpar.graph.background import Background
     from tpar.model.config import ModelConfig
     from tpar.model.device import resolve_device
@@ -35,10 +39,13 @@ def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed
     from tpar.graph.queries import make_queries
     from tpar.data.loading import load_dataset
 
+    if threads:
+        torch.set_num_threads(threads)
     dev = resolve_device(device)
     kg = load_dataset(folder)
     torch.manual_seed(seed)
-    model = TPAR(ModelConfig(dim=dim, num_layers=layers, num_relations=kg.num_relations, time_span=365)).to(dev)
+    cfg = ModelConfig(dim=dim, num_layers=layers, num_relations=kg.num_relations, time_span=365, **options)
+    model = TPAR(cfg).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     rng = np.random.default_rng(seed)
     train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation").to(dev)
@@ -82,16 +89,17 @@ def _measure(folder: str, layers: int, dim: int, queries: int, device: str, seed
             tr = PropagationTrace()
             model(q.to(dev), bg, trace=tr)
             return [round(n / len(q), 1) for n in tr.num_links]
-        links_test = links(test_q[16:16 + min(queries, 32)], eval_bg)
-        links_train = links(train_q[5:5 + min(queries, 32)], train_bg)
+        links_test = links(test_q[16:16 + min(queries, 64)], eval_bg)
+        links_train = links(train_q[5:5 + min(queries, 64)], train_bg)
     peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
+            "propagation": cfg.propagation,
             "device": str(dev), "kernel": kernel_status() if dev.type == "cpu" else "torch",
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
             "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,
-            "queries_timed": queries}
+            "queries_timed": queries, "threads": torch.get_num_threads()}
 
 
 def _child(args, conn):
@@ -101,8 +109,11 @@ def _child(args, conn):
         conn.send({"error": f"{type(e).__name__}: {e}"})
 
 
-def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 40,
-                   progress: bool = True) -> dict:
+def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 200,
+                   progress: bool = True, configs: list[tuple[str, int, int, dict]] | None = None,
+                   threads: int = 0) -> dict:
+    """Each configuration in a fresh process (its own peak memory); exact and pruned propagation of
+    the same data, L and d run one after the other, so their ratio is taken on one machine state."""
     from tpar.data.benchmarks import find_data_dir
 
     root = Path(data_dir) if data_dir else find_data_dir()
@@ -111,15 +122,15 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
         raise DataError("benchmarks not found: pass --data-dir or set TPAR_DATA_DIR")
     results = []
     ctx = mp.get_context("spawn")
-    for folder, layers, dim in (QUICK if quick else CONFIGS):
+    for folder, layers, dim, options in configs or (QUICK if quick else CONFIGS):
         path = root / folder
         if not path.is_dir():
             results.append({"data": folder, "L": layers, "d": dim, "skipped": "data not found"})
             continue
         if progress:
-            print(f"bench {folder} L={layers} d={dim} ...", flush=True)
+            print(f"bench {folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_child, args=((str(path), layers, dim, queries, device), child))
+        p = ctx.Process(target=_child, args=((str(path), layers, dim, options, queries, device, threads), child))
         p.start()
         res = parent.recv()
         p.join()

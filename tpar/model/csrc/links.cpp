@@ -2,8 +2,10 @@
 //
 //   z_e     = b + w . ReLU(A_node[src_e] + A_rel[rel_e] + A_query[q_e] + A_time[dt_e])      (Eq. 7, split)
 //   alpha_e = sigmoid(z_e)
-//   out[dst_e] += alpha_e * (h[src_e] + H_rel[rel_e] + H_time[dt_e])                        (Eqs. 5, 8)
+//   out[dst_e] += g[src_e] * alpha_e * (h[src_e] + H_rel[rel_e] + H_time[dt_e])              (Eqs. 5, 8)
 //
+// g: an optional per-node gate (1 when absent): a learned top-K priority weights the messages its kept
+// entities send, so that the priority gets gradients (tpar.model.network).
 // Links are read straight from the time-sorted CSR index: node p (of query q) owns index edges
 // start[p] .. end[p]. Nodes of different queries are disjoint, so threads that own whole queries never
 // write the same node row; tables shared by all queries (relations, time, w, b) get per-thread gradient
@@ -68,8 +70,10 @@ inline void for_each_link(const Csr& c, int64_t q, F&& f) {
 template <typename scalar_t>
 void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Tensor& a_node, const at::Tensor& h_rel,
                       const at::Tensor& a_rel, const at::Tensor& a_query, const at::Tensor& h_time,
-                      const at::Tensor& a_time, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+                      const at::Tensor& a_time, const at::Tensor& w, const at::Tensor& b, const at::Tensor& gate,
+                      at::Tensor& out) {
   const int64_t d = h.size(1), da = a_node.size(1);
+  const scalar_t* GATE = gate.numel() ? gate.data_ptr<scalar_t>() : nullptr;  // per-node factor on alpha
   const scalar_t *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(), *HR = h_rel.data_ptr<scalar_t>(),
                  *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(), *HT = h_time.data_ptr<scalar_t>(),
                  *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>();
@@ -80,7 +84,8 @@ void csr_forward_impl(const Csr& c, int64_t B, const at::Tensor& h, const at::Te
       const scalar_t* aq = AQ + q * da;
       const int64_t base = q * c.E;
       for_each_link(c, q, [&](int64_t p, int64_t r, int64_t dst_e, int64_t t) {
-        const scalar_t al = attention(AN + p * da, AR + r * da, aq, AT + t * da, W, bias, da);
+        scalar_t al = attention(AN + p * da, AR + r * da, aq, AT + t * da, W, bias, da);
+        if (GATE) al *= GATE[p];
         const scalar_t* __restrict__ hs = H + p * d;
         const scalar_t* __restrict__ hr = HR + r * d;
         const scalar_t* __restrict__ ht = HT + t * d;
@@ -96,15 +101,18 @@ template <typename scalar_t>
 void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, const at::Tensor& h,
                        const at::Tensor& a_node, const at::Tensor& h_rel, const at::Tensor& a_rel,
                        const at::Tensor& a_query, const at::Tensor& h_time, const at::Tensor& a_time,
-                       const at::Tensor& w, const at::Tensor& b, at::Tensor& g_h, at::Tensor& g_anode,
-                       at::Tensor& g_hrel, at::Tensor& g_arel, at::Tensor& g_aquery, at::Tensor& g_htime,
-                       at::Tensor& g_atime, at::Tensor& g_w, at::Tensor& g_b) {
+                       const at::Tensor& w, const at::Tensor& b, const at::Tensor& gate, at::Tensor& g_h,
+                       at::Tensor& g_anode, at::Tensor& g_hrel, at::Tensor& g_arel, at::Tensor& g_aquery,
+                       at::Tensor& g_htime, at::Tensor& g_atime, at::Tensor& g_w, at::Tensor& g_b,
+                       at::Tensor& g_gate) {
   const int64_t d = h.size(1), da = a_node.size(1), nr = h_rel.size(0), nt = h_time.size(0);
   const scalar_t *G = grad_out.data_ptr<scalar_t>(), *H = h.data_ptr<scalar_t>(), *AN = a_node.data_ptr<scalar_t>(),
                  *HR = h_rel.data_ptr<scalar_t>(), *AR = a_rel.data_ptr<scalar_t>(), *AQ = a_query.data_ptr<scalar_t>(),
                  *HT = h_time.data_ptr<scalar_t>(), *AT = a_time.data_ptr<scalar_t>(), *W = w.data_ptr<scalar_t>();
   const scalar_t bias = b.data_ptr<scalar_t>()[0];
   scalar_t *GH = g_h.data_ptr<scalar_t>(), *GAN = g_anode.data_ptr<scalar_t>(), *GAQ = g_aquery.data_ptr<scalar_t>();
+  const scalar_t* GATE = gate.numel() ? gate.data_ptr<scalar_t>() : nullptr;
+  scalar_t* GG = gate.numel() ? g_gate.data_ptr<scalar_t>() : nullptr;  // nodes belong to one query: no race
   const int64_t nthreads = at::get_num_threads();
   const int64_t width = nr * d + nr * da + nt * d + nt * da + da + 1;
   std::vector<scalar_t> local(static_cast<size_t>(nthreads * width), scalar_t(0));
@@ -118,7 +126,9 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
       const int64_t base = q * c.E;
       for_each_link(c, q, [&](int64_t p, int64_t r, int64_t dst_e, int64_t t) {
         const scalar_t *an = AN + p * da, *ar = AR + r * da, *at_ = AT + t * da;
-        const scalar_t al = attention(an, ar, aq, at_, W, bias, da);
+        const scalar_t a0 = attention(an, ar, aq, at_, W, bias, da);  // alpha of Eq. 7
+        const scalar_t gp = GATE ? GATE[p] : scalar_t(1);
+        const scalar_t al = a0 * gp;                                          // the weight the message got
         const scalar_t* __restrict__ g = G + c.pos[base + dst_e] * d;
         const scalar_t* __restrict__ hs = H + p * d;
         const scalar_t* __restrict__ hr = HR + r * d;
@@ -135,7 +145,8 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
         scalar_t* __restrict__ ght = LHT + t * d;
 #pragma omp simd
         for (int64_t j = 0; j < d; ++j) ght[j] += al * g[j];
-        const scalar_t gz = galpha * al * (scalar_t(1) - al);  // through the sigmoid of Eq. 7
+        if (GG) GG[p] += galpha * a0;
+        const scalar_t gz = galpha * gp * a0 * (scalar_t(1) - a0);  // through the sigmoid of Eq. 7
         if (gz == scalar_t(0)) return;
         *LB += gz;
         scalar_t *gan = GAN + p * da, *gar = LAR + r * da, *gat = LAT + t * da;
@@ -195,33 +206,37 @@ at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Ten
 }
 
 at::Tensor csr_forward(at::Tensor h, at::Tensor a_node, at::Tensor h_rel, at::Tensor a_rel, at::Tensor a_query,
-                       at::Tensor h_time, at::Tensor a_time, at::Tensor w, at::Tensor b, at::Tensor start,
+                       at::Tensor h_time, at::Tensor a_time, at::Tensor w, at::Tensor b, at::Tensor gate, at::Tensor start,
                        at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel,
                        at::Tensor ix_time, at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R,
                        int64_t num_out) {
   const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
   auto out = at::zeros({num_out, h.size(1)}, h.options());
   AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "csr_forward", [&] {
-    csr_forward_impl<scalar_t>(c, node_ptr.size(0) - 1, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, out);
+    csr_forward_impl<scalar_t>(c, node_ptr.size(0) - 1, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, gate,
+                               out);
   });
   return out;
 }
 
 std::vector<at::Tensor> csr_backward(at::Tensor grad_out, at::Tensor h, at::Tensor a_node, at::Tensor h_rel,
                                      at::Tensor a_rel, at::Tensor a_query, at::Tensor h_time, at::Tensor a_time,
-                                     at::Tensor w, at::Tensor b, at::Tensor start, at::Tensor end, at::Tensor node_e,
+                                     at::Tensor w, at::Tensor b, at::Tensor gate, at::Tensor start, at::Tensor end,
+                                     at::Tensor node_e,
                                      at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel, at::Tensor ix_time,
                                      at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R) {
   grad_out = grad_out.contiguous();
   const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
   auto g_h = at::zeros_like(h), g_anode = at::zeros_like(a_node), g_hrel = at::zeros_like(h_rel),
        g_arel = at::zeros_like(a_rel), g_aquery = at::zeros_like(a_query), g_htime = at::zeros_like(h_time),
-       g_atime = at::zeros_like(a_time), g_w = at::zeros_like(w), g_b = at::zeros({1}, h.options());
+       g_atime = at::zeros_like(a_time), g_w = at::zeros_like(w), g_b = at::zeros({1}, h.options()),
+       g_gate = at::zeros_like(gate);
   AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "csr_backward", [&] {
     csr_backward_impl<scalar_t>(c, node_ptr.size(0) - 1, grad_out, h, a_node, h_rel, a_rel, a_query, h_time, a_time,
-                                w, b, g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b);
+                                w, b, gate, g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b,
+                                g_gate);
   });
-  return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b};
+  return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b, g_gate};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -1,0 +1,175 @@
+"""Exact vs pruned propagation: the accuracy side of the trade-off (issue: scalable propagation).
+
+Every (setting, propagation) pair trains the same model (L=5, d=64, the CPU budget's other
+hyper-parameters) on one full epoch of ICEWS14 training questions with the same seed, selects on a
+seeded valid subset, and is evaluated on the whole test split (both directions, time-aware filter).
+Runs are long on a 2-core CPU, so each writes a resume file every few minutes and this script
+continues where it stopped:
+
+    python benchmarks/propagation.py run --threads 1              # every pair not yet finished, in order
+    python benchmarks/propagation.py run --only extrapolation:exact
+    python benchmarks/propagation.py report                       # results/propagation.md + .svg
+
+Speed (training ms/question, inference q/s, links per layer, memory) comes from ``tpar bench``, which
+times exact and pruned propagation side by side in one run; the report joins both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tpar.data.benchmarks import find_data_dir
+from tpar.data.loading import load_dataset
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+from tpar.model.training import resume_path, train
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results" / "propagation"
+RUNS = ROOT.parent / "runs" / "propagation"
+DATA = {"extrapolation": "extrapolation/ICEWS14", "interpolation": "interpolation/ICEWS14"}
+#: the propagation options compared (name -> ModelConfig fields); "exact" is today's propagation
+OPTIONS = {
+    "exact": {},
+    "window30+topk128": {"history_window": 30, "top_k": 128},
+    "window60+topk64": {"history_window": 60, "top_k": 64},
+    "window30": {"history_window": 30},
+    "window60": {"history_window": 60},
+    "topk128": {"top_k": 128},
+    "window30+topk128-learned": {"history_window": 30, "top_k": 128, "priority": "learned"},
+    "cap64": {"link_cap": 64},
+}
+#: the candidate default and exact first (the comparison that matters), both settings, then the rest
+ORDER = ([f"{s}:{o}" for s in DATA for o in ("window30+topk128", "exact")]
+         + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in ("window30+topk128", "exact")])
+
+
+def run_config(setting: str, options: dict) -> RunConfig:
+    """L=5, d=64 and the CPU budget's other choices (tanh, lr 0.001, batches of 10), one full epoch."""
+    model = ModelConfig(dim=64, attn_dim=5, num_layers=5, dropout=0.2, activation="tanh", **options)
+    return RunConfig(model, TrainConfig(setting=setting, lr=0.001, batch_size=10, micro_batch=10, epochs=1,
+                                        patience=1, max_train_queries=0, max_valid_queries=2000,
+                                        checkpoint_every=300.0, seed=0))
+
+
+def run_one(key: str, threads: int) -> dict:
+    setting, option = key.split(":")
+    out = RUNS / f"{setting}-{option}.tpar"
+    result_file = RESULTS / f"{setting}-{option}.json"
+    if result_file.is_file():
+        print(f"{key}: done already ({result_file})", flush=True)
+        return json.loads(result_file.read_text())
+    root = find_data_dir()
+    if root is None:
+        sys.exit("benchmarks not found: set TPAR_DATA_DIR or place them in ../shared/datasets")
+    torch.set_num_threads(threads)
+    kg = load_dataset(root / DATA[setting])
+    resume = resume_path(out).is_file()
+    print(f"{key}: {'resuming' if resume else 'starting'} ({out})", flush=True)
+    t0 = time.time()
+    res = train(kg, run_config(setting, OPTIONS[option]), out, resume=resume, progress=True, eval_test=True)
+    ck = Checkpoint.load(out)
+    queries = sum(h["queries"] for h in res.history)
+    row = {"setting": setting, "option": option, "propagation": ck.config.model.propagation,
+           "options": OPTIONS[option], "config": ck.config.to_dict(), "data": DATA[setting],
+           "fingerprint": kg.fingerprint, "train_questions": queries, "train_seconds": round(res.seconds, 1),
+           "train_ms_per_question": round(1000 * res.seconds / max(queries, 1), 2),
+           "wall_seconds_this_session": round(time.time() - t0, 1), "threads": threads,
+           "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch": torch.__version__},
+           "valid": res.history[-1], "test": ck.metrics.get(f"test_{setting}", {})}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result_file.write_text(json.dumps(row, indent=2))
+    print(f"{key}: test realistic MRR {100 * row['test']['realistic']['mrr']:.2f}", flush=True)
+    return row
+
+
+def svg_plot(rows: list[dict], path: Path) -> None:
+    """Test MRR against training ms per question, one marker per run (a dependency-free SVG)."""
+    W, H, pad = 640, 380, 60
+    xs = [r["train_ms_per_question"] for r in rows] or [1.0]
+    ys = [100 * r["test"]["realistic"]["mrr"] for r in rows] or [0.0]
+    x0, x1 = 0.0, max(xs) * 1.1
+    y0, y1 = min(ys) - 2, max(ys) + 2
+    X = lambda v: pad + (v - x0) / (x1 - x0 or 1) * (W - 2 * pad)  # noqa: E731
+    Y = lambda v: H - pad - (v - y0) / (y1 - y0 or 1) * (H - 2 * pad)  # noqa: E731
+    colour = {"extrapolation": "#1d4ed8", "interpolation": "#ea580c"}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+             f'<rect width="{W}" height="{H}" fill="white"/>',
+             f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
+             f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">training ms per question (one full epoch, L=5, d=64)</text>',
+             f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">test MRR % (realistic)</text>']
+    for k in range(5):
+        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
+        parts += [f'<text x="{X(xv)}" y="{H - pad + 15}" text-anchor="middle">{xv:.0f}</text>',
+                  f'<text x="{pad - 6}" y="{Y(yv) + 4}" text-anchor="end">{yv:.1f}</text>']
+    for r, x, y in zip(rows, xs, ys):
+        c = colour.get(r["setting"], "black")
+        parts += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="5" fill="{c}"/>',
+                  f'<text x="{X(x) + 7:.1f}" y="{Y(y) - 6:.1f}" fill="{c}">{r["option"]}</text>']
+    parts += [f'<text x="{W - pad}" y="{pad - 20}" text-anchor="end" fill="#1d4ed8">● extrapolation</text>',
+              f'<text x="{W - pad}" y="{pad - 6}" text-anchor="end" fill="#ea580c">● interpolation</text>', "</svg>"]
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def report(bench_file: Path | None) -> None:
+    rows = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    rows.sort(key=lambda r: (r["setting"], list(OPTIONS).index(r["option"]) if r["option"] in OPTIONS else 99))
+    lines = ["# Exact vs pruned propagation", "",
+             "ICEWS14, L=5, d=64, tanh, lr 0.001, batches of 10, one full epoch of training questions, seed 0; "
+             "selected on 2,000 seeded valid queries; test = every test query, both directions, time-aware filter. "
+             "Command: `python benchmarks/propagation.py run --threads 1` then `python benchmarks/propagation.py report`.",
+             "", "| setting | propagation | training questions | train ms/question | valid MRR (subset) | test MRR | "
+             "H@1 | H@10 | threads |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = r["test"].get("realistic", {})
+        lines.append(f"| {r['setting']} | {r['propagation']} | {r['train_questions']:,} | {r['train_ms_per_question']} | "
+                     f"{100 * r['valid'].get('valid_mrr', float('nan')):.2f} | {100 * t.get('mrr', float('nan')):.2f} | "
+                     f"{100 * t.get('hits@1', float('nan')):.2f} | {100 * t.get('hits@10', float('nan')):.2f} | "
+                     f"{r['threads']} |")
+    missing = [k for k in ORDER if not (RESULTS / f"{k.replace(':', '-')}.json").is_file()]
+    if missing:
+        lines += ["", "Not yet run (or still running): " + ", ".join(missing) + "."]
+    if bench_file and bench_file.is_file():
+        bench = json.loads(bench_file.read_text())
+        lines += ["", f"## Speed (`tpar bench`, {bench_file.name})", "",
+                  "| data | L | d | propagation | train ms/q | inference q/s | peak MB | links per test question per layer |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for b in bench.get("results", []):
+            if "error" in b or "skipped" in b:
+                continue
+            lines.append(f"| {b['data']} | {b['L']} | {b['d']} | {b.get('propagation', 'exact')} | {b['train_ms_per_query']} | "
+                         f"{b['infer_queries_per_s']} | {b['peak_memory_mb']:.0f} | "
+                         f"{', '.join(f'{x:,.0f}' for x in b['links_per_query_per_layer_test'])} |")
+    out = ROOT / "results" / "propagation.md"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if rows:
+        svg_plot(rows, ROOT / "results" / "propagation.svg")
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--only", nargs="*", choices=ORDER, help="setting:option pairs (default: all, in order)")
+    r.add_argument("--threads", type=int, default=1)
+    rp = sub.add_parser("report")
+    rp.add_argument("--bench", type=Path, default=ROOT / "results" / "bench.json")
+    args = ap.parse_args()
+    if args.command == "run":
+        for key in args.only or ORDER:
+            run_one(key, args.threads)
+    else:
+        report(args.bench)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""The speed benchmark measures exact and pruned propagation side by side, and says which it measured."""
+
+from __future__ import annotations
+
+from conftest import tiny_world_csv
+from tpar.data.upload import inspect_upload, save_dataset
+from tpar.runtime.bench import run_benchmarks
+
+
+def test_bench_rows_name_their_propagation(tmp_path):
+    _, kg = inspect_upload(tiny_world_csv(days=80), "tiny.csv")
+    save_dataset(kg, tmp_path / "extrapolation", "tiny")
+    configs = [("extrapolation/tiny", 3, 8, {}), ("extrapolation/tiny", 3, 8, {"history_window": 3, "top_k": 1})]
+    report = run_benchmarks(data_dir=str(tmp_path), configs=configs, queries=10, progress=False, threads=1)
+    exact, pruned = report["results"]
+    assert "error" not in exact and "error" not in pruned, report
+    assert exact["propagation"] == "exact" and pruned["propagation"] == "window=3+top_k=1(score)"
+    for row in (exact, pruned):
+        assert row["threads"] == 1 and row["queries_timed"] == 10
+        assert row["train_ms_per_query"] > 0 and row["infer_queries_per_s"] > 0
+        assert len(row["links_per_query_per_layer_test"]) == 3
+    # the pruned pass sends along fewer links from the second step on (one entity per query, last 3 days)
+    assert sum(pruned["links_per_query_per_layer_test"][1:]) < sum(exact["links_per_query_per_layer_test"][1:])
