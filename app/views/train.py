@@ -63,7 +63,16 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
                                     persist_state="session")
         lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=t.lr, key="train_lr",
                               persist_state="session")
-        name = st.text_input("Model name", value=f"{data_name}-{setting}", help="Saved as workspace/checkpoints/NAME.tpar",
+        c7, c8, c9 = st.columns(3)
+        window = c7.number_input("History window (time steps, 0 = all)", 0, 100_000, m.history_window,
+                                 key="train_window", persist_state="session",
+                                 help="Only links within this many time steps of a question's time: faster, "
+                                      "forgets older evidence.")
+        top_k = c8.number_input("Entities expanded per step (0 = all)", 0, 100_000, m.top_k, key="train_top_k",
+                                persist_state="session",
+                                help="After each step only this many best-scoring entities of a question send "
+                                     "messages on: faster on large graphs.")
+        name = c9.text_input("Model name", value=f"{data_name}-{setting}", help="Saved as workspace/checkpoints/NAME.tpar",
                              key="train_name", persist_state="session")
         eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
                                 persist_state="session")
@@ -75,6 +84,7 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
         return None
     run = RunConfig.from_dict(DEFAULTS.to_dict(), "app/train-page")  # a fresh copy
     run.model.num_layers, run.model.dim = int(layers), int(dim)
+    run.model.history_window, run.model.top_k = int(window), int(top_k)
     run.train.setting, run.train.lr, run.train.epochs = setting, float(lr), int(epochs)
     run.train.max_train_queries = int(per_epoch)
     return name, run, eval_test
