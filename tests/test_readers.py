@@ -188,3 +188,63 @@ def test_cli_bad_input_clear_message(tmp_path, capsys):
     assert "bad.csv, row 3: time 'never'" in err and "Traceback" not in err
     assert main(["info", str(tmp_path / "nope")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hostile CSV rows and times
+HEADER = "subject,relation,object,time\n"
+
+
+def test_unbalanced_quote_names_the_row_where_it_opened_and_drops_every_swallowed_row(tmp_path):
+    text = HEADER + "a,r,b,2024-01-01\n\"c,r,d,2024-01-02\ne,r,f,2024-01-03\ng,r,h,2024-01-04\n"
+    q = read_quadruple_csv(write(tmp_path / "q.csv", text), on_bad_rows="drop")
+    assert q.subjects == ["a"]
+    assert q.report.rows_read == 4 and q.report.rows_dropped == 3  # nothing lost silently
+    rows = dict(q.report.problems)
+    assert "quote opened on this row is not closed before row 5" in rows[3]
+    assert "unclosed quote opened on row 3" in rows[4] and "unclosed quote opened on row 3" in rows[5]
+    with pytest.raises(DataError, match=r"q.csv, row 3: a quote opened on this row"):
+        read_quadruple_csv(tmp_path / "q.csv")
+
+
+def test_fields_beyond_the_csv_modules_limit_are_row_problems(tmp_path):
+    huge = "x" * 200_000  # the csv module's default limit is 131,072
+    text = HEADER + f"{huge},r,b,2024-01-01\na,r,b,2024-01-02\n"
+    q = read_quadruple_csv(write(tmp_path / "long.csv", text), on_bad_rows="drop")
+    assert q.subjects == ["a"]
+    assert q.report.problems == [(2, "subject is 200,000 characters long (at most 1,000)")]
+
+
+@pytest.mark.parametrize("bad, fmt, why", [
+    ("2025-02-30", "auto", "not a real date"),
+    ("2025-01-01T25:00", "auto", "not a real date or date-time"),
+    ("2024-13", "auto", "not a real month"),
+    ("2024-00", "auto", "not a real month"),
+    ("99999999999999999999", "int", "too large"),
+])
+def test_impossible_times_are_row_problems_never_shifted(tmp_path, bad, fmt, why):
+    good = {"2025-02-30": "2025-02-28", "2025-01-01T25:00": "2025-01-01T10:00", "2024-13": "2024-12",
+            "2024-00": "2024-01", "99999999999999999999": "5"}[bad]
+    text = HEADER + f"a,r,b,{good}\nc,r,d,{bad}\ne,r,f,{good}\n"
+    path = write(tmp_path / "t.csv", text)
+    q = read_quadruple_csv(path, time_format=fmt, on_bad_rows="drop")
+    assert q.subjects == ["a", "e"] and len(q.times) == 2
+    assert q.report.problems[0][0] == 3 and why in q.report.problems[0][1] and bad in q.report.problems[0][1]
+    with pytest.raises(DataError, match=f"t.csv, row 3: .*{why}"):
+        load_dataset(path, time_format=fmt)
+
+
+def test_time_zone_offsets_are_read_on_the_datas_utc_clock(tmp_path):
+    text = HEADER + "a,r,b,2024-01-01T10:00+02:00\nc,r,d,2024-01-01T08:00Z\ne,r,f,2024-01-01T09:00\n"
+    kg = load_dataset(write(tmp_path / "tz.csv", text), split_policy="random")
+    times = sorted(kg.time_axis.label(int(t)) for t in kg.all_facts()[:, 3])
+    assert times == ["2024-01-01 08:00", "2024-01-01 08:00", "2024-01-01 09:00"]
+    # a question's time with an offset is converted the same way (not a TypeError on aware - naive)
+    axis = TimeAxis("hour", "2024-01-01 08:00:00")
+    assert axis.parse("2024-01-01T11:00+02:00") == 1 and axis.parse("2024-01-01T09:00Z") == 1
+
+
+def test_question_times_that_are_not_real_are_refused():
+    day, month = TimeAxis("day", "2014-01-01"), TimeAxis("month", "2014-01")
+    for axis, bad in ((day, "2014-02-30"), (day, "2014-01-01T25:00"), (month, "2014-13"), (month, "2014-00")):
+        with pytest.raises(ValueError, match="not a real"):
+            axis.parse(bad)

@@ -26,6 +26,11 @@ OPTIONAL_COLUMNS = ("split",)
 TIME_FORMATS = ("auto", "date", "datetime", "month", "year", "int")
 SPLIT_POLICIES = ("chronological", "random")
 
+#: longest name (subject, relation, object) a row may hold; longer fields are row problems
+MAX_FIELD = 1000
+#: integer times beyond this magnitude are refused (steps must stay exact in int64 arithmetic)
+MAX_INT_TIME = 2 ** 53
+
 _RE_INT = re.compile(r"^[+-]?\d+$")
 _RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _RE_MONTH = re.compile(r"^\d{4}-\d{2}$")
@@ -100,6 +105,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text.split("\n", 1)[0]
     delim = "\t" if "\t" in header_line else ","
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))  # long fields become row problems below
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     report = CsvReport(file=str(path))
 
@@ -125,15 +131,39 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         report.problems.append((row, problem))
 
     recs: list[tuple[int, list[str]]] = []
-    for rec in reader:
-        row = reader.line_num
+    last = reader.line_num  # the header's last line
+    while True:
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:  # e.g. a NUL byte: the row cannot be read at all
+            report.rows_read += 1
+            bad(reader.line_num, f"unreadable row ({e})")
+            last = reader.line_num
+            continue
+        first, row = last + 1, reader.line_num
+        last = row
         if not rec or all(not x.strip() for x in rec):
+            continue
+        if row > first and any("\n" in x or "\r" in x for x in rec):
+            # a quote opened on row `first` swallowed every line up to `row`: each is a dropped row
+            report.rows_read += row - first + 1
+            bad(first, f"a quote opened on this row is not closed before row {row} (or a field holds a line "
+                       f"break): rows {first}-{row} dropped")
+            for swallowed in range(first + 1, row + 1):
+                bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
         if len(rec) != width:
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
         vals = [x.strip() for x in rec]
+        long = [c for c in cols if len(vals[pos[c]]) > MAX_FIELD]
+        if long:
+            bad(row, ", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
+                + f" (at most {MAX_FIELD:,})")
+            continue
         empty = [c for c in cols if not vals[pos[c]]]
         if empty:
             bad(row, f"empty {', '.join(empty)}")
@@ -169,15 +199,21 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     accepts = {"int": {"int"}, "year": {"int"}, "month": {"month"}, "date": {"date"},
                "datetime": {"date", "datetime"}}[fmt]
     kept: list[tuple[int, list[str]]] = []
+    parsed: list = []
     for (row, v), k in zip(recs, kinds):
-        if k in accepts:
-            kept.append((row, v))
-        else:
+        if k not in accepts:
             bad(row, f"time {v[pos['time']]!r} is not {_EXPECTED[fmt]} like the other rows")
+            continue
+        try:
+            parsed.append(parse_time(v[pos["time"]], fmt))
+        except ValueError as e:
+            bad(row, str(e))
+            continue
+        kept.append((row, v))
     if not kept:
         raise DataError("no row has a valid time", file=path)
     raw_times = [v[pos["time"]] for _, v in kept]
-    axis, steps = _times_to_steps(raw_times, fmt)
+    axis, steps = _times_to_steps(parsed, fmt)
 
     # duplicates (same quadruple and split)
     seen: set[tuple] = set()
@@ -204,28 +240,49 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     )
 
 
-def _times_to_steps(raw: list[str], fmt: str) -> tuple[TimeAxis, np.ndarray]:
-    if fmt == "int":
-        return TimeAxis("step"), np.array([int(x) for x in raw], dtype=np.int64)
-    if fmt == "year":
-        return TimeAxis("year", "0"), np.array([int(x) for x in raw], dtype=np.int64)
+def parse_time(text: str, fmt: str):
+    """One time value read as ``fmt``: an int (``int``, ``year``), a month index y·12 + m − 1 (``month``),
+    a day ordinal (``date``) or a naive UTC datetime (``datetime``; an offset or ``Z`` is converted to
+    UTC, a time without one is taken as UTC). ``ValueError`` naming the value when it is not a real
+    time (``2025-02-30``, ``2024-13``, ``T25:00``, an integer beyond ±2^53)."""
+    s = text.strip()
+    if fmt in ("int", "year"):
+        value = int(s)
+        if abs(value) > MAX_INT_TIME:
+            raise ValueError(f"time {s!r} is too large (at most ±2^53)")
+        return value
     if fmt == "month":
-        months = np.array([int(x[:4]) * 12 + int(x[5:7]) - 1 for x in raw], dtype=np.int64)
+        year, month = int(s[:4]), int(s[5:7])
+        if not 1 <= month <= 12:
+            raise ValueError(f"time {s!r} is not a real month (month {month:02d})")
+        return year * 12 + month - 1
+    try:
+        if fmt == "date":
+            return dt.date.fromisoformat(s).toordinal()
+        when = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise ValueError(f"time {s!r} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return when
+
+
+def _times_to_steps(values: list, fmt: str) -> tuple[TimeAxis, np.ndarray]:
+    """Values of :func:`parse_time` -> the time axis and integer steps (the earliest value is step 0
+    for calendar axes; integers are kept as they are)."""
+    if fmt in ("int", "year"):
+        return (TimeAxis("step") if fmt == "int" else TimeAxis("year", "0")), np.array(values, dtype=np.int64)
+    if fmt == "month":
+        months = np.array(values, dtype=np.int64)
         m0 = int(months.min())
         return TimeAxis("month", f"{m0 // 12:04d}-{m0 % 12 + 1:02d}"), months - m0
     if fmt == "date":
-        days = np.array([dt.date.fromisoformat(x).toordinal() for x in raw], dtype=np.int64)
+        days = np.array(values, dtype=np.int64)
         d0 = int(days.min())
         return TimeAxis("day", dt.date.fromordinal(d0).isoformat()), days - d0
     # date-times: the coarsest unit that every timestamp falls on
-    stamps = []
-    for x in raw:
-        d = dt.datetime.fromisoformat(x.replace("Z", "+00:00"))
-        if d.tzinfo is not None:
-            d = d.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        stamps.append(d)
-    t0 = min(stamps)
-    secs = np.array([int((d - t0).total_seconds()) for d in stamps], dtype=np.int64)
+    t0 = min(values)
+    secs = np.array([int((d - t0).total_seconds()) for d in values], dtype=np.int64)
     midnight = t0.replace(hour=0, minute=0, second=0, microsecond=0)
     off = int((t0 - midnight).total_seconds())
     for gran, unit in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
@@ -322,7 +379,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto") -> Tempora
         qs[split] = read_quadruple_csv(p, time_format=fmt)
         fmt = qs[split].report.time_format
     raw = [t for q in qs.values() for t in q.raw_times]
-    axis, steps = _times_to_steps(raw, fmt)
+    axis, steps = _times_to_steps([parse_time(t, fmt) for t in raw], fmt)
     at = 0
     notes = [f"{', '.join(p.name for p in files.values())}: time read as {fmt} ({axis.describe()})"]
     for split, q in qs.items():

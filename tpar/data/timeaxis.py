@@ -28,6 +28,14 @@ _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 _INT = re.compile(r"^[+-]?\d+$")
 
 
+def _real_date(s: str) -> bool:
+    try:
+        dt.date.fromisoformat(s)
+        return True
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class TimeAxis:
     """Maps integer time steps to labels.
@@ -102,12 +110,16 @@ class TimeAxis:
             m = _MONTH.match(s) or _DATE.match(s)
             if not m:
                 raise ValueError(f"time {s!r} is not a month (YYYY-MM)")
+            if not 1 <= int(m.group(2)) <= 12 or (m.re is _DATE and not _real_date(s)):
+                raise ValueError(f"time {s!r} is not a real month")
             y0, m0 = (int(x) for x in self.origin.split("-"))
             return self._exact((int(m.group(1)) - y0) * 12 + int(m.group(2)) - m0, s)
         try:
-            when = dt.datetime.fromisoformat(s)
+            when = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"time {s!r} is not an ISO date or date-time") from None
+            raise ValueError(f"time {s!r} is not a real ISO date or date-time") from None
+        if when.tzinfo is not None:  # the data's clock is UTC (files with offsets are read into UTC too)
+            when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
         secs = (when - dt.datetime.fromisoformat(self.origin)).total_seconds()
         unit = _SECONDS[g]
         if secs % unit:
@@ -115,6 +127,7 @@ class TimeAxis:
         return self._exact(int(secs // unit), s)
 
     def _exact(self, units: int, s: str) -> int:
+        """``units`` of the granularity as a whole number of steps, else ``ValueError``."""
         if units % self.step:
             raise ValueError(f"time {s!r} falls between two steps of {self.step} {self.granularity}s")
         return units // self.step
