@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import init_state
+from explorer import WORKSPACE, init_state, md
+from tpar.errors import DataError, describe_internal_error, log_internal_error
 
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
@@ -30,4 +31,10 @@ pages = {
 nav = st.navigation(pages)
 st.sidebar.caption("TPAR: temporal-path reasoning for interpolation and extrapolation "
                    "(Chen et al., ACL 2024).")
-nav.run()
+try:
+    nav.run()
+except DataError as e:  # bad input that a page did not catch itself: a message, never a traceback
+    st.error(md(e))
+except Exception as e:  # a bug: a short message naming the log (st.stop / st.rerun are not Exceptions)
+    log, ref = log_internal_error(e, WORKSPACE / "logs")
+    st.error(md(describe_internal_error(e, log, ref)))

@@ -188,3 +188,22 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
     at = app({**QUESTION, "subject": "[click](https://example.com)"}).run()
     assert not at.exception
     assert r"\[click\]\(https\:\/\/example\.com\)" in " ".join(w.value for w in at.warning)
+
+
+def test_a_bug_in_a_page_is_a_short_message_naming_the_log(monkeypatch, tmp_path):
+    """An unexpected exception shows one message with the log's place, not Streamlit's exception box."""
+    import explorer
+    from tpar.data.kg import TemporalKG
+
+    def broken(self):
+        raise RuntimeError("stats exploded")
+
+    monkeypatch.setattr(explorer, "WORKSPACE", tmp_path / "ws")
+    monkeypatch.setattr(TemporalKG, "stats", broken)
+    at = app().run()
+    at.switch_page("views/data_model.py").run()
+    assert not at.exception
+    message = plain(at.error)
+    assert "internal error (RuntimeError: stats exploded)" in message and "errors.log" in message
+    log = (tmp_path / "ws" / "logs" / "errors.log").read_text()
+    assert "stats exploded" in log and "Traceback" in log

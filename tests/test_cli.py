@@ -71,3 +71,20 @@ def test_console_script_installed():
     assert r.returncode == 0 and "--setting" in r.stdout
     r = subprocess.run([sys.executable, "-m", "tpar.cli", "info", "/nonexistent/x.csv"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "no such file" in r.stderr
+
+
+def test_an_internal_error_is_one_line_naming_the_log(tmp_path, monkeypatch, capsys):
+    """A bug (not bad input) exits 1 with one line that names the log; the traceback is in the log."""
+    import tpar.cli as cli
+
+    def broken(args):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setenv("TPAR_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(cli, "cmd_info", broken)
+    assert cli.main(["info", str(tmp_path)]) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RuntimeError: something inside broke" in err and "Traceback" not in err
+    log = (tmp_path / "logs" / "errors.log").read_text()
+    ref = err.split("(error ")[1].split(")")[0]
+    assert f"error {ref}" in log and "Traceback" in log and "in broken" in log

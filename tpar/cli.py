@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from tpar.errors import DataError
+from tpar.errors import DataError, describe_internal_error, log_internal_error
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 1
 
 
 def _load(args):
@@ -339,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug: one line naming the log, the traceback in the log
+        log, ref = log_internal_error(e, os.environ.get("TPAR_LOG_DIR") or Path.home() / ".cache" / "tpar")
+        print(f"error: {describe_internal_error(e, log, ref)}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

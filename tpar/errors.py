@@ -27,3 +27,27 @@ class DataError(Exception):
         elif self.row is not None:
             where = f"row {self.row}: "
         return where + self.problem
+
+
+def log_internal_error(error: BaseException, log_dir: str | Path) -> tuple[Path, str]:
+    """Append ``error``'s traceback to ``<log_dir>/errors.log`` under a short reference; returns (log
+    path, reference). For errors that are bugs, not bad input: the user sees one line that names
+    the log, never the raw traceback."""
+    import datetime
+    import secrets
+    import traceback
+
+    ref = secrets.token_hex(4)
+    path = Path(log_dir) / "errors.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"--- {datetime.datetime.now().isoformat(timespec='seconds')} error {ref}\n{text}\n")
+    return path, ref
+
+
+def describe_internal_error(error: BaseException, log: Path, ref: str) -> str:
+    """The one line a user sees for an unexpected error."""
+    first = (str(error).splitlines() or [""])[0][:200]
+    return (f"internal error ({type(error).__name__}{': ' + first if first else ''}). This is a bug, not your "
+            f"input; the details are in {log} (error {ref}).")
