@@ -141,3 +141,28 @@ def test_interpolation_refused_without_train():
     del kg.splits["train"]
     with pytest.raises(DataError, match="train split is missing"):
         evaluate(kg, FrequencyBaseline(), Setting.INTERPOLATION, "test", progress=False)
+
+
+def test_csv_written_for_people_has_no_live_formula(tmp_path):
+    """Names from an untrusted file never become spreadsheet formulas in a CSV the project writes."""
+    import csv
+
+    from tpar.data.kg import TemporalKG
+    from tpar.data.timeaxis import TimeAxis
+    from tpar.data.vocab import Vocabulary
+    from tpar.evaluation.reports import csv_text, spreadsheet_safe, write_ranks_csv
+
+    hostile = ["=HYPERLINK(\"http://x\")", "+1+2", "-3", "@SUM(A1)", "\tTAB", "\rCR", "plain"]
+    assert [spreadsheet_safe(x) for x in hostile] == ["'" + x for x in hostile[:-1]] + ["plain"]
+    assert spreadsheet_safe(-3.5) == -3.5  # numbers stay numbers
+    kg = TemporalKG("evil", Vocabulary(tuple(hostile)), Vocabulary(("=cmd|' /C calc'!A0",)), TimeAxis("step"),
+                    {"train": np.array([[0, 0, 1, 0], [2, 0, 3, 1]]), "test": np.array([[4, 0, 5, 2], [6, 0, 0, 3]])})
+    res = evaluate(kg, FrequencyBaseline(), Setting.EXTRAPOLATION, "test", progress=False)
+    out = tmp_path / "ranks.csv"
+    write_ranks_csv(res, kg, out)
+    cells = [c for row in csv.reader(open(out, newline="", encoding="utf-8")) for c in row]
+    assert len(cells) == 8 * 5
+    assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+    assert "'=cmd|' /C calc'!A0" in cells and "'=HYPERLINK(\"http://x\")" in cells
+    text = csv_text([{"name": "=1+1", "score": -2.0}])
+    assert text == "name,score\r\n'=1+1,-2.0\r\n"

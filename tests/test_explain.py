@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import E, R, small_kg, small_model
-from tpar.model.checkpoint import Checkpoint, from_model
+from tpar.model.checkpoint import from_model
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.reasoning.explanation import Explainer

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import io
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -11,6 +10,7 @@ import streamlit as st
 
 import explorer as ex
 from tpar.data.kg import TemporalKG
+from tpar.evaluation.reports import csv_text
 from tpar.graph.queries import default_question
 from tpar.reasoning.prediction import Prediction
 
@@ -166,10 +166,9 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
         if rows:
             ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
-        buf = io.StringIO()
         out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting)
-        out[["question", "setting", "rank", "entity", "score", "probability", "known"]].to_csv(buf, index=False)
-        st.download_button("Download answers (CSV)", buf.getvalue(), file_name="tpar-answers.csv", mime="text/csv")
+        csv = csv_text(out[["question", "setting", "rank", "entity", "score", "probability", "known"]].to_dict("records"))
+        st.download_button("Download answers (CSV)", csv, file_name="tpar-answers.csv", mime="text/csv")
     with right:
         top = answers.head(15).iloc[::-1]
         fig = go.Figure(go.Bar(x=top["probability"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pandas as pd
@@ -15,7 +14,7 @@ from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
 from tpar.evaluation.protocol import EvaluationResult, compare
-from tpar.evaluation.reports import metrics_rows, relation_rows
+from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.ranker import ModelRanker
 
@@ -107,9 +106,7 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
                                     (d2, per_rel, "Per relation (CSV)", "tpar-evaluation-relations.csv")):
-        buf = io.StringIO()
-        frame.to_csv(buf, index=False)
-        col.download_button(label, buf.getvalue(), file_name=file, mime="text/csv")
+        col.download_button(label, csv_text(frame.to_dict("records")), file_name=file, mime="text/csv")
     d3.download_button("Everything (JSON)", json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2),
                        file_name="tpar-evaluation.json", mime="application/json")
 

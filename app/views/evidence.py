@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import io
 
 import pandas as pd
 import streamlit as st
 
 import explorer as ex
 from evidence_graph import FUTURE, PAST, SAME, evidence_html
+from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import Explanation
 from tpar.reasoning.prediction import Prediction
 
@@ -78,9 +78,8 @@ def paths_ui(e: Explanation) -> None:
                           for k, p in enumerate(e.paths, start=1) for i, x in enumerate(p.links)])
     with st.expander("Every link of these paths"):
         st.dataframe(links, hide_index=True)
-    buf = io.StringIO()
-    links.to_csv(buf, index=False)
-    st.download_button("Download the paths (CSV)", buf.getvalue(), file_name="tpar-paths.csv", mime="text/csv")
+    st.download_button("Download the paths (CSV)", csv_text(links.to_dict("records")), file_name="tpar-paths.csv",
+                       mime="text/csv")
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
