@@ -152,3 +152,26 @@ def test_files_over_the_size_limit_are_refused(monkeypatch):
     upload(at, tiny_world_csv().encode(), "big.csv")
     assert not at.exception
     assert "larger than the limit of 0 MB" in errors(at) and not at.metric
+
+
+def test_a_corrupt_job_or_checkpoint_in_the_workspace_breaks_nothing(workspace):
+    """A truncated job spec and a garbage checkpoint are shown as broken; every page still works."""
+    from tpar.runtime.jobs import list_jobs, running_outputs
+
+    jobs = workspace / "jobs_dir"
+    (jobs / "20260101-000000-aaaaaa").mkdir(parents=True)
+    (jobs / "20260101-000000-aaaaaa" / "spec.json").write_text('{"data": "x", "run": {"train": ')
+    (jobs / "20260101-000001-bbbbbb").mkdir()
+    (jobs / "20260101-000001-bbbbbb" / "spec.json").write_text('[' * 50_000 + ']' * 50_000)
+    (workspace / "runs_dir").mkdir(parents=True)
+    (workspace / "runs_dir" / "garbage.tpar").write_bytes(b"PK\x03\x04 not really a zip")
+    states = [j.status() for j in list_jobs(jobs)]
+    assert [s.state for s in states] == ["broken", "broken"] and all("spec.json" in s.message for s in states)
+    assert running_outputs(jobs) == set()
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception and not at.error  # Ask still answers with the shipped model
+    for page in ("views/train.py", "views/data_model.py", "views/evaluate.py"):
+        at.switch_page(page).run()
+        assert not at.exception and not at.error, page
+    at.switch_page("views/train.py").run()
+    assert "cannot be shown" in " ".join(str(p.proto.text) for p in at.get("progress"))

@@ -4,6 +4,7 @@ world the shipped model's top path follows the planted rule that produced the an
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,15 @@ def test_explanations_of_a_pruned_model_use_only_the_links_it_used(options):
                         assert abs(x.delta) <= options["history_window"]
                     checked += 1
     assert checked > 5
+
+
+def test_questions_far_outside_the_data_are_refused_with_a_message(sample_kg, sample_checkpoint):
+    from tpar.errors import DataError
+
+    p = Predictor(sample_checkpoint, sample_kg, "cpu")
+    assert p.predict("Orora Front", "Mobilize against", "2026-12-30", top_k=1).setting == "extrapolation"
+    for t, where in (("9999-12-31", "after the last known fact (2025-12-31)"), ("2023-01-01", "before the first")):
+        with pytest.raises(DataError, match=rf"time '{t}' lies .*{re.escape(where)}.*refused"):
+            p.predict("Orora Front", "Mobilize against", t)
+        with pytest.raises(DataError, match="refused"):
+            Explainer(p).explain("Orora Front", "Mobilize against", t, "Keleth")

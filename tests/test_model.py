@@ -384,3 +384,49 @@ def test_kernels_agree_on_pruned_scores_and_gradients(options):
         assert g is not None and torch.allclose(g, results["torch"][1][n], atol=1e-8), n
     if options.get("priority") == "learned":  # the priority learns through the gate on kept messages
         assert results["cpp"][1]["priority.out.weight"].abs().sum() > 0
+
+
+def sparse_time_kg(seed: int = 14, scale: int = 10_000):
+    """small_kg with its 12 time steps spread 10,000 steps apart: a huge span with few distinct times."""
+    kg = small_kg(seed, dup_test_in_train=True)
+    return make_kg(*(kg.facts(s) * np.array([1, 1, 1, scale]) for s in ("train", "valid", "test")),
+                   num_entities=E, num_relations=R)
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_sparse_time_axis_uses_the_rank_layout_and_equals_the_reference(setting, kernel):
+    from tpar.model.network import TimeRows
+
+    kg = sparse_time_kg()
+    model = build()
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    rows = TimeRows.for_batch(bg.index, batch.time)
+    assert rows.layout == "rank" and rows.dt.shape[0] <= 12 * len(batch) + 1
+    with torch.no_grad():
+        got = model(batch, bg)
+        ref = reference_scores(model, kg.all_facts() if setting == "extrapolation" else kg.facts("train"), setting,
+                               list(zip(*(x.tolist() for x in (batch.subject, batch.relation, batch.answer, batch.time)))))
+    assert torch.allclose(got, ref, atol=1e-5), (got - ref).abs().max()
+
+
+def test_time_table_is_bounded_whatever_the_span_or_the_question_time():
+    """The time encodings a batch allocates never grow with the data's span nor with how far the
+    question lies from the data (asserted on the table's size, not on timing)."""
+    from tpar.model.network import TimeRows
+
+    huge = make_kg(train=[[0, 0, 1, 0], [1, 0, 2, 10 ** 12]], test=[[0, 0, 2, 10 ** 12 + 1]], num_entities=3,
+                   num_relations=1)
+    bg = Background.for_evaluation(huge, "extrapolation")
+    far = torch.tensor([10 ** 12 + 1, 5 * 10 ** 15])
+    rows = TimeRows.for_batch(bg.index, far)
+    assert rows.dt.shape[0] <= 3 * 2 + 1  # 3 distinct link times x 2 question times + the self-loop row
+    model = TPAR(ModelConfig(dim=4, num_layers=2, num_relations=1, dropout=0.0)).eval()
+    batch = make_queries(huge.facts("test"), 1)[:1]
+    with torch.no_grad():
+        scores = model(batch, bg)
+    assert scores[0, 1] != 0  # the link at t = 0 reaches entity 1 across the 10^12-step span
+    dense = small_kg(15)
+    q = torch.tensor([11, 10 ** 9])  # a question a billion steps after the data
+    rows = TimeRows.for_batch(Background.for_evaluation(dense, "extrapolation").index, q)
+    assert rows.dt.shape[0] <= 12 * 2 + 1

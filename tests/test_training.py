@@ -190,3 +190,74 @@ def test_cli_train_evaluate_predict(world, tmp_path, capsys):
     assert main(["train", "--data", str(world), "--setting", "extrapolation", "--config", str(bad_cfg), "--out",
                  str(tmp_path / "x.tpar"), "--quiet"]) == 2
     assert "unknown ModelConfig option" in capsys.readouterr().err
+
+
+def _rewrite(src, dst, edit):
+    """Copy checkpoint ``src`` to ``dst`` with ``edit(payload)`` applied (as a tamperer would)."""
+    payload = torch.load(src, weights_only=True)
+    edit(payload)
+    torch.save(payload, dst)
+    return dst
+
+
+def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, monkeypatch):
+    import zipfile
+
+    from tpar.model import checkpoint as ckmod
+    from tpar.model.registry import find_checkpoints
+
+    kg = load_dataset(world)
+    good = tmp_path / "good.tpar"
+    train(kg, tiny_run("extrapolation", epochs=1), good, progress=False)
+    ck = Checkpoint.load(good)
+    assert json.loads(torch.load(good, weights_only=True)["meta"])["sha256"]
+
+    def set_meta(**changes):
+        def edit(payload):
+            meta = json.loads(payload["meta"])
+            for path, value in changes.items():
+                target = meta
+                *parents, last = path.split("__")
+                for k in parents:
+                    target = target[k]
+                target[last] = value
+            payload["meta"] = json.dumps(meta)
+        return edit
+
+    # a changed activation (weights untouched) is refused: the digest covers the metadata
+    bad = _rewrite(good, tmp_path / "act.tpar", set_meta(config__model__activation="relu"))
+    with pytest.raises(DataError, match="metadata or weights do not match"):
+        Checkpoint.load(bad)
+    # ... and a config re-digested to ask for a huge model is refused before the model is built
+    def huge(payload):
+        meta = json.loads(payload["meta"])
+        meta["config"]["model"]["dim"] = 10 ** 7
+        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+        payload["meta"] = json.dumps(meta)
+    with pytest.raises(DataError, match="huge.tpar: checkpoint config does not describe its weights"):
+        Checkpoint.load(_rewrite(good, tmp_path / "huge.tpar", huge))
+    # wrongly typed and deeply nested metadata: messages, not TypeError / RecursionError
+    typed = _rewrite(good, tmp_path / "typed.tpar", set_meta(relations=5))
+    with pytest.raises(DataError, match="relations must be a list"):
+        Checkpoint.load(typed)
+    nested = _rewrite(good, tmp_path / "nested.tpar",
+                      lambda p: p.__setitem__("meta", "[" * 100_000 + "]" * 100_000))
+    with pytest.raises(DataError, match="malformed"):
+        Checkpoint.load(nested)
+    # sizes are checked before anything is inflated
+    monkeypatch.setattr(ckmod, "MAX_FILE_BYTES", good.stat().st_size - 1)
+    with pytest.raises(DataError, match="larger than a checkpoint may be"):
+        Checkpoint.load(good)
+    monkeypatch.undo()
+    bomb = tmp_path / "bomb.tpar"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data/0", b"\0" * (ckmod.MAX_INFLATED_BYTES + 1))
+    assert bomb.stat().st_size < 5 * 2 ** 20
+    with pytest.raises(DataError, match="would inflate"):
+        Checkpoint.load(bomb)
+    # one bad file never breaks the listing: the good one is listed, each bad one named with its reason
+    infos, problems = find_checkpoints([tmp_path])
+    assert [i.name for i in infos] == ["good"] and len(problems) == 5
+    assert all(any(name in p for p in problems)
+               for name in ("act.tpar", "huge.tpar", "typed.tpar", "nested.tpar", "bomb.tpar"))
+    assert ck.config.model.activation == Checkpoint.load(good).config.model.activation

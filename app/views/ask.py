@@ -11,7 +11,8 @@ import streamlit as st
 import explorer as ex
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.reports import csv_text
-from tpar.graph.queries import default_question
+from tpar.errors import DataError
+from tpar.graph.queries import check_question_time, default_question
 from tpar.reasoning.prediction import Prediction
 
 
@@ -100,7 +101,8 @@ def fill_question(kg: TemporalKG) -> None:
         ss["relation"] = default.relation
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
-    except ValueError as e:
+        check_question_time(kg, t_q)
+    except (ValueError, DataError) as e:
         st.warning(ex.md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
         t_q = kg.time_axis.parse(default.time)
     ss["time"] = kg.time_axis.label(t_q)

@@ -72,6 +72,7 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
                      hover_data={"other entity": True, "time": True, "when": False,
                                  **({"Δt": True} if "Δt" in df else {})},
                      color_discrete_map={"subject": "#1d4ed8", "object": "#ea580c"},
+                     symbol_map={"subject": "diamond", "object": "circle"},
                      height=max(320, 28 * df["relation"].nunique() + 140))
     if t_q is not None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))

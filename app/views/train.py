@@ -122,7 +122,8 @@ def follow(job_id: str) -> None:
     job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
     s = job.status()
     label = {"starting": "starting…", "running": f"epoch {s.epoch} of at most {s.epochs}",
-             "done": f"finished ({s.message})", "cancelled": s.message, "failed": f"failed: {s.message}"}[s.state]
+             "done": f"finished ({s.message})", "cancelled": s.message, "failed": f"failed: {s.message}",
+             "broken": f"cannot be shown: {s.message}"}[s.state]
     st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {s.seconds:.0f} s of training"))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])

@@ -20,6 +20,7 @@ class TemporalGraphIndex:
         src, rel, dst, time: the edges; ``rel`` in [0, 2R).
         fact: row of the edge's fact in the ``facts`` array given to the constructor.
         indptr: (E + 1,) node v's edges are ``indptr[v]:indptr[v+1]``.
+        distinct_times: (D,) the sorted distinct times; time_rank: (2N,) each edge's time's position there.
     """
 
     def __init__(self, facts: np.ndarray, num_entities: int, num_relations: int) -> None:
@@ -44,6 +45,8 @@ class TemporalGraphIndex:
         self.indptr = torch.zeros(self.num_entities + 1, dtype=torch.int64)
         self.indptr[1:] = torch.cumsum(counts, 0)
         self._key = self.src * self.time_span + (self.time - self.time_min)  # sorted ascending
+        # the distinct link times and each edge's rank among them (time encodings per distinct time)
+        self.distinct_times, self.time_rank = torch.unique(self.time, return_inverse=True)
 
     def to(self, device: str | torch.device) -> "TemporalGraphIndex":
         """A copy whose tensors live on ``device`` (this one if already there)."""

@@ -122,3 +122,17 @@ def default_question(kg: TemporalKG) -> Question:
     _, t_max = kg.time_range
     s, r, _, _ = every[every[:, 3] == t_max][0].tolist()
     return Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t_max + 1))
+
+
+def check_question_time(kg: TemporalKG, t: int) -> None:
+    """Refuse a question time farther outside the known facts than the data's own span (at least one
+    step): the model has never met such relative times, and what it would say would mean nothing."""
+    t_min, t_max = kg.time_range
+    margin = max(t_max - t_min, 1)
+    axis = kg.time_axis
+    if t > t_max + margin or t < t_min - margin:
+        where = (f"{axis.format_delta(t - t_max).lstrip('+')} after the last known fact ({axis.label(t_max)})"
+                 if t > t_max else f"{axis.format_delta(t_min - t).lstrip('+')} before the first ({axis.label(t_min)})")
+        raise DataError(f"time {axis.label(t)!r} lies {where}; questions more than "
+                        f"{axis.format_delta(margin).lstrip('+')} (the data's span) outside the known time range "
+                        "are refused")

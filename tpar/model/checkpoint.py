@@ -16,6 +16,7 @@ import os
 import pickle
 import platform
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,37 @@ from tpar.errors import DataError
 from tpar.model.network import TPAR
 
 FORMAT = "tpar-checkpoint-v1"
+#: a checkpoint file larger than this is refused before it is read (paper-scale models are a few MB)
+MAX_FILE_BYTES = 512 * 2 ** 20
+#: ... and one whose archive would inflate to more than this (a zip bomb), before any tensor is made
+MAX_INFLATED_BYTES = 1024 * 2 ** 20
+
+
+def content_digest(meta: dict, weights: dict[str, torch.Tensor]) -> str:
+    """sha256 over the metadata (configs, vocabulary, time axis, history, ...; its digest fields left
+    out) and the weights: any change to either is detected."""
+    body = {k: v for k, v in meta.items() if k not in ("sha256", "weights_sha256")}
+    h = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode() + b"\x00")
+    h.update(weights_digest(weights).encode())
+    return h.hexdigest()
+
+
+def _check_meta_schema(meta: object) -> None:
+    """Types of the metadata fields the code relies on (ValueError naming the first that is wrong)."""
+    if not isinstance(meta, dict):
+        raise ValueError("metadata is not an object")
+    expect = {"config": dict, "relations": list, "time_axis": dict, "setting": str, "data_name": str,
+              "data_fingerprint": str, "history": list, "metrics": dict, "extra": dict}
+    for key, kind in expect.items():
+        if key in meta and not isinstance(meta[key], kind):
+            raise ValueError(f"{key} must be a {kind.__name__}, not {type(meta[key]).__name__}")
+    if not all(isinstance(r, str) for r in meta.get("relations", [])):
+        raise ValueError("relations must be names")
+    if not all(isinstance(h, dict) for h in meta.get("history", [])):
+        raise ValueError("history entries must be objects")
+    ta = meta.get("time_axis", {})
+    if not isinstance(ta.get("granularity"), str) or not isinstance(ta.get("step", 1), int):
+        raise ValueError("time_axis needs a granularity name and an integer step")
 
 
 def weights_digest(state: dict[str, torch.Tensor]) -> str:
@@ -65,11 +97,27 @@ class Checkpoint:
 
     # -- building ---------------------------------------------------------------------------------
     def build_model(self, device: str | torch.device = "cpu") -> TPAR:
+        self._check_shapes()  # before allocating anything the config asks for
         model = TPAR(self.config.model)
         missing, unexpected = model.load_state_dict(self.weights, strict=False)
         if missing or unexpected:
             raise DataError(f"checkpoint weights do not match the model: missing {missing[:3]}, unexpected {unexpected[:3]}")
         return model.to(device).eval()
+
+    def _check_shapes(self) -> None:
+        """The config must describe the stored weights (d, d_a, L, R), so that a config altered to ask
+        for a huge model is refused before that model is built."""
+        m, w = self.config.model, self.weights
+        layers = {k.split(".")[1] for k in w if k.startswith("layers.")}
+        got = {"dim": tuple(w["score.weight"].shape) if "score.weight" in w else None, "layers": len(layers),
+               "relations": tuple(w["layers.0.rel_emb.weight"].shape) if "layers.0.rel_emb.weight" in w else None,
+               "attn_dim": tuple(w["layers.0.att_rel.weight"].shape) if "layers.0.att_rel.weight" in w else None}
+        want = {"dim": (1, m.dim), "layers": m.num_layers, "relations": (2 * m.num_relations + 1, m.dim),
+                "attn_dim": (m.attn_dim, m.dim)}
+        wrong = [k for k in want if got[k] != want[k]]
+        if wrong:
+            raise DataError(f"checkpoint config does not describe its weights ({', '.join(wrong)}: config "
+                            f"{[want[k] for k in wrong]}, weights {[got[k] for k in wrong]})")
 
     def check_fits(self, kg: TemporalKG) -> list[str]:
         """Refuse data the model cannot serve; return warnings for data it can but was not trained on."""
@@ -96,12 +144,13 @@ class Checkpoint:
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,
                 "setting": self.setting, "data_name": self.data_name, "data_fingerprint": self.data_fingerprint,
-                "history": self.history, "metrics": self.metrics, "extra": self.extra, "version": self.version,
-                "weights_sha256": weights_digest(self.weights)}
+                "history": self.history, "metrics": self.metrics, "extra": self.extra, "version": self.version}
 
     # -- io ---------------------------------------------------------------------------------------
     def save(self, path: str | Path, *, optimizer: dict | None = None, position: dict | None = None) -> None:
-        payload: dict = {"format": FORMAT, "meta": json.dumps(self.meta()),
+        meta = self.meta()
+        meta["sha256"] = content_digest(meta, self.weights)
+        payload: dict = {"format": FORMAT, "meta": json.dumps(meta),
                          "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}
         if optimizer is not None:
             payload["optimizer"] = optimizer
@@ -115,9 +164,21 @@ class Checkpoint:
         p = Path(path)
         if not p.is_file():
             raise DataError("checkpoint not found", file=p)
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DataError(f"refused: {size / 2 ** 20:,.0f} MB is larger than a checkpoint may be "
+                            f"({MAX_FILE_BYTES / 2 ** 20:,.0f} MB)", file=p)
         with open(p, "rb") as f:
             if f.read(4) != b"PK\x03\x04":
                 raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
+        try:
+            with zipfile.ZipFile(p) as z:
+                inflated = sum(i.file_size for i in z.infolist())
+        except (zipfile.BadZipFile, OSError) as e:
+            raise DataError(f"not a readable checkpoint ({e})", file=p) from None
+        if inflated > MAX_INFLATED_BYTES:
+            raise DataError(f"refused: the archive would inflate to {inflated / 2 ** 20:,.0f} MB "
+                            f"(at most {MAX_INFLATED_BYTES / 2 ** 20:,.0f} MB)", file=p)
         try:
             payload = torch.load(p, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as e:
@@ -130,20 +191,26 @@ class Checkpoint:
             raise DataError(f"not a TPAR checkpoint (expected format {FORMAT})", file=p)
         try:
             meta = json.loads(payload["meta"])
+            _check_meta_schema(meta)
             weights = payload["weights"]
-            if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+            if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                                        for k, v in weights.items()):
                 raise ValueError("weights must map names to tensors")
-            digest = weights_digest(weights)
-            if digest != meta.get("weights_sha256"):
+            if "sha256" in meta:
+                if content_digest(meta, weights) != meta["sha256"]:
+                    raise DataError("refused: the metadata or weights do not match their recorded sha256 "
+                                    "(file altered or corrupt)", file=p)
+            elif weights_digest(weights) != meta.get("weights_sha256"):  # files written before metadata was covered
                 raise DataError("refused: weights do not match their recorded sha256 (file altered or corrupt)", file=p)
             ckpt = cls(config=RunConfig.from_dict(meta["config"], str(p)), weights=weights, relations=meta["relations"],
                        time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                        data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
                        metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
-        except DataError:
-            raise
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as e:
-            raise DataError(f"checkpoint metadata is malformed ({type(e).__name__}: {e})", file=p) from None
+            ckpt._check_shapes()
+        except DataError as e:
+            raise DataError(e.problem, file=p) from None
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
+            raise DataError(f"checkpoint metadata is malformed ({type(e).__name__}: {str(e)[:200]})", file=p) from None
         if with_state:
             pos = json.loads(payload["position"]) if "position" in payload else None
             return ckpt, payload.get("optimizer"), pos

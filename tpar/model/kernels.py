@@ -139,15 +139,16 @@ class _CsrStep(torch.autograd.Function):
 
 
 def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, *, start, end,
-             node_e, node_ptr, index, q_offset, own, pos, num_out: int,
+             node_e, node_ptr, index, time_code, q_offset, own, pos, num_out: int,
              node_gate: torch.Tensor | None = None) -> torch.Tensor:
     """Summed weighted messages (num_out, d) of every admitted link, read from the CSR ``index``:
     node p's links are index edges start[p]:end[p] minus each query's ``own`` fact (B, 4) and its
-    inverse; Δt-table row = link time − q_offset[q]; destination row = pos[q·E + dst entity];
+    inverse (its time given as a code); Δt-table row = time_code[e] − q_offset[q]; destination row =
+    pos[q·E + dst entity];
     ``node_gate`` (P,): optional factor on the α of node p's links (takes gradients)."""
     empty = torch.empty(0, dtype=torch.long)
     graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
-             index.time, q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
+             time_code.contiguous(), q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
              int(index.num_entities), int(index.num_relations))
     steps_run["cpp"] += 1
     gate = node_gate if node_gate is not None else h.new_empty(0)
@@ -155,11 +156,12 @@ def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: 
                           gate, graph, num_out)
 
 
-def csr_mark(start, end, node_e, node_ptr, index, own) -> torch.Tensor:
-    """(B·E,) bool: the (query, entity) pairs that one step reaches (links and self-loops)."""
+def csr_mark(start, end, node_e, node_ptr, index, time_code, own) -> torch.Tensor:
+    """(B·E,) bool: the (query, entity) pairs that one step reaches (links and self-loops); ``own``'s
+    times are codes comparable with ``time_code``."""
     empty = torch.empty(0, dtype=torch.long)
     return cpp_kernel().csr_mark(start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(),
-                                 index.dst, index.rel, index.time, own.contiguous() if own is not None else empty,
+                                 index.dst, index.rel, time_code.contiguous(), own.contiguous() if own is not None else empty,
                                  int(index.num_entities), int(index.num_relations))
 
 

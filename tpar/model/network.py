@@ -33,6 +33,54 @@ from tpar.model.kernels import csr_mark, csr_step, links, use_fused
 from tpar.model.layers import LearnedPriority, RelativeTimeEncoding, TPARLayer
 
 
+@dataclass(frozen=True)
+class TimeRows:
+    """The relative times a batch can meet, as rows of one small table of time encodings (Eqs. 2-3).
+
+    Link e of query q uses row ``code[e] − offset[q]`` of ``dt`` (T,); the last row is Δt = 0, the
+    self-loops'. Two layouts, whichever is smaller, so the cost never grows with the data's time span
+    or with how far a question lies from the data:
+
+    * ``range``: every integer Δt from the earliest link minus the latest question to the latest link
+      minus the earliest question (code = the link's time) -- compact for dense time axes;
+    * ``rank``: the distinct link times × the batch's distinct question times (code = the rank of the
+      link's time) -- bounded by the data's size when a huge span holds few distinct times.
+    """
+
+    dt: torch.Tensor
+    code: torch.Tensor
+    offset: torch.Tensor
+    layout: str
+    _own_code: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def zero_row(self) -> int:
+        return int(self.dt.shape[0]) - 1
+
+    def code_of(self, times: torch.Tensor) -> torch.Tensor:
+        """``times`` (of questions' own facts) as codes comparable with ``code`` (-1: no link has it)."""
+        if self.layout == "range":
+            return times
+        distinct = self._own_code["distinct"]
+        pos = torch.searchsorted(distinct, times).clamp(max=max(distinct.shape[0] - 1, 0))
+        hit = (pos < distinct.shape[0]) & (distinct[pos] == times) if distinct.numel() else torch.zeros_like(times, dtype=torch.bool)
+        return torch.where(hit, pos, torch.full_like(times, -1))
+
+    @classmethod
+    def for_batch(cls, index, q_time: torch.Tensor) -> "TimeRows":
+        dev = q_time.device
+        zero = torch.zeros(1, dtype=torch.long, device=dev)
+        t_min, t_max = index.time_min, index.time_min + index.time_span - 2
+        lo, hi = t_min - int(q_time.max()), t_max - int(q_time.min())
+        distinct = index.distinct_times
+        uq, q_rank = torch.unique(q_time, return_inverse=True)
+        if uq.shape[0] * distinct.shape[0] < hi - lo + 1:
+            dt = (distinct.unsqueeze(0) - uq.unsqueeze(1)).reshape(-1)
+            return cls(torch.cat([dt, zero]), index.time_rank, -q_rank * distinct.shape[0], "rank",
+                       {"distinct": distinct})
+        return cls(torch.cat([torch.arange(lo, hi + 1, device=dev), zero]), index.time, q_time + lo, "range")
+
+
 @dataclass(kw_only=True)
 class PropagationTrace:
     """What one forward pass did, per layer (for explanations, teaching and benchmarks).
@@ -97,11 +145,9 @@ class TPAR(nn.Module):
         node_e = batch.subject
         node_bound = q_time.clone()
         h = torch.zeros(B, self.cfg.dim, device=dev, dtype=self.score.weight.dtype)  # h^0 = 0
-        # Δt lookup table over the batch's whole range (Eqs. 2-3 once per distinct Δt)
-        dt_lo = min(ix.time_min - int(q_time.max()), 0)
-        dt_hi = max(ix.time_min + ix.time_span - int(q_time.min()), 0)
-        h_time = self.time_encoding(torch.arange(dt_lo, dt_hi + 1, device=dev))
-        zero_dt = -dt_lo
+        # time encodings (Eqs. 2-3) once per relative time the batch can meet; row 0 of Δt = 0 last
+        rows = TimeRows.for_batch(ix, q_time)
+        h_time = self.time_encoding(rows.dt)
         fused = use_fused(dev, h.dtype, per_link_output=trace is not None or chrono)
         active = gate = None  # top-K: which nodes send along links, and the learned priority's weight
         for step, layer in enumerate(self.layers):
@@ -111,14 +157,17 @@ class TPAR(nn.Module):
             h_rel = layer.relation_embeddings
             if fused:
                 start, end, own = background.link_ranges(old_e, old_q, batch, limits=self.limits, active=active)
-                mark = csr_mark(start, end, old_e, node_ptr, ix, own)
+                if own is not None:  # the kernel compares the own fact's time in the table's codes
+                    own = torch.cat([own[:, :3], rows.code_of(own[:, 3]).unsqueeze(1)], 1)
+                mark = csr_mark(start, end, old_e, node_ptr, ix, rows.code, own)
                 uniq = torch.nonzero(mark).squeeze(1)
                 pos = torch.empty(B * E, dtype=torch.long)
                 pos[uniq] = torch.arange(uniq.shape[0])
                 node_q, node_e = uniq // E, uniq % E
                 loop_dst = pos.index_select(0, old_q * E + old_e)
                 summed = csr_step(h, h_rel, h_time, terms, start=start, end=end, node_e=old_e, node_ptr=node_ptr,
-                                  index=ix, q_offset=q_time + dt_lo, own=own, pos=pos, num_out=node_q.shape[0],
+                                  index=ix, time_code=rows.code, q_offset=rows.offset, own=own, pos=pos,
+                                  num_out=node_q.shape[0],
                                   node_gate=gate)
             else:
                 edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None,
@@ -127,7 +176,7 @@ class TPAR(nn.Module):
                 e_time = ix.time.index_select(0, edges)
                 rel = ix.rel.index_select(0, edges)
                 e_dst = ix.dst.index_select(0, edges)
-                dt = e_time - (q_time.index_select(0, old_q) + dt_lo).index_select(0, owner)
+                dt = rows.code.index_select(0, edges) - rows.offset.index_select(0, old_q).index_select(0, owner)
                 if chrono:
                     e_q = old_q.index_select(0, owner)
                     node_q, node_e, node_bound, dst_all = self._unique_nodes_bounded(
@@ -152,7 +201,7 @@ class TPAR(nn.Module):
             # self-loops: identity relation, Δt = 0, each node to itself (Eqs. 5, 7)
             loops = torch.arange(old_q.shape[0], device=dev)
             identity = torch.full_like(loops, self.identity_relation)
-            zero = torch.full_like(loops, zero_dt)
+            zero = torch.full_like(loops, rows.zero_row)
             loop_alpha = terms.alpha(loops, identity, old_q, zero)
             if trace is not None:
                 trace.loops.append(torch.stack([old_q, old_e], 1).detach())

@@ -10,7 +10,7 @@ from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
-from tpar.graph.queries import OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting
+from tpar.graph.queries import OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting, check_question_time
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.device import resolve_device
 
@@ -126,6 +126,7 @@ class Predictor:
             t = kg.time_axis.parse(question.time)
         except ValueError as e:
             raise DataError(f"{e} (times here look like {kg.time_axis.label(self.last_time)!r})") from None
+        check_question_time(kg, t)
         s = kg.entities.id(question.subject)
         r = kg.relations.id(question.relation) + (0 if question.direction == "object" else kg.num_relations)
         setting = self.resolve_setting(t, question.setting)

@@ -51,7 +51,7 @@ class JobSpec:
 class JobStatus:
     id: str
     name: str
-    state: str                    # starting | running | done | cancelled | failed
+    state: str                    # starting | running | done | cancelled | failed | broken (unreadable spec)
     progress: float               # 0..1 over all planned optimiser steps
     epoch: int
     epochs: int
@@ -65,7 +65,7 @@ class JobStatus:
 
     @property
     def finished(self) -> bool:
-        return self.state in ("done", "cancelled", "failed")
+        return self.state in ("done", "cancelled", "failed", "broken")
 
 
 class TrainingJob:
@@ -77,7 +77,18 @@ class TrainingJob:
         return self.dir.name
 
     def spec(self) -> JobSpec:
-        return JobSpec(**json.loads((self.dir / "spec.json").read_text(encoding="utf-8")))
+        """The job's spec; a :class:`DataError` naming the file when it is unreadable or malformed."""
+        f = self.dir / "spec.json"
+        try:
+            d = json.loads(f.read_text(encoding="utf-8"))
+            if not isinstance(d, dict) or not isinstance(d.get("run", {}), dict):
+                raise ValueError("not a job spec object")
+            spec = JobSpec(**d)
+            if not all(isinstance(getattr(spec, k), str) for k in ("data", "setting", "out", "name", "data_label")):
+                raise ValueError("data, setting, out, name and data_label must be text")
+            return spec
+        except (OSError, ValueError, TypeError, RecursionError) as e:
+            raise DataError(f"unreadable job spec ({type(e).__name__}: {str(e)[:200]})", file=f) from None
 
     def events(self) -> list[dict]:
         f = self.dir / "events.jsonl"
@@ -110,7 +121,11 @@ class TrainingJob:
             return True
 
     def status(self) -> JobStatus:
-        spec = self.spec()
+        """Where the job stands, from its files; a job whose spec cannot be read is ``broken``."""
+        try:
+            spec = self.spec()
+        except DataError as e:
+            return JobStatus(self.id, self.id, "broken", 0.0, 0, 0, message=str(e))
         ev = self.events()
         epochs = int(spec.run.get("train", {}).get("epochs", 1))
         st = JobStatus(self.id, spec.name or self.id, "starting", 0.0, 0, epochs, spec=asdict(spec))
@@ -140,7 +155,13 @@ class TrainingJob:
 
 
 def running_outputs(root: str | Path) -> set[str]:
-    return {str(Path(j.spec().out).resolve()) for j in list_jobs(root) if not j.status().finished}
+    """The checkpoints that unfinished jobs are writing (broken jobs write nothing)."""
+    out = set()
+    for job in list_jobs(root):
+        st = job.status()
+        if not st.finished:
+            out.add(str(Path(st.spec["out"]).resolve()))
+    return out
 
 
 def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
