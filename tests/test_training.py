@@ -261,3 +261,34 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
     assert all(any(name in p for p in problems)
                for name in ("act.tpar", "huge.tpar", "typed.tpar", "nested.tpar", "bomb.tpar"))
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation
+
+
+def test_sigint_during_tpar_train_leaves_a_resumable_snapshot(world, tmp_path):
+    """Ctrl-C (or SIGTERM) stops after the step in progress with a resume snapshot of that point;
+    --resume continues from there to the end."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "sig.tpar"
+    cmd = [sys.executable, "-m", "tpar", "train", "--data", str(world), "--setting", "extrapolation", "--out", str(out),
+           "--epochs", "40", "--max-train-queries", "40", "--max-valid-queries", "20", "--patience", "40",
+           "--dim", "8", "--num-layers", "2", "--batch-size", "4", "--micro-batch", "4"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    for line in proc.stdout:  # the first epoch's summary: training is under way
+        if line.startswith("epoch 1:") or time.time() - t0 > 120:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+    snap = resume_path(out)
+    assert snap.is_file()
+    _, _, pos = Checkpoint.load(snap, with_state=True)
+    assert pos["epoch"] >= 1 and pos["epoch"] < 40
+    done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not snap.exists() and Checkpoint.load(out).extra["stopped"] in ("completed", "early-stopping")
+    assert len(Checkpoint.load(out).history) == 40  # every epoch ran once: the interrupted ones were kept

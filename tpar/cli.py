@@ -99,6 +99,10 @@ def cmd_train(args) -> int:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test)
+    if result.stopped == "interrupted":
+        print(f"interrupted: the model so far is in {result.path}; continue with the same command and --resume",
+              file=sys.stderr)
+        return 130
     print(f"{result.stopped}: best epoch {result.best_epoch}, {result.seconds:.0f} s of training; wrote {result.path}")
     for k, v in result.checkpoint.metrics.items():
         print(f"  {k}: {json.dumps(v)}")

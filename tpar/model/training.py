@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import math
 import random
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -41,6 +44,28 @@ from tpar.graph.queries import QueryBatch, make_queries
 
 class TrainingCancelled(Exception):
     """Raised inside :func:`train` when a callback asks to stop; the resume file is kept."""
+
+
+class TrainingInterrupted(TrainingCancelled):
+    """Raised inside :func:`train` after SIGINT / SIGTERM, once the step in progress has finished and
+    a resume snapshot of that point is written."""
+
+
+@contextmanager
+def deferred_signals() -> Iterator[list[int]]:
+    """While training, SIGINT (Ctrl-C) and SIGTERM only set a flag (the list gets the signal number),
+    so the loop can finish its step and write a resume snapshot before it stops -- nothing computed is
+    lost and the parameters are never caught half-updated. Only in the main thread (signals go there)."""
+    received: list[int] = []
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 @dataclass
@@ -69,7 +94,7 @@ class TrainResult:
     history: list[dict]
     best_epoch: int
     seconds: float
-    stopped: str  # "completed", "early-stopping", "cancelled"
+    stopped: str  # "completed", "early-stopping", "cancelled", "interrupted" (SIGINT/SIGTERM; resume file kept)
 
 
 def set_seed(seed: int) -> None:
@@ -211,67 +236,75 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     stopped = "completed"
     t_run = time.perf_counter()
     last_save = time.perf_counter()
-    try:
-        for epoch in range(start_epoch, cfg.epochs):
-            plan = _Plan(kg, run, epoch, extrap_bg)
-            nb = len(plan.batches)
-            first = start_batch if epoch == start_epoch else 0
-            bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
-                       disable=not progress, mininterval=1.0)
-            t_epoch, n_q, loss_sum, loss_n = time.perf_counter(), 0, 0.0, 0
-            for i in range(first, nb):
-                kind, batch = plan.batch(i, cfg.batch_size)
-                bg = on_device(plan.backgrounds[kind])
-                t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=True)
-                total = 0.0
-                for a in range(0, len(batch), cfg.micro_batch):
-                    mb = batch[slice(a, a + cfg.micro_batch)].to(device)
-                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp and device.type == "cuda"):
-                        scores = model(mb, bg)
-                    loss = multiclass_log_loss(scores.float(), mb.answer) * (len(mb) / len(batch))
-                    loss.backward()
-                    total += float(loss.detach())
-                opt.step()
-                dt = time.perf_counter() - t0
-                trained_seconds += dt
-                n_q += len(batch)
-                loss_sum, loss_n = loss_sum + total, loss_n + 1
-                qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
-                bar.update(1)
-                bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
-                if cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)):
-                    snapshot(epoch, i + 1)
+    with deferred_signals() as received:
+        try:
+            for epoch in range(start_epoch, cfg.epochs):
+                plan = _Plan(kg, run, epoch, extrap_bg)
+                nb = len(plan.batches)
+                first = start_batch if epoch == start_epoch else 0
+                bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
+                           disable=not progress, mininterval=1.0)
+                t_epoch, n_q, loss_sum, loss_n = time.perf_counter(), 0, 0.0, 0
+                for i in range(first, nb):
+                    kind, batch = plan.batch(i, cfg.batch_size)
+                    bg = on_device(plan.backgrounds[kind])
+                    t0 = time.perf_counter()
+                    opt.zero_grad(set_to_none=True)
+                    total = 0.0
+                    for a in range(0, len(batch), cfg.micro_batch):
+                        mb = batch[slice(a, a + cfg.micro_batch)].to(device)
+                        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp and device.type == "cuda"):
+                            scores = model(mb, bg)
+                        loss = multiclass_log_loss(scores.float(), mb.answer) * (len(mb) / len(batch))
+                        loss.backward()
+                        total += float(loss.detach())
+                    opt.step()
+                    dt = time.perf_counter() - t0
+                    trained_seconds += dt
+                    n_q += len(batch)
+                    loss_sum, loss_n = loss_sum + total, loss_n + 1
+                    qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
+                    if cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)):
+                        snapshot(epoch, i + 1)
+                        raise TrainingCancelled()
+                    if received:  # Ctrl-C / SIGTERM: this step is done; keep it and stop
+                        snapshot(epoch, i + 1)
+                        raise TrainingInterrupted()
+                    if time.perf_counter() - last_save >= cfg.checkpoint_every:
+                        snapshot(epoch, i + 1)
+                        last_save = time.perf_counter()
+                bar.close()
+                start_batch = 0
+                val = validate(model, kg, run, device, progress)
+                entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": n_q,
+                         "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
+                history.append(entry)
+                improved = val["mrr"] > best_mrr
+                if improved:
+                    best_mrr, best_epoch, bad_epochs = val["mrr"], epoch + 1, 0
+                    from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
+                               extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
+                                      "best_epoch": best_epoch}).save(out)
+                else:
+                    bad_epochs += 1
+                snapshot(epoch + 1, 0)
+                last_save = time.perf_counter()
+                if progress:
+                    print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
+                          f"{' (best)' if improved else ''}", flush=True)
+                if cb.on_epoch and cb.on_epoch(entry):
                     raise TrainingCancelled()
-                if time.perf_counter() - last_save >= cfg.checkpoint_every:
-                    snapshot(epoch, i + 1)
-                    last_save = time.perf_counter()
-            bar.close()
-            start_batch = 0
-            val = validate(model, kg, run, device, progress)
-            entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": n_q,
-                     "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
-            history.append(entry)
-            improved = val["mrr"] > best_mrr
-            if improved:
-                best_mrr, best_epoch, bad_epochs = val["mrr"], epoch + 1, 0
-                from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
-                           extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
-                                  "best_epoch": best_epoch}).save(out)
-            else:
-                bad_epochs += 1
-            snapshot(epoch + 1, 0)
-            last_save = time.perf_counter()
-            if progress:
-                print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
-                      f"{' (best)' if improved else ''}", flush=True)
-            if cb.on_epoch and cb.on_epoch(entry):
-                raise TrainingCancelled()
-            if bad_epochs >= cfg.patience:
-                stopped = "early-stopping"
-                break
-    except TrainingCancelled:
-        stopped = "cancelled"
+                if received:  # arrived during validation: the epoch's snapshot is written
+                    raise TrainingInterrupted()
+                if bad_epochs >= cfg.patience:
+                    stopped = "early-stopping"
+                    break
+        except TrainingInterrupted:
+            stopped = "interrupted"
+        except TrainingCancelled:
+            stopped = "cancelled"
     if not out.is_file():
         # cancelled before the first validation: keep what we have so the work is not lost
         from_model(model, run, kg, setting, history=history,
@@ -280,13 +313,13 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     best.history = history
     best.extra.update({"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, "stopped": stopped,
                        "best_epoch": best_epoch, "wall_seconds": time.perf_counter() - t_run})
-    if stopped != "cancelled" and eval_test and "test" in kg.splits:
+    if stopped not in ("cancelled", "interrupted") and eval_test and "test" in kg.splits:
         model = best.build_model(device)
         kinds = ["extrapolation", "interpolation"] if setting == "unified" else [setting]
         for kind in kinds:
             res = evaluate(kg, ModelRanker(model, device, cfg.micro_batch), kind, "test", progress=progress, batch_size=64)
             best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
     best.save(out)
-    if stopped != "cancelled" and rpath.exists():
+    if stopped not in ("cancelled", "interrupted") and rpath.exists():
         rpath.unlink()
     return TrainResult(best, out, history, best_epoch, trained_seconds, stopped)
