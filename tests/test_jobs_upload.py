@@ -145,3 +145,54 @@ def test_save_is_atomic_and_never_overwrites_silently(tmp_path):
     save_dataset(kg2, tmp_path, "w", overwrite=True)
     assert (path / "train.csv").read_bytes() != before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w"]  # no temporary folders left behind
+
+
+def test_two_saves_of_one_name_at_once_exactly_one_wins(tmp_path):
+    import threading
+
+    _, kg = inspect_upload(tiny_world_csv(), "world.csv")
+    outcomes, barrier = [], threading.Barrier(4)
+
+    def save(overwrite: bool) -> None:
+        barrier.wait()
+        try:
+            save_dataset(kg, tmp_path / "uploads", "same", overwrite=overwrite)
+            outcomes.append("saved")
+        except DataError as e:
+            outcomes.append(str(e))
+
+    threads = [threading.Thread(target=save, args=(i % 2 == 1,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("saved") >= 1 and len(outcomes) == 4
+    assert all(o == "saved" or "in use by another process" in o or "already exists" in o for o in outcomes), outcomes
+    back = load_dataset(tmp_path / "uploads" / "same")  # whatever won, the data set is whole
+    assert back.fingerprint == load_dataset(save_dataset(kg, tmp_path / "again", "same")).fingerprint
+    assert not list((tmp_path / "uploads").glob(".same*"))  # no temp folder or lock left behind
+
+
+def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, monkeypatch):
+    import shutil as sh
+
+    from tpar.data.locks import acquire, release
+    from tpar.model import training
+    from tpar.model.training import train
+
+    kg = load_dataset(world_dir)
+    run = RunConfig.from_dict(tiny_run(epochs=1, per_epoch=16), "test")
+    out = tmp_path / "m.tpar"
+    lock = acquire(out.with_name("m.tpar.lock"), "checkpoint m.tpar")  # another run holds it
+    with pytest.raises(DataError, match=r"checkpoint m.tpar is in use by another process \(pid \d+\)"):
+        train(kg, run, out, progress=False)
+    release(lock)
+    out.with_name("m.tpar.lock").write_text("999999")  # a run that died without releasing: stale
+    assert train(kg, run, out, progress=False).stopped in ("completed", "early-stopping")
+    assert not out.with_name("m.tpar.lock").exists()
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(DataError, match="cannot write there"):
+        train(kg, run, tmp_path / "a-file" / "m.tpar", progress=False)
+    monkeypatch.setattr(training.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
+    with pytest.raises(DataError, match="MB free; training needs at least"):
+        train(kg, run, tmp_path / "other.tpar", progress=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.locks import exclusive
 from tpar.data.names import check_name
 from tpar.data.tables import build_kg, load_csv_folder, read_quadruple_csv, split_assignment
 from tpar.errors import DataError
@@ -98,7 +99,15 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
     one is complete."""
     check_name("data set", name)
     root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with exclusive(root / f".{name}.lock", f"data set {name!r}"):  # one save of a name at a time
+            return _save_locked(kg, root, name, overwrite)
+    except OSError as e:  # a full disk, a read-only folder: earlier data sets are untouched
+        raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
+
+
+def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path:
     dest = root / name
     if dest.exists() and not overwrite:
         raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
@@ -106,13 +115,12 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
     try:
         ax = kg.time_axis
         for split in SPLITS:
-            facts = kg.facts(split) if split in kg.splits else np.zeros((0, 4), dtype=np.int64)
             if split not in kg.splits:
                 continue
             buf = io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
             w.writerow(["subject", "relation", "object", "time"])
-            for s, r, o, t in facts.tolist():
+            for s, r, o, t in kg.facts(split).tolist():
                 w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)])
             (tmp / f"{split}.csv").write_text(buf.getvalue(), encoding="utf-8")
         back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}
@@ -121,6 +129,8 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
                 {s: len(back.facts(s)) for s in back.splits} != {s: len(kg.facts(s)) for s in kg.splits}:
             raise DataError("the saved data set does not read back as uploaded (please report this)")
         if dest.exists():
+            if not overwrite:  # appeared meanwhile (another process without the lock): never replaced silently
+                raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
             old = root / f".old-{name}-{os.getpid()}"
             dest.rename(old)
             tmp.rename(dest)

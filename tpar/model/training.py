@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 import signal
 import threading
 import time
@@ -33,6 +34,7 @@ from tpar.graph.background import Background
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
 from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
+from tpar.data.locks import acquire, release
 from tpar.errors import DataError
 from tpar.evaluation.protocol import evaluate
 from tpar.evaluation.ranks import RANK_TYPES
@@ -40,6 +42,10 @@ from tpar.model.ranker import ModelRanker
 from tpar.model.device import resolve_device
 from tpar.model.network import TPAR, multiclass_log_loss
 from tpar.graph.queries import QueryBatch, make_queries
+
+
+#: free space an output folder needs before a run starts (checkpoints and resume files are small)
+MIN_FREE_BYTES = 64 * 2 ** 20
 
 
 class TrainingCancelled(Exception):
@@ -175,7 +181,31 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
           callbacks: TrainingCallbacks | None = None, eval_test: bool = False) -> TrainResult:
-    """Train (or resume training) and write the best model to ``out``; see the module docstring."""
+    """Train (or resume training) and write the best model to ``out``; see the module docstring.
+
+    ``out`` is reserved for the run (``out.lock``): a second run writing the same checkpoint is refused
+    with a message, as is an output folder that cannot be written or has too little free space."""
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(out.parent).free
+    except OSError as e:
+        raise DataError(f"cannot write there ({e.strerror or e})", file=out.parent) from None
+    if free < MIN_FREE_BYTES:
+        raise DataError(f"only {free / 2 ** 20:.0f} MB free; training needs at least "
+                        f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
+    try:
+        lock = acquire(out.with_name(out.name + ".lock"), f"checkpoint {out.name}")
+    except PermissionError as e:
+        raise DataError(f"cannot write there ({e.strerror})", file=out.parent) from None
+    try:
+        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test)
+    finally:
+        release(lock)
+
+
+def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress: bool,
+           callbacks: TrainingCallbacks | None, eval_test: bool) -> TrainResult:
     out = Path(out)
     cb = callbacks or TrainingCallbacks()
     cfg = run.train
