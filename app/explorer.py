@@ -47,12 +47,19 @@ def max_upload_mb() -> int:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
+#: GFM turns bare www., scheme: and a@b text into links even when escaped (checked in chromium); an
+#: invisible word joiner (U+2060) inside each such marker stops it without changing what is shown
+_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:|@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
     """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links,
-    images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped, and bare
+    URL and e-mail markers are broken by an invisible word joiner (no auto-links)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _AUTOLINK_MARKERS.sub(lambda m: WORD_JOINER + m.group(1) if m.group(1) == "\\:" else m.group(1) + WORD_JOINER,
+                                 escaped)
 
 
 def plot_text(text: object) -> str:

@@ -27,13 +27,13 @@ def app(params: dict | None = None, monkeypatch=None, data_dir=None) -> AppTest:
 
 def plain(elements) -> str:
     """Messages as rendered (the app backslash-escapes names in markdown)."""
-    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements))
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "")
 
 
 def texts(at) -> str:
     """Markdown and captions as rendered (the app backslash-escapes names)."""
     raw = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
-    return re.sub(r"\\(.)", r"\1", raw)
+    return re.sub(r"\\(.)", r"\1", raw).replace("\u2060", "")
 
 
 @pytest.fixture(autouse=True)

@@ -41,7 +41,7 @@ def errors(at) -> str:
     """Error messages as rendered (the app backslash-escapes names in markdown)."""
     import re
 
-    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error))
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error)).replace("\u2060", "")
 
 
 def test_upload_a_good_file_and_save(workspace):

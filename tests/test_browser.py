@@ -138,3 +138,24 @@ def test_upload_train_ask(server, tmp_path):
         assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
+
+
+def test_names_never_become_links(server):
+    """A URL or e-mail address smuggled in as a name (here through the shared URL) is shown as text:
+    Streamlit's markdown auto-links bare www., scheme: and a@b text even when escaped."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        outside: list[str] = []
+        local_only(page, outside)
+        hostile = "www.evil.example https://evil.example/x a@evil.example"
+        page.goto(f"{server}/?{urlencode({'subject': hostile, 'relation': 'Meet', 'time': '2025-12-20'})}")
+        page.get_by_text("Unknown entity").first.wait_for(timeout=90_000)
+        alerts = page.locator("[data-testid='stAlert']")
+        text = " ".join(alerts.all_inner_texts()).replace("\u2060", "")
+        assert hostile in text  # shown, readable
+        hrefs = page.locator("[data-testid='stAlert'] a, [data-testid='stMarkdownContainer'] a").evaluate_all(
+            "els => els.map(e => e.href)")
+        assert hrefs and not [h for h in hrefs if urlparse(h).hostname != "127.0.0.1"], hrefs  # heading anchors only
+        browser.close()
+    assert outside == []
