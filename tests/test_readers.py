@@ -248,3 +248,19 @@ def test_question_times_that_are_not_real_are_refused():
     for axis, bad in ((day, "2014-02-30"), (day, "2014-01-01T25:00"), (month, "2014-13"), (month, "2014-00")):
         with pytest.raises(ValueError, match="not a real"):
             axis.parse(bad)
+
+
+def test_look_alike_names_are_normalised_or_flagged(tmp_path):
+    """Invisible and direction-changing characters are removed, Unicode forms unified (NFC); names that
+    still only look alike (compatibility forms, case) are flagged with their group."""
+    from tpar.data.upload import inspect_upload
+
+    text = HEADER + ("Ir\u200ban,meets,Caf\u0065\u0301,2024-01-01\n"       # zero-width space; NFD e + accent
+                     "Iran,meets,Caf\u00e9,2024-01-02\n"                     # the same two names, clean
+                     "\u202eIraq,meets,\uff29\uff32\uff21\uff2e,2024-01-03\n"  # RTL override; fullwidth IRAN
+                     "iran,meets,Iraq,2024-01-04\n")
+    report, kg = inspect_upload(text, "names.csv", split_policy="random")
+    assert sorted(kg.entities.names) == sorted(["Iran", "Café", "Iraq", "ＩＲＡＮ", "iran"])
+    assert [r for r, _, _ in report.normalised] == [2, 2, 4]
+    assert report.lookalikes == [["Iran", "iran", "ＩＲＡＮ"]]
+    assert any("name(s) normalised" in n for n in report.notes) and any("look alike" in n for n in report.notes)

@@ -101,6 +101,14 @@ def report_ui(report: UploadReport) -> None:
         st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
                    "their row numbers:")
         st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True)
+    if report.normalised:
+        with st.expander(f"Names normalised ({len(report.normalised):,})"):
+            st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}
+                                       for r, a, b in report.normalised[:1000]]), hide_index=True)
+    if report.lookalikes:
+        with st.expander(f"Distinct names that look alike ({len(report.lookalikes):,} groups)"):
+            st.dataframe(pd.DataFrame([{"names": " / ".join(ascii(n) for n in g)} for g in report.lookalikes[:1000]]),
+                         hide_index=True)
 
 
 def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:

@@ -10,6 +10,8 @@ import csv
 import datetime as dt
 import io
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,39 @@ REQUIRED_COLUMNS = ("subject", "relation", "object", "time")
 OPTIONAL_COLUMNS = ("split",)
 TIME_FORMATS = ("auto", "date", "datetime", "month", "year", "int")
 SPLIT_POLICIES = ("chronological", "random")
+
+#: characters that are invisible or reorder text: removed from names (zero-width, joiners, BOM, bidi
+#: embeddings / overrides / isolates, and C0/C1 controls)
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\u0000-\u001f\u007f-\u009f]")
+
+
+def clean_name(name: str) -> str:
+    """A name as kept: Unicode NFC (one form for the same characters), invisible and direction-changing
+    characters removed, surrounding space stripped."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFC", name)).strip()
+
+
+def name_notes(report: CsvReport) -> list[str]:
+    """One line each for names normalised and look-alike groups (the CLI's notes, the upload report's)."""
+    out = []
+    if report.normalised:
+        row, before, after = report.normalised[0]
+        out.append(f"{len(report.normalised)} name(s) normalised (Unicode NFC, invisible or direction-changing "
+                   f"characters removed), e.g. row {row}: {before!r} -> {after!r}")
+    if report.lookalikes:
+        out.append(f"{len(report.lookalikes)} group(s) of distinct names that look alike, e.g. "
+                   + " / ".join(repr(n) for n in report.lookalikes[0]))
+    return out
+
+
+def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
+    """Distinct names that read the same once compatibility forms and case are folded (NFKC + casefold),
+    e.g. 'Iran' / 'ＩＲＡＮ' / 'iran': each group sorted, groups sorted."""
+    by_key: dict[str, set[str]] = {}
+    for n in names:
+        by_key.setdefault(unicodedata.normalize("NFKC", n).casefold(), set()).add(n)
+    return sorted(sorted(g) for g in by_key.values() if len(g) > 1)
+
 
 #: longest name (subject, relation, object) a row may hold; longer fields are row problems
 MAX_FIELD = 1000
@@ -46,6 +81,8 @@ class CsvReport:
     problems: list[tuple[int, str]] = field(default_factory=list)  # (row number, problem)
     duplicates: int = 0
     time_format: str = ""
+    normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
+    lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
 
     @property
     def rows_dropped(self) -> int:
@@ -159,6 +196,11 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
         vals = [x.strip() for x in rec]
+        for c in ("subject", "relation", "object"):
+            kept = clean_name(vals[pos[c]])
+            if kept != vals[pos[c]]:
+                report.normalised.append((row, vals[pos[c]], kept))
+                vals[pos[c]] = kept
         long = [c for c in cols if len(vals[pos[c]]) > MAX_FIELD]
         if long:
             bad(row, ", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
@@ -227,6 +269,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         seen.add(key)
         final.append(i)
     report.time_format = fmt
+    names = {kept[i][1][pos[c]] for i in final for c in ("subject", "object")}
+    report.lookalikes = lookalike_groups(names) + lookalike_groups({kept[i][1][pos["relation"]] for i in final})
     return CsvQuadruples(
         subjects=[kept[i][1][pos["subject"]] for i in final],
         relations=[kept[i][1][pos["relation"]] for i in final],
@@ -328,6 +372,7 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
     if q.report.duplicates:
         notes.append(f"{q.report.duplicates} duplicate rows removed")
+    notes += name_notes(q.report)
     if q.splits is not None:
         labels = np.array(q.splits)
         parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}

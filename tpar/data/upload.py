@@ -22,7 +22,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.names import check_name
-from tpar.data.tables import build_kg, load_csv_folder, read_quadruple_csv, split_assignment
+from tpar.data.tables import build_kg, load_csv_folder, name_notes, read_quadruple_csv, split_assignment
 from tpar.errors import DataError
 
 SPLIT_CHOICES = ("chronological", "random", "column")
@@ -43,6 +43,8 @@ class UploadReport:
     split_policy: str
     split_counts: dict[str, int]
     notes: list[str] = field(default_factory=list)
+    normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
+    lookalikes: list[list[str]] = field(default_factory=list)            # distinct names that look the same
 
     def problems_table(self, limit: int = 1000) -> list[dict]:
         return [{"row": r, "problem": p} for r, p in self.dropped[:limit]]
@@ -78,6 +80,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         if s not in parts:
             notes.append(f"no {s} facts: " + ("training needs a valid split for early stopping"
                                                 if s == "valid" else "evaluation needs a test split"))
+    notes += name_notes(q.report)
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
@@ -89,7 +92,8 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           granularity=kg.time_axis.granularity,
                           time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
                           entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
-                          split_counts={s: int(len(idx)) for s, idx in parts.items()}, notes=notes)
+                          split_counts={s: int(len(idx)) for s, idx in parts.items()}, notes=notes,
+                          normalised=q.report.normalised, lookalikes=q.report.lookalikes)
     return report, kg
 
 
