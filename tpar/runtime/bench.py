@@ -132,7 +132,11 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
         parent, child = ctx.Pipe()
         p = ctx.Process(target=_child, args=((str(path), layers, dim, options, queries, device, threads), child))
         p.start()
-        res = parent.recv()
+        while not parent.poll(1.0) and p.is_alive():  # never wait forever on a process that died
+            pass
+        res = parent.recv() if parent.poll() else {
+            "data": folder, "L": layers, "d": dim,
+            "error": f"the measurement process ended without a result (exit code {p.exitcode})"}
         p.join()
         results.append(res)
     return {"machine": {"platform": platform.platform(), "processor": platform.processor(),
