@@ -8,7 +8,9 @@ test split with the evaluation background (every known fact with t < t_q).
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
+import subprocess
+import sys
 import platform
 import resource
 import time
@@ -102,11 +104,16 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
             "queries_timed": queries, "threads": torch.get_num_threads()}
 
 
-def _child(args, conn):
-    try:
-        conn.send(_measure(*args))
-    except Exception as e:  # report, do not hang the parent
-        conn.send({"error": f"{type(e).__name__}: {e}"})
+def _measure_in_process(args: list) -> dict:
+    """Run :func:`_measure` in a fresh ``python -m tpar.runtime.bench`` process (its peak memory is its
+    own; nothing of the caller -- a test runner, an app -- is re-imported there)."""
+    proc = subprocess.run([sys.executable, "-m", "tpar.runtime.bench", json.dumps(args)], capture_output=True,
+                          text=True)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        return {"error": f"the measurement process failed (exit code {proc.returncode}): {tail}"}
+    return json.loads(lines[-1])
 
 
 def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 200,
@@ -121,7 +128,6 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
         from tpar.errors import DataError
         raise DataError("benchmarks not found: pass --data-dir or set TPAR_DATA_DIR")
     results = []
-    ctx = mp.get_context("spawn")
     for folder, layers, dim, options in configs or (QUICK if quick else CONFIGS):
         path = root / folder
         if not path.is_dir():
@@ -129,17 +135,18 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
             continue
         if progress:
             print(f"bench {folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_child, args=((str(path), layers, dim, options, queries, device, threads), child))
-        p.start()
-        while not parent.poll(1.0) and p.is_alive():  # never wait forever on a process that died
-            pass
-        res = parent.recv() if parent.poll() else {
-            "data": folder, "L": layers, "d": dim,
-            "error": f"the measurement process ended without a result (exit code {p.exitcode})"}
-        p.join()
+        res = _measure_in_process([str(path), layers, dim, options, queries, device, threads])
+        if "error" in res:
+            res = {"data": folder, "L": layers, "d": dim, **res}
         results.append(res)
     return {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
                         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
             "results": results}
+
+
+if __name__ == "__main__":  # one measurement: argv[1] = JSON list of _measure's arguments; prints JSON
+    try:
+        print(json.dumps(_measure(*json.loads(sys.argv[1]))))
+    except Exception as e:  # reported to the parent as a row's error, never a hang
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
