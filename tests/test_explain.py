@@ -257,3 +257,19 @@ def test_questions_far_outside_the_data_are_refused_with_a_message(sample_kg, sa
             p.predict("Orora Front", "Mobilize against", t)
         with pytest.raises(DataError, match="refused"):
             Explainer(p).explain("Orora Front", "Mobilize against", t, "Keleth")
+
+
+def test_names_match_ignoring_case_and_unknown_ones_suggest_the_closest(sample_kg, sample_checkpoint):
+    from tpar.errors import DataError
+
+    p = Predictor(sample_checkpoint, sample_kg, "cpu")
+    exact = p.predict("Orora Front", "Mobilize against", "2025-12-20", top_k=3)
+    loose = p.predict("  orora FRONT ", "mobilize AGAINST", "2025-12-20", top_k=3)
+    assert (loose.subject, loose.relation) == ("Orora Front", "Mobilize against")
+    assert [a.entity for a in loose.answers] == [a.entity for a in exact.answers]
+    with pytest.raises(DataError, match=r"unknown entity 'Orora Frnt'; did you mean 'Orora Front'"):
+        p.predict("Orora Frnt", "Mobilize against", "2025-12-20")
+    with pytest.raises(DataError, match=r"unknown relation 'Mobilise against'; did you mean 'Mobilize against'"):
+        p.predict("Orora Front", "Mobilise against", "2025-12-20")
+    e = Explainer(p).explain("orora front", "Mobilize against", "2025-12-20", exact.answers[0].entity.upper())
+    assert e.subject == "Orora Front" and e.answer == exact.answers[0].entity

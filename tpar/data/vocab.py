@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
+
+from tpar.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -43,3 +46,18 @@ class Vocabulary:
 
     def ids(self, names: Sequence[str]) -> list[int]:
         return [self._ids[n] for n in names]
+
+    def resolve(self, name: str, kind: str = "name") -> str:
+        """The vocabulary's own spelling of ``name``: itself, or the one name equal to it ignoring case
+        and surrounding space; otherwise a :class:`DataError` suggesting the closest names."""
+        if name in self._ids:
+            return name
+        key = str(name).strip().casefold()
+        same = [n for n in self.names if n.casefold() == key]
+        if len(same) == 1:
+            return same[0]
+        close = same or difflib.get_close_matches(str(name), self.names, n=3, cutoff=0.6)
+        if not close and key:
+            close = [n for n in self.names if key in n.casefold()][:3]
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise DataError(f"unknown {kind} {name!r}{hint}")

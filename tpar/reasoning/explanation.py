@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from tpar.evaluation.ranks import realistic_rank
-from tpar.errors import DataError
 from tpar.graph.queries import Direction, Question
 from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor
 from tpar.model.network import PropagationTrace
@@ -158,10 +157,10 @@ class Explainer:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer)."""
         question = Question(subject, relation, time, direction, setting)
-        if answer not in self.kg.entities:
-            raise DataError(f"unknown answer entity {answer!r}")
+        answer = self.kg.entities.resolve(answer, "answer entity")
         a = self.kg.entities.id(answer)
         prepared, scores, trace = self._traced(question, weighted=True)
+        subject, relation = prepared.question.subject, prepared.question.relation
         s, t = prepared.subject_id, prepared.time_step
         f = scores[a]
         with torch.no_grad():
@@ -271,9 +270,10 @@ class Explainer:
         """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
         the provisional scores w·h^l (of the ``top`` entities and of ``answer``)."""
         question = Question(subject, relation, time, direction, setting)
-        if answer is not None and answer not in self.kg.entities:
-            raise DataError(f"unknown answer entity {answer!r}")
+        if answer is not None:
+            answer = self.kg.entities.resolve(answer, "answer entity")
         prepared, _, trace = self._traced(question, weighted=False)
+        subject, relation = prepared.question.subject, prepared.question.relation
         s, t = prepared.subject_id, prepared.time_step
         kg = self.kg
         w = self.predictor.model.score

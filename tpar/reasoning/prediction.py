@@ -118,10 +118,9 @@ class Predictor:
         """Everything one forward pass needs for ``question``: ids, the setting, a batch of one query
         (answer unknown: -1) on the model's device, and the question's background."""
         kg = self.kg
-        if question.subject not in kg.entities:
-            raise DataError(f"unknown entity {question.subject!r}")
-        if question.relation not in kg.relations:
-            raise DataError(f"unknown relation {question.relation!r}")
+        subject, relation = kg.entities.resolve(question.subject, "entity"), kg.relations.resolve(question.relation, "relation")
+        if (subject, relation) != (question.subject, question.relation):  # matched ignoring case: ask in the data's spelling
+            question = Question(subject, relation, question.time, question.direction, question.setting)
         try:
             t = kg.time_axis.parse(question.time)
         except ValueError as e:
