@@ -51,7 +51,7 @@ class TimeRows:
     code: torch.Tensor
     offset: torch.Tensor
     layout: str
-    _own_code: dict = field(default_factory=dict, repr=False)
+    distinct: torch.Tensor | None = None  # rank layout: the sorted distinct link times
 
     @property
     def zero_row(self) -> int:
@@ -59,12 +59,12 @@ class TimeRows:
 
     def code_of(self, times: torch.Tensor) -> torch.Tensor:
         """``times`` (of questions' own facts) as codes comparable with ``code`` (-1: no link has it)."""
-        if self.layout == "range":
+        if self.distinct is None:
             return times
-        distinct = self._own_code["distinct"]
-        pos = torch.searchsorted(distinct, times).clamp(max=max(distinct.shape[0] - 1, 0))
-        hit = (pos < distinct.shape[0]) & (distinct[pos] == times) if distinct.numel() else torch.zeros_like(times, dtype=torch.bool)
-        return torch.where(hit, pos, torch.full_like(times, -1))
+        if not self.distinct.numel():
+            return torch.full_like(times, -1)
+        pos = torch.searchsorted(self.distinct, times).clamp(max=self.distinct.shape[0] - 1)
+        return torch.where(self.distinct[pos] == times, pos, torch.full_like(times, -1))
 
     @classmethod
     def for_batch(cls, index, q_time: torch.Tensor) -> "TimeRows":
@@ -76,8 +76,7 @@ class TimeRows:
         uq, q_rank = torch.unique(q_time, return_inverse=True)
         if uq.shape[0] * distinct.shape[0] < hi - lo + 1:
             dt = (distinct.unsqueeze(0) - uq.unsqueeze(1)).reshape(-1)
-            return cls(torch.cat([dt, zero]), index.time_rank, -q_rank * distinct.shape[0], "rank",
-                       {"distinct": distinct})
+            return cls(torch.cat([dt, zero]), index.time_rank, -q_rank * distinct.shape[0], "rank", distinct)
         return cls(torch.cat([torch.arange(lo, hi + 1, device=dev), zero]), index.time, q_time + lo, "range")
 
 
