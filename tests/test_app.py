@@ -208,3 +208,11 @@ def test_a_bug_in_a_page_is_a_short_message_naming_the_log(monkeypatch, tmp_path
     assert "internal error (RuntimeError: stats exploded)" in message and "errors.log" in message
     log = (tmp_path / "ws" / "logs" / "errors.log").read_text()
     assert "stats exploded" in log and "Traceback" in log
+
+
+def test_url_names_in_another_case_are_taken_and_unknown_ones_get_suggestions():
+    at = app({**QUESTION, "subject": "orora FRONT", "relation": "mobilize against"}).run()
+    assert not at.exception and not at.warning
+    assert (at.session_state["subject"], at.session_state["relation"]) == ("Orora Front", "Mobilize against")
+    at = app({**QUESTION, "subject": "Orora Frnt"}).run()
+    assert "Unknown entity 'Orora Frnt'; did you mean 'Orora Front'" in plain(at.warning)

@@ -90,15 +90,16 @@ def fill_question(kg: TemporalKG) -> None:
     question's parts."""
     ss = st.session_state
     default = default_question(kg)
-    if ss.get("subject") not in kg.entities:
-        if ss.get("subject"):
-            st.warning(ex.md(f"Unknown entity {ss['subject']!r} in this data set."))
-        ss["subject"] = default.subject
-        ss.setdefault("relation", default.relation)
-    if ss.get("relation") not in kg.relations:
-        if ss.get("relation"):
-            st.warning(ex.md(f"Unknown relation {ss['relation']!r} in this data set."))
-        ss["relation"] = default.relation
+    for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
+        if ss.get(key) and ss[key] not in vocab:
+            try:  # the data's own spelling of a name given in another case (e.g. from a shared URL)
+                ss[key] = vocab.resolve(ss[key], kind)
+            except DataError as e:
+                st.warning(ex.md(f"{str(e)[:1].upper()}{str(e)[1:]} in this data set."))
+        if ss.get(key) not in vocab:
+            ss[key] = default.subject if key == "subject" else default.relation
+            if key == "subject":
+                ss.setdefault("relation", default.relation)
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
         check_question_time(kg, t_q)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import time
 import warnings
 from collections import Counter
 from contextlib import contextmanager
@@ -78,6 +79,21 @@ def _build_name() -> str:
     return "tpar_links_" + hashlib.sha1((platform.machine() + cpu).encode()).hexdigest()[:10]
 
 
+#: a build takes about a minute here; torch's build lock (a bare file, no owner) older than this was left
+#: by a build that was killed, and would make every later process wait for it forever
+STALE_BUILD_LOCK_SECONDS = 600
+
+
+def _clear_stale_build_lock(build_dir: Path) -> None:
+    lock = build_dir / "lock"
+    try:
+        if time.time() - lock.stat().st_mtime > STALE_BUILD_LOCK_SECONDS:
+            lock.unlink()
+            warnings.warn(f"removed a stale C++ build lock left by an interrupted build ({lock})", stacklevel=3)
+    except FileNotFoundError:
+        pass
+
+
 def cpp_kernel():
     """The compiled C++ module (built on first call), or ``None`` where it cannot be built (the reason
     is in :func:`kernel_status`). Not consulted when ``torch`` is selected."""
@@ -85,8 +101,9 @@ def cpp_kernel():
     if _cpp_module is not None or _cpp_failed is not None:
         return _cpp_module
     try:
-        from torch.utils.cpp_extension import load
+        from torch.utils.cpp_extension import _get_build_directory, load
 
+        _clear_stale_build_lock(Path(_get_build_directory(_build_name(), verbose=False)))
         src = Path(__file__).resolve().parent / "csrc" / "links.cpp"
         flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native"]
         _cpp_module = load(name=_build_name(), sources=[str(src)], extra_cflags=flags, verbose=False)
