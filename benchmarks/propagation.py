@@ -40,6 +40,8 @@ OPTIONS = {
     "exact": {},
     "window30+topk128": {"history_window": 30, "top_k": 128},
     "window60+topk64": {"history_window": 60, "top_k": 64},
+    "window120+topk128": {"history_window": 120, "top_k": 128},
+    "window250+topk256": {"history_window": 250, "top_k": 256},
     "window30": {"history_window": 30},
     "window60": {"history_window": 60},
     "topk128": {"top_k": 128},
@@ -50,8 +52,9 @@ OPTIONS = {
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"
 #: the candidate default and exact first (the comparison that matters), both settings, then the rest
-ORDER = ([f"{s}:{o}" for s in DATA for o in ("window30+topk128", "exact", EQUAL_TIME)]
-         + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in ("window30+topk128", "exact")])
+FIRST = ("window30+topk128", "exact", EQUAL_TIME, "window120+topk128", "window250+topk256")
+ORDER = ([f"{s}:{o}" for s in DATA for o in FIRST]
+         + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in FIRST])
 
 
 def run_config(setting: str, options: dict) -> RunConfig:
