@@ -14,12 +14,23 @@ from tpar.errors import DataError, describe_internal_error, log_internal_error
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
 
+ask_page = st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="start", default=True)
+
+
+def ask_by_path() -> None:
+    """``/ask`` typed or bookmarked: the default page lives at ``/`` (Streamlit serves it nowhere
+    else: its own path only reserves the name), so go there (the URL's question
+    was read into the session by ``init_state`` and is written back by the page)."""
+    st.switch_page(ask_page)
+
+
 pages = {
     "Explore": [
-        st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="ask", default=True),
+        ask_page,
         st.Page("views/evidence.py", title="Evidence", icon=":material/account_tree:", url_path="evidence"),
         st.Page("views/timeline.py", title="Entity timeline", icon=":material/event_note:", url_path="timeline"),
         st.Page("views/teach.py", title="How TPAR reasons", icon=":material/school:", url_path="reasoning"),
+        st.Page(ask_by_path, title="Ask", url_path="ask", visibility="hidden"),
     ],
     "Your data and models": [
         st.Page("views/data_model.py", title="Data and model", icon=":material/database:", url_path="data"),

@@ -3,6 +3,7 @@ start -> progress -> finish -> ask, evaluation next to the baselines, and the te
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
+import torch  # noqa: E402
 
 from conftest import tiny_world_csv  # noqa: E402
 
@@ -175,3 +177,56 @@ def test_a_corrupt_job_or_checkpoint_in_the_workspace_breaks_nothing(workspace):
         assert not at.exception and not at.error, page
     at.switch_page("views/train.py").run()
     assert "cannot be shown" in " ".join(str(p.proto.text) for p in at.get("progress"))
+
+
+def ask_on_own_data(workspace, setting: str, params: dict) -> AppTest:
+    """The Ask page on an uploaded ring world plus Q0 who meets Q1 and Q2 on one day and no one else, with a small
+    random-weight checkpoint trained (nominally) for ``setting``."""
+    from tpar.data.upload import inspect_upload, save_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    _, kg = inspect_upload(tiny_world_csv(extra="Q0,meets,Q1,2024-01-05\nQ0,meets,Q2,2024-01-05\n"), "ring.csv")
+    save_dataset(kg, workspace / "upload_dir", "ring")
+    torch.manual_seed(0)
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.0, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 2)
+    (workspace / "runs_dir").mkdir(parents=True, exist_ok=True)
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting=setting)), kg, setting).save(
+        workspace / "runs_dir" / f"ring-{setting}.tpar")
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"data": "upload: ring", "model": f"ring-{setting}", **params}.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def shown(at) -> str:
+    import re
+
+    raw = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning])
+    return re.sub(r"\\(.)", r"\1", raw).replace("\u2060", "")
+
+
+def test_ask_separates_unreached_entities_and_flags_a_foreign_setting(workspace):
+    at = ask_on_own_data(workspace, "extrapolation",
+                         {"subject": "P0", "relation": "meets", "time": "2024-02-10", "setting": "interpolation"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    answers = at.dataframe[0].value
+    assert not {"Q0", "Q1", "Q2"} & set(answers["entity"])  # no path from P0 reaches them: not listed
+    text = shown(at)
+    found = re.search(r"Not reached by any temporal path: \*\*(\d+)\*\* entities, all at score 0", text)
+    assert found and int(found.group(1)) == 9 - len(answers) >= 3, text  # 6 P's and 3 Q's, all reached ones listed
+    assert "trained for extrapolation only" in text  # asked as interpolation
+
+
+def test_ask_labels_tied_answers(workspace):
+    at = ask_on_own_data(workspace, "unified", {"subject": "Q0", "relation": "meets", "time": "2024-03-20",
+                                                "setting": "extrapolation"})
+    assert not at.exception and not at.error
+    answers = at.dataframe[0].value.set_index("entity")
+    assert set(answers.index) == {"Q0", "Q1", "Q2"}  # only its own group is reachable
+    q1, q2 = answers.loc["Q1"], answers.loc["Q2"]  # identical evidence: the same score, one shared rank range
+    assert q1["rank_text"] == q2["rank_text"] and "–" in q1["rank_text"]
+    assert q1["tie"] == q2["tie"] == "tied with 1"
+    assert "trained for" not in shown(at)  # a unified model fits both settings

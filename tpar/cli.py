@@ -148,7 +148,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from tpar.reasoning.prediction import Predictor
+    from tpar.reasoning.prediction import Predictor, probability_text
 
     ckpt, kg = _checkpoint_and_data(args)
     pred = Predictor(ckpt, kg, args.device)
@@ -158,9 +158,19 @@ def cmd_predict(args) -> int:
         print(json.dumps(p.to_dict(), indent=2))
         return 0
     arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
-    print(f"{arrow}  setting: {p.setting}; {p.reached} entities reached by temporal paths")
+    print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
+          f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
+    for w in p.warnings:
+        print(f"warning: {w}")
+    width = max([len(a.rank_text()) for a in p.answers] + [4])
     for a in p.answers:
-        print(f"{a.rank:5d}. {a.entity:40s} score {a.score:9.4f}  p {a.probability:.4f}{'  (known fact)' if a.known else ''}")
+        tie = f"  tied with {a.ties}" if a.ties else ""
+        print(f"{a.rank_text():>{width}}. {a.entity:40s} p {probability_text(a.probability):>10s}  score {a.score:9.4f}"
+              f"{tie}{'  (known fact)' if a.known else ''}")
+    if p.unreached:
+        lo, hi = p.unreached_rank
+        print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
+              f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
     return 0
 
 

@@ -9,11 +9,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
+import palette
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.reports import csv_text
 from tpar.errors import DataError
 from tpar.graph.queries import check_question_time, default_question
-from tpar.reasoning.prediction import Prediction
+from tpar.reasoning.prediction import Prediction, probability_text
 
 
 def render() -> None:
@@ -39,7 +40,7 @@ def render() -> None:
     st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
                f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
     for w in pred.warnings:
-        st.info(ex.md(w))
+        st.warning(ex.md(w))
     if not pred.answers:
         st.info("No answers.")
         st.stop()
@@ -138,47 +139,59 @@ def question_ui(kg: TemporalKG) -> None:
         else:
             ex.bind(st.text_input, "Time", "time", help=f"A time label such as {axis.label(t_max)!r}.")
     with c3:
-        ex.bind(st.segmented_control, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
-                from_widget=lambda v: v or "auto",
+        ex.bind(st.selectbox, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
                 help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
         ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
 
 def answers_ui(pred: Prediction) -> pd.DataFrame:
-    """The answer table (row selection picks the answer to explain), a CSV download and a chart of the
-    top probabilities; returns the table's rows."""
+    """The answer table (row selection picks the answer to explain) with the model's rank ranges
+    (ties) and probabilities in %, a line for the entities no path reaches, a CSV download and a
+    chart of the top probabilities; returns the table's rows."""
     ss = st.session_state
-    answers = pd.DataFrame([a.__dict__ for a in pred.answers])
-    answers["known"] = answers["known"].map(lambda k: "✓" if k else "")
+    answers = pd.DataFrame([{**a.__dict__, "rank_text": a.rank_text(), "ties": a.ties,
+                             "percent": 100 * a.probability, "p_text": probability_text(a.probability)}
+                            for a in pred.answers])
+    answers["known"] = answers["known"].map(lambda k: "yes" if k else "")
+    answers["tie"] = answers["ties"].map(lambda n: f"tied with {n}" if n else "")
     question = ex.question_key()
     if ss.get("answer_question") not in (question, ex.URL_ANSWER):
         ss.pop("answer_table", None)  # a new question: the old row selection means nothing
-    left, right = st.columns([3, 2])
-    with left:
-        event = st.dataframe(
-            answers[["rank", "entity", "score", "probability", "known"]], hide_index=True, on_select="rerun",
-            selection_mode="single-row", key="answer_table",
-            column_config={
-                "rank": st.column_config.NumberColumn("Rank", width="small"),
-                "entity": st.column_config.TextColumn("Answer"),
-                "score": st.column_config.NumberColumn("Score f(q, e)", format="%.3f"),
-                "probability": st.column_config.ProgressColumn("Probability", min_value=0.0, max_value=1.0,
-                                                               format="%.3f"),
-                "known": st.column_config.TextColumn("Known fact", help="✓: this fact is in the data set"),
-            })
-        rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
-        if rows:
-            ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
-        out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting)
-        csv = csv_text(out[["question", "setting", "rank", "entity", "score", "probability", "known"]].to_dict("records"))
-        st.download_button("Download answers (CSV)", csv, file_name="tpar-answers.csv", mime="text/csv")
-    with right:
+    event = st.dataframe(
+        answers[["rank_text", "entity", "p_text", "score", "tie", "known"]], hide_index=True, on_select="rerun",
+        selection_mode="single-row", key="answer_table", width="stretch",
+        column_config={
+            "rank_text": st.column_config.TextColumn("Rank", width="small",
+                                                     help="The model's rank; a range when answers tie (same score)."),
+            "entity": st.column_config.TextColumn("Answer"),
+            "p_text": st.column_config.TextColumn("Probability", width="small",
+                                                  help="Softmax of the scores over all entities (Eq. 10)."),
+            "score": st.column_config.NumberColumn("Score", format="%.3f", width="small", help="f(q, e) of Eq. 9"),
+            "tie": st.column_config.TextColumn("Tie", width="small",
+                                               help="How many other entities have exactly the same score."),
+            "known": st.column_config.TextColumn("Known", width="small",
+                                                 help="yes: this fact is in the data set"),
+        })
+    rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
+    if rows:
+        ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
+    if pred.unreached:
+        lo, hi = pred.unreached_rank
+        st.caption(f"Not reached by any temporal path: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
+                   f"all at score 0 (tied at rank{'s' if hi > lo else ''} {lo if hi == lo else f'{lo}–{hi}'}, "
+                   f"together {probability_text(pred.unreached_probability)}); they are not listed.")
+    out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting, rank=answers["rank_text"],
+                         probability=answers["probability"], known=answers["known"].map(bool))
+    csv = csv_text(out[["question", "setting", "rank", "entity", "score", "probability", "ties", "known"]]
+                   .to_dict("records"))
+    st.download_button("Download answers (CSV)", csv, file_name="tpar-answers.csv", mime="text/csv")
+    with st.expander("Chart of the top probabilities", expanded=False):
         top = answers.head(15).iloc[::-1]
-        fig = go.Figure(go.Bar(x=top["probability"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",
-                               marker_color=["#2a9d8f" if k else "#577590" for k in top["known"]],
-                               hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>"))
-        fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=30, b=10),
-                          title="Probability of the top answers (green: known fact)", xaxis_title="probability")
+        fig = go.Figure(go.Bar(x=top["percent"], y=[ex.plot_text(e) for e in top["entity"]], orientation="h",
+                               marker_color=[palette.KNOWN if k else palette.OTHER for k in top["known"]],
+                               customdata=top["p_text"], hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
+        fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=10, b=10),
+                          xaxis_title="probability (%) — green: known fact")
         st.plotly_chart(fig, config={"displaylogo": False})
     return answers
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -48,16 +49,22 @@ class Vocabulary:
         return [self._ids[n] for n in names]
 
     def resolve(self, name: str, kind: str = "name") -> str:
-        """The vocabulary's own spelling of ``name``: itself, or the one name equal to it ignoring case
-        and surrounding space; otherwise a :class:`DataError` suggesting the closest names."""
+        """The vocabulary's own spelling of ``name``: itself, or the one name equal to it ignoring case,
+        surrounding space and the difference between runs of spaces and underscores ("make statement"
+        finds ICEWS's "Make_statement"); otherwise a :class:`DataError` suggesting the closest names."""
         if name in self._ids:
             return name
-        key = str(name).strip().casefold()
-        same = [n for n in self.names if n.casefold() == key]
+        key = _loose(name)
+        same = [n for n in self.names if _loose(n) == key]
         if len(same) == 1:
             return same[0]
         close = same or difflib.get_close_matches(str(name), self.names, n=3, cutoff=0.6)
         if not close and key:
-            close = [n for n in self.names if key in n.casefold()][:3]
+            close = [n for n in self.names if key in _loose(n)][:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise DataError(f"unknown {kind} {name!r}{hint}")
+
+
+def _loose(name: object) -> str:
+    """``name`` compared loosely: case-folded, stripped, runs of spaces/underscores as one space."""
+    return re.sub(r"[\s_]+", " ", str(name)).strip().casefold()

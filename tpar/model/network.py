@@ -131,6 +131,14 @@ class TPAR(nn.Module):
 
         ``trace``: an empty :class:`PropagationTrace` to fill with per-layer nodes, links and α.
         """
+        return self.scores_and_reach(batch, background, trace)[0]
+
+    def scores_and_reach(self, batch: QueryBatch, background: Background,
+                         trace: PropagationTrace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scores (B, E) as :meth:`forward`, reached (B, E) bool): ``reached[b, e]`` is true when some
+        temporal path of length ≤ L (self-loops included, so the subject itself) led to e -- the
+        entities E^L of Algorithm 1. An unreached entity scores exactly 0 because h = 0, not because
+        the model judged it; a reached one may score 0 (or below) on its own merits."""
         if background.num_relations != self.cfg.num_relations:
             raise ValueError(f"model built for {self.cfg.num_relations} relations, data has {background.num_relations}")
         ix = background.index
@@ -217,7 +225,9 @@ class TPAR(nn.Module):
                 active, gate = self._top_k(h, node_q, batch)
         node_score = self.score(h).squeeze(-1)  # Eq. 9
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
-        return scores.index_put((node_q, node_e), node_score, accumulate=True)
+        reached = torch.zeros(B, E, device=dev, dtype=torch.bool)
+        reached[node_q, node_e] = True
+        return scores.index_put((node_q, node_e), node_score, accumulate=True), reached
 
     def _top_k(self, h: torch.Tensor, node_q: torch.Tensor, batch: QueryBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Top-K expansion: (active (P,) bool -- each query's K highest-priority nodes, the ones that send

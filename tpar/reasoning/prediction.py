@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -15,14 +16,48 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.device import resolve_device
 
 
+#: scores within TIE_ATOL + TIE_RTOL·|score| of each other tie: float32 summation order alone makes
+#: entities with identical evidence differ in their last bits, a difference the model did not mean
+TIE_ATOL, TIE_RTOL = 1e-6, 1e-5
+
+
 @dataclass
 class Answer:
+    """One ranked entity. ``rank`` is its place in the list (ties listed by entity id); the model's
+    own ranks are the range ``rank_low``..``rank_high``: 1 + the entities scoring higher, and the
+    entities scoring higher or the same (the optimistic and pessimistic ranks; equal when nothing
+    ties), "the same" meaning within float noise (:data:`TIE_ATOL`, :data:`TIE_RTOL`). Entities no path reaches score 0 and count in these ranks."""
+
     entity: str
     entity_id: int
     score: float
     probability: float  # softmax over all entities (Eq. 10's distribution)
     rank: int
     known: bool  # the fact (subject, relation, entity, time) is in the data
+    rank_low: int = 0
+    rank_high: int = 0
+    reached: bool = True  # some temporal path leads to the entity (else h = 0 and score 0)
+
+    @property
+    def ties(self) -> int:
+        """How many other entities share this answer's score."""
+        return self.rank_high - self.rank_low
+
+    def rank_text(self) -> str:
+        return str(self.rank_low) if self.rank_high == self.rank_low else f"{self.rank_low}–{self.rank_high}"
+
+
+def probability_text(p: float) -> str:
+    """A probability as a percentage with enough digits to tell small values apart
+    ("41.2%", "0.38%", "0.0021%", "< 0.0001%")."""
+    pct = 100.0 * p
+    if pct >= 99.95 and p < 1.0:
+        return "> 99.9%"
+    if pct >= 10:
+        return f"{pct:.1f}%"
+    if pct >= 1e-4:
+        return f"{pct:.{max(1, 1 - int(math.floor(math.log10(pct))))}f}%"  # two significant digits
+    return "0%" if p == 0 else "< 0.0001%"
 
 
 @dataclass(frozen=True)
@@ -57,9 +92,31 @@ class AnsweredQuestion:
 
 @dataclass
 class Prediction(AnsweredQuestion):
+    """The ranked answers and how sure they are.
+
+    ``answers`` holds reached entities only (at most ``top_k``); the ``unreached`` ones all score 0
+    and share one rank range (``unreached_rank``) and the probability ``unreached_probability``
+    together. ``warnings`` says when the answers deserve less trust: a setting the model was not
+    trained for, a time far from the data, nothing reached, a tie at the top."""
+
     answers: list[Answer]
     reached: int  # entities some temporal path reached
     warnings: list[str] = field(default_factory=list)
+    num_entities: int = 0
+    unreached_rank: tuple[int, int] = (0, 0)   # (best, worst) rank of the unreached entities' tie at score 0
+    unreached_probability: float = 0.0         # their probabilities summed
+    model_setting: str = ""                     # what the checkpoint was trained for
+
+    @property
+    def unreached(self) -> int:
+        return self.num_entities - self.reached
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for a, row in zip(self.answers, d["answers"]):
+            row["rank_text"], row["ties"] = a.rank_text(), a.ties
+        d["unreached"] = self.unreached
+        return d
 
 
 class Predictor:
@@ -144,19 +201,77 @@ class Predictor:
     def answer(self, question: Question, top_k: int | None = 10) -> Prediction:
         """:meth:`predict` for a :class:`~tpar.graph.queries.Question`."""
         prepared = self.prepare(question)
-        scores = self.model(prepared.batch, prepared.background)[0].float().cpu()
-        return self._answers(prepared, scores, top_k)
+        scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
+        return self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k)
 
-    def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, top_k: int | None) -> Prediction:
+    def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
+        """Why this question's answers deserve less trust than the model's test figures suggest: a
+        setting the checkpoint was not trained for, a time before or far after the known facts."""
+        out = []
+        trained, asked = self.checkpoint.setting, prepared.setting.value
+        if trained not in (asked, "unified"):
+            how = {"extrapolation": "forecasting from earlier facts only",
+                   "interpolation": "filling gaps from facts before and after"}.get(trained, trained)
+            out.append(f"This model was trained for {trained} only ({how}); it answers this {asked} question "
+                       "outside its training setting, so expect lower accuracy than its test figures. "
+                       + ("A unified or interpolation model fits this question better." if asked == "interpolation"
+                          else "A unified or extrapolation model fits this question better."))
+        t_min, t_max = self.kg.time_range
+        span = max(1, t_max - t_min)
+        t = prepared.time_step
+        window = self.checkpoint.config.model.history_window
+        if t > t_max:
+            gap = t - t_max
+            if window and gap > window:
+                out.append(f"{prepared.time_label} lies {gap} time steps after the last known fact, beyond the model's "
+                           f"history window of {window} steps: no fact is recent enough to be used.")
+            elif gap > max(1, span // 10):
+                out.append(f"{prepared.time_label} lies {gap} time steps after the last known fact ({span} steps "
+                           "of data): a forecast this far ahead rests on old evidence and is less reliable.")
+        elif t < t_min:
+            out.append(f"{prepared.time_label} lies {t_min - t} time steps before the first known fact: only later "
+                       "facts can be used.")
+        return out
+
+    def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, reached: torch.Tensor,
+                 top_k: int | None) -> Prediction:
+        """Reached entities in score order with their rank ranges among all entities (unreached ones
+        at score 0 included), the unreached entities as one group, and the warnings."""
         kg, q = self.kg, prepared.question
+        E = kg.num_entities
         probs = torch.softmax(scores.double(), 0)
-        order = torch.argsort(scores, descending=True, stable=True)
+        # ranks among all entities: higher = clearly better scores, equal = the same score up to float
+        # noise (summation order alone makes symmetric entities differ in the last bits), self included
+        sorted_scores = torch.sort(scores).values
+        tol = TIE_ATOL + TIE_RTOL * scores.abs()
+        above = torch.searchsorted(sorted_scores, scores + tol, right=True)
+        higher = E - above
+        equal = above - torch.searchsorted(sorted_scores, scores - tol)
+        reached_ids = torch.nonzero(reached).squeeze(1)
+        order = reached_ids[torch.argsort(scores[reached_ids], descending=True, stable=True)]
         k = len(order) if top_k is None else min(top_k, len(order))
         s_id, r_base, t = prepared.subject_id, prepared.relation_id % kg.num_relations, prepared.time_step
         answers = []
-        for rank, e in enumerate(order[:k].tolist(), start=1):
+        for pos, e in enumerate(order[:k].tolist(), start=1):
             fact = (s_id, r_base, e, t) if q.direction == "object" else (e, r_base, s_id, t)
-            answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), rank, fact in self._known))
-        reached = int((scores != 0).sum())
+            lo = int(higher[e]) + 1
+            answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), pos, fact in self._known,
+                                  lo, lo + int(equal[e]) - 1, True))
+        n_reached = int(reached.sum())
+        unreached_rank, unreached_p = (0, 0), 0.0
+        if n_reached < E:
+            at = torch.tensor([-TIE_ATOL, TIE_ATOL], dtype=scores.dtype)
+            first, above = torch.searchsorted(sorted_scores, at[:1]), torch.searchsorted(sorted_scores, at[1:], right=True)
+            unreached_rank = (E - int(above[0]) + 1, E - int(first[0]))
+            unreached_p = float(probs[~reached].sum())
+        warnings = list(self.warnings) + self.setting_warnings(prepared)
+        only_subject = n_reached <= 1
+        if only_subject:
+            warnings.append("No temporal path leads from the question's entity to any other entity"
+                            + (" within the model's history window" if self.checkpoint.config.model.history_window else "")
+                            + ": every answer ties at score 0 and the ranking carries no information.")
+        elif answers and answers[0].ties:
+            warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
+                            f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
         return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
-                          reached, list(self.warnings))
+                          n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting)

@@ -1,0 +1,123 @@
+"""Answers say how sure they are: tied answers carry the model's rank range, entities no path reaches
+are counted apart and never fill the list, and a question outside the model's training setting, far
+from the data or reaching nothing is flagged. Ranks and probabilities are recomputed here by brute
+force from the model's raw scores, not from the predictor's helpers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from conftest import E, R, make_kg, small_model
+from tpar.data.vocab import Vocabulary
+from tpar.errors import DataError
+from tpar.graph.queries import Question
+from tpar.model.checkpoint import from_model
+from tpar.model.config import RunConfig, TrainConfig
+from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL, Predictor, probability_text
+
+# e0 -r0-> e1 and e0 -r0-> e2 on the same day (identical paths: e1 and e2 must tie); e3..e5 a chain
+# from e0; e6 -r1-> e7 far away from e0 (never reached from e0); e8..e13 appear in no fact at all
+FACTS = [(0, 0, 1, 2), (0, 0, 2, 2), (0, 1, 3, 3), (3, 2, 4, 4), (4, 0, 5, 5), (6, 1, 7, 3), (5, 2, 0, 6)]
+
+
+def predictor(setting: str = "unified") -> Predictor:
+    kg = make_kg(FACTS[:5], FACTS[5:6], FACTS[6:], num_entities=E, num_relations=R)
+    model = small_model(seed=2)
+    return Predictor(from_model(model, RunConfig(model.cfg, TrainConfig(setting=setting)), kg, setting), kg, "cpu")
+
+
+def raw_scores(p: Predictor, q: Question) -> torch.Tensor:
+    prepared = p.prepare(q)
+    return p.model(prepared.batch, prepared.background)[0].float().detach()
+
+
+def test_ties_show_the_models_rank_range():
+    p = predictor()
+    q = Question("e0", "r0", "8", "object", "extrapolation")
+    pred = p.answer(q, top_k=None)
+    scores = raw_scores(p, q).detach()
+    assert torch.isclose(scores[1], scores[2], rtol=1e-6, atol=0)  # the two identical paths (float noise aside)
+    by_name = {a.entity: a for a in pred.answers}
+    for a in pred.answers:  # rank range = (1 + clearly higher, higher or the same up to float noise)
+        s = scores[a.entity_id]
+        same = (scores - s).abs() <= TIE_ATOL + TIE_RTOL * s.abs()
+        assert a.rank_low == 1 + int((scores > s).sum() - (same & (scores > s)).sum())
+        assert a.rank_high == a.rank_low + int(same.sum()) - 1
+        assert a.ties == int(same.sum()) - 1
+        assert math.isclose(a.probability, float(torch.softmax(scores.double(), 0)[a.entity_id]), rel_tol=1e-6)
+    e1, e2 = by_name["e1"], by_name["e2"]
+    assert e1.ties >= 1 and e1.rank_text() == e2.rank_text() and "–" in e1.rank_text()
+    assert pred.to_dict()["answers"][0]["rank_text"] == pred.answers[0].rank_text()
+
+
+def test_unreached_entities_are_counted_apart_and_never_listed():
+    p = predictor()
+    q = Question("e0", "r0", "8", "object", "extrapolation")
+    pred = p.answer(q, top_k=50)
+    prepared = p.prepare(q)
+    with torch.no_grad():
+        scores, reached = p.model.scores_and_reach(prepared.batch, prepared.background)
+    scores, reached = scores[0].float(), reached[0]
+    listed = {a.entity_id for a in pred.answers}
+    assert listed == set(torch.nonzero(reached).squeeze(1).tolist())
+    assert not listed & {6, 7, 8, 9, 10, 11, 12, 13}  # no path from e0 reaches them
+    assert pred.reached == len(listed) and pred.unreached == E - len(listed) == pred.num_entities - pred.reached
+    assert (scores[~reached] == 0).all()
+    lo, hi = pred.unreached_rank  # the tie of all unreached entities at score 0, among all entities
+    assert lo == 1 + int((scores > TIE_ATOL).sum()) and hi == int((scores >= -TIE_ATOL).sum())
+    assert math.isclose(pred.unreached_probability, float(torch.softmax(scores.double(), 0)[~reached].sum()),
+                        rel_tol=1e-6)
+    assert pred.to_dict()["unreached"] == pred.unreached
+
+
+def test_top_k_lists_reached_entities_only_in_score_order():
+    p = predictor()
+    pred = p.answer(Question("e0", "r0", "8", "object", "extrapolation"), top_k=3)
+    assert len(pred.answers) == 3 and [a.rank for a in pred.answers] == [1, 2, 3]
+    assert all(a.reached for a in pred.answers)
+    assert [a.score for a in pred.answers] == sorted((a.score for a in pred.answers), reverse=True)
+
+
+def test_a_setting_the_model_was_not_trained_for_is_flagged():
+    q = Question("e0", "r0", "3", "object", "interpolation")
+    assert any("trained for extrapolation only" in w for w in predictor("extrapolation").answer(q).warnings)
+    assert not any("trained for" in w for w in predictor("interpolation").answer(q).warnings)
+    assert not any("trained for" in w for w in predictor("unified").answer(q).warnings)
+    q = Question("e0", "r0", "8", "object", "extrapolation")
+    assert any("trained for interpolation only" in w for w in predictor("interpolation").answer(q).warnings)
+
+
+def test_a_time_far_after_the_data_is_flagged_and_a_near_one_is_not():
+    p = predictor()
+    near = p.answer(Question("e0", "r0", "7", "object", "extrapolation"))
+    far = p.answer(Question("e0", "r0", "10", "object", "extrapolation"))
+    assert not any("after the last known fact" in w for w in near.warnings)
+    assert any("after the last known fact" in w for w in far.warnings)
+
+
+def test_nothing_reached_says_the_ranking_carries_no_information():
+    p = predictor()
+    pred = p.answer(Question("e9", "r0", "8", "object", "extrapolation"), top_k=10)  # e9 is in no fact
+    assert pred.reached == 1 and [a.entity for a in pred.answers] == ["e9"]  # only itself, by its self-loop
+    assert any("carries no information" in w for w in pred.warnings)
+
+
+@pytest.mark.parametrize("p, text", [(0.4123, "41.2%"), (0.0038, "0.38%"), (0.000021, "0.0021%"), (0.0, "0%"),
+                                     (1e-9, "< 0.0001%"), (0.9999, "> 99.9%"), (1.0, "100.0%"), (0.05, "5.0%")])
+def test_probabilities_keep_enough_digits_to_differ(p, text):
+    assert probability_text(p) == text
+
+
+def test_probabilities_below_the_top_answer_are_not_all_shown_as_zero():
+    assert len({probability_text(p) for p in (0.0041, 0.0032, 0.0011, 0.00052)}) == 4
+
+
+def test_names_match_ignoring_case_space_and_underscores():
+    v = Vocabulary(("Make_statement", "Host a visit", "Iran"))
+    assert v.resolve("make statement", "relation") == "Make_statement"
+    assert v.resolve("HOST_A_VISIT ", "relation") == "Host a visit"
+    with pytest.raises(DataError, match="did you mean 'Iran'"):
+        v.resolve("Irun", "entity")
