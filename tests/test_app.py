@@ -74,6 +74,7 @@ def test_pick_answer_explain():
     assert at.session_state["answer"] == "Hugo of Zanistan"
     paths = at.dataframe[0].value
     assert "Threaten⁻¹ @ 2025-12-19 (-1 d)" in paths.iloc[0]["temporal path"]
+    assert "Hugo of Zanistan: Threaten → Orora Front, 1 day before the question (walked back from Orora Front)" in texts(at)
     frame = at.get("iframe")[0].proto.srcdoc
     assert "vis.Network" in frame and "-1 d" in frame
     assert 'src="http' not in frame and 'href="http' not in frame  # offline

@@ -230,3 +230,25 @@ def test_ask_labels_tied_answers(workspace):
     assert q1["rank_text"] == q2["rank_text"] and "–" in q1["rank_text"]
     assert q1["tie"] == q2["tie"] == "tied with 1"
     assert "trained for" not in shown(at)  # a unified model fits both settings
+
+
+def test_evidence_page_says_when_no_path_carries_weight(workspace, monkeypatch):
+    from tpar.model.network import TPAR
+
+    real_init = TPAR.__init__
+
+    def weightless(self, cfg):  # w = 0: every score and every path's importance is 0
+        real_init(self, cfg)
+        torch.nn.init.zeros_(self.score.weight)
+
+    monkeypatch.setattr(TPAR, "__init__", weightless)
+    at = ask_on_own_data(workspace, "unified", {"subject": "P0", "relation": "meets", "time": "2024-02-10",
+                                                "setting": "interpolation", "answer": "P1"})
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and not at.error
+    assert "No meaningful evidence for this answer" in " ".join(i.value for i in at.info), shown(at)
+    toggle = at.toggle(key="show_weak")
+    assert toggle.value is True  # nothing meaningful: the weightless paths are shown, marked as such
+    assert "no meaningful contribution" in shown(at)
+    frame = at.get("iframe")[0].proto.srcdoc
+    assert '"width": 1.0' in frame and '"width": 7' not in frame  # absolute scale: all thin

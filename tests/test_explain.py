@@ -46,19 +46,23 @@ def brute_force_paths(ex: Explainer, s: int, r: int, t: int, a: int, setting: Se
         steps.append([(int(x[1]), int(x[3]), (int(x[1]), int(x[2]), int(x[3]), int(x[4])), float(g))
                       for x, g in zip(lk, g_link)] + [(int(x[1]), int(x[1]), None, float(g)) for x, g in zip(lp, g_loop)])
     best: dict[tuple, float] = {}
+    stays: dict[tuple, list[tuple[float, float]]] = {}
 
-    def walk(layer, ent, links, score, visited):
+    def walk(layer, ent, links, score, stay, visited):
         if layer == L:
             if ent == a and links:
                 key = tuple(links)
                 best[key] = max(best.get(key, -1e300), score)
+                stays.setdefault(key, []).append((score, stay))
             return
         for src, dst, link, g in steps[layer]:
             if src == ent and not (simple and link and dst in visited):
-                walk(layer + 1, dst, links + ([link] if link else []), score + g, visited | {dst})
+                # a link adds its gradient to the path's importance; a self-loop (stay) adds to "stay" only
+                walk(layer + 1, dst, links + ([link] if link else []), score + (g if link else 0.0),
+                     stay + (0.0 if link else g), visited | {dst})
 
-    walk(0, s, [], 0.0, {s})
-    return sorted(best.items(), key=lambda kv: -kv[1])
+    walk(0, s, [], 0.0, 0.0, {s})
+    return sorted(best.items(), key=lambda kv: -kv[1]), stays
 
 
 @pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
@@ -72,7 +76,7 @@ def test_beam_search_equals_brute_force(setting, simple):
         if not exp.reached:
             assert exp.paths == [] and exp.score == 0.0
             continue
-        truth = brute_force_paths(ex, s, r, t, o, Setting.parse(setting), simple)
+        truth, stays = brute_force_paths(ex, s, r, t, o, Setting.parse(setting), simple)
         assert len(exp.paths) == min(4, len(truth))
         if not truth:
             continue
@@ -85,6 +89,9 @@ def test_beam_search_equals_brute_force(setting, simple):
             key = tuple((kg.entities.id(x.source), kg.relations.id(x.relation) + (R if x.inverse else 0),
                          kg.entities.id(x.target), x.time_step) for x in path.links)
             assert key in truth_keys
+            # its "stay" is the self-loop gradient of one of the best walks along these links
+            assert any(abs(sc - path.importance) <= 1e-7 + 1e-4 * abs(sc) and abs(st - path.stay) <= 1e-7 + 1e-4 * abs(st)
+                       for sc, st in stays[key])
         checked += 1
     assert checked >= 3
 
@@ -95,7 +102,7 @@ def test_default_beam_finds_the_best_path():
     for s, r, o, t in kg.facts("test")[:6].tolist():
         exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1, simple=False)
         if exp.reached:
-            truth = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
+            truth, _ = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
             assert exp.paths[0].importance == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
             checked += 1
     assert checked >= 3
@@ -273,3 +280,40 @@ def test_names_match_ignoring_case_and_unknown_ones_suggest_the_closest(sample_k
         p.predict("Orora Front", "Mobilise against", "2025-12-20")
     e = Explainer(p).explain("orora front", "Mobilize against", "2025-12-20", exact.answers[0].entity.upper())
     assert e.subject == "Orora Front" and e.answer == exact.answers[0].entity
+
+
+def test_an_answer_without_meaningful_evidence_says_so():
+    """With w = 0 (Eq. 9) every score and every gradient is 0: paths still reach the answer, but
+    none carries weight, and the explanation must not present them as evidence."""
+    kg = small_kg(seed=3)
+    model = small_model(seed=1)
+    with torch.no_grad():
+        model.score.weight.zero_()
+    ex = Explainer(Predictor(from_model(model, RunConfig(model.cfg, TrainConfig(setting="unified")), kg, "unified"),
+                             kg, "cpu"))
+    s, r, o, t = kg.facts("test")[0].tolist()
+    exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="extrapolation", num_paths=3)
+    assert exp.reached and exp.paths
+    assert all(p.importance == 0 and not p.meaningful for p in exp.paths)
+    assert not exp.has_evidence and exp.meaningful_paths == []
+    assert any("no meaningful evidence" in w for w in exp.warnings)
+    assert exp.to_dict()["has_evidence"] is False
+
+
+def test_real_evidence_is_meaningful_and_stays_are_apart():
+    ex, kg = toy_explainer()
+    s, r, o, t = kg.facts("test")[0].tolist()
+    exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=4)
+    assert exp.has_evidence
+    for p in exp.paths:  # importance = the links' gradients only; the rest of the walk is "stay"
+        assert p.importance == pytest.approx(sum(x.gradient for x in p.links), rel=1e-5, abs=1e-9)
+        assert p.meaningful == (abs(p.importance) >= exp.floor)
+
+
+def test_link_sentences_read_as_plain_language(sample_kg, sample_checkpoint):
+    ex = Explainer(Predictor(sample_checkpoint, sample_kg, "cpu"))
+    exp = ex.explain("Orora Front", "Mobilize against", "2025-12-20", "Hugo of Zanistan", setting="extrapolation")
+    link = exp.paths[0].links[0]
+    assert link.sentence() == ("Hugo of Zanistan: Threaten → Orora Front, 1 day before the question "
+                               "(walked back from Orora Front)")
+    assert link.arrow_label == "← Threaten" and link.when == "1 day before"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from evidence_graph import FUTURE, PAST, SAME, evidence_html
+from evidence_graph import evidence_html, graph_height
+from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import Explanation
 from tpar.reasoning.prediction import Prediction
@@ -26,21 +26,42 @@ def render() -> None:
         st.stop()
     answer_ui(pred, sel.kg.entities)
     e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]))
-    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. Importance of a path = "
-               "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam "
-               "search over the layers).")
+    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. A path's importance is the "
+               "sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam search "
+               "over the layers); staying at an entity (a self-loop) is counted apart, as *stay*.")
     for w in e.warnings:
-        st.info(ex.md(w))
+        st.warning(ex.md(w))
     if not e.paths:
-        st.warning("No temporal path reaches this answer, so the model gives it no evidence.")
+        if e.answer == e.subject:
+            st.info("The answer is the question's own entity: the model keeps its state by staying there (self-loops); "
+                    "no path of links leads back to it, so there is no path to show.")
+        elif e.reached:
+            st.info("The answer is reached, but the path search found no path of links with weight to show.")
+        else:
+            st.warning("No temporal path reaches this answer, so the model gives it no evidence.")
         ex.sync_url()
         st.stop()
-    st.markdown(f"<span style='color:{PAST}'>■ before t_q</span> &nbsp; <span style='color:{SAME}'>■ at t_q</span> "
-                f"&nbsp; <span style='color:{FUTURE}'>■ after t_q</span> &nbsp; dashed: a fact walked backwards "
-                "(inverse relation, ⁻¹); thicker: more important. Hover a link for its date.",
+    weak = [p for p in e.paths if not p.meaningful]
+    shown = e.paths
+    if weak:
+        everything = st.toggle(f"Show paths with no meaningful contribution ({len(weak)})", key="show_weak",
+                               value=not e.has_evidence,
+                               help=f"Paths whose importance is below {e.floor:.1g} in absolute value: numerically "
+                                    "zero, they do not explain the score.")
+        shown = e.paths if everything else e.meaningful_paths
+    if not e.has_evidence:
+        st.info("No meaningful evidence for this answer: every path found carries ≈ 0 importance, so none of them "
+                "explains its score (drawn thin and dotted).")
+    dark = st.context.theme.type == "dark"
+    ink = {"past": PAST, "same": SAME, "future": FUTURE}
+    st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
+                f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
+                f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed with ←: a fact walked backwards; "
+                "thickness: the link's own importance (thin and dotted: none). Hover a link for the fact in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
-    st.iframe(evidence_html(e), height=540, alt="Temporal paths to the answer")
-    paths_ui(e)
+    html = evidence_html(e, paths=shown, dark=dark)
+    st.iframe(html, height=graph_height(shown) + 20, alt="Temporal paths to the answer")
+    paths_ui(e, shown)
     ex.sync_url()
 
 
@@ -64,18 +85,29 @@ def answer_ui(pred: Prediction, entities) -> None:
         ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
 
 
-def paths_ui(e: Explanation) -> None:
-    """The path table, every link of the paths, and a CSV download."""
-    table = pd.DataFrame([{"path": k, "importance": p.importance, "hops": p.length, "temporal path": p.describe(),
-                           "times (relative)": ", ".join(x.delta_label for x in p.links)}
-                          for k, p in enumerate(e.paths, start=1)])
-    st.dataframe(table, hide_index=True, column_config={
-        "importance": st.column_config.NumberColumn("Importance", format="%+.4f"),
-        "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
-    links = pd.DataFrame([{"path": k, "hop": i + 1, "subject": x.subject, "relation": x.relation, "object": x.object,
-                           "walked": "backwards" if x.inverse else "forwards", "time": x.time, "Δt": x.delta_label,
-                           "attention α": x.attention, "∂f/∂link": x.gradient}
-                          for k, p in enumerate(e.paths, start=1) for i, x in enumerate(p.links)])
+def paths_ui(e: Explanation, shown: list) -> None:
+    """Each shown path in words, a table of the paths, every link of them, and a CSV download."""
+    number = {id(p): k for k, p in enumerate(e.paths, start=1)}
+    for p in shown:
+        k = number[id(p)]
+        weight = f"importance {p.importance:+.4f}" + ("" if p.meaningful else ", no meaningful contribution")
+        lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
+        st.markdown(f"**Path {k}** ({weight}; stay {p.stay:+.4f}):\n\n{lines}")
+    table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "stay": p.stay, "hops": p.length,
+                           "temporal path": p.describe()} for p in shown])
+    with st.expander("The paths in symbols (r⁻¹: a relation walked backwards)"):
+        st.dataframe(table, hide_index=True, column_config={
+            "path": st.column_config.NumberColumn("Path", width="small"),
+            "importance": st.column_config.NumberColumn("Importance", format="%+.4f", width="small"),
+            "stay": st.column_config.NumberColumn("Stay", format="%+.4f", width="small",
+                                                  help="∂f/∂(self-loop) along the path: staying at an entity"),
+            "hops": st.column_config.NumberColumn("Hops", width="small"),
+            "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
+    links = pd.DataFrame([{"path": number[id(p)], "hop": i + 1, "subject": x.subject, "relation": x.relation,
+                           "object": x.object, "walked": "backwards" if x.inverse else "forwards", "time": x.time,
+                           "Δt": x.delta_label, "attention α": x.attention, "∂f/∂link": x.gradient,
+                           "in words": x.sentence()}
+                          for p in shown for i, x in enumerate(p.links)])
     with st.expander("Every link of these paths"):
         st.dataframe(links, hide_index=True)
     st.download_button("Download the paths (CSV)", csv_text(links.to_dict("records")), file_name="tpar-paths.csv",

@@ -93,6 +93,14 @@ class TimeAxis:
         sign = "+" if n > 0 else ("-" if n < 0 else "")
         return f"{sign}{abs(n)} {self.unit}"
 
+    def describe_delta(self, delta_steps: int) -> str:
+        """Relative time in words, e.g. ``2 days before``, ``1 year after``, ``at the same time``."""
+        n = int(delta_steps) * self.step
+        if n == 0:
+            return "at the same time"
+        word = self.granularity if self.granularity != "step" else "time step"
+        return f"{abs(n)} {word}{'' if abs(n) == 1 else 's'} {'before' if n < 0 else 'after'}"
+
     def parse(self, text: str | int) -> int:
         """The step of a label (inverse of :meth:`label`); ``ValueError`` with a clear message if
         it does not fit this axis. Plain integers are accepted as step numbers on index-only axes."""

@@ -6,10 +6,14 @@ pass in which every admitted link and every self-loop of every layer l carries a
 attention α (:class:`tpar.model.network.PropagationTrace` with ``weighted=True``); one backward pass of
 f(q, answer) gives ∂f/∂w per link and layer. A path is a sequence of L links, one per layer, link
 l+1 leaving the entity link l entered, starting at the query entity and ending at the answer;
-its importance is the sum of its links' gradients. The top-k paths are found by a beam search over
-the layers (vectorised: every (link, partial path) pair of a layer is scored at once and each
-entity keeps its ``beam`` best partial paths). Self-loops stand for "stay" (paths shorter than L);
-they are dropped from the shown path and paths that become equal are merged (the best is kept).
+its importance is the sum of its links' gradients -- the derivative w.r.t. the path of Eq. 14. The
+top-k paths are found by a beam search over the layers (vectorised: every (link, partial path) pair
+of a layer is scored at once and each entity keeps its ``beam`` best partial paths). Self-loops
+stand for "stay" (paths shorter than L): they count nothing towards a path's importance (a path
+whose every link has ∂f/∂link = 0 is worth 0 however the model keeps states alive), their
+gradients are reported apart as the path's ``stay``; they are dropped from the shown path and paths
+that become equal are merged (the best is kept). A path whose importance is below
+:func:`evidence_floor` carries no meaningful evidence and is flagged so.
 By default the search keeps simple paths only (no entity entered twice): walking a link and
 straight back ("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter
 path's evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking over all walks).
@@ -50,16 +54,40 @@ class PathLink:
     delta_label: str    # e.g. "-3 d"
     attention: float    # α of Eq. 7 for this link in this layer
     gradient: float     # ∂f(q, answer)/∂w of this link in this layer
+    when: str = ""      # delta in words, e.g. "2 days before"
 
     @property
     def relation_label(self) -> str:
+        """The symbolic form (the paper's r⁻¹ for a link walked backwards)."""
         return f"{self.relation}⁻¹" if self.inverse else self.relation
+
+    @property
+    def arrow_label(self) -> str:
+        """The relation for a drawing whose arrow points the way the path walks: a link walked
+        backwards is marked ``←`` (the fact points from the arrow's target to its source)."""
+        return f"← {self.relation}" if self.inverse else self.relation
+
+    def sentence(self) -> str:
+        """The fact in plain words with its time relative to the question, e.g. "Kelarara Council:
+        Threaten → Faro of Corbeleth, 2 days before the question" (a backwards walk says so)."""
+        when = "at the question's time" if self.delta == 0 else f"{self.when or self.delta_label} the question"
+        back = f" (walked back from {self.source})" if self.inverse else ""
+        return f"{self.subject}: {self.relation.replace('_', ' ')} → {self.object}, {when}{back}"
+
+
+def evidence_floor(score: float) -> float:
+    """The smallest |importance| that counts as evidence for an answer scoring ``score``: 1e-4, or
+    0.1% of |score| when that is larger (gradients below it are numerical dust, e.g. a link with
+    α ≈ 1e-27)."""
+    return max(1e-4, 1e-3 * abs(score))
 
 
 @dataclass
 class TemporalPath:
     links: list[PathLink]
-    importance: float   # Σ ∂f/∂w over the path's links and self-loops (Eq. 14)
+    importance: float   # Σ ∂f/∂w over the path's links (Eq. 14's derivative w.r.t. the path)
+    stay: float = 0.0   # Σ ∂f/∂w over the self-loops the walk took ("staying at an entity"), not in importance
+    meaningful: bool = True  # |importance| ≥ evidence_floor(f)
 
     @property
     def length(self) -> int:
@@ -78,9 +106,14 @@ class TemporalPath:
             parts.append(f"—[{x.relation_label} @ {x.time} ({x.delta_label})]→ {x.target}")
         return " ".join(parts)
 
+    def sentences(self) -> list[str]:
+        return [x.sentence() for x in self.links]
+
     def to_dict(self) -> dict:
-        return {"importance": self.importance, "length": self.length, "text": self.describe(),
-                "links": [asdict(x) | {"relation_label": x.relation_label} for x in self.links]}
+        return {"importance": self.importance, "stay": self.stay, "meaningful": self.meaningful,
+                "length": self.length, "text": self.describe(),
+                "links": [asdict(x) | {"relation_label": x.relation_label, "sentence": x.sentence()}
+                          for x in self.links]}
 
 
 @dataclass
@@ -93,8 +126,23 @@ class Explanation(AnsweredQuestion):
     num_layers: int
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def floor(self) -> float:
+        return evidence_floor(self.score)
+
+    @property
+    def meaningful_paths(self) -> list[TemporalPath]:
+        return [p for p in self.paths if p.meaningful]
+
+    @property
+    def has_evidence(self) -> bool:
+        """Some shown path carries meaningful evidence (else the answer's score is not explained by
+        any path the search found: everything is ≈ 0)."""
+        return bool(self.meaningful_paths)
+
     def to_dict(self) -> dict:
-        return super().to_dict() | {"paths": [p.to_dict() for p in self.paths]}
+        return super().to_dict() | {"paths": [p.to_dict() for p in self.paths], "evidence_floor": self.floor,
+                                    "has_evidence": self.has_evidence}
 
 
 @dataclass
@@ -148,7 +196,8 @@ class Explainer:
         src_n, dst_n = kg.entities.name(src), kg.entities.name(dst)
         subj, obj = (dst_n, src_n) if inverse else (src_n, dst_n)
         return PathLink(layer, src_n, dst_n, subj, name, obj, bool(inverse), kg.time_axis.label(t_link), int(t_link),
-                        int(t_link - t_q), kg.time_axis.format_delta(t_link - t_q), float(alpha), float(grad))
+                        int(t_link - t_q), kg.time_axis.format_delta(t_link - t_q), float(alpha), float(grad),
+                        kg.time_axis.describe_delta(t_link - t_q))
 
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
@@ -181,6 +230,12 @@ class Explainer:
         warnings = list(p.warnings)
         if not reached:
             warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
+        floor = evidence_floor(float(f.detach()))
+        for path in paths:
+            path.meaningful = abs(path.importance) >= floor
+        if paths and not any(path.meaningful for path in paths):
+            warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
+                            f"{floor:.1g}, so no path explains its score")
         return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
                            float(f.detach()), rank, reached, paths, len(trace.links), warnings)
 
@@ -189,6 +244,7 @@ class Explainer:
         # per layer: candidate links = admitted links then self-loops, with (src, dst, grad)
         state_ent = torch.tensor([s])
         state_score = torch.zeros(1, dtype=torch.float64)
+        state_stay = torch.zeros(1, dtype=torch.float64)
         L = len(trace.links)
         state_hist = torch.full((1, L + 1), -1, dtype=torch.long)  # entities each partial path entered
         state_hist[0, 0] = s
@@ -197,7 +253,8 @@ class Explainer:
             lk, lp = trace.links[l], trace.loops[l]
             src = torch.cat([lk[:, 1], lp[:, 1]])
             dst = torch.cat([lk[:, 3], lp[:, 1]])
-            g = torch.cat([link_grads[l], loop_grads[l]]).double()
+            g_link = torch.cat([link_grads[l], torch.zeros_like(loop_grads[l])]).double()  # what the search ranks
+            g_loop = torch.cat([torch.zeros_like(link_grads[l]), loop_grads[l]]).double()  # reported as "stay"
             if l == L - 1:  # only links into the answer can finish a path
                 keep = torch.nonzero(dst == a).squeeze(1)
             else:
@@ -212,14 +269,15 @@ class Explainer:
             first = torch.repeat_interleave(lo, cnt)
             offs = torch.arange(link_rows.shape[0]) - torch.repeat_interleave(torch.cumsum(cnt, 0) - cnt, cnt)
             parent = order[first + offs]
-            score = state_score[parent] + g[link_rows]
+            score = state_score[parent] + g_link[link_rows]
+            stay = state_stay[parent] + g_loop[link_rows]
             cand_dst = dst[link_rows]
             hist = state_hist[parent]
             is_link = link_rows < lk.shape[0]
             if simple:  # a link may not enter an entity the path has already visited (self-loops may stay)
                 ok = ~(is_link & (hist == cand_dst.unsqueeze(1)).any(1))
-                link_rows, parent, score, cand_dst, hist, is_link = (
-                    x[ok] for x in (link_rows, parent, score, cand_dst, hist, is_link))
+                link_rows, parent, score, stay, cand_dst, hist, is_link = (
+                    x[ok] for x in (link_rows, parent, score, stay, cand_dst, hist, is_link))
             hist = hist.clone()
             hist[:, l + 1] = torch.where(is_link, cand_dst, torch.full_like(cand_dst, -1))
             # best `beam` candidates per destination entity
@@ -234,7 +292,7 @@ class Explainer:
             rank_in_group = torch.arange(d_sorted.shape[0]) - start_pos
             sel = o2[rank_in_group < beam]
             history.append((link_rows[sel], parent[sel]))
-            state_ent, state_score, state_hist = cand_dst[sel], score[sel], hist[sel]
+            state_ent, state_score, state_stay, state_hist = cand_dst[sel], score[sel], stay[sel], hist[sel]
         # walk back from the answer's states, best first
         final = torch.argsort(state_score, descending=True, stable=True).tolist()
         paths, seen = [], set()
@@ -259,7 +317,7 @@ class Explainer:
             if not links or key in seen:
                 continue
             seen.add(key)
-            paths.append(TemporalPath(links, float(state_score[row])))
+            paths.append(TemporalPath(links, float(state_score[row]), float(state_stay[row])))
             if len(paths) == k:
                 break
         return paths
