@@ -23,7 +23,7 @@ from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
 from tpar.errors import DataError
-from tpar.graph.queries import Question
+from tpar.graph.queries import Question, default_question
 from tpar.reasoning.explanation import Explainer, Explanation, ReasoningTrace
 from tpar.reasoning.prediction import Prediction, Predictor
 
@@ -326,11 +326,22 @@ def prediction_text(pred: Prediction) -> str:
     return Question(pred.subject, pred.relation, pred.time, pred.direction).text()
 
 
-def ask_first() -> None:
-    """A page that explains the current question, opened before any question was asked."""
-    st.info("Ask a question first.")
-    st.page_link("views/ask.py", label="Ask", icon=":material/help:")
-    st.stop()
+def default_question_into_state(sel: Selection) -> None:
+    """Put a question into the session when none is there: the data set's first forecasting
+    showcase question (the sample world's planted rules), else the default question after the data."""
+    ss = st.session_state
+    kg = sel.kg
+    examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
+    if examples:
+        x = next((x for x in examples if x.get("setting") == "extrapolation"), examples[0])
+        ss.update(subject=x["subject"], relation=x["relation"], time=x["time"], direction="object",
+                  setting=x.get("setting", "auto"))
+        if x.get("answer") in kg.entities:
+            ss["answer"] = x["answer"]
+    else:
+        q = default_question(kg)
+        ss.update(subject=q.subject, relation=q.relation, time=q.time, direction=q.direction, setting="auto")
+    ss["answer_question"] = question_key()
 
 
 def time_to_date(kg: TemporalKG, label: str) -> dt.date | None:

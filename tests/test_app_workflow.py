@@ -141,9 +141,28 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     codes = [c.value for c in at.code]
     assert any("(A, Threaten, B, t)" in c for c in codes)
     assert any("Threaten⁻¹" in c and "(-2 d)" in c for c in codes)
-    assert any("follows the rule's body" in m.value for m in at.markdown)
+    assert any("follows the rule" in m.value and "does not" not in m.value and "2 days before" in m.value
+               for m in at.markdown)
+    assert not any("has not learned" in w.value for w in at.warning)
     at.slider(key="teach_layer").set_value(1).run()
     assert not at.exception
+
+
+def test_teaching_page_from_a_url_checks_the_rules_timing():
+    """A shared link opens the page on its question (no "ask first"); the weekly rule's pair is
+    answered right, but from the meeting 14 days before: the check says it does not follow the
+    7-day rule, and the page says the model has not learned the rule for this question."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"subject": "Keleth", "relation": "Meet", "time": "2025-12-20", "setting": "extrapolation",
+                 "answer": "Quenara"}.items():
+        at.query_params[k] = v
+    at.run().switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    assert any("(Keleth, Meet, ?, 2025-12-20) → Quenara" in m.value.replace("\\", "") for m in at.markdown)
+    verdict = next(m.value for m in at.markdown if "most important path" in m.value)
+    assert "does not follow the rule" in verdict and "14 days before" in verdict and "7 days" in verdict
+    assert any("has not learned the weekly" in w.value.replace("\\", "") for w in at.warning)
+    assert at.query_params["subject"] == "Keleth" and at.query_params["answer"] == "Quenara"
 
 
 def test_files_over_the_size_limit_are_refused(monkeypatch):

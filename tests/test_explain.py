@@ -217,7 +217,36 @@ def test_rule_recovery_counts(world_explainer):
     assert set(rows) == {"escalation", "weekly_meetings"}
     for r in rows.values():
         assert r.questions == 2  # both directions
-        assert r.top_path_follows_body == 1.0 and r.any_path_follows_body == 1.0
+    assert rows["escalation"].top_path_follows_body == 1.0 == rows["escalation"].any_path_follows_body
+    # the weekly pair: the object question's top path is the meeting 14 days before (the right
+    # relation at the wrong time: not the rule), the subject question's is the one 7 days before
+    weekly = rows["weekly_meetings"]
+    assert "(-14 d)" in weekly.examples[0] and "(-7 d)" in weekly.examples[1]
+    assert weekly.top_path_follows_body == 0.5 and weekly.any_path_follows_body >= 0.5
+
+
+class _Link:
+    def __init__(self, time_step: int) -> None:
+        self.time_step = time_step
+
+
+@pytest.mark.parametrize("rule, direction, link_times, fits", [
+    ("weekly_meetings", "object", [93], True), ("weekly_meetings", "object", [86], False),  # -7 d passes, -14 d not
+    ("weekly_meetings", "subject", [93], True), ("escalation", "object", [99], True), ("escalation", "object", [97], True),
+    ("escalation", "object", [96], False), ("escalation", "object", [100], False),
+    ("reciprocity", "object", [100], True), ("reciprocity", "object", [99], False),
+    ("composition", "object", [45, 98], True), ("composition", "object", [30, 98], False),  # ally too long before
+    ("composition", "object", [98, 98], False), ("composition", "subject", [98, 45], True),
+    ("composition", "object", [45, 95], False)])
+def test_rule_check_is_time_aware(rule, direction, link_times, fits):
+    import json
+
+    from tpar.reasoning.rules import timing_check
+
+    rules = {r["id"]: r for r in json.loads((ROOT / "sample_data/world/rules.json").read_text())["rules"]}
+    check = timing_check([_Link(t) for t in link_times], rules[rule], direction, 100)
+    assert check.fits is fits, check.reason
+    assert check.reason
 
 
 @pytest.mark.parametrize("options", [dict(history_window=2), dict(top_k=2), dict(link_cap=4), dict(history_window=3, top_k=3)],

@@ -83,7 +83,7 @@ def examples_ui(sel: ex.Selection) -> None:
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
     if not ss.get("subject"):
-        use(next((x for x in examples if x.get("setting") == "extrapolation"), examples[0]))
+        ex.default_question_into_state(sel)
 
 
 def fill_question(kg: TemporalKG) -> None:

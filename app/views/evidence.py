@@ -18,7 +18,8 @@ def render() -> None:
     ss = st.session_state
     sel = ex.require_model(ex.selection())
     if not ex.question_ready():
-        ex.ask_first()
+        ex.default_question_into_state(sel)
+        st.info("Showing an example question; change it on the Ask page.")
     pred = ex.current_prediction(sel)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
     if not pred.answers:

@@ -10,12 +10,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
-from tpar.reasoning.explanation import ReasoningTrace
+import palette
+from tpar.reasoning.explanation import ATTENTION_FLOOR, ReasoningTrace
 from tpar.reasoning.prediction import Prediction
-from tpar.reasoning.rules import PlantedRules, path_follows
+from tpar.reasoning.rules import PlantedRules, days_per_step, rule_followed
 from tpar.reasoning.teaching import TimeEncodingCurves, time_encoding_curves
 
-ANSWER_COLOUR, OTHER_COLOUR = "#b45309", "#577590"
+ANSWER_COLOUR, OTHER_COLOUR = palette.CHOSEN, palette.OTHER
 
 
 def render() -> None:
@@ -24,7 +25,8 @@ def render() -> None:
     sel = ex.require_model(ex.selection())
     kg = sel.kg
     if not ex.question_ready():
-        ex.ask_first()
+        ex.default_question_into_state(sel)
+        st.info("Showing an example question; change it on the Ask page.")
     explainer = sel.explainer()
     model = explainer.predictor.model
     L = model.cfg.num_layers
@@ -44,11 +46,15 @@ def render() -> None:
                 "sin(ω_p Δt + φ_p) (weekly or monthly habits) and a **linear** part ω_np Δt + φ_np (recency); their "
                 "sum is h_t. Below: the dimensions with the shortest learned periods, and the linear dimensions that "
                 "change fastest.")
-    curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 400)))
-    time_encoding_ui(curves, kg.time_axis.unit)
+    per_day = days_per_step(kg.time_axis)
+    targets = tuple(d / per_day for d in (7, 30)) if per_day else ()
+    curves = time_encoding_curves(model, int(min(max(explainer.predictor.time_span, 14), 60)),
+                                  periods_of_interest=targets)
+    time_encoding_ui(curves, kg.time_axis.unit, per_day)
     planted = PlantedRules.find(sel.source.path)
     if planted is not None:
         rule_ui(sel, planted, pred, answer)
+    ex.sync_url()
 
 
 def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
@@ -73,10 +79,21 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
            if x.new_entities else "")
     st.markdown(f"**Step {step}**: {x.entities_reached:,} entities reached, {x.num_links:,} temporal links admitted"
                 f"{new}.")
-    st.dataframe(pd.DataFrame([{"α": lk.attention, "from": lk.source, "relation": lk.relation_label, "to": lk.target,
-                                "time": lk.time, "Δt": lk.delta_label} for lk in x.top_links]),
-                 hide_index=True, column_config={"α": st.column_config.ProgressColumn(
-                     "attention α", min_value=0.0, max_value=1.0, format="%.3f")})
+    if x.links_towards_answer is None:
+        st.caption("The answer is not reached: the links with the most attention in this step, wherever they lead.")
+    else:
+        st.caption(f"{x.links_towards_answer:,} of these links lie on a walk to **{ex.md(answer)}** within the "
+                   f"remaining steps; below, those the attention notices (α ≥ {ATTENTION_FLOOR:g}), highest first.")
+    if not x.top_links:
+        st.info(f"No link on the way to the answer gets noticeable attention in step {step}: the model carries its "
+                "states over (self-loops) and uses the evidence in another step.")
+        return
+    st.dataframe(pd.DataFrame([{"α": lk.attention, "from": lk.source, "relation": lk.arrow_label, "to": lk.target,
+                                "when": lk.when or lk.delta_label, "time": lk.time} for lk in x.top_links]),
+                 hide_index=True, width="stretch", column_config={
+                     "α": st.column_config.ProgressColumn("attention α", min_value=0.0, max_value=1.0, format="%.3f"),
+                     "relation": st.column_config.TextColumn("relation", help="← : the fact walked backwards"),
+                     "when": st.column_config.TextColumn("when (before/after the question)")})
 
 
 def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
@@ -112,25 +129,38 @@ def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
     return fig
 
 
-def time_encoding_ui(curves: TimeEncodingCurves, unit: str) -> None:
-    """Section 2: the periodic and linear parts of the learned time encoding against Δt."""
-    def chart(title: str, values: list[list[float]], names: list[str]) -> go.Figure:
-        fig = go.Figure([go.Scatter(x=curves.dt, y=col, mode="lines", name=name)
-                         for col, name in zip(np.array(values).T, names)])
-        fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), title=title, xaxis_title=f"Δt ({unit})")
+def time_encoding_ui(curves: TimeEncodingCurves, unit: str, per_day: float | None) -> None:
+    """Section 2: the periodic and linear parts of the learned time encoding against Δt; the learned
+    periods nearest a week and a month drawn thick."""
+    def fig_of(title: str, traces: list[go.Scatter]) -> go.Figure:
+        fig = go.Figure(traces)
+        fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), title=title, xaxis_title=f"Δt ({unit})",
+                          legend=dict(orientation="h", yanchor="top", y=-0.25))
         return fig
 
+    periodic = np.array(curves.periodic)
+    traces = []
+    for j, (dim, period) in enumerate(zip(curves.periodic_dims, curves.periods)):
+        target = curves.highlight.get(dim)
+        name = f"period {period:.1f} {unit}" + (f" (nearest {target * (per_day or 1):g} days)" if target else "")
+        traces.append(go.Scatter(x=curves.dt, y=periodic[:, j], mode="lines", name=name,
+                                 line={"width": 3.5 if target else 1.2}, opacity=1.0 if target else 0.55))
+    linear = np.array(curves.linear)
+    lin_traces = [go.Scatter(x=curves.dt, y=linear[:, j], mode="lines", name=f"slope {w:+.3f} per {unit}")
+                  for j, w in enumerate(curves.slopes)]
     c1, c2 = st.columns(2)
-    c1.plotly_chart(chart("periodic part", curves.periodic,
-                          [f"dim {i}: period {p:.1f} {unit}" for i, p in zip(curves.periodic_dims, curves.periods)]),
-                    config={"displaylogo": False})
-    c2.plotly_chart(chart("linear part", curves.linear,
-                          [f"dim {i}: slope {w:+.3f}" for i, w in zip(curves.linear_dims, curves.slopes)]),
-                    config={"displaylogo": False})
+    c1.plotly_chart(fig_of("Periodic part: weekly and monthly habits", traces), config={"displaylogo": False})
+    c2.plotly_chart(fig_of("Linear part: recency", lin_traces), config={"displaylogo": False})
+    if curves.highlight:
+        found = ", ".join(f"{curves.periods[curves.periodic_dims.index(d)]:.1f} {unit} (for {t * (per_day or 1):g} days)"
+                          for d, t in curves.highlight.items())
+        st.caption(f"Learned periods nearest a week and a month: {found}. Thick lines; the thin ones are other "
+                   "learned periods that show as waves over ±60 steps.")
 
 
 def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: str) -> None:
-    """Section 3 (data with planted rules): the rule that produced the fact beside TPAR's top path."""
+    """Section 3 (data with planted rules): the rule that produced the fact beside TPAR's top path,
+    checked for relations, directions and timing; a clear label when the model has not learned it."""
     st.subheader("3 · TPAR's top path beside the rule that made the answer")
     subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
     rule = planted.rule_of(subj, pred.relation, obj, pred.time)
@@ -147,12 +177,19 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     with c2:
         if e.paths:
             top = e.paths[0]
-            follows = path_follows(top.links, rule["body"], rule["head"], pred.direction)
-            st.markdown("**TPAR's most important path** " + ("✅ follows the rule's body" if follows
-                                                             else "✗ does not follow the rule's body"))
+            check = rule_followed(top.links, rule, pred.direction, e.time_step, days_per_step(sel.kg.time_axis))
+            mark = ":material/check_circle: follows the rule" if check.fits else ":material/cancel: does not follow the rule"
+            st.markdown(f"**TPAR's most important path** {mark}: {ex.md(check.reason)}.")
             st.code(top.describe(), language=None)
         else:
+            check = None
             st.warning("No temporal path reaches this answer.")
+    learned = e.rank == 1 and check is not None and check.fits
+    if not learned:
+        why = (f"it ranks the rule's answer {e.rank:g}, not first" if e.rank != 1 else
+               "its top path is not the rule's body at the rule's times")
+        st.warning(f"This model has not learned the {ex.md(rule['id'])} rule for this question: {why}. The page shows "
+                   "what the model computed, not what the rule says.")
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -76,10 +76,11 @@ class PathLink:
 
 
 def evidence_floor(score: float) -> float:
-    """The smallest |importance| that counts as evidence for an answer scoring ``score``: 1e-4, or
-    0.1% of |score| when that is larger (gradients below it are numerical dust, e.g. a link with
-    α ≈ 1e-27)."""
-    return max(1e-4, 1e-3 * abs(score))
+    """The smallest |importance| that counts as evidence for an answer scoring ``score``: 1e-6, or
+    0.01% of |score| when that is larger. Gradients below it are numerical dust (a link with
+    α ≈ 1e-27 has ∂f/∂link ≈ 1e-20); kept low because Eq. 14's gradients are small wherever the
+    activation saturates even for links that matter (the sample world's weekly link: 0.005 at f ≈ 5)."""
+    return max(1e-6, 1e-4 * abs(score))
 
 
 @dataclass
@@ -145,6 +146,10 @@ class Explanation(AnsweredQuestion):
                                     "has_evidence": self.has_evidence}
 
 
+#: attention below which a link is not shown as one the model "attends to" in the teaching trace
+ATTENTION_FLOOR = 0.01
+
+
 @dataclass
 class LayerSummary:
     """Teaching view of one recursive step l (Eqs. 5-8).
@@ -157,10 +162,12 @@ class LayerSummary:
     entities_reached: int        # |E^l|: entities with a state after this step
     new_entities: list[str]      # reached for the first time in this step (at most ``top`` names)
     num_links: int               # admitted temporal links (self-loops excluded)
-    top_links: list[PathLink]    # the links with the highest attention α (gradient field 0)
+    top_links: list[PathLink]    # the links with the highest attention α (gradient field 0); when an answer
+                                 # was given and reached, only links on a walk to it with α ≥ ATTENTION_FLOOR
     scores: dict[str, float] = field(default_factory=dict)
     answer_score: float | None = None   # w·h_answer^l, None while the answer is not reached
     answer_rank: float | None = None    # among the entities reached so far (realistic)
+    links_towards_answer: int | None = None  # admitted links of this step on some walk to the answer
 
 
 @dataclass
@@ -326,7 +333,10 @@ class Explainer:
     def trace(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
               setting: str = "auto", top: int = 10, answer: str | None = None) -> ReasoningTrace:
         """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
-        the provisional scores w·h^l (of the ``top`` entities and of ``answer``)."""
+        the provisional scores w·h^l (of the ``top`` entities and of ``answer``). With an ``answer``
+        that some walk reaches, the links shown are those on a walk of L steps (links or stays)
+        from the question's entity to the answer: a link of step l whose target can still reach the
+        answer in steps l+1..L, and whose attention is at least :data:`ATTENTION_FLOOR`."""
         question = Question(subject, relation, time, direction, setting)
         if answer is not None:
             answer = self.kg.entities.resolve(answer, "answer entity")
@@ -338,6 +348,7 @@ class Explainer:
         a = kg.entities.id(answer) if answer is not None else None
         seen = {s}
         layers = []
+        towards = self._towards(trace, a) if a is not None else None
         for l in range(len(trace.links)):
             ents = trace.nodes[l][:, 1].tolist()
             with torch.no_grad():
@@ -352,11 +363,33 @@ class Explainer:
             new = [e for e in ents if e not in seen]
             seen.update(ents)
             alpha = trace.alpha[l]
-            best = torch.argsort(alpha, descending=True, stable=True)[:top].tolist()
+            if towards is not None:  # on a walk to the answer, and noticed by the attention at all
+                on_walk = torch.nonzero(towards[l] & (alpha >= ATTENTION_FLOOR)).squeeze(1)
+                best = on_walk[torch.argsort(alpha[on_walk], descending=True, stable=True)[:top]].tolist()
+            else:
+                best = torch.argsort(alpha, descending=True, stable=True)[:top].tolist()
             links = []
             for j in best:
                 _, src, rel, dst, tl = trace.links[l][j].tolist()
                 links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
-                                       int(trace.num_links[l]), links, scores, a_score, a_rank))
+                                       int(trace.num_links[l]), links, scores, a_score, a_rank,
+                                       None if towards is None else int(towards[l].sum())))
         return ReasoningTrace(subject, relation, direction, prepared.time_label, t, prepared.setting.value, layers, answer)
+
+    @staticmethod
+    def _towards(trace: PropagationTrace, answer: int) -> list[torch.Tensor] | None:
+        """Per step l, a mask (M_l,) of the admitted links on some L-step walk to ``answer`` (links
+        and stays): backwards from {answer} after step L, a link of step l counts when its target
+        can reach the answer afterwards, and its source joins the set for step l-1 (an entity
+        can always stay). ``None`` when the answer is not reached."""
+        L = len(trace.links)
+        if not bool((trace.nodes[-1][:, 1] == answer).any()):
+            return None
+        reach = torch.tensor([answer])
+        masks: list[torch.Tensor] = [torch.zeros(0, dtype=torch.bool)] * L
+        for l in range(L - 1, -1, -1):
+            links = trace.links[l]
+            masks[l] = torch.isin(links[:, 3], reach) if links.numel() else torch.zeros(0, dtype=torch.bool)
+            reach = torch.unique(torch.cat([reach, links[masks[l], 1]]))
+        return masks
