@@ -10,9 +10,22 @@ import streamlit as st
 
 from explorer import WORKSPACE, init_state, md
 from tpar.errors import DataError, describe_internal_error, log_internal_error
+from tpar.model.kernels import build_in_background, kernel_building
 
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
+
+
+@st.cache_resource(show_spinner=False)
+def start_kernel_build() -> None:
+    """Once per server: build (or load from cache) the fast C++ kernel in the background."""
+    build_in_background()
+
+
+start_kernel_build()
+if kernel_building():
+    st.sidebar.info("Preparing the fast C++ kernel (first start only, about a minute). Until it is ready, answers "
+                    "come from the slower torch kernel: the same numbers, a little later.")
 
 ask_page = st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="start", default=True)
 

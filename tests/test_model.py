@@ -147,6 +147,39 @@ def test_cpp_kernel_is_built_and_used_where_a_compiler_exists():
     assert torch.allclose(fused, plain, atol=1e-10)
 
 
+def test_a_background_build_lets_auto_answer_with_torch_meanwhile(monkeypatch):
+    """While the C++ kernel builds in the background (an app's start), ``auto`` answers with the
+    torch kernel at once instead of waiting; once built, the C++ kernel serves."""
+    import threading
+
+    release = threading.Event()
+    built = object()
+
+    def slow_build():
+        release.wait(30)
+        monkeypatch.setattr(kernels, "_cpp_module", built)
+        return built
+
+    monkeypatch.setattr(kernels, "_cpp_module", None)
+    monkeypatch.setattr(kernels, "_cpp_failed", None)
+    monkeypatch.setattr(kernels, "_build_thread", None)
+    monkeypatch.setattr(kernels, "_build", slow_build)
+    with kernels.kernel("auto"):
+        assert kernels.build_in_background() is True and kernels.kernel_building()
+        assert kernels.use_fused(torch.device("cpu"), torch.float32, per_link_output=False) is False  # no wait
+        kg = small_kg(8)
+        model = build()
+        before = kernels.steps_run["torch"]
+        with torch.no_grad():
+            model(make_queries(kg.facts("test"), R)[:2], Background.for_evaluation(kg, "extrapolation"))
+        assert kernels.steps_run["torch"] - before == model.cfg.num_layers
+        release.set()
+        kernels._build_thread.join(10)
+        assert not kernels.kernel_building()
+        assert kernels.use_fused(torch.device("cpu"), torch.float32, per_link_output=False) is True
+        assert kernels.build_in_background() is False  # built: nothing to start
+
+
 @pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
 def test_forward_equals_reference(setting, kernel):
     kg = small_kg(dup_test_in_train=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import threading
 import time
 import warnings
 from collections import Counter
@@ -94,9 +95,40 @@ def _clear_stale_build_lock(build_dir: Path) -> None:
         pass
 
 
+_build_lock = threading.Lock()  # guards starting the background thread
+_module_lock = threading.Lock()  # held while the module is built or loaded
+_build_thread: threading.Thread | None = None
+
+
+def build_in_background() -> bool:
+    """Start building (or loading from torch's cache) the C++ kernel in a thread and return at once;
+    until it is ready, ``auto`` runs the torch kernel instead of waiting (an app's first question is
+    answered meanwhile). Returns whether a build is running."""
+    global _build_thread
+    if _choice == "torch" or _cpp_module is not None or _cpp_failed is not None:
+        return False
+    with _build_lock:
+        if _build_thread is None:
+            _build_thread = threading.Thread(target=cpp_kernel, name="tpar-kernel-build", daemon=True)
+            _build_thread.start()
+    return kernel_building()
+
+
+def kernel_building() -> bool:
+    """Whether a background build started by :func:`build_in_background` is still running."""
+    return _build_thread is not None and _build_thread.is_alive()
+
+
 def cpp_kernel():
     """The compiled C++ module (built on first call), or ``None`` where it cannot be built (the reason
     is in :func:`kernel_status`). Not consulted when ``torch`` is selected."""
+    if _cpp_module is not None or _cpp_failed is not None:
+        return _cpp_module
+    with _module_lock:  # one build per process; a caller that needs the module waits for a running one
+        return _build()
+
+
+def _build():
     global _cpp_module, _cpp_failed
     if _cpp_module is not None or _cpp_failed is not None:
         return _cpp_module
@@ -130,6 +162,8 @@ def use_fused(device: torch.device, dtype: torch.dtype, per_link_output: bool) -
     applies = device.type == "cpu" and dtype in (torch.float32, torch.float64) and not per_link_output
     if not applies:
         return False
+    if _choice == "auto" and kernel_building():
+        return False  # being built in the background: the torch kernel answers meanwhile
     if cpp_kernel() is None:
         if _choice == "cpp":
             raise RuntimeError(f"the C++ kernel was selected but cannot be built ({_cpp_failed})")
