@@ -94,6 +94,10 @@ def test_train_progress_finish_then_ask(workspace):
     at.number_input(key="train_epochs").set_value(2)
     at.number_input(key="train_per_epoch").set_value(80)
     at.text_input(key="train_name").set_value("tiny-model")
+    at.get("form_submit_button")[1].click().run()  # estimate only: a time, no job
+    assert not at.exception and not at.success
+    assert any("Estimated on this machine" in i.value and "per epoch" in i.value for i in at.info)
+    assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
     seen_progress, t0 = [], time.time()
@@ -110,6 +114,11 @@ def test_train_progress_finish_then_ask(workspace):
         raise AssertionError("training did not finish")
     assert seen_progress and seen_progress[-1] == 100
     assert (workspace / "runs_dir" / "tiny-model.tpar").is_file()
+    epochs = at.dataframe[-1].value  # one row per epoch, readable names, MRR in %
+    assert "Valid MRR % (extrapolation)" in epochs.columns and "Training questions" in epochs.columns
+    assert epochs["Valid MRR % (extrapolation)"].between(0, 100).all() and (epochs["Training questions"] == 80).all()
+    label = at.selectbox(key="w_job")
+    assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     at.button(key=f"use-{at.session_state['job']}").click().run()
     assert not at.exception and not at.error
     assert at.session_state["model"] == "tiny-model"
@@ -271,3 +280,18 @@ def test_evidence_page_says_when_no_path_carries_weight(workspace, monkeypatch):
     assert "no meaningful contribution" in shown(at)
     frame = at.get("iframe")[0].proto.srcdoc
     assert '"width": 1.0' in frame and '"width": 7' not in frame  # absolute scale: all thin
+
+
+def test_upload_flags_an_outlier_year_and_leaves_it_out_unless_asked(workspace):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    upload(at, tiny_world_csv(extra="P0,meets,P1,2031-05-01\nP2,meets,P2,2024-01-03\n").encode())
+    assert not at.exception and not at.error
+    text = shown(at)
+    assert "row 122: 2031-05-01" in text and "Leave the outlier rows out" in [c.label for c in at.checkbox]
+    assert "link an entity to itself" in " ".join(i.value for i in at.info)
+    facts = [m for m in at.markdown if "Times read as" in m.value][0].value
+    assert "2024-03-04" in facts  # left out by default: the range ends with the data
+    at.checkbox(key="upload_exclude_outliers").uncheck().run()
+    facts = [m for m in at.markdown if "Times read as" in m.value][0].value
+    assert "2031-05-01" in facts  # kept on request
+    assert at.dataframe[0].value.iloc[0]["subject"] == "P0"  # the preview

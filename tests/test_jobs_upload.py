@@ -196,3 +196,39 @@ def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, mon
     monkeypatch.setattr(training.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
     with pytest.raises(DataError, match="MB free; training needs at least"):
         train(kg, run, tmp_path / "other.tpar", progress=False)
+
+
+def test_an_outlier_time_is_flagged_with_its_row_and_can_be_left_out():
+    """One 2031 row in 2024 data: flagged with its row; kept, it stretches the range; left out, the
+    range and the time axis are the data's own again."""
+    text = tiny_world_csv(extra="P0,meets,P1,2031-05-01\n")
+    kept, kg_kept = inspect_upload(text, "x.csv")
+    assert kept.outliers == [(122, "2031-05-01")] and not kept.outliers_excluded
+    assert kept.time_range[1] == "2031-05-01" and kept.rows_kept == 121
+    left, kg = inspect_upload(text, "x.csv", exclude_outliers=True)
+    assert left.outliers_excluded and left.rows_kept == 120 and left.time_range == ("2024-01-01", "2024-03-04")
+    assert kg.time_axis.label(kg.time_range[1]) == "2024-03-04"
+    early, kg_early = inspect_upload("subject,relation,object,time\nA,meets,B,1970-01-01\n" + tiny_world_csv()
+                                     .split("\n", 1)[1], "y.csv", exclude_outliers=True)
+    assert early.outliers == [(2, "1970-01-01")]
+    assert kg_early.time_axis.origin == "2024-01-01" and kg_early.time_range[0] == 0  # re-based on the data
+
+
+@pytest.mark.parametrize("times", [list(range(30)), list(range(0, 300, 10)), [0, 1, 2, 3, 50, 51, 52, 53]])
+def test_ordinary_spread_or_gapped_data_has_no_outliers(times):
+    import numpy as np
+
+    from tpar.data.upload import outlier_times
+
+    assert not outlier_times(np.array(times)).any()
+
+
+def test_the_report_shows_self_loops_dropped_row_content_and_a_preview():
+    text = tiny_world_csv(days=6, extra="P3,meets,P3,2024-01-02\nP0,meets\n\"unclosed,calls,P1,2024-01-03\n")
+    report, _ = inspect_upload(text, "z.csv")
+    assert report.self_loops == [14]
+    rows = {d["row"]: d for d in report.problems_table()}
+    assert rows[15]["content"] == "P0,meets" and "expected 4 columns" in rows[15]["problem"]
+    assert rows[16]["content"].startswith('"unclosed')
+    assert report.preview[0] == {"row": 2, "subject": "P0", "relation": "meets", "object": "P1", "time": "2024-01-01"}
+    assert len(report.preview) == 10

@@ -16,6 +16,7 @@ from tpar.cli import main
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.data.loading import load_dataset
+from conftest import small_kg
 from tpar.model.training import TrainingCallbacks, resume_path, train
 
 
@@ -292,3 +293,32 @@ def test_sigint_during_tpar_train_leaves_a_resumable_snapshot(world, tmp_path):
     assert done.returncode == 0, done.stderr
     assert not snap.exists() and Checkpoint.load(out).extra["stopped"] in ("completed", "early-stopping")
     assert len(Checkpoint.load(out).history) == 40  # every epoch ran once: the interrupted ones were kept
+
+
+@pytest.mark.parametrize("total, available, want", [
+    (1, {"extrapolation": 50, "interpolation": 30}, {"extrapolation": 1, "interpolation": 0}),
+    (998, {"extrapolation": 900, "interpolation": 250}, {"extrapolation": 748, "interpolation": 250}),
+    (7, {"extrapolation": 10, "interpolation": 10}, {"extrapolation": 4, "interpolation": 3}),
+    (0, {"extrapolation": 10, "interpolation": 3}, {"extrapolation": 10, "interpolation": 3}),
+    (100, {"extrapolation": 10, "interpolation": 3}, {"extrapolation": 10, "interpolation": 3}),
+    (5, {"interpolation": 40}, {"interpolation": 5})])
+def test_the_question_budget_is_met_exactly(total, available, want):
+    from tpar.model.training import split_budget
+
+    got = split_budget(total, available)
+    assert got == want
+    assert sum(got.values()) == (min(total, sum(available.values())) if total else sum(available.values()))
+
+
+@pytest.mark.parametrize("budget", [1, 3])
+def test_a_unified_run_trains_the_budget_it_was_given_and_says_so(tmp_path, budget):
+    from tpar.model.card import render
+
+    kg = small_kg(seed=5)
+    run = RunConfig(ModelConfig(dim=6, attn_dim=3, num_layers=2, dropout=0.0),
+                    TrainConfig(setting="unified", epochs=1, batch_size=2, micro_batch=2, max_train_queries=budget,
+                                max_valid_queries=5, seed=0))
+    res = train(kg, run, tmp_path / "m.tpar", progress=False)
+    assert res.history[0]["queries"] == budget
+    card = render(Checkpoint.load(tmp_path / "m.tpar"), "m")
+    assert f"questions per epoch {budget} (asked for: {budget})" in card

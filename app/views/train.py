@@ -7,16 +7,20 @@ training at once each get their own job and output file.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 import streamlit as st
 
 import explorer as ex
+import palette
 from tpar.data.kg import TemporalKG
 from tpar.model.config import RunConfig, builtin_config
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
+from tpar.model.training import estimate_training
 from tpar.runtime.jobs import JobSpec, list_jobs, start_job
 
 #: the page's defaults (those of the shipped sample-world model); the form overrides a few of them
@@ -33,16 +37,18 @@ def render() -> None:
                f"valid {split_size['valid']:,}, test {split_size['test']:,}.")
     form = form_ui(sel.source.path.name, split_size["train"])
     if form is not None:
-        start_ui(sel, kg, *form)
+        name, run, eval_test, action = form
+        estimate = estimate_ui(kg, run)
+        if action == "start" and estimate is not None:
+            start_ui(sel, kg, name, run, eval_test)
     jobs = list_jobs(ex.JOBS_DIR)
     if not jobs:
         st.info("No training jobs yet.")
         st.stop()
     ids = [j.id for j in jobs]
     ex.keep_valid("job", ids)
-    status_of = {j.id: j.status() for j in jobs}
-    ex.bind(st.selectbox, "Job", "job", options=ids,
-            format_func=lambda i: f"{status_of[i].name} — {status_of[i].state} ({i})")
+    names = {j.id: j.status() for j in jobs}  # names and start times only: the state is drawn live below
+    ex.bind(st.selectbox, "Job", "job", options=ids, format_func=lambda i: job_label(names[i]))
     follow(ss["job"])
     ex.sync_url(("data",))
 
@@ -76,8 +82,10 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
                              key="train_name", persist_state="session")
         eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
                                 persist_state="session")
-        submitted = st.form_submit_button("Start training", type="primary")
-    if not submitted:
+        b1, b2 = st.columns(2)
+        submitted = b1.form_submit_button("Start training", type="primary")
+        estimate = b2.form_submit_button("Estimate the time only")
+    if not (submitted or estimate):
         return None
     if not is_valid_name(name or ""):
         st.error(f"Model name: {NAME_RULE}.")
@@ -87,7 +95,37 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
     run.model.history_window, run.model.top_k = int(window), int(top_k)
     run.train.setting, run.train.lr, run.train.epochs = setting, float(lr), int(epochs)
     run.train.max_train_queries = int(per_epoch)
-    return name, run, eval_test
+    return name, run, eval_test, "start" if submitted else "estimate"
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '12 min', '2 h 05 min'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def estimate_ui(kg: TemporalKG, run: RunConfig):
+    """Time a few training questions with this configuration and say how long the run should take."""
+    try:
+        with st.spinner("Timing a few training questions…"):
+            est = estimate_training(kg, run)
+    except DataError as e:
+        st.error(ex.md(e))
+        return None
+    st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
+            f"{1000 * est.seconds_per_question:.0f} ms each plus {duration(est.valid_seconds)} of validation: "
+            f"about **{duration(est.epoch_seconds)} per epoch**, at most **{duration(est.total_seconds)}** for "
+            f"{est.epochs} epoch{'s' if est.epochs != 1 else ''} (early stopping may end sooner; other work on the "
+            "machine slows it).")
+    return est
+
+
+def job_label(s) -> str:
+    started = dt.datetime.fromtimestamp(s.started).strftime("%H:%M") if s.started else "not started"
+    return f"{s.name} (started {started}; {s.id})"
 
 
 def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool) -> None:
@@ -121,21 +159,23 @@ def follow(job_id: str) -> None:
     ss = st.session_state
     job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
     s = job.status()
-    label = {"starting": "starting…", "running": f"epoch {s.epoch} of at most {s.epochs}",
-             "done": f"finished ({s.message})", "cancelled": s.message, "failed": f"failed: {s.message}",
+    label = {"starting": "starting…", "running": f"running, epoch {s.epoch} of at most {s.epochs}",
+             "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
-    st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {s.seconds:.0f} s of training"))
+    left = s.remaining_seconds
+    eta = f", about {duration(left)} left if every epoch runs" if left is not None else ""
+    st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {duration(s.seconds)} of training{eta}"))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])
         if s.steps:
             steps = pd.DataFrame(s.steps)
             x = steps["epoch"] + steps["batch"] / steps["batches"]
-            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="loss", mode="lines", line={"color": "#577590"}))
+            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="loss", mode="lines", line={"color": palette.LOSS}))
         if s.epochs_done:
             ep = pd.DataFrame(s.epochs_done)
             if "valid_mrr" in ep:
                 fig.add_trace(go.Scatter(x=ep["epoch"], y=100 * ep["valid_mrr"], name="valid MRR %",
-                                         mode="lines+markers", line={"color": "#e76f51"}), secondary_y=True)
+                                         mode="lines+markers", line={"color": palette.METRIC}), secondary_y=True)
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="epoch",
                           legend={"orientation": "h"})
         fig.update_yaxes(title_text="loss", secondary_y=False)
@@ -162,7 +202,24 @@ def follow(job_id: str) -> None:
                 with st.expander("Worker log"):
                     st.code(log.read_text(encoding="utf-8", errors="replace")[-4000:])
         if s.epochs_done:
-            st.dataframe(pd.DataFrame(s.epochs_done).drop(columns=["type", "time"], errors="ignore"), hide_index=True)
+            epochs_table(s.epochs_done)
+
+
+def epochs_table(epochs: list[dict]) -> None:
+    """One row per finished epoch: readable names, MRR and Hits in %."""
+    table = pd.DataFrame(epochs).drop(columns=["type", "time"], errors="ignore")
+    for c in table.columns:
+        if c.startswith("valid_"):
+            table[c] = 100 * table[c]
+    names = {"epoch": "Epoch", "loss": "Loss", "queries": "Training questions", "seconds": "Seconds"}
+    for c in table.columns:
+        if c.startswith("valid_"):
+            what = c[len("valid_"):]
+            kind, _, metric = what.rpartition("_")
+            label = {"mrr": "MRR", "hits@1": "Hits@1", "hits@10": "Hits@10"}.get(metric or what, metric or what)
+            names[c] = f"Valid {label} %" + (f" ({kind})" if kind else "")
+    st.dataframe(table.rename(columns=names), hide_index=True, column_config={
+        v: st.column_config.NumberColumn(v, format="%.2f") for v in names.values() if "%" in v or v == "Loss"})
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -25,8 +25,9 @@ def render() -> None:
                            file_name="sample-world-facts.csv", mime="text/csv")
     name, text = file_ui()
     options = options_ui()
+    exclude = bool(st.session_state.get("upload_exclude_outliers", True))
     try:
-        report, kg = check(text, name, *options)
+        report, kg = check(text, name, *options, exclude)
     except DataError as e:
         st.error(ex.md(f"This file cannot be used: {e}"))
         st.stop()
@@ -80,18 +81,37 @@ def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
 
 
 @st.cache_data(show_spinner="Checking the file…", max_entries=4)
-def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple):
-    return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions)
+def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, exclude_outliers: bool):
+    return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions,
+                          exclude_outliers=exclude_outliers)
 
 
 def report_ui(report: UploadReport) -> None:
     st.subheader("Validation report")
-    m = st.columns(5)
+    m = st.columns(3)
     m[0].metric("Rows read", f"{report.rows_read:,}")
     m[1].metric("Facts kept", f"{report.rows_kept:,}")
-    m[2].metric("Rows dropped", f"{len(report.dropped):,}")
-    m[3].metric("Duplicates removed", f"{report.duplicates:,}")
-    m[4].metric("Time step", report.granularity)
+    m[2].metric("Time step", report.granularity)
+    m = st.columns(3)
+    m[0].metric("Rows dropped", f"{len(report.dropped):,}")
+    m[1].metric("Duplicates removed", f"{report.duplicates:,}")
+    m[2].metric("Outlier times", f"{len(report.outliers):,}" + (" (left out)" if report.outliers_excluded else ""))
+    if report.preview:
+        with st.expander("Preview: the first facts as read", expanded=True):
+            st.dataframe(pd.DataFrame(report.preview), hide_index=True, width="stretch")
+    if report.outliers:
+        shown = ", ".join(f"row {r}: {t}" for r, t in report.outliers[:5]) + ("…" if len(report.outliers) > 5 else "")
+        st.warning(ex.md(f"{len(report.outliers):,} row(s) have a time far from all the others ({shown}): a gap longer "
+                         "than the rest of the data spans. Kept, they would stretch the time range (and put the "
+                         "default question after them)."))
+        st.checkbox("Leave the outlier rows out", value=True, key="upload_exclude_outliers",
+                    help="Unticked, they are kept as ordinary facts.")
+        with st.expander(f"Outlier rows ({len(report.outliers):,})"):
+            st.dataframe(pd.DataFrame([{"row": r, "time": t} for r, t in report.outliers[:1000]]), hide_index=True)
+    if report.self_loops:
+        st.info(f"{len(report.self_loops):,} fact(s) link an entity to itself (subject = object), e.g. row"
+                f"{'s' if len(report.self_loops) > 1 else ''} {', '.join(map(str, report.self_loops[:5]))}. They are "
+                "kept; TPAR's paths may walk them like any link.")
     st.markdown(f"Times read as **{report.time_format}**, from **{report.time_range[0]}** to **{report.time_range[1]}**; "
                 f"**{report.entities:,}** entities, **{report.relations:,}** relations. Split ({report.split_policy}): "
                 + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
@@ -99,8 +119,9 @@ def report_ui(report: UploadReport) -> None:
         st.warning(ex.md(note))
     if report.dropped:
         st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
-                   "their row numbers:")
-        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True)
+                   "their row numbers, problems and content:")
+        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch",
+                     column_config={"content": st.column_config.TextColumn("content (as in the file)")})
     if report.normalised:
         with st.expander(f"Names normalised ({len(report.normalised):,})"):
             st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}

@@ -45,23 +45,78 @@ class UploadReport:
     notes: list[str] = field(default_factory=list)
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
     lookalikes: list[list[str]] = field(default_factory=list)            # distinct names that look the same
+    dropped_text: dict[int, str] = field(default_factory=dict)           # row -> its text (shortened)
+    outliers: list[tuple[int, str]] = field(default_factory=list)        # (row, time) far from all other times
+    outliers_excluded: bool = False
+    self_loops: list[int] = field(default_factory=list)                  # rows with subject = object (kept)
+    preview: list[dict] = field(default_factory=list)                    # the first facts as read
 
     def problems_table(self, limit: int = 1000) -> list[dict]:
-        return [{"row": r, "problem": p} for r, p in self.dropped[:limit]]
+        return [{"row": r, "problem": p, "content": self.dropped_text.get(r, "")} for r, p in self.dropped[:limit]]
+
+
+#: a time is an outlier when a gap longer than the rest of the data's whole span separates it (and
+#: the few facts with it: at most 1% of them) from every other time, e.g. one 2031 row in 2023 data
+OUTLIER_SHARE = 0.01
+#: characters of a dropped row shown in the report
+ROW_TEXT_CHARS = 200
+
+
+def outlier_times(times: np.ndarray) -> np.ndarray:
+    """A mask over ``times`` (steps) of the outliers: peeled from either end while a group of at
+    most max(1, 1%) of the facts lies farther from the next time than the remaining data spans."""
+    times = np.asarray(times)
+    mask = np.zeros(len(times), dtype=bool)
+    values, counts = np.unique(times, return_counts=True)
+    if len(values) < 4:
+        return mask
+    limit = max(1, int(OUTLIER_SHARE * len(times)))
+    lo, hi = 0, len(values) - 1
+    changed = True
+    while changed and hi - lo >= 3:
+        changed = False
+        for side in ("high", "low"):
+            best = None
+            group = 0
+            idx = range(hi, lo + 2, -1) if side == "high" else range(lo, hi - 2)
+            for j in idx:  # the group values[j..hi] (high) or values[lo..j] (low)
+                group += counts[j]
+                if group > limit:
+                    break
+                if side == "high":
+                    gap, rest = values[j] - values[j - 1], values[j - 1] - values[lo]
+                else:
+                    gap, rest = values[j + 1] - values[j], values[hi] - values[j + 1]
+                if rest > 0 and gap > rest:
+                    best = j
+            if best is not None:
+                if side == "high":
+                    mask |= times >= values[best]
+                    hi = best - 1
+                else:
+                    mask |= times <= values[best]
+                    lo = best + 1
+                changed = True
+    return mask
 
 
 def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", split_policy: str = "chronological",
-                   seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
-                   ) -> tuple[UploadReport, TemporalKG]:
+                   seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+                   exclude_outliers: bool = False) -> tuple[UploadReport, TemporalKG]:
     """Parse and split an uploaded CSV/TSV text. ``split_policy``: ``chronological`` (earliest
     ~80% of facts train, then valid, then test; a time step is never cut), ``random`` (seeded),
-    or ``column`` (the file's own ``split`` column). Raises :class:`DataError` only when nothing
-    usable is left (no header, no valid row, ...)."""
+    or ``column`` (the file's own ``split`` column). Outlier times (:func:`outlier_times`) are
+    reported with their rows, and left out when ``exclude_outliers``. Raises :class:`DataError`
+    only when nothing usable is left (no header, no valid row, ...)."""
     if split_policy not in SPLIT_CHOICES:
         raise DataError(f"unknown split choice {split_policy!r} (expected {', '.join(SPLIT_CHOICES)})")
     if not 0 < fractions[0] < 1 or min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-6:
         raise DataError(f"split fractions {fractions} must be ≥ 0, sum to 1, with some training facts")
     q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text)
+    flagged = outlier_times(q.times)
+    outliers = [(q.rows[i], q.raw_times[i]) for i in np.nonzero(flagged)[0]]
+    if exclude_outliers and flagged.any():
+        q = keep_rows(q, np.nonzero(~flagged)[0])
     n = len(q.subjects)
     notes = []
     if split_policy == "column":
@@ -93,8 +148,47 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
                           entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
                           split_counts={s: int(len(idx)) for s, idx in parts.items()}, notes=notes,
-                          normalised=q.report.normalised, lookalikes=q.report.lookalikes)
+                          normalised=q.report.normalised, lookalikes=q.report.lookalikes,
+                          dropped_text=row_texts(text, [r for r, _ in q.report.problems[:1000]]),
+                          outliers=outliers, outliers_excluded=exclude_outliers and bool(outliers),
+                          self_loops=[r for r, a, b in zip(q.rows, q.subjects, q.objects) if a == b],
+                          preview=[{"row": q.rows[i], "subject": q.subjects[i], "relation": q.relations[i],
+                                    "object": q.objects[i], "time": q.raw_times[i],
+                                    **({"split": q.splits[i]} if q.splits is not None else {})}
+                                   for i in range(min(10, n))])
     return report, kg
+
+
+def row_texts(text: str, rows: list[int]) -> dict[int, str]:
+    """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters."""
+    if not rows:
+        return {}
+    lines = text.lstrip("\ufeff").split("\n")
+    out = {}
+    for r in rows:
+        if 1 <= r <= len(lines):
+            line = lines[r - 1].rstrip("\r")
+            out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
+    return out
+
+
+def keep_rows(q, idx: np.ndarray):
+    """``q`` (a :class:`~tpar.data.tables.CsvQuadruples`) restricted to rows ``idx``, its time axis
+    re-based on the earliest kept time (calendar axes; integer axes stay absolute)."""
+    from dataclasses import replace
+
+    from tpar.data.timeaxis import TimeAxis
+
+    times = q.times[idx]
+    axis = q.time_axis
+    if axis.origin is not None and axis.granularity != "year" and len(times):
+        m = int(times.min())
+        axis, times = TimeAxis(axis.granularity, axis.label(m), axis.step), times - m
+    pick = idx.tolist()
+    return replace(q, subjects=[q.subjects[i] for i in pick], relations=[q.relations[i] for i in pick],
+                   objects=[q.objects[i] for i in pick], times=times,
+                   splits=[q.splits[i] for i in pick] if q.splits is not None else None, time_axis=axis,
+                   rows=[q.rows[i] for i in pick], raw_times=[q.raw_times[i] for i in pick])
 
 
 def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bool = False) -> Path:

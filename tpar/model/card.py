@@ -12,6 +12,14 @@ def _fmt(m: dict) -> str:
     return " / ".join(f"{100 * m[k]:.2f}" for k in ("mrr", "hits@1", "hits@3", "hits@10"))
 
 
+def trained_per_epoch(ckpt: Checkpoint) -> str:
+    """The training questions an epoch actually used (from the run's history), e.g. "20,000"."""
+    counts = sorted({int(h.get("queries", 0)) for h in ckpt.history if h.get("queries")})
+    if not counts:
+        return "unknown"
+    return f"{counts[-1]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
+
+
 def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
     """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper."""
     m, t = ckpt.config.model, ckpt.config.train
@@ -22,8 +30,8 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
              f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
              f"propagation {m.propagation}",
-             f"- training: lr={t.lr}, batch {t.batch_size} (micro {t.micro_batch}), queries/epoch "
-             f"{t.max_train_queries or 'all'}, epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
+             f"- training: lr={t.lr}, batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
+             f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hw.get('platform', '?')} "
              f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",

@@ -122,6 +122,25 @@ def model_config_for(kg: TemporalKG, run: RunConfig) -> RunConfig:
     return run
 
 
+def split_budget(total: int, available: dict[str, int]) -> dict[str, int]:
+    """Training questions per kind for an epoch budget of ``total`` (0 = every available question):
+    an equal share each, the remainder and whatever a kind cannot use going to the others, so the
+    budget is met exactly (``min(total, Σ available)``) -- 1 trains one question, 998 trains 998."""
+    if total <= 0:
+        return dict(available)
+    left = min(total, sum(available.values()))
+    out = {k: 0 for k in available}
+    open_ = [k for k in available if available[k] > 0]
+    while left > 0 and open_:
+        share, extra = divmod(left, len(open_))
+        for i, k in enumerate(open_):
+            take = min(share + (1 if i < extra else 0), available[k] - out[k])
+            out[k] += take
+            left -= take
+        open_ = [k for k in open_ if out[k] < available[k]]
+    return out
+
+
 class _Plan:
     """The batches of one epoch, rebuilt deterministically from (seed, epoch) -- so resume can skip
     the batches already done."""
@@ -133,7 +152,7 @@ class _Plan:
         self.backgrounds: dict[str, Background] = {}
         self.queries: dict[str, QueryBatch] = {}
         kinds = ["extrapolation", "interpolation"] if cfg.setting == "unified" else [cfg.setting]
-        budget = cfg.max_train_queries // len(kinds) if cfg.max_train_queries else 0
+        pools: dict[str, tuple[Background | None, QueryBatch]] = {}
         for kind in kinds:
             if kind == "extrapolation":
                 bg = extrap_bg
@@ -143,14 +162,17 @@ class _Plan:
                 n_bg = int(round(cfg.background_fraction * len(train)))
                 bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, "interpolation")
                 q = make_queries(train[perm[n_bg:]], kg.num_relations)
-            order = rng.permutation(len(q))
-            if budget:
-                order = order[:budget]
+            pools[kind] = (bg, q)
+        budgets = split_budget(cfg.max_train_queries, {k: len(q) for k, (_, q) in pools.items()})
+        for kind in kinds:
+            bg, q = pools[kind]
+            order = rng.permutation(len(q))[: budgets[kind]]
             self.backgrounds[kind], self.queries[kind] = bg, q[torch.from_numpy(order)]
+        kinds = [k for k in kinds if len(self.queries[k])]
         # interleave the kinds batch by batch
         per_kind = {k: [(k, a) for a in range(0, len(self.queries[k]), cfg.batch_size)] for k in kinds}
         self.batches: list[tuple[str, int]] = []
-        for i in range(max(len(v) for v in per_kind.values())):
+        for i in range(max((len(v) for v in per_kind.values()), default=0)):
             for k in kinds:
                 if i < len(per_kind[k]):
                     self.batches.append(per_kind[k][i])
@@ -158,6 +180,65 @@ class _Plan:
     def batch(self, i: int, size: int) -> tuple[str, QueryBatch]:
         kind, a = self.batches[i]
         return kind, self.queries[kind][slice(a, a + size)]
+
+
+@dataclass
+class TrainingEstimate:
+    """How long a run should take on this machine, from a few timed training steps and answered
+    validation questions (an estimate: the machine's load and early stopping change it)."""
+
+    seconds_per_question: float    # one training question: forward, backward, optimiser share
+    questions_per_epoch: int
+    valid_seconds: float           # one validation pass
+    epochs: int
+
+    @property
+    def epoch_seconds(self) -> float:
+        return self.seconds_per_question * self.questions_per_epoch + self.valid_seconds
+
+    @property
+    def total_seconds(self) -> float:
+        """At most this long (every epoch run; early stopping may end sooner)."""
+        return self.epoch_seconds * self.epochs
+
+
+def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24) -> TrainingEstimate:
+    """Time ``sample`` training questions of the run's first epoch (the run's own mix of kinds) and
+    a few validation questions with a freshly initialised model; nothing is written."""
+    run = RunConfig.from_dict(run.to_dict(), "estimate")
+    model_config_for(kg, run)
+    cfg = run.train
+    set_seed(cfg.seed)
+    model = TPAR(run.model).train()
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    extrap_bg = None
+    if cfg.setting in ("extrapolation", "unified"):
+        extrap_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation")
+    plan = _Plan(kg, run, 0, extrap_bg)
+    per_epoch = sum(len(q) for q in plan.queries.values())
+    timed = seen = 0.0
+    for i in range(min(len(plan.batches), max(1, sample // max(cfg.batch_size, 1)))):
+        kind, batch = plan.batch(i, cfg.batch_size)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        for a in range(0, len(batch), cfg.micro_batch):
+            mb = batch[slice(a, a + cfg.micro_batch)]
+            multiclass_log_loss(model(mb, plan.backgrounds[kind]), mb.answer).backward()
+        opt.step()
+        timed += time.perf_counter() - t0
+        seen += len(batch)
+    per_q = timed / max(seen, 1)
+    kinds = ["extrapolation", "interpolation"] if cfg.setting == "unified" else [cfg.setting]
+    n_valid = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0
+    if cfg.max_valid_queries:
+        n_valid = min(n_valid, cfg.max_valid_queries)
+    valid_seconds = 0.0
+    if n_valid:
+        ranker = ModelRanker(model.eval(), torch.device("cpu"), micro_batch=max(1, cfg.micro_batch))
+        t0 = time.perf_counter()
+        res = evaluate(kg, ranker, kinds[0], "valid", progress=False, batch_size=16, max_queries=16, seed=cfg.seed)
+        valid_seconds = (time.perf_counter() - t0) / max(res.num_queries, 1) * n_valid * len(kinds)
+    return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs)
 
 
 def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
@@ -308,7 +389,8 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                 bar.close()
                 start_batch = 0
                 val = validate(model, kg, run, device, progress)
-                entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": n_q,
+                planned = sum(len(q) for q in plan.queries.values())  # all of them ran (some before a resume)
+                entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": planned,
                          "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
                 history.append(entry)
                 improved = val["mrr"] > best_mrr

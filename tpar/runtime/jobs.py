@@ -67,6 +67,14 @@ class JobStatus:
     def finished(self) -> bool:
         return self.state in ("done", "cancelled", "failed", "broken")
 
+    @property
+    def remaining_seconds(self) -> float | None:
+        """Training time left if every planned epoch runs (early stopping may end sooner), from the
+        pace so far; ``None`` before the first step or once finished."""
+        if self.finished or self.progress <= 0 or not self.seconds:
+            return None
+        return self.seconds * (1 - self.progress) / self.progress
+
 
 class TrainingJob:
     def __init__(self, folder: str | Path) -> None:
