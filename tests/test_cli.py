@@ -88,3 +88,17 @@ def test_an_internal_error_is_one_line_naming_the_log(tmp_path, monkeypatch, cap
     log = (tmp_path / "logs" / "errors.log").read_text()
     ref = err.split("(error ")[1].split(")")[0]
     assert f"error {ref}" in log and "Traceback" in log and "in broken" in log
+
+
+def test_a_bad_csv_row_stops_the_cli_with_a_hint_or_is_dropped_and_reported(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("subject,relation,object,time\nA,r,B,2024-01-01\nA,r\nB,r,C,2024-01-02\nC,r,A,2024-02-30\n"
+                   "A,r,C,2024-01-03\n")
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv, row 3: expected 4 columns, found 2" in err and "--drop-bad-rows" in err
+    assert main(["info", str(bad), "--drop-bad-rows"]) == 0
+    out = capsys.readouterr().out
+    assert "row 3 dropped: expected 4 columns, found 2" in out
+    assert "row 5 dropped: time '2024-02-30' is not a real date" in out
+    assert "3 facts" in out

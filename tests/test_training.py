@@ -157,6 +157,12 @@ def test_cli_train_evaluate_predict(world, tmp_path, capsys):
     out = tmp_path / "cli.tpar"
     assert main(["train", "--data", str(world), "--setting", "unified", "--config", str(cfg), "--out", str(out),
                  "--quiet"]) == 0
+    summary = capsys.readouterr().out  # in words and tables, not raw JSON dicts
+    assert summary.startswith("Training done") and "valid MRR %" in summary and "{" not in summary
+    assert main(["train", "--data", str(world), "--setting", "unified", "--config", str(cfg), "--out",
+                 str(tmp_path / "cli2.tpar"), "--quiet", "--json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    assert as_json["best_epoch"] >= 1 and "valid_subset" in as_json["metrics"]
     js, ranks = tmp_path / "e.json", tmp_path / "ranks.csv"
     assert main(["evaluate", "--checkpoint", str(out), "--data", str(world), "--split", "test", "--setting",
                  "interpolation", "--json", str(js), "--ranks-csv", str(ranks), "--quiet"]) == 0

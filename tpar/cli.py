@@ -17,7 +17,13 @@ EXIT_INTERNAL = 1
 def _load(args):
     from tpar.data.loading import load_dataset
 
-    return load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed)
+    kg = load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed,
+                      on_bad_rows="drop" if args.drop_bad_rows else "raise")
+    dropped = [n for n in kg.notes if " dropped" in n]
+    if dropped and getattr(args, "command", "") != "info":
+        for note in dropped:
+            print(f"warning: {note}", file=sys.stderr)
+    return kg
 
 
 def cmd_info(args) -> int:
@@ -103,10 +109,38 @@ def cmd_train(args) -> int:
         print(f"interrupted: the model so far is in {result.path}; continue with the same command and --resume",
               file=sys.stderr)
         return 130
-    print(f"{result.stopped}: best epoch {result.best_epoch}, {result.seconds:.0f} s of training; wrote {result.path}")
-    for k, v in result.checkpoint.metrics.items():
-        print(f"  {k}: {json.dumps(v)}")
+    if args.json:
+        print(json.dumps({"stopped": result.stopped, "best_epoch": result.best_epoch, "seconds": result.seconds,
+                          "checkpoint": str(result.path), "history": result.history,
+                          "metrics": result.checkpoint.metrics}, indent=2))
+        return 0
+    print(train_summary(result))
     return 0
+
+
+def _pct(x) -> str:
+    return f"{100 * x:6.2f}" if isinstance(x, (int, float)) else "     –"
+
+
+def train_summary(result) -> str:
+    """A training run in words and small tables (``tpar train``; ``--json`` prints the data instead)."""
+    why = {"completed": "every epoch ran", "early-stopping": "stopped early: valid MRR stopped improving",
+           "cancelled": "cancelled"}.get(result.stopped, result.stopped)
+    lines = [f"Training done ({why}). Best epoch {result.best_epoch} of {len(result.history)}, "
+             f"{result.seconds / 60:.1f} min of training. Model: {result.path}", "",
+             "epoch   loss   questions   valid MRR %"]
+    for h in result.history:
+        lines.append(f"{h['epoch']:5d} {h['loss']:7.4f} {h.get('queries', 0):10,d}   {_pct(h.get('valid_mrr'))}"
+                     + ("   <- best" if h["epoch"] == result.best_epoch else ""))
+    tests = {k[len("test_"):]: v for k, v in result.checkpoint.metrics.items() if k.startswith("test_")}
+    if tests:
+        lines += ["", "test (both directions, time-aware filter, realistic ties), %:",
+                  "setting            MRR    H@1    H@3   H@10  questions"]
+        for setting, modes in tests.items():
+            m = modes.get("realistic", {})
+            lines.append(f"{setting:15s} {_pct(m.get('mrr'))} {_pct(m.get('hits@1'))} {_pct(m.get('hits@3'))} "
+                         f"{_pct(m.get('hits@10'))} {m.get('count', 0):10,d}")
+    return "\n".join(lines)
 
 
 def _checkpoint_and_data(args):
@@ -210,10 +244,27 @@ def cmd_bench(args) -> int:
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet, threads=args.threads)
     text = json.dumps(report, indent=2)
-    print(text)
     if args.json:
         Path(args.json).write_text(text)
+    print(bench_summary(report) + (f"\nwrote {args.json}" if args.json else ""))
     return 0
+
+
+def bench_summary(report: dict) -> str:
+    """The benchmark rows as a table (``tpar bench``; ``--json FILE`` keeps every measurement)."""
+    m = report.get("machine", {})
+    lines = [f"machine: {m.get('platform', '?')}, {m.get('cpu_threads', '?')} CPU threads, torch {m.get('torch', '?')}"
+             + (f", CUDA {m['cuda']}" if m.get("cuda") else ""), "",
+             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':30s} {'kernel':7s} {'train ms/q':>10s} "
+             f"{'answers/s':>9s} {'peak MB':>8s} threads"]
+    for r in report.get("results", []):
+        if "error" in r:
+            lines.append(f"{r.get('data', '?'):26s} error: {r['error']}")
+            continue
+        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):30s} "
+                     f"{r.get('kernel', '?'):7s} {r['train_ms_per_query']:10.2f} {r['infer_queries_per_s']:9.1f} "
+                     f"{r['peak_memory_mb']:8.0f} {r.get('threads', '?')}")
+    return "\n".join(lines)
 
 
 def cmd_sample_world(args) -> int:
@@ -236,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
                         help="how a CSV file without a split column is split (default: chronological)")
         sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
+        sp.add_argument("--drop-bad-rows", action="store_true",
+                        help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
+                             "the first")
 
     def question_args(sp):
         """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
@@ -291,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
+    sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
     sp.add_argument("--quiet", action="store_true")
     data_args(sp)
     sp.set_defaults(func=cmd_train)
@@ -351,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
+        if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows:
+            print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -356,20 +356,32 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
                       time_axis=first.time_axis, splits=splits, source=source, notes=notes)
 
 
+def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[str]:
+    """One note per dropped row (the first ``limit``, then a count), e.g. "x.csv, row 5 dropped:
+    expected 4 columns, found 2"."""
+    out = [f"{file}, row {r} dropped: {p}" for r, p in report.problems[:limit]]
+    if len(report.problems) > limit:
+        out.append(f"{file}: {len(report.problems) - limit} more rows dropped")
+    return out
+
+
 def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
-             seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> TemporalKG:
+             seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+             on_bad_rows: str = "raise") -> TemporalKG:
     """Load one CSV/TSV file of quadruples.
 
     With a ``split`` column its labels are used. Without one the facts are split by
     ``split_policy``: ``chronological`` (the earliest time steps hold ~80% of facts -> train, the next
     ~10% -> valid, the rest -> test; a time step is never cut in two, as forecasting needs) or
-    ``random`` (a seeded 80/10/10 shuffle, as completion benchmarks are made).
+    ``random`` (a seeded 80/10/10 shuffle, as completion benchmarks are made). ``on_bad_rows``:
+    ``raise`` at the first bad row, or ``drop`` bad rows and list them in the notes.
     """
     path = Path(path)
     if split_policy not in SPLIT_POLICIES:
         raise DataError(f"unknown split policy {split_policy!r} (expected chronological or random)")
-    q = read_quadruple_csv(path, time_format=time_format)
+    q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows)
     notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
+    notes += dropped_rows_notes(path.name, q.report)
     if q.report.duplicates:
         notes.append(f"{q.report.duplicates} duplicate rows removed")
     notes += name_notes(q.report)
@@ -413,7 +425,7 @@ def split_assignment(times: np.ndarray, policy: str, *, seed: int = 0,
     return out
 
 
-def load_csv_folder(folder: str | Path, *, time_format: str = "auto") -> TemporalKG:
+def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise") -> TemporalKG:
     """A folder with ``train.csv``, ``valid.csv``, ``test.csv`` (user CSV format). The first file
     fixes the time format; all files share one time axis."""
     folder = Path(folder)
@@ -421,7 +433,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto") -> Tempora
     qs: dict[str, CsvQuadruples] = {}
     fmt = time_format
     for split, p in files.items():
-        qs[split] = read_quadruple_csv(p, time_format=fmt)
+        qs[split] = read_quadruple_csv(p, time_format=fmt, on_bad_rows=on_bad_rows)
         fmt = qs[split].report.time_format
     raw = [t for q in qs.values() for t in q.raw_times]
     axis, steps = _times_to_steps([parse_time(t, fmt) for t in raw], fmt)
@@ -432,4 +444,5 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto") -> Tempora
         at += len(q.raw_times)
         if q.report.duplicates:
             notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
+        notes += dropped_rows_notes(f"{split}.csv", q.report)
     return build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
