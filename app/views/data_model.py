@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -49,7 +51,10 @@ def model_ui(sel: ex.Selection) -> None:
         card = m.info.path.with_suffix(".md")
         with st.expander("Model card", expanded=False):
             if card.is_file():
-                st.markdown(card.read_text(encoding="utf-8"))  # our own markdown; HTML is not rendered
+                # our own markdown (HTML is not rendered); its headings demoted below the page's own
+                text = re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ",
+                              card.read_text(encoding="utf-8"))
+                st.markdown(text)
             else:
                 st.json(ck.metrics or {"metrics": "none recorded"})
 

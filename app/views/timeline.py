@@ -7,6 +7,7 @@ import plotly.express as px
 import streamlit as st
 
 import explorer as ex
+import palette
 from tpar.data.kg import TemporalKG
 
 
@@ -65,19 +66,19 @@ def query_time(kg: TemporalKG) -> int | None:
 
 
 def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
-    """Relations over time, the entity as subject (blue diamonds) or object (orange dots); t_q dashed."""
+    """Relations over time, the entity as subject (teal diamonds) or object (slate dots); t_q dashed."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
     fig = px.scatter(shown, x="when", y="relation", color="role", symbol="role",
                      hover_data={"other entity": True, "time": True, "when": False,
                                  **({"Δt": True} if "Δt" in df else {})},
-                     color_discrete_map={"subject": "#1d4ed8", "object": "#ea580c"},
+                     color_discrete_map={"subject": palette.QUERY, "object": palette.OTHER},
                      symbol_map={"subject": "diamond", "object": "circle"},
                      height=max(320, 28 * df["relation"].nunique() + 140))
     if t_q is not None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
-        fig.add_vline(x=x, line_dash="dash", line_color="#b91c1c")
-        fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": "#b91c1c"})
+        fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
+        fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": palette.T_Q})
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None, legend_title=None)
     st.plotly_chart(fig, config={"displaylogo": False})
 
