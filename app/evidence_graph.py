@@ -14,6 +14,7 @@ escapes (``<``, ``>``, ``&`` and quotes become ``\\u003c``-style escapes); vis-n
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from tpar.reasoning.explanation import Explanation, TemporalPath
 
 QUERY_COLOUR, ANSWER_COLOUR, HOP_COLOUR = "#99f6e4", "#fed7aa", "#e5e7eb"
 DARK_PAST, DARK_SAME, DARK_FUTURE = "#60a5fa", "#9ca3af", "#fb923c"  # the same meanings, lighter on dark
-#: importance drawn at the full width (in units of the score f); widths are absolute, not relative
+#: importance drawn at the full width (in units of the score f); widths are absolute, not relative to
+#: the other links, on a log scale from the evidence floor (1 px) up to this (7 px)
 FULL_WIDTH_IMPORTANCE = 1.0
 _EXTERNAL = re.compile(r"<(link|script)\b[^>]*(?:href|src)=\"https?://[^>]*>(?:\s*</script>)?", re.I | re.S)
 
@@ -36,9 +38,16 @@ def delta_colour(delta: int, dark: bool = False) -> str:
     return PAST if delta < 0 else (FUTURE if delta > 0 else SAME)
 
 
-def edge_width(importance: float) -> float:
-    """1 px (no weight) to 7 px (|importance| ≥ FULL_WIDTH_IMPORTANCE), on an absolute scale."""
-    return 1 + 6 * min(1.0, abs(importance) / FULL_WIDTH_IMPORTANCE)
+def edge_width(importance: float, floor: float) -> float:
+    """1 px at or below the evidence ``floor`` to 7 px at |importance| ≥ FULL_WIDTH_IMPORTANCE, on a
+    log scale (Eq. 14's gradients span orders of magnitude); the same importance always gets the
+    same width, whatever the other links are worth."""
+    x = abs(importance)
+    if x <= floor:
+        return 1.0
+    if x >= FULL_WIDTH_IMPORTANCE:
+        return 7.0
+    return 1 + 6 * math.log(x / floor) / math.log(FULL_WIDTH_IMPORTANCE / floor)
 
 
 def graph_height(paths: list[TemporalPath]) -> int:
@@ -105,7 +114,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
                  f"∂f/∂link {e['gradient']:+.4f}" + (" (no meaningful weight)" if weightless else ""))
         net.add_edge(src, dst, label=f"{link.arrow_label}\n{link.delta_label}", title=title,
                      color=delta_colour(link.delta, dark), dashes=[2, 4] if weightless else bool(link.inverse),
-                     width=edge_width(e["gradient"]), arrows="to", smooth=smooth,
+                     width=edge_width(e["gradient"], floor), arrows="to", smooth=smooth,
                      font={"size": 14, "align": "middle", "color": ink, "strokeWidth": 0,
                            "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})
     net.set_options("""{
@@ -118,7 +127,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
     return html.replace("</body>", _FIT_AND_EXPORT.replace("__BG__", "#0e1117" if dark else "#ffffff"), 1)
 
 
-#: fit the drawing to its frame (not zoomed past 1.3x for a short path), again when the frame is
+#: fit the drawing to its frame (not zoomed past 1.6x for a short path), again when the frame is
 #: resized; a button that saves the canvas as PNG (with the background painted in)
 _FIT_AND_EXPORT = """
 <button id="png" style="position:absolute;top:6px;right:6px;z-index:5;font:13px sans-serif;padding:3px 8px;
@@ -126,7 +135,7 @@ _FIT_AND_EXPORT = """
   title="Save the graph as a PNG image">PNG</button>
 <script>
 (function () {
-  function fit() { if (typeof network !== "undefined") network.fit({maxZoomLevel: 1.3, animation: false}); }
+  function fit() { if (typeof network !== "undefined") network.fit({maxZoomLevel: 1.6, animation: false}); }
   if (typeof network !== "undefined") { network.once("afterDrawing", fit); }
   window.addEventListener("resize", fit);
   document.getElementById("png").addEventListener("click", function () {

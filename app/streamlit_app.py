@@ -10,7 +10,7 @@ import streamlit as st
 
 from explorer import WORKSPACE, init_state, md
 from tpar.errors import DataError, describe_internal_error, log_internal_error
-from tpar.model.kernels import build_in_background, kernel_building
+from tpar.runtime.warmup import start_warmup, warming_up
 
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
 init_state()
@@ -18,12 +18,13 @@ init_state()
 
 @st.cache_resource(show_spinner=False)
 def start_kernel_build() -> None:
-    """Once per server: build (or load from cache) the fast C++ kernel in the background."""
-    build_in_background()
+    """Once per server: build (or load from cache) the fast C++ kernel in the background; a cached
+    one loads in about a second, so wait that long before saying anything."""
+    start_warmup(3.0)
 
 
 start_kernel_build()
-if kernel_building():
+if warming_up():
     st.sidebar.info("Preparing the fast C++ kernel (first start only, about a minute). Until it is ready, answers "
                     "come from the slower torch kernel: the same numbers, a little later.")
 

@@ -51,7 +51,7 @@ def test_opens_on_the_sample_world_with_its_checkpoint():
     assert at.session_state["data"] == "sample: world/chronological"
     assert at.session_state["model"] == "sample-world-unified"
     answers = at.dataframe[0].value
-    assert len(answers) == 10 and list(answers["rank_text"]) == [str(i) for i in range(1, 11)]
+    assert len(answers) == 10 and list(answers["rank_shown"]) == [str(i) for i in range(1, 11)]
     assert answers["p_text"].str.endswith("%").all()
     assert at.query_params["data"] == "sample: world/chronological"
 
@@ -184,7 +184,7 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
     assert not at.exception and at.session_state["model"] == "one-layer"
     at.switch_page("views/teach.py").run()
     assert not at.exception and not at.error
-    assert list(at.dataframe[0].value["layer ℓ"]) == [1]
+    assert list(at.dataframe[0].value["step ℓ"]) == [1]
     explorer.checkpoints.clear()
     at = app({**QUESTION, "subject": "[click](https://example.com)"}).run()
     assert not at.exception

@@ -54,8 +54,9 @@ def test_upload_a_good_file_and_save(workspace):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows read"] == "122" and metrics["Facts kept"] == "120"
     assert metrics["Rows dropped"] == "1" and metrics["Duplicates removed"] == "1" and metrics["Time step"] == "day"
-    dropped = at.dataframe[0].value
+    dropped = next(d.value for d in at.dataframe if "problem" in d.value.columns)
     assert list(dropped["row"]) == [123] and "expected 4 columns" in dropped["problem"][0]
+    assert dropped["content"][0] == "P0,meets"  # the row as it is in the file
     at.text_input(key="upload_name").set_value("mine").run()
     at.button(key="upload_save").click().run()
     assert not at.exception and any("Saved as data set" in s.value for s in at.success)
@@ -145,8 +146,8 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     at.switch_page("views/teach.py").run()
     assert not at.exception and not at.error
     reach = at.dataframe[0].value
-    assert list(reach["layer ℓ"]) == [1, 2, 3]
-    assert reach["entities reached"].is_monotonic_increasing
+    assert list(reach["step ℓ"]) == [1, 2, 3]
+    assert reach["reached"].is_monotonic_increasing
     codes = [c.value for c in at.code]
     assert any("(A, Threaten, B, t)" in c for c in codes)
     assert any("Threaten⁻¹" in c and "(-2 d)" in c for c in codes)
@@ -255,8 +256,7 @@ def test_ask_labels_tied_answers(workspace):
     answers = at.dataframe[0].value.set_index("entity")
     assert set(answers.index) == {"Q0", "Q1", "Q2"}  # only its own group is reachable
     q1, q2 = answers.loc["Q1"], answers.loc["Q2"]  # identical evidence: the same score, one shared rank range
-    assert q1["rank_text"] == q2["rank_text"] and "–" in q1["rank_text"]
-    assert q1["tie"] == q2["tie"] == "tied with 1"
+    assert q1["rank_shown"] == q2["rank_shown"] and q1["rank_shown"].endswith("(2 tie)") and "–" in q1["rank_shown"]
     assert "trained for" not in shown(at)  # a unified model fits both settings
 
 

@@ -125,14 +125,19 @@ def question_ui(kg: TemporalKG) -> None:
         ex.bind(st.selectbox, "Relation", "relation", options=sorted(kg.relations.names, key=str.casefold),
                 help="Type to search.")
         horizon = max(1, (t_max - t_min) // 10)
+        try:  # the widget's range holds the current question's time (from a URL or an example) too
+            t_now = axis.parse(ss["time"])
+        except ValueError:
+            t_now = t_max
         if axis.granularity == "day" and axis.origin is not None:
-            lo, hi = dt.date.fromisoformat(axis.label(t_min)), dt.date.fromisoformat(axis.label(t_max + horizon))
+            lo = dt.date.fromisoformat(axis.label(min(t_min, t_now)))
+            hi = dt.date.fromisoformat(axis.label(max(t_max + horizon, t_now)))
             ex.bind(st.date_input, "Time", "time", min_value=lo, max_value=hi,
                     to_widget=lambda s: min(max(dt.date.fromisoformat(s), lo), hi),
                     from_widget=lambda d: d.isoformat() if isinstance(d, dt.date) else ss["time"],
                     help=f"Any day from {lo} to {hi}; after {axis.label(t_max)} the question is a forecast.")
-        elif (t_max + horizon - t_min) <= 5000:
-            options = [axis.label(t) for t in range(t_min, t_max + horizon + 1)]
+        elif (max(t_max + horizon, t_now) - min(t_min, t_now)) <= 5000:
+            options = [axis.label(t) for t in range(min(t_min, t_now), max(t_max + horizon, t_now) + 1)]
             if ss["time"] not in options:
                 ss["time"] = options[-1]
             ex.bind(st.select_slider, "Time", "time", options=options)
@@ -153,22 +158,21 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                              "percent": 100 * a.probability, "p_text": probability_text(a.probability)}
                             for a in pred.answers])
     answers["known"] = answers["known"].map(lambda k: "yes" if k else "")
-    answers["tie"] = answers["ties"].map(lambda n: f"tied with {n}" if n else "")
+    answers["rank_shown"] = [f"{r} ({n + 1} tie)" if n else r for r, n in zip(answers["rank_text"], answers["ties"])]
     question = ex.question_key()
     if ss.get("answer_question") not in (question, ex.URL_ANSWER):
         ss.pop("answer_table", None)  # a new question: the old row selection means nothing
     event = st.dataframe(
-        answers[["rank_text", "entity", "p_text", "score", "tie", "known"]], hide_index=True, on_select="rerun",
+        answers[["rank_shown", "entity", "p_text", "score", "known"]], hide_index=True, on_select="rerun",
         selection_mode="single-row", key="answer_table", width="stretch",
         column_config={
-            "rank_text": st.column_config.TextColumn("Rank", width="small",
-                                                     help="The model's rank; a range when answers tie (same score)."),
+            "rank_shown": st.column_config.TextColumn(
+                "Rank", help="The model's rank; when answers tie (the same score), the range of ranks they share "
+                             "and how many tie."),
             "entity": st.column_config.TextColumn("Answer"),
             "p_text": st.column_config.TextColumn("Probability", width="small",
                                                   help="Softmax of the scores over all entities (Eq. 10)."),
             "score": st.column_config.NumberColumn("Score", format="%.3f", width="small", help="f(q, e) of Eq. 9"),
-            "tie": st.column_config.TextColumn("Tie", width="small",
-                                               help="How many other entities have exactly the same score."),
             "known": st.column_config.TextColumn("Known", width="small",
                                                  help="yes: this fact is in the data set"),
         })

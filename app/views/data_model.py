@@ -42,12 +42,12 @@ def model_ui(sel: ex.Selection) -> None:
             st.info(ex.md(w))
         ck = m.info.checkpoint
         c = ck.config.model
-        cols = st.columns(4)
+        cols = st.columns(2) + st.columns(2)  # two by two: the values fit at 800 px
         cols[0].metric("Setting", ck.setting)
-        cols[1].metric("Layers L", c.num_layers)
-        cols[2].metric("Dimension d", c.dim)
+        cols[1].metric("Layers L · dimension d", f"{c.num_layers} · {c.dim}")
+        cols[2].metric("Propagation", "exact" if c.propagation == "exact" else "pruned", help=c.propagation)
         secs = ck.extra.get("seconds")
-        cols[3].metric("Training time", f"{secs / 60:.1f} min" if secs else "–")
+        cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
         card = m.info.path.with_suffix(".md")
         with st.expander("Model card", expanded=False):
             if card.is_file():
@@ -69,9 +69,11 @@ def graph_ui(kg: TemporalKG) -> None:
     c3.metric("Facts", f"{sum(v.get('facts', 0) for v in stats['splits'].values()):,}")
     c4.metric("Time unit", kg.time_axis.granularity)
     st.caption(f"Time axis: {stats['time_axis']}")
-    rows = [{"split": s, **{k: (" .. ".join(v) if isinstance(v, list) else v) for k, v in info.items()}}
-            for s, info in stats["splits"].items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    names = {"facts": "Facts", "entities": "Entities", "relations": "Relations", "time_steps": "Time steps",
+             "time_range": "Time range"}
+    rows = [{"Split": s, **{names.get(k, k.replace("_", " ").capitalize()): (" .. ".join(v) if isinstance(v, list) else v)
+                            for k, v in info.items()}} for s, info in stats["splits"].items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for s in stats["missing_splits"]:
         st.warning(f"The {s} split is not available for this data set.")  # s: a split name
     for note in stats["notes"]:

@@ -58,7 +58,8 @@ def render() -> None:
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
                 f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed with ←: a fact walked backwards; "
-                "thickness: the link's own importance (thin and dotted: none). Hover a link for the fact in words.",
+                "thickness: the link's own importance ∂f/∂link on a log scale (thin and dotted: none). Hover a link for the "
+                "fact in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
     html = evidence_html(e, paths=shown, dark=dark)
     st.iframe(html, height=graph_height(shown) + 20, alt="Temporal paths to the answer")

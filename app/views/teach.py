@@ -69,9 +69,18 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
         "f = w·h^L (Eq. 9); entities no path reaches score 0. "
         + ("Links must lie before t_q (extrapolation)." if pred.setting == "extrapolation"
            else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
-    st.dataframe(pd.DataFrame([{"layer ℓ": x.layer, "entities reached": x.entities_reached,
-                                "temporal links used": x.num_links, "score of the answer": x.answer_score,
-                                "rank of the answer": x.answer_rank} for x in tr.layers]), hide_index=True)
+    st.dataframe(pd.DataFrame([{"step ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links,
+                                "answer's w·h": x.answer_score, "answer's rank": x.answer_rank} for x in tr.layers]),
+                 hide_index=True, width="stretch", column_config={
+                     "reached": st.column_config.NumberColumn("reached", help="entities with a state after the step"),
+                     "links": st.column_config.NumberColumn("links", help="temporal links admitted in the step"),
+                     "answer's w·h": st.column_config.NumberColumn("answer's w·h", format="%.4f",
+                                                                   help="w·h of the answer after the step (Eq. 9 "
+                                                                        "applied early; only the last step's is f)"),
+                     "answer's rank": st.column_config.NumberColumn(
+                         "answer's rank", help="among the entities reached so far (realistic ties)")})
+    st.caption(f"Below: w·h^ℓ after each step; only ℓ = {L} is the model's score f. The answer in orange; press ▶ "
+               "to play the steps.")
     st.plotly_chart(score_animation(tr, answer, L), config={"displaylogo": False})
     step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer") if L > 1 else 1
     x = tr.layers[step - 1]
@@ -118,12 +127,13 @@ def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
                     frames=[go.Frame(name=str(lv), data=[bars(top)], layout={"xaxis": {"range": x_range(top)}})
                             for lv, top in frames])  # each layer on its own scale
     fig.update_layout(
-        height=420, margin=dict(l=10, r=10, t=60, b=10), yaxis={"autorange": "reversed"},
-        title=f"w·h^ℓ after each step (only ℓ = {L} is the model's score; the answer in orange)",
-        updatemenus=[{"type": "buttons", "x": 1.0, "y": 1.15, "showactive": False,
+        height=460, margin=dict(l=10, r=10, t=20, b=90), yaxis={"autorange": "reversed"},
+        updatemenus=[{"type": "buttons", "x": 0.0, "xanchor": "left", "y": -0.08, "yanchor": "top",
+                      "showactive": False,
                       "buttons": [{"label": "▶ play", "method": "animate",
                                    "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
-        sliders=[{"currentvalue": {"prefix": "layer ℓ = "}, "steps": [
+        sliders=[{"currentvalue": {"prefix": "step ℓ = "}, "x": 0.14, "len": 0.86, "y": -0.04, "yanchor": "top",
+                  "steps": [
             {"label": str(lv), "method": "animate",
              "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
     return fig

@@ -114,6 +114,14 @@ def build_in_background() -> bool:
     return kernel_building()
 
 
+def wait_for_kernel(timeout: float | None = None) -> bool:
+    """Wait up to ``timeout`` seconds for a background build; whether it is done."""
+    thread = _build_thread
+    if thread is not None:
+        thread.join(timeout)
+    return not kernel_building()
+
+
 def kernel_building() -> bool:
     """Whether a background build started by :func:`build_in_background` is still running."""
     return _build_thread is not None and _build_thread.is_alive()
