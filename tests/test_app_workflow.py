@@ -256,7 +256,7 @@ def test_ask_labels_tied_answers(workspace):
     answers = at.dataframe[0].value.set_index("entity")
     assert set(answers.index) == {"Q0", "Q1", "Q2"}  # only its own group is reachable
     q1, q2 = answers.loc["Q1"], answers.loc["Q2"]  # identical evidence: the same score, one shared rank range
-    assert q1["rank_shown"] == q2["rank_shown"] and q1["rank_shown"].endswith("(2 tie)") and "–" in q1["rank_shown"]
+    assert q1["rank_shown"] == q2["rank_shown"] and q1["rank_shown"].endswith("(2 tied)") and "–" in q1["rank_shown"]
     assert "trained for" not in shown(at)  # a unified model fits both settings
 
 

@@ -158,7 +158,7 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                              "percent": 100 * a.probability, "p_text": probability_text(a.probability)}
                             for a in pred.answers])
     answers["known"] = answers["known"].map(lambda k: "yes" if k else "")
-    answers["rank_shown"] = [f"{r} ({n + 1} tie)" if n else r for r, n in zip(answers["rank_text"], answers["ties"])]
+    answers["rank_shown"] = [f"{r} ({n + 1} tied)" if n else r for r, n in zip(answers["rank_text"], answers["ties"])]
     question = ex.question_key()
     if ss.get("answer_question") not in (question, ex.URL_ANSWER):
         ss.pop("answer_table", None)  # a new question: the old row selection means nothing

@@ -128,11 +128,11 @@ def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
                             for lv, top in frames])  # each layer on its own scale
     fig.update_layout(
         height=460, margin=dict(l=10, r=10, t=20, b=90), yaxis={"autorange": "reversed"},
-        updatemenus=[{"type": "buttons", "x": 0.0, "xanchor": "left", "y": -0.08, "yanchor": "top",
+        updatemenus=[{"type": "buttons", "x": 0.0, "xanchor": "right", "y": -0.06, "yanchor": "top",
                       "showactive": False,
                       "buttons": [{"label": "▶ play", "method": "animate",
                                    "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
-        sliders=[{"currentvalue": {"prefix": "step ℓ = "}, "x": 0.14, "len": 0.86, "y": -0.04, "yanchor": "top",
+        sliders=[{"currentvalue": {"visible": False}, "x": 0.0, "len": 1.0, "y": -0.04, "yanchor": "top",
                   "steps": [
             {"label": str(lv), "method": "animate",
              "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
@@ -158,9 +158,8 @@ def time_encoding_ui(curves: TimeEncodingCurves, unit: str, per_day: float | Non
     linear = np.array(curves.linear)
     lin_traces = [go.Scatter(x=curves.dt, y=linear[:, j], mode="lines", name=f"slope {w:+.3f} per {unit}")
                   for j, w in enumerate(curves.slopes)]
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(fig_of("Periodic part: weekly and monthly habits", traces), config={"displaylogo": False})
-    c2.plotly_chart(fig_of("Linear part: recency", lin_traces), config={"displaylogo": False})
+    st.plotly_chart(fig_of("Periodic part (habits)", traces), config={"displaylogo": False})
+    st.plotly_chart(fig_of("Linear part (recency)", lin_traces), config={"displaylogo": False})
     if curves.highlight:
         found = ", ".join(f"{curves.periods[curves.periodic_dims.index(d)]:.1f} {unit} (for {t * (per_day or 1):g} days)"
                           for d, t in curves.highlight.items())

@@ -220,17 +220,20 @@ class Predictor:
         span = max(1, t_max - t_min)
         t = prepared.time_step
         window = self.checkpoint.config.model.history_window
+        words = self.kg.time_axis.describe_delta
         if t > t_max:
             gap = t - t_max
             if window and gap > window:
-                out.append(f"{prepared.time_label} lies {gap} time steps after the last known fact, beyond the model's "
-                           f"history window of {window} steps: no fact is recent enough to be used.")
+                out.append(f"{prepared.time_label} lies {words(gap).replace(' after', '')} after the last known fact, "
+                           f"beyond the model's history window of {words(window).replace(' after', '')}: no fact is "
+                           "recent enough to be used.")
             elif gap > max(1, span // 10):
-                out.append(f"{prepared.time_label} lies {gap} time steps after the last known fact ({span} steps "
-                           "of data): a forecast this far ahead rests on old evidence and is less reliable.")
+                out.append(f"{prepared.time_label} lies {words(gap).replace(' after', '')} after the last known fact "
+                           f"(the data spans {words(span).replace(' after', '')}): a forecast this far ahead rests on "
+                           "old evidence and is less reliable.")
         elif t < t_min:
-            out.append(f"{prepared.time_label} lies {t_min - t} time steps before the first known fact: only later "
-                       "facts can be used.")
+            out.append(f"{prepared.time_label} lies {words(t - t_min).replace(' before', '')} before the first known "
+                       "fact: only later facts can be used.")
         return out
 
     def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, reached: torch.Tensor,
