@@ -172,6 +172,9 @@ def cmd_evaluate(args) -> int:
                        params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
                                "trained_on": ckpt.data_name, "config": ckpt.config.to_dict()})
         print(res.summary())
+        if args.split != "valid" and not args.no_calibration:
+            res.calibration = calibration_report(kg, ranker, ckpt, setting, args.split)
+            print(calibration_text(res.calibration))
         if args.json:
             res.write_json(args.json)
             print(f"wrote {args.json}")
@@ -181,13 +184,63 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from tpar.evaluation.calibration import calibrate
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.ranker import ModelRanker
+
+    ckpt, kg = _checkpoint_and_data(args)
+    settings = [args.setting] if args.setting else (
+        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
+    fitted = {s: calibrate(kg, ranker, s, split="valid", max_queries=args.max_queries, seed=args.seed)
+              for s in settings}
+    target = Checkpoint.load(args.checkpoint)  # fresh: written back with only the calibration added
+    target.extra.setdefault("calibration", {}).update({s: c.to_dict() for s, c in fitted.items()})
+    target.save(args.checkpoint)
+    if args.json:
+        print(json.dumps({s: c.to_dict() for s, c in fitted.items()}, indent=2))
+        return 0
+    for s, c in fitted.items():
+        print(f"{s}: temperature {c.temperature:.3f} fitted on {c.queries:,} valid questions (seed {c.seed})")
+        print("            ECE    Brier    NLL   top-1 acc  mean conf")
+        for tag, m in (("before", c.before), ("after", c.after)):
+            print(f"  {tag:7s} {m.ece:7.4f} {m.brier:7.4f} {m.nll:7.3f}   {100 * m.accuracy:6.2f}%   {100 * m.confidence:6.2f}%")
+        print("  answer sets: " + ", ".join(f"{100 * float(k):g}% -> p ≥ {v:.2e}" for k, v in c.thresholds.items()))
+    print(f"wrote the calibration into {args.checkpoint}")
+    return 0
+
+
+def calibration_report(kg, ranker, ckpt, setting: str, split: str) -> dict:
+    """The checkpoint's stored calibration of ``setting`` applied to ``split`` (fitted on valid now,
+    and said so, when the checkpoint has none)."""
+    from tpar.evaluation.calibration import calibrate, held_out, stored
+
+    cal = stored(ckpt.extra, setting)
+    source = "stored in the checkpoint"
+    if cal is None:
+        cal, source = calibrate(kg, ranker, setting, split="valid"), "fitted on valid now (not stored)"
+    out = held_out(kg, ranker, cal, split).to_dict()
+    out["fitted_on"] = {"split": cal.split, "queries": cal.queries, "seed": cal.seed, "source": source}
+    return out
+
+
+def calibration_text(c: dict) -> str:
+    b, a = c["before"], c["after"]
+    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, mean size {c['mean_set_size'][k]:.1f}"
+                      for k, v in c["coverage"].items())
+    return (f"calibration (T = {c['temperature']:.3f}, {c['fitted_on']['source']}): ECE {b['ece']:.4f} -> {a['ece']:.4f}, "
+            f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
+
+
 def cmd_predict(args) -> int:
     from tpar.reasoning.prediction import Predictor, probability_text
 
     ckpt, kg = _checkpoint_and_data(args)
     pred = Predictor(ckpt, kg, args.device)
     top = None if args.top == "all" else int(args.top)
-    p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top)
+    p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
+                     coverage=args.coverage)
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
         return 0
@@ -205,6 +258,11 @@ def cmd_predict(args) -> int:
         lo, hi = p.unreached_rank
         print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
+    print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
+                               else "raw softmax, not calibrated"))
+    if p.coverage is not None:
+        shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
+        print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
     return 0
 
 
@@ -359,13 +417,30 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--micro-batch", type=int, default=16)
+    sp.add_argument("--no-calibration", action="store_true",
+                    help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
     sp.add_argument("--quiet", action="store_true")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
 
+    sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
+    sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
+                    help="default: the checkpoint's setting(s)")
+    sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
+    sp.add_argument("--micro-batch", type=int, default=16)
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--json", action="store_true")
+    data_args(sp)
+    sp.set_defaults(func=cmd_calibrate)
+
     sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
     sp.add_argument("--top", default="10", help="number of answers or 'all'")
+    sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
+                    help="also the answer set that holds the answer with this probability (split conformal; needs "
+                         "a calibrated checkpoint)")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     data_args(sp)

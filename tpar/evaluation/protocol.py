@@ -58,6 +58,7 @@ class EvaluationResult:
     relation_names: tuple[str, ...]
     seconds: float = 0.0
     params: dict = field(default_factory=dict)
+    calibration: dict | None = None  # tpar.evaluation.calibration.HeldOutReport.to_dict(), when measured
 
     @property
     def realistic(self) -> np.ndarray:
@@ -105,6 +106,8 @@ class EvaluationResult:
             out["by_relation"] = {k: {m: v.to_dict() for m, v in modes.items()} for k, modes in self.by_relation().items()}
         out["params"] = self.params
         out["seconds"] = round(self.seconds, 3)
+        if self.calibration is not None:
+            out["calibration"] = self.calibration
         return out
 
     def write_json(self, path: str | Path) -> None:
@@ -151,11 +154,14 @@ def check_background(kg: TemporalKG, setting: Setting) -> None:
 def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str = "test", *,
              batch_size: int = 256, progress: bool = True, background: Background | None = None,
              on_batch: Callable[[int, int], None] | None = None, params: dict | None = None,
-             max_queries: int = 0, seed: int = 0) -> EvaluationResult:
+             max_queries: int = 0, seed: int = 0,
+             on_scores: Callable[[QueryBatch, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None
+             ) -> EvaluationResult:
     """Rank every query of ``split`` with ``ranker`` under ``setting``; see the module docstring.
 
     ``max_queries`` > 0 ranks a seeded random subset of that many queries (validation during
-    training); the result's params record it."""
+    training); the result's params record it. ``on_scores(batch, scores (B, E), rows, cols)`` sees
+    each batch's raw scores with the time-aware filter's (row, entity) pairs (e.g. for calibration)."""
     setting = Setting.parse(setting)
     check_background(kg, setting)
     t0 = _time.perf_counter()
@@ -178,6 +184,8 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
             raise ValueError(f"ranker returned scores of shape {tuple(scores.shape)}, "
                              f"expected {(len(batch), kg.num_entities)}")
         rows, cols = filt.pairs(batch)
+        if on_scores:
+            on_scores(batch, scores, rows, cols)
         o, p = filtered_ranks(scores, batch.answer, rows, cols)
         opt[start:start + len(batch)] = o.numpy()
         pes[start:start + len(batch)] = p.numpy()

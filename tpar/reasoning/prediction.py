@@ -31,7 +31,7 @@ class Answer:
     entity: str
     entity_id: int
     score: float
-    probability: float  # softmax over all entities (Eq. 10's distribution)
+    probability: float  # softmax over all entities (Eq. 10's distribution), calibrated when T is known
     rank: int
     known: bool  # the fact (subject, relation, entity, time) is in the data
     rank_low: int = 0
@@ -106,6 +106,10 @@ class Prediction(AnsweredQuestion):
     unreached_rank: tuple[int, int] = (0, 0)   # (best, worst) rank of the unreached entities' tie at score 0
     unreached_probability: float = 0.0         # their probabilities summed
     model_setting: str = ""                     # what the checkpoint was trained for
+    temperature: float | None = None            # the calibration's T (None: raw softmax, not calibrated)
+    coverage: float | None = None               # the answer set's level, when one was asked for
+    answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
+    answer_set_size: int = 0
 
     @property
     def unreached(self) -> int:
@@ -193,16 +197,23 @@ class Predictor:
 
     @torch.no_grad()
     def predict(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
-                setting: str = "auto", top_k: int | None = 10) -> Prediction:
+                setting: str = "auto", top_k: int | None = 10, coverage: float | None = None) -> Prediction:
         """The ranked answers of (subject, relation, ?, time) (or (?, relation, subject, time))."""
-        return self.answer(Question(subject, relation, time, direction, setting), top_k)
+        return self.answer(Question(subject, relation, time, direction, setting), top_k, coverage)
 
     @torch.no_grad()
-    def answer(self, question: Question, top_k: int | None = 10) -> Prediction:
-        """:meth:`predict` for a :class:`~tpar.graph.queries.Question`."""
+    def answer(self, question: Question, top_k: int | None = 10, coverage: float | None = None) -> Prediction:
+        """:meth:`predict` for a :class:`~tpar.graph.queries.Question`. ``coverage`` (one of the
+        calibrated levels, e.g. 0.9) adds the conformal answer set."""
         prepared = self.prepare(question)
         scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
-        return self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k)
+        return self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k, coverage)
+
+    def calibration(self, setting: str):
+        """The checkpoint's :class:`~tpar.evaluation.calibration.Calibration` for ``setting`` (or None)."""
+        from tpar.evaluation.calibration import stored
+
+        return stored(self.checkpoint.extra, setting)
 
     def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
         """Why this question's answers deserve less trust than the model's test figures suggest: a
@@ -237,12 +248,30 @@ class Predictor:
         return out
 
     def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, reached: torch.Tensor,
-                 top_k: int | None) -> Prediction:
+                 top_k: int | None, coverage: float | None = None) -> Prediction:
         """Reached entities in score order with their rank ranges among all entities (unreached ones
-        at score 0 included), the unreached entities as one group, and the warnings."""
+        at score 0 included), the unreached entities as one group, and the warnings. Probabilities
+        are calibrated (softmax(f / T), T fitted on valid for this setting) when the checkpoint has
+        a calibration; ``coverage`` adds the conformal set {e : p_e ≥ threshold}."""
         kg, q = self.kg, prepared.question
         E = kg.num_entities
-        probs = torch.softmax(scores.double(), 0)
+        cal = self.calibration(prepared.setting.value)
+        temperature = cal.temperature if cal else None
+        probs = torch.softmax(scores.double() / (temperature or 1.0), 0)
+        answer_set: list[str] = []
+        set_size = 0
+        if coverage is not None:
+            if cal is None:
+                raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: run "
+                                "`tpar calibrate` to add answer sets")
+            try:
+                threshold = cal.threshold(coverage)
+            except KeyError as e:
+                raise DataError(str(e.args[0])) from None
+            members = torch.nonzero(probs >= threshold).squeeze(1)
+            members = members[torch.argsort(probs[members], descending=True, stable=True)]
+            set_size = len(members)
+            answer_set = [kg.entities.name(int(e)) for e in members[:100]]
         # ranks among all entities: higher = clearly better scores, equal = the same score up to float
         # noise (summation order alone makes symmetric entities differ in the last bits), self included
         sorted_scores = torch.sort(scores).values
@@ -276,5 +305,9 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
+        if cal is None:
+            warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
+                            "to know how often they are right.")
         return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
-                          n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting)
+                          n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting,
+                          temperature, coverage, answer_set, set_size)

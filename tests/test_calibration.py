@@ -1,0 +1,130 @@
+"""Calibration and answer sets: the temperature fit recovers a known miscalibration, ECE/Brier/NLL
+match hand computations, split-conformal sets cover at their level on exchangeable data, and a
+trained checkpoint carries its calibration into predictions and `tpar evaluate --json`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from tpar.evaluation.calibration import (Calibration, conformal_threshold, filtered_logits, fit_temperature, metrics,
+                                         stored)
+
+
+def synthetic(n: int, E: int, true_t: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits whose answers are drawn from softmax(logits / true_t): a model over-confident by true_t."""
+    g = torch.Generator().manual_seed(seed)
+    logits = 3 * torch.randn(n, E, generator=g, dtype=torch.float64)
+    answers = torch.multinomial(torch.softmax(logits / true_t, 1), 1, generator=g).squeeze(1)
+    return logits, answers
+
+
+@pytest.mark.parametrize("true_t", [0.5, 1.0, 2.5])
+def test_the_temperature_fit_recovers_a_known_miscalibration(true_t):
+    logits, answers = synthetic(6000, 20, true_t, seed=1)
+    assert fit_temperature(logits, answers) == pytest.approx(true_t, rel=0.08)
+
+
+def test_scaling_lowers_nll_and_ece_of_a_miscalibrated_model():
+    logits, answers = synthetic(6000, 20, 2.5, seed=2)
+    t = fit_temperature(logits, answers)
+    before, _ = metrics(logits, answers, 1.0)
+    after, _ = metrics(logits, answers, t)
+    assert after.nll < before.nll and after.ece < before.ece and after.ece < 0.03
+
+
+def test_metrics_by_hand_on_a_tiny_case():
+    # two questions, three entities; probabilities at T = 1: [0.7, 0.2, 0.1] and [0.5, 0.25, 0.25]
+    p = torch.tensor([[0.7, 0.2, 0.1], [0.5, 0.25, 0.25]], dtype=torch.float64)
+    logits, answers = p.log(), torch.tensor([0, 2])
+    m, rel = metrics(logits, answers, 1.0, bins=10)
+    assert m.nll == pytest.approx(-(math.log(0.7) + math.log(0.25)) / 2)
+    brier_1 = 0.3 ** 2 + 0.2 ** 2 + 0.1 ** 2
+    brier_2 = 0.5 ** 2 + 0.25 ** 2 + 0.75 ** 2
+    assert m.brier == pytest.approx((brier_1 + brier_2) / 2)
+    # top-1: question 1 right at confidence 0.7 (bin 7), question 2 wrong at 0.5 (bin 5)
+    assert m.accuracy == 0.5 and m.confidence == pytest.approx(0.6)
+    assert m.ece == pytest.approx(0.5 * abs(1 - 0.7) + 0.5 * abs(0 - 0.5))
+    assert rel.counts[5] == 1 and rel.counts[6] + rel.counts[7] == 1 and sum(rel.counts) == 2  # 0.7 sits on an edge
+
+
+def test_the_filter_removes_other_true_answers_from_the_distribution():
+    scores = torch.tensor([[2.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    out = filtered_logits(scores, torch.tensor([0]), torch.tensor([0]))
+    assert out[0, 0] == -math.inf and torch.isfinite(out[1]).all()
+    m, _ = metrics(out, torch.tensor([1, 2]))
+    assert m.nll == pytest.approx(-(math.log(math.e / (math.e + 1)) + math.log(1 / 3)) / 2)
+
+
+@pytest.mark.parametrize("level", [0.8, 0.9, 0.95])
+def test_conformal_sets_cover_at_their_level_on_exchangeable_data(level):
+    logits, answers = synthetic(8000, 30, 1.0, seed=3)
+    cal_l, cal_a, test_l, test_a = logits[:3000], answers[:3000], logits[3000:], answers[3000:]
+    thr = conformal_threshold(cal_l, cal_a, 1.0, level)
+    p = torch.softmax(test_l, 1)
+    covered = float((p[torch.arange(len(test_a)), test_a] >= thr).double().mean())
+    assert level - 0.02 <= covered <= level + 0.025
+    sizes = (p >= thr).sum(1).double().mean()
+    assert 1 <= sizes < 30  # informative: not every entity
+
+
+def test_too_few_questions_for_a_level_give_the_whole_set():
+    logits, answers = synthetic(5, 4, 1.0, seed=4)
+    assert conformal_threshold(logits, answers, 1.0, 0.95) == 0.0  # ⌈6 · 0.95⌉ = 6 > 5
+
+
+def test_a_calibration_round_trips_and_a_bad_one_is_ignored():
+    logits, answers = synthetic(500, 10, 1.5, seed=5)
+    from tpar.evaluation.calibration import CalibrationMetrics
+
+    m, _ = metrics(logits, answers)
+    cal = Calibration("extrapolation", 1.5, "valid", 500, 0, m, m, {"0.9": 0.01})
+    assert Calibration.from_dict(json.loads(json.dumps(cal.to_dict()))) == cal
+    assert stored({"calibration": {"extrapolation": cal.to_dict()}}, "extrapolation") == cal
+    assert stored({"calibration": {"extrapolation": {"temperature": "x"}}}, "extrapolation") is None
+    assert stored({}, "interpolation") is None
+    assert isinstance(m, CalibrationMetrics)
+
+
+def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsys):
+    from conftest import tiny_world_csv
+    from tpar.cli import main
+    from tpar.data.loading import load_dataset
+    from tpar.graph.queries import Question
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.training import train
+    from tpar.reasoning.prediction import Predictor
+
+    data = tmp_path / "ring.csv"
+    data.write_text(tiny_world_csv(days=80))
+    kg = load_dataset(data)
+    run = RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.0),
+                    TrainConfig(setting="extrapolation", lr=5e-3, batch_size=8, micro_batch=8, epochs=1,
+                                max_valid_queries=0))
+    train(kg, run, tmp_path / "m.tpar", progress=False)
+    ck = Checkpoint.load(tmp_path / "m.tpar")
+    cal = stored(ck.extra, "extrapolation")
+    assert cal is not None and cal.temperature > 0 and set(cal.thresholds) == {"0.8", "0.9", "0.95"}
+    p = Predictor(ck, kg, "cpu")
+    pred = p.predict("P0", "meets", "2024-03-25", setting="extrapolation", top_k=None, coverage=0.9)
+    assert pred.temperature == cal.temperature
+    prepared = p.prepare(Question("P0", "meets", "2024-03-25", "object", "extrapolation"))
+    with torch.no_grad():
+        scores = p.model(prepared.batch, prepared.background)[0].double()
+    calibrated = torch.softmax(scores / cal.temperature, 0)
+    for a in pred.answers:
+        assert a.probability == pytest.approx(float(calibrated[a.entity_id]), rel=1e-6)
+    members = {kg.entities.name(int(e)) for e in torch.nonzero(calibrated >= cal.thresholds["0.9"]).squeeze(1)}
+    assert set(pred.answer_set) == members and pred.answer_set_size == len(members)
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "m.tpar"), "--data", str(data), "--quiet",
+                 "--json", str(tmp_path / "e.json")]) == 0
+    block = json.loads((tmp_path / "e.json").read_text())["calibration"]
+    assert block["temperature"] == cal.temperature and block["fitted_on"]["source"] == "stored in the checkpoint"
+    for k in ("ece", "brier", "nll"):
+        assert k in block["before"] and k in block["after"]
+    assert set(block["coverage"]) == {"0.8", "0.9", "0.95"}

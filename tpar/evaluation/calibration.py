@@ -1,0 +1,255 @@
+"""How sure is "p = 0.7"? Temperature scaling and split-conformal answer sets for TPAR's answer
+distribution (Eq. 10's softmax over the scores f(q, e) of Eq. 9).
+
+The distribution calibrated is the one the evaluation ranks with: per query (s, r, ?, t) with answer
+a, the softmax over every entity except the query's *other* known answers (the time-aware filter;
+they are right too, so they are not competitors). With a temperature T:
+``p_e = exp(f_e / T) / Σ_e' exp(f_e' / T)``.
+
+* **Temperature** (Guo et al. 2017): the T > 0 minimising the negative log-likelihood of the true
+  answers of (a seeded subset of) the valid split; one per setting.
+* **Metrics**: NLL = mean −log p_a; multi-class Brier = mean Σ_e (p_e − [e = a])²; top-1 ECE with
+  15 equal-width bins = Σ_b (n_b / n)·|accuracy_b − confidence_b|, where confidence = max_e p_e and
+  accuracy = [argmax_e p_e = a].
+* **Conformal sets** (split conformal, Vovk et al.; Angelopoulos & Bates 2021): nonconformity
+  1 − p_a on the valid queries; for a level 1 − α the threshold q̂ is their ⌈(n + 1)(1 − α)⌉-th
+  smallest; a new question's set is {e : 1 − p_e ≤ q̂}, i.e. p_e ≥ 1 − q̂. If valid and test
+  questions are exchangeable, the answer lies in the set with probability ≥ 1 − α.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from tpar.data.kg import TemporalKG
+from tpar.evaluation.protocol import Ranker, evaluate
+from tpar.graph.queries import QueryBatch, Setting
+
+ECE_BINS = 15
+#: coverage levels stored with a calibration (the app and ``tpar predict --coverage`` choose among them)
+LEVELS = (0.8, 0.9, 0.95)
+
+
+@dataclass
+class CalibrationMetrics:
+    ece: float
+    brier: float
+    nll: float
+    accuracy: float         # top-1 accuracy (Hits@1 with ties broken by entity order)
+    confidence: float       # mean top-1 probability
+    queries: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Reliability:
+    """Per ECE bin: lower edge, queries, mean confidence, accuracy (for a reliability diagram)."""
+
+    edges: list[float]
+    counts: list[int]
+    confidence: list[float]
+    accuracy: list[float]
+
+
+@dataclass
+class Calibration:
+    """A fitted temperature for one setting, with its valid figures before and after scaling and the
+    conformal thresholds (probability a set member needs, per coverage level)."""
+
+    setting: str
+    temperature: float
+    split: str
+    queries: int
+    seed: int
+    before: CalibrationMetrics
+    after: CalibrationMetrics
+    thresholds: dict[str, float] = field(default_factory=dict)   # "0.9" -> minimum calibrated probability
+
+    def to_dict(self) -> dict:
+        return {"setting": self.setting, "temperature": self.temperature, "split": self.split,
+                "queries": self.queries, "seed": self.seed, "before": self.before.to_dict(),
+                "after": self.after.to_dict(), "thresholds": dict(self.thresholds)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Calibration":
+        return cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
+                   CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
+                   {str(k): float(v) for k, v in d.get("thresholds", {}).items()})
+
+    def threshold(self, level: float) -> float:
+        """The probability threshold of the stored level nearest ``level`` (exactly one of LEVELS)."""
+        key = f"{level:g}"
+        if key not in self.thresholds:
+            raise KeyError(f"coverage level {level:g} not calibrated (available: {', '.join(self.thresholds)})")
+        return self.thresholds[key]
+
+
+def filtered_logits(scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """``scores`` (B, E) with each query's other known answers set to −inf (the time-aware filter)."""
+    out = scores.double().clone()
+    out[rows, cols] = -math.inf
+    return out
+
+
+def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, *, max_queries: int = 0,
+            seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(filtered scores (n, E) float64, answers (n,)) of ``split``'s queries (a seeded subset of
+    ``max_queries`` when > 0), the same queries the evaluation protocol ranks."""
+    logits, answers = [], []
+
+    def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        logits.append(filtered_logits(scores, rows, cols))
+        answers.append(batch.answer.clone())
+
+    evaluate(kg, ranker, setting, split, progress=False, batch_size=64, max_queries=max_queries, seed=seed,
+             on_scores=keep)
+    return torch.cat(logits), torch.cat(answers)
+
+
+def fit_temperature(logits: torch.Tensor, answers: torch.Tensor) -> float:
+    """The temperature T minimising the mean NLL of ``answers`` under softmax(logits / T)."""
+    finite = torch.where(torch.isfinite(logits), logits, torch.full_like(logits, -1e30))
+    log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([log_t], lr=0.5, max_iter=100, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(finite / log_t.exp(), answers)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return float(log_t.detach().exp().clamp(1e-3, 1e3))
+
+
+def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """softmax(logits / T) per row (−inf entries get 0)."""
+    return torch.softmax(logits.double() / temperature, dim=1)
+
+
+def metrics(logits: torch.Tensor, answers: torch.Tensor, temperature: float = 1.0,
+            bins: int = ECE_BINS) -> tuple[CalibrationMetrics, Reliability]:
+    """NLL, Brier, top-1 ECE (``bins`` equal-width bins), accuracy and mean confidence."""
+    p = probabilities(logits, temperature)
+    n = len(answers)
+    idx = torch.arange(n)
+    p_true = p[idx, answers]
+    nll = float(-torch.log(p_true.clamp_min(1e-300)).mean())
+    brier = float(((p ** 2).sum(1) - 2 * p_true + 1).mean())
+    conf, top = p.max(1)
+    correct = (top == answers).double()
+    stats = reliability(conf, correct, bins)
+    ece = sum(c / max(n, 1) * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c)
+    return CalibrationMetrics(float(ece), brier, nll, float(correct.mean()), float(conf.mean()), n), stats
+
+
+def reliability(confidence: torch.Tensor, correct: torch.Tensor, bins: int = ECE_BINS) -> Reliability:
+    """Equal-width bins of top-1 confidence: counts, mean confidence, accuracy."""
+    b = torch.clamp((confidence * bins).long(), max=bins - 1)
+    counts, conf, acc = [], [], []
+    for i in range(bins):
+        m = b == i
+        k = int(m.sum())
+        counts.append(k)
+        conf.append(float(confidence[m].mean()) if k else 0.0)
+        acc.append(float(correct[m].mean()) if k else 0.0)
+    return Reliability([i / bins for i in range(bins)], counts, conf, acc)
+
+
+def conformal_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, level: float) -> float:
+    """The probability a set member needs for coverage ``level``: 1 − q̂, q̂ the ⌈(n+1)·level⌉-th
+    smallest nonconformity 1 − p_a (0: every entity, when n is too small for the level)."""
+    p_true = probabilities(logits, temperature)[torch.arange(len(answers)), answers]
+    scores = torch.sort(1 - p_true).values
+    n = len(scores)
+    k = math.ceil((n + 1) * level)
+    if k > n:
+        return 0.0
+    return float(1 - scores[k - 1])
+
+
+def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: str = "valid", max_queries: int = 2000,
+              seed: int = 0, levels: tuple[float, ...] = LEVELS) -> Calibration:
+    """Fit the temperature and the conformal thresholds of ``setting`` on ``split``."""
+    setting = Setting.parse(setting)
+    logits, answers = collect(kg, ranker, setting, split, max_queries=max_queries, seed=seed)
+    t = fit_temperature(logits, answers)
+    before, _ = metrics(logits, answers, 1.0)
+    after, _ = metrics(logits, answers, t)
+    thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv) for lv in levels}
+    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds)
+
+
+@dataclass
+class HeldOutReport:
+    """Calibration figures on held-out questions (test): before and after scaling, the reliability
+    diagram after, and each stored level's empirical coverage and mean set size."""
+
+    before: CalibrationMetrics
+    after: CalibrationMetrics
+    reliability: Reliability
+    coverage: dict[str, float]
+    mean_set_size: dict[str, float]
+    temperature: float
+
+    def to_dict(self) -> dict:
+        return {"temperature": self.temperature, "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "reliability": asdict(self.reliability), "coverage": self.coverage,
+                "mean_set_size": self.mean_set_size}
+
+
+def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: str = "test", *,
+             max_queries: int = 0, seed: int = 0) -> HeldOutReport:
+    """Apply ``calibration`` to ``split`` (streamed batch by batch: bounded memory on any split)."""
+    t = calibration.temperature
+    levels = dict(calibration.thresholds)
+    parts: dict[str, list] = {"p_true_1": [], "conf_1": [], "top_1": [], "brier_1": [],
+                              "p_true_t": [], "conf_t": [], "top_t": [], "brier_t": []}
+    covered = {k: 0 for k in levels}
+    sizes = {k: 0 for k in levels}
+    n = [0]
+
+    def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        logits = filtered_logits(scores, rows, cols)
+        idx = torch.arange(len(batch))
+        for tag, temp in (("1", 1.0), ("t", t)):
+            p = probabilities(logits, temp)
+            pt = p[idx, batch.answer]
+            conf, top = p.max(1)
+            parts[f"p_true_{tag}"].append(pt)
+            parts[f"conf_{tag}"].append(conf)
+            parts[f"top_{tag}"].append((top == batch.answer).double())
+            parts[f"brier_{tag}"].append((p ** 2).sum(1) - 2 * pt + 1)
+            if tag == "t":
+                for k, thr in levels.items():
+                    member = p >= thr
+                    covered[k] += int(member[idx, batch.answer].sum())
+                    sizes[k] += int(member.sum())
+        n[0] += len(batch)
+
+    evaluate(kg, ranker, calibration.setting, split, progress=False, batch_size=64, max_queries=max_queries,
+             seed=seed, on_scores=keep)
+    cat = {k: torch.cat(v) for k, v in parts.items()}
+    out = {}
+    for tag in ("1", "t"):
+        stats = reliability(cat[f"conf_{tag}"], cat[f"top_{tag}"])
+        ece = sum(c / n[0] * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c)
+        out[tag] = (CalibrationMetrics(float(ece), float(cat[f"brier_{tag}"].mean()),
+                                       float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
+                                       float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()), n[0]), stats)
+    return HeldOutReport(out["1"][0], out["t"][0], out["t"][1], {k: covered[k] / n[0] for k in levels},
+                         {k: sizes[k] / n[0] for k in levels}, t)
+
+
+def stored(extra: dict, setting: str) -> Calibration | None:
+    """The calibration of ``setting`` kept in a checkpoint's ``extra`` (None when absent or unreadable)."""
+    d = (extra or {}).get("calibration", {}).get(setting)
+    try:
+        return Calibration.from_dict(d) if d else None
+    except (KeyError, TypeError, ValueError):
+        return None
