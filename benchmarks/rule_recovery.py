@@ -38,7 +38,7 @@ def main() -> None:
                      if r["time"] >= test_from and r["rule"] in rules]
     ex = Explainer(Predictor(Checkpoint.load(args.checkpoint), kg, "cpu"))
     out = {}
-    print("| setting | rule | body | questions | Hits@1 | top path follows the body | body among top 5 paths |")
+    print("| setting | rule | body | questions | Hits@1 | top path follows the rule | rule among top 5 paths |")
     print("|---|---|---|---|---|---|---|")
     for setting in ("extrapolation", "interpolation"):
         t0 = time.perf_counter()
