@@ -34,10 +34,11 @@ RUNS_DIR = WORKSPACE / "checkpoints"
 JOBS_DIR = WORKSPACE / "jobs"
 
 # question keys mirrored in the URL, with defaults and allowed values
-URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths")
-DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5}
+URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths", "coverage")
+DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5, "coverage": "0.9"}
 INT_RANGES = {"k": (1, 50), "paths": (1, 10)}  # the widgets' ranges
-CHOICES = {"direction": ("object", "subject"), "setting": ("auto", "extrapolation", "interpolation")}
+CHOICES = {"direction": ("object", "subject"), "setting": ("auto", "extrapolation", "interpolation"),
+           "coverage": ("off", "0.8", "0.9", "0.95")}
 URL_ANSWER = "from the URL"
 
 
@@ -105,8 +106,8 @@ def explainer(data_path: str, data_version: int, checkpoint_path: str, checkpoin
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
-        k: int) -> Prediction:
-    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.answer(question, k)
+        k: int, coverage: float | None = None) -> Prediction:
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.answer(question, k, coverage)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -297,10 +298,10 @@ def current_question() -> Question:
         st.stop()
 
 
-def current_prediction(sel: Selection) -> Prediction:
+def current_prediction(sel: Selection, coverage: float | None = None) -> Prediction:
     """The answers to the question in the session state (cached), or an error message and a stop."""
     try:
-        return ask(*sel.keys, current_question(), int(st.session_state.get("k", DEFAULTS["k"])))
+        return ask(*sel.keys, current_question(), int(st.session_state.get("k", DEFAULTS["k"])), coverage)
     except DataError as e:
         st.error(md(e))
         sync_url()

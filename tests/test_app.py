@@ -217,3 +217,14 @@ def test_url_names_in_another_case_are_taken_and_unknown_ones_get_suggestions():
     assert (at.session_state["subject"], at.session_state["relation"]) == ("Orora Front", "Mobilize against")
     at = app({**QUESTION, "subject": "Orora Frnt"}).run()
     assert "Unknown entity 'Orora Frnt'; did you mean 'Orora Front'" in plain(at.warning)
+
+
+def test_ask_shows_calibrated_probabilities_and_the_answer_set():
+    at = app(QUESTION).run()
+    assert not at.exception and not at.error
+    assert any("Probabilities are calibrated" in c.value for c in at.caption)
+    found = [i.value for i in at.info if "confidence the answer is among these" in i.value]
+    assert found and "With 90% confidence" in found[0] and "Hugo of Zanistan" in found[0].replace("\\", "")
+    at.selectbox(key="w_coverage").select("off").run()
+    assert not any("confidence the answer is among" in i.value for i in at.info)
+    assert at.query_params["coverage"] == "off"

@@ -138,6 +138,9 @@ def test_evaluate_next_to_baselines():
         assert table[col].between(0, 100).all()
     assert (table["MRR optimistic"] >= table["MRR"]).all() and (table["MRR"] >= table["MRR pessimistic"]).all()
     assert table.loc["TPAR", "MRR"] > table.loc["frequency", "MRR"]  # the planted rules are what TPAR is for
+    calib = next(d.value for d in at.dataframe if "ECE" in d.value.columns)  # before / after temperature scaling
+    assert len(calib) == 2 and calib["ECE"].between(0, 1).all()
+    assert any("sets hold the answer" in c.value for c in at.caption)
     assert len(at.get("download_button")) == 3
 
 

@@ -32,7 +32,10 @@ def render() -> None:
     examples_ui(sel)
     fill_question(kg)
     question_ui(kg)
-    pred = ex.current_prediction(sel)
+    calibrated = sel.explainer().predictor.calibration(
+        sel.explainer().predictor.resolve_setting(sel.kg.time_axis.parse(ss["time"]), ss["setting"]).value)
+    level = float(ss["coverage"]) if ss.get("coverage") not in (None, "off") and calibrated else None
+    pred = ex.current_prediction(sel, level)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
     why = ""
     if ss["setting"] == "auto":
@@ -44,6 +47,7 @@ def render() -> None:
     if not pred.answers:
         st.info("No answers.")
         st.stop()
+    answer_set_ui(pred, calibrated is not None)
     answers = answers_ui(pred)
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
@@ -147,6 +151,28 @@ def question_ui(kg: TemporalKG) -> None:
         ex.bind(st.selectbox, "Setting", "setting", options=["auto", "extrapolation", "interpolation"],
                 help="auto: extrapolation when the time lies after the last known fact, else interpolation.")
         ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
+
+
+def answer_set_ui(pred: Prediction, calibrated: bool) -> None:
+    """How far the probabilities can be trusted, and the conformal answer set of the chosen level."""
+    if not calibrated:
+        return  # the prediction's own warning says the probabilities are raw
+    c1, c2 = st.columns([1, 3])
+    with c1:
+        ex.bind(st.selectbox, "Answer set", "coverage", options=["off", "0.8", "0.9", "0.95"],
+                format_func=lambda v: "off" if v == "off" else f"{100 * float(v):g}% coverage",
+                help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
+                     "is in the set with at least this probability.")
+    with c2:
+        st.caption(f"Probabilities are calibrated: softmax(f / T) with T = {pred.temperature:.3f} fitted on the valid "
+                   "split for this setting, so across many questions, answers shown at p ≈ 0.7 are right about 70% of "
+                   "the time.")
+    if pred.coverage is not None:
+        names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
+        size = f"**{pred.answer_set_size:,}** of {pred.num_entities:,} entities"
+        st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}"
+                + (" — a set this large says the model cannot narrow it down." if
+                   pred.answer_set_size > max(25, pred.num_entities // 4) else ""))
 
 
 def answers_ui(pred: Prediction) -> pd.DataFrame:

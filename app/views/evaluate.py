@@ -10,9 +10,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
+import palette
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
+from tpar.evaluation.calibration import HeldOutReport, calibrate, held_out, stored
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -53,13 +55,21 @@ def render() -> None:
             bar.empty()
             st.error(ex.md(e))
             st.stop()
+        bar.progress(1.0, text="calibration…")
+        cal = stored(ck.extra, setting)
+        source = "stored in the checkpoint (fitted on valid)"
+        ranker = ModelRanker(ck.build_model(), micro_batch=16)
+        if cal is None and "valid" in kg.splits and split != "valid":
+            cal, source = calibrate(kg, ranker, setting, split="valid", max_queries=2000), "fitted on valid now"
+        report = held_out(kg, ranker, cal, split, max_queries=limit) if cal is not None and split != "valid" else None
         bar.progress(1.0, text="done")
-        ss["eval_results"] = {"key": key, "results": results}
-    stored = ss.get("eval_results")
-    if not stored or stored["key"] != key:
+        ss["eval_results"] = {"key": key, "results": results, "calibration": report, "calibration_source": source}
+    done = ss.get("eval_results")
+    if not done or done["key"] != key:
         st.info("Choose the options and run the evaluation.")
         st.stop()
-    results_ui(stored["results"], split, setting, limit)
+    results_ui(done["results"], split, setting, limit)
+    calibration_ui(done.get("calibration"), done.get("calibration_source", ""))
 
 
 def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, str, int, bool, bool]:
@@ -121,6 +131,39 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
         col.download_button(label, csv_text(frame.to_dict("records")), file_name=file, mime="text/csv")
     d3.download_button("Everything (JSON)", json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2),
                        file_name="tpar-evaluation.json", mime="application/json")
+
+
+def calibration_ui(report: HeldOutReport | None, source: str) -> None:
+    """How often TPAR's probabilities are right: a reliability diagram, ECE / Brier / NLL before and
+    after temperature scaling, and the answer sets' coverage."""
+    st.subheader("Are the probabilities honest?")
+    if report is None:
+        st.info("No calibration: evaluate on the test split of a data set with a valid split.")
+        return
+    fig = go.Figure()
+    r = report.reliability
+    width = 1 / len(r.edges)
+    mids = [e + width / 2 for e, c in zip(r.edges, r.counts) if c]
+    fig.add_trace(go.Bar(x=mids, y=[a for a, c in zip(r.accuracy, r.counts) if c], width=width * 0.9,
+                         name="accuracy in the bin", marker_color=palette.OTHER,
+                         customdata=[c for c in r.counts if c],
+                         hovertemplate="confidence %{x:.2f}<br>accuracy %{y:.2f}<br>%{customdata} questions<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line={"dash": "dash", "color": palette.T_Q}))
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="top-1 probability (calibrated)",
+                      yaxis_title="share right", xaxis_range=[0, 1], yaxis_range=[0, 1],
+                      legend=dict(orientation="h", yanchor="top", y=-0.2))
+    st.plotly_chart(fig, config={"displaylogo": False})
+    b, a = report.before, report.after
+    st.dataframe(pd.DataFrame([
+        {"Probabilities": "raw softmax", "ECE": b.ece, "Brier": b.brier, "NLL": b.nll},
+        {"Probabilities": f"calibrated (T = {report.temperature:.3f})", "ECE": a.ece, "Brier": a.brier, "NLL": a.nll}]),
+        hide_index=True, column_config={k: st.column_config.NumberColumn(k, format="%.4f") for k in ("ECE", "Brier", "NLL")})
+    cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions "
+                      f"(mean size {report.mean_set_size[k]:.1f})" for k, v in report.coverage.items())
+    st.caption(f"Temperature {source}. ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "
+               f"true answer; the distribution leaves out each question's other known answers (the time-aware filter). "
+               f"Answer sets: {cover}.")
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
