@@ -233,6 +233,32 @@ def calibration_text(c: dict) -> str:
             f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
 
 
+def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
+    """Facts for a what-if: a CSV/TSV with the header subject, relation, object, time (at most
+    10,000 rows); a :class:`DataError` naming the file and row otherwise."""
+    if not path:
+        return []
+    import csv
+
+    from tpar.data.textfile import read_text
+
+    text = read_text(Path(path))
+    delim = "\t" if "\t" in text.split("\n", 1)[0] else ","
+    rows = list(csv.reader(text.splitlines(), delimiter=delim))
+    if not rows or [c.strip().lower() for c in rows[0]] != ["subject", "relation", "object", "time"]:
+        raise DataError("expected the header subject, relation, object, time", file=path, row=1)
+    if len(rows) > 10_001:
+        raise DataError(f"{len(rows) - 1:,} facts; a what-if takes at most 10,000", file=path)
+    out = []
+    for i, row in enumerate(rows[1:], start=2):
+        if not row or all(not x.strip() for x in row):
+            continue
+        if len(row) != 4:
+            raise DataError(f"expected 4 columns, found {len(row)}", file=path, row=i)
+        out.append(tuple(x.strip() for x in row))
+    return out
+
+
 def cmd_predict(args) -> int:
     from tpar.reasoning.prediction import Predictor, probability_text
 
@@ -240,10 +266,12 @@ def cmd_predict(args) -> int:
     pred = Predictor(ckpt, kg, args.device)
     top = None if args.top == "all" else int(args.top)
     p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
-                     coverage=args.coverage)
+                     coverage=args.coverage, without=_fact_file(args.without), extra=_fact_file(args.with_facts))
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
         return 0
+    if p.hypothetical:
+        print("HYPOTHETICAL: " + "; ".join(p.hypothetical))
     arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
     print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
           f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
@@ -276,10 +304,14 @@ def cmd_explain(args) -> int:
                    setting=args.setting, num_paths=args.paths)
     trace = ex.trace(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting,
                      top=args.top_links) if args.trace else None
+    cf = ex.counterfactual(args.subject, args.relation, args.time, args.answer, direction=args.direction,
+                           setting=args.setting) if args.counterfactual else None
     if args.json:
         d = e.to_dict()
         if trace is not None:
             d["trace"] = trace.to_dict()
+        if cf is not None:
+            d["counterfactual"] = cf.to_dict()
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
@@ -287,7 +319,16 @@ def cmd_explain(args) -> int:
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
-        print(f"{i:3d}. importance {path.importance:+.4f}  {path.describe()}")
+        print(f"{i:3d}. importance {path.importance:+.4f}  {path.describe()}"
+              + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
+    if cf is not None:
+        if cf.flipped:
+            print(f"counterfactual: without these {len(cf.removed)} fact(s) {cf.answer} drops to rank {cf.rank_after:g} "
+                  f"(first: {cf.top_after}):")
+            for f in cf.removed:
+                print(f"      ({', '.join(f)})")
+        else:
+            print(f"counterfactual: none found ({cf.reason})")
     if trace is not None:
         for layer in trace.layers:
             print(f"layer {layer.layer}: {layer.entities_reached} entities reached, {layer.num_links} temporal links")
@@ -438,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
     sp.add_argument("--top", default="10", help="number of answers or 'all'")
+    sp.add_argument("--without", metavar="FILE", help="what-if: answer as if these facts (CSV: subject, relation, "
+                    "object, time) were not in the data")
+    sp.add_argument("--with", dest="with_facts", metavar="FILE", help="what-if: answer as if these facts were added")
     sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
@@ -451,6 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
     sp.add_argument("--paths", type=int, default=5, help="number of paths")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
+    sp.add_argument("--counterfactual", action="store_true",
+                    help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
     sp.add_argument("--top-links", type=int, default=5, help="links per layer in --trace")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])

@@ -151,6 +151,26 @@ ATTENTION_FLOOR = 0.01
 
 
 @dataclass
+class Counterfactual(AnsweredQuestion):
+    """The smallest set of evidence facts found whose removal takes ``answer`` off rank 1: greedy over
+    the links of the top paths (most important first), then pruned to a minimal set (every fact in
+    it is needed). ``flipped`` False: removing every candidate fact did not do it (or the answer
+    was not first to begin with; ``reason`` says which)."""
+
+    answer: str
+    removed: list[tuple[str, str, str, str]]   # (subject, relation, object, time) as in the data
+    flipped: bool
+    rank_before: float
+    rank_after: float                          # realistic rank with ``removed`` gone
+    top_after: str                             # the new first answer
+    candidates: int                            # evidence facts considered
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
 class LayerSummary:
     """Teaching view of one recursive step l (Eqs. 5-8).
 
@@ -328,6 +348,59 @@ class Explainer:
             if len(paths) == k:
                 break
         return paths
+
+    # -- counterfactual --------------------------------------------------------------------------
+    def counterfactual(self, subject: str, relation: str, time: str | int, answer: str, *,
+                       direction: Direction = "object", setting: str = "auto", num_paths: int = 10,
+                       max_facts: int = 12) -> Counterfactual:
+        """Which evidence facts, removed from the data, take ``answer`` off rank 1 (see :class:`Counterfactual`)."""
+        p = self.predictor
+        question = Question(subject, relation, time, direction, setting)
+        e = self.explain(subject, relation, time, answer, direction=direction, setting=setting, num_paths=num_paths)
+        a = self.kg.entities.id(e.answer)
+        candidates: list[tuple[float, tuple[str, str, str, str]]] = []
+        seen = set()
+        for path in e.paths:
+            for x in path.links:
+                fact = (x.subject, x.relation, x.object, x.time)
+                if fact not in seen:
+                    seen.add(fact)
+                    candidates.append((abs(x.gradient), fact))
+        candidates.sort(key=lambda c: -c[0])
+        facts = [f for _, f in candidates[:max_facts]]
+
+        def rank_without(removed: list) -> tuple[float, str]:
+            data, _ = p.what_if_facts(removed, ())
+            prepared = p.prepare(question, data)
+            with torch.no_grad():
+                scores = p.model(prepared.batch, prepared.background)[0].float().cpu()
+            top = int(torch.argmax(scores))
+            return realistic_rank(scores, float(scores[a])), self.kg.entities.name(top)
+
+        base = Counterfactual(e.subject, e.relation, e.direction, e.time, e.time_step, e.setting, e.answer, [], False,
+                              e.rank, e.rank, "", len(facts))
+        if e.rank != 1:
+            base.reason = f"{e.answer!r} is not ranked first (rank {e.rank:g}): nothing to take away"
+            return base
+        removed: list = []
+        rank, top = e.rank, e.answer
+        for fact in facts:
+            removed.append(fact)
+            rank, top = rank_without(removed)
+            if rank > 1:
+                break
+        if rank <= 1:
+            base.rank_after, base.top_after, base.removed = rank, top, removed
+            base.reason = (f"removing all {len(removed)} evidence facts of the top {num_paths} paths leaves "
+                           f"{e.answer!r} first: its score does not rest on these paths alone")
+            return base
+        for fact in list(reversed(removed[:-1])):  # minimal: put back every fact that is not needed
+            trial = [f for f in removed if f != fact]
+            r, t = rank_without(trial)
+            if r > 1:
+                removed, rank, top = trial, r, t
+        base.removed, base.flipped, base.rank_after, base.top_after = removed, True, rank, top
+        return base
 
     # -- teaching trace --------------------------------------------------------------------------
     def trace(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
@@ -110,6 +111,7 @@ class Prediction(AnsweredQuestion):
     coverage: float | None = None               # the answer set's level, when one was asked for
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
+    hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
 
     @property
     def unreached(self) -> int:
@@ -147,22 +149,73 @@ class Predictor:
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
         self._hidden: tuple[tuple[int, int, int], Background] | None = None
 
-    def background(self, setting: Setting, subject: int, relation: int, time: int) -> Background:
+    def background(self, setting: Setting, subject: int, relation: int, time: int,
+                   facts: np.ndarray | None = None) -> Background:
         """The links question (subject, relation, ?, time) may use (``relation`` ≥ R: a subject
-        question about relation − R); see the class docstring."""
+        question about relation − R); see the class docstring. ``facts`` (n, 4): a what-if data set
+        used instead of the known facts (same rules; nothing cached)."""
+        R = self.kg.num_relations
+        if facts is not None:
+            if setting is not Setting.EXTRAPOLATION:
+                facts = facts[~self._answers_it(facts, subject, relation, time)]
+            return Background(TemporalGraphIndex(facts, self.kg.num_entities, R).to(self.device), setting)
         if setting is Setting.EXTRAPOLATION:
             return Background(self._index, setting)
         key = (subject, relation, time)
         hidden = self._hidden  # one read: other threads (app sessions) may replace it meanwhile
         if hidden is None or hidden[0] != key:
-            f, R = self._facts, self.kg.num_relations
-            if relation < R:
-                answers_it = (f[:, 0] == subject) & (f[:, 1] == relation) & (f[:, 3] == time)
-            else:
-                answers_it = (f[:, 2] == subject) & (f[:, 1] == relation - R) & (f[:, 3] == time)
-            index = TemporalGraphIndex(f[~answers_it], self.kg.num_entities, R).to(self.device)
+            f = self._facts
+            index = TemporalGraphIndex(f[~self._answers_it(f, subject, relation, time)], self.kg.num_entities,
+                                       R).to(self.device)
             hidden = self._hidden = (key, Background(index, setting))
         return hidden[1]
+
+    def _answers_it(self, f: np.ndarray, subject: int, relation: int, time: int) -> np.ndarray:
+        """Mask of the facts that answer (subject, relation, ?, time) (a subject question if relation ≥ R)."""
+        R = self.kg.num_relations
+        if relation < R:
+            return (f[:, 0] == subject) & (f[:, 1] == relation) & (f[:, 3] == time)
+        return (f[:, 2] == subject) & (f[:, 1] == relation - R) & (f[:, 3] == time)
+
+    def resolve_facts(self, facts, what: str = "fact") -> np.ndarray:
+        """(subject, relation, object, time) tuples of names and time labels -> (n, 4) ids; a
+        :class:`DataError` naming the fact for an unknown name or time."""
+        kg = self.kg
+        out = []
+        for i, fact in enumerate(facts, start=1):
+            if len(fact) != 4:
+                raise DataError(f"{what} {i}: expected (subject, relation, object, time), got {tuple(fact)!r}")
+            s, r, o, t = fact
+            try:
+                step = kg.time_axis.parse(t)
+            except ValueError as e:
+                raise DataError(f"{what} {i} ({s}, {r}, {o}, {t}): {e}") from None
+            out.append((kg.entities.id(kg.entities.resolve(s, "entity")), kg.relations.id(kg.relations.resolve(r, "relation")),
+                        kg.entities.id(kg.entities.resolve(o, "entity")), step))
+        return np.array(out, dtype=np.int64).reshape(-1, 4)
+
+    def what_if_facts(self, without=(), extra=()) -> tuple[np.ndarray, list[str]]:
+        """The known facts minus ``without`` plus ``extra`` (each a list of (s, r, o, time) name
+        tuples), and a line per change. Removing a fact that is not known is refused, as is adding
+        one that is (both would change nothing while seeming to)."""
+        kg, f = self.kg, self._facts
+        gone = self.resolve_facts(without, "fact to remove")
+        new = self.resolve_facts(extra, "fact to add")
+        notes = []
+        keep = np.ones(len(f), dtype=bool)
+        for row, (s, r, o, t) in zip(gone, without):
+            hit = (f[:, 0] == row[0]) & (f[:, 1] == row[1]) & (f[:, 2] == row[2]) & (f[:, 3] == row[3])
+            if not hit.any():
+                raise DataError(f"fact to remove ({s}, {r}, {o}, {t}) is not in the data")
+            keep &= ~hit
+            notes.append(f"without ({kg.entities.name(int(row[0]))}, {kg.relations.name(int(row[1]))}, "
+                         f"{kg.entities.name(int(row[2]))}, {kg.time_axis.label(int(row[3]))})")
+        for row, (s, r, o, t) in zip(new, extra):
+            if tuple(row.tolist()) in self._known:
+                raise DataError(f"fact to add ({s}, {r}, {o}, {t}) is already in the data")
+            notes.append(f"with ({kg.entities.name(int(row[0]))}, {kg.relations.name(int(row[1]))}, "
+                         f"{kg.entities.name(int(row[2]))}, {kg.time_axis.label(int(row[3]))})")
+        return np.concatenate([f[keep], new]), notes
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         """``auto``: extrapolation when ``t`` lies after the last known fact, else interpolation."""
@@ -175,9 +228,10 @@ class Predictor:
         """Number of time steps the known facts span (+2, as the index counts it)."""
         return self._index.time_span
 
-    def prepare(self, question: Question) -> PreparedQuestion:
+    def prepare(self, question: Question, facts: np.ndarray | None = None) -> PreparedQuestion:
         """Everything one forward pass needs for ``question``: ids, the setting, a batch of one query
-        (answer unknown: -1) on the model's device, and the question's background."""
+        (answer unknown: -1) on the model's device, and the question's background (built from
+        ``facts`` instead of the known facts for a what-if)."""
         kg = self.kg
         subject, relation = kg.entities.resolve(question.subject, "entity"), kg.relations.resolve(question.relation, "relation")
         if (subject, relation) != (question.subject, question.relation):  # matched ignoring case: ask in the data's spelling
@@ -193,21 +247,32 @@ class Predictor:
         batch = QueryBatch(*(torch.tensor([x], device=self.device) for x in
                              (s, r, t, -1, OBJECT if question.direction == "object" else SUBJECT)))
         return PreparedQuestion(question, s, r, t, kg.time_axis.label(t), setting, batch,
-                                self.background(setting, s, r, t))
+                                self.background(setting, s, r, t, facts))
 
     @torch.no_grad()
     def predict(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
-                setting: str = "auto", top_k: int | None = 10, coverage: float | None = None) -> Prediction:
-        """The ranked answers of (subject, relation, ?, time) (or (?, relation, subject, time))."""
-        return self.answer(Question(subject, relation, time, direction, setting), top_k, coverage)
+                setting: str = "auto", top_k: int | None = 10, coverage: float | None = None,
+                without=(), extra=()) -> Prediction:
+        """The ranked answers of (subject, relation, ?, time) (or (?, relation, subject, time));
+        ``without`` / ``extra``: what-if facts removed from / added to the data (name tuples)."""
+        return self.answer(Question(subject, relation, time, direction, setting), top_k, coverage,
+                           without=without, extra=extra)
 
     @torch.no_grad()
-    def answer(self, question: Question, top_k: int | None = 10, coverage: float | None = None) -> Prediction:
+    def answer(self, question: Question, top_k: int | None = 10, coverage: float | None = None, *,
+               without=(), extra=()) -> Prediction:
         """:meth:`predict` for a :class:`~tpar.graph.queries.Question`. ``coverage`` (one of the
-        calibrated levels, e.g. 0.9) adds the conformal answer set."""
-        prepared = self.prepare(question)
+        calibrated levels, e.g. 0.9) adds the conformal answer set. ``without`` / ``extra`` answer
+        a hypothetical: the same model on the data with those facts removed / added (the paths
+        through a removed fact disappear; the question's own answers stay hidden in interpolation)."""
+        facts, notes = self.what_if_facts(without, extra) if (without or extra) else (None, [])
+        prepared = self.prepare(question, facts)
         scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
-        return self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k, coverage)
+        pred = self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k, coverage)
+        if notes:
+            pred.hypothetical = notes
+            pred.warnings.insert(0, "Hypothetical: answered on the data " + "; ".join(notes) + ".")
+        return pred
 
     def calibration(self, setting: str):
         """The checkpoint's :class:`~tpar.evaluation.calibration.Calibration` for ``setting`` (or None)."""
