@@ -118,6 +118,22 @@ def explain(data_path: str, data_version: int, checkpoint_path: str, checkpoint_
         setting=question.setting, num_paths=paths)
 
 
+@st.cache_data(show_spinner="Answering the hypothetical…", max_entries=64)
+def what_if(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+            without: tuple, extra: tuple) -> Prediction:
+    """The question answered on the data without / with the given (s, r, o, time) facts (all answers)."""
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).predictor.answer(
+        question, None, without=list(without), extra=list(extra))
+
+
+@st.cache_data(show_spinner="Searching for the smallest set of facts…", max_entries=64)
+def counterfactual(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int,
+                   question: Question, answer: str):
+    return explainer(data_path, data_version, checkpoint_path, checkpoint_version).counterfactual(
+        question.subject, question.relation, question.time, answer, direction=question.direction,
+        setting=question.setting)
+
+
 @st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
 def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
           answer: str) -> ReasoningTrace:

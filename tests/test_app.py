@@ -228,3 +228,19 @@ def test_ask_shows_calibrated_probabilities_and_the_answer_set():
     at.selectbox(key="w_coverage").select("off").run()
     assert not any("confidence the answer is among" in i.value for i in at.info)
     assert at.query_params["coverage"] == "off"
+
+
+def test_evidence_what_if_and_counterfactual():
+    at = app({**QUESTION, "answer": "Hugo of Zanistan"}).run()
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and not at.error
+    threat = ("Hugo of Zanistan", "Threaten", "Orora Front", "2025-12-19")
+    at.multiselect(key="whatif_off").select(threat).run()
+    assert not at.exception and not at.error
+    assert any("Hypothetical" in w.value for w in at.warning)
+    said = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "**Hugo of Zanistan** (rank 1 on the real data) would be at rank 103" in said
+    at.button(key="whatif_cf").click().run()
+    assert any("Counterfactual: without 1 fact(s)" in i.value.replace("\\", "") for i in at.info)
+    at.button(key="whatif_reset").click().run()
+    assert not any("Hypothetical" in w.value for w in at.warning)

@@ -10,7 +10,8 @@ from evidence_graph import evidence_html, graph_height
 from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import Explanation
-from tpar.reasoning.prediction import Prediction
+from tpar.errors import DataError
+from tpar.reasoning.prediction import Prediction, probability_text
 
 
 def render() -> None:
@@ -64,6 +65,7 @@ def render() -> None:
     html = evidence_html(e, paths=shown, dark=dark)
     st.iframe(html, height=graph_height(shown) + 20, alt="Temporal paths to the answer")
     paths_ui(e, shown)
+    what_if_ui(sel, e, shown)
     ex.sync_url()
 
 
@@ -114,6 +116,67 @@ def paths_ui(e: Explanation, shown: list) -> None:
         st.dataframe(links, hide_index=True)
     st.download_button("Download the paths (CSV)", csv_text(links.to_dict("records")), file_name="tpar-paths.csv",
                        mime="text/csv")
+
+
+def fact_label(f: tuple) -> str:
+    return f"({f[0]}, {f[1]}, {f[2]}, {f[3]})"
+
+
+def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
+    """Switch off facts of the shown paths or add a hypothetical one, and see the answer's new rank;
+    the smallest set of facts whose removal takes the answer off rank 1."""
+    ss = st.session_state
+    st.subheader("What if?")
+    question = ex.current_question()
+    facts = list(dict.fromkeys((x.subject, x.relation, x.object, x.time) for p in shown for x in p.links))
+    ss.setdefault("whatif_added", [])
+    key = ex.question_key()
+    if ss.get("whatif_question") != key:  # a new question: nothing hypothetical carries over
+        ss["whatif_question"], ss["whatif_added"] = key, []
+        ss.pop("whatif_off", None)
+    off = st.multiselect("Switch off facts of these paths", facts, format_func=fact_label, key="whatif_off",
+                         placeholder="Choose facts to remove from the data …")
+    with st.expander("Add a hypothetical fact"):
+        kg = sel.kg
+        c1, c2, c3, c4 = st.columns(4)
+        subj = c1.selectbox("Subject", sorted(kg.entities.names, key=str.casefold), key="whatif_s")
+        rel = c2.selectbox("Relation", sorted(kg.relations.names, key=str.casefold), key="whatif_r")
+        obj = c3.selectbox("Object", sorted(kg.entities.names, key=str.casefold), key="whatif_o")
+        when = c4.text_input("Time", value=e.time, key="whatif_t")
+        if st.button("Add this fact", key="whatif_add"):
+            ss["whatif_added"] = ss["whatif_added"] + [(subj, rel, obj, when.strip())]
+    added = list(ss["whatif_added"])
+    if not (off or added):
+        st.caption("Nothing switched off or added: the answers above are the model's on the data as it is.")
+    else:
+        if st.button("Reset (back to the data as it is)", key="whatif_reset"):
+            ss["whatif_added"] = []
+            ss.pop("whatif_off", None)
+            st.rerun()
+        try:
+            pred = ex.what_if(*sel.keys, question, tuple(off), tuple(added))
+        except DataError as err:
+            st.error(ex.md(err))
+        else:
+            st.warning("**Hypothetical**: " + ex.md("; ".join(pred.hypothetical)) + ". Not the model's answer on the "
+                       "real data.")
+            mine = next((a for a in pred.answers if a.entity == e.answer), None)
+            where = (f"rank {mine.rank_text()}, probability {probability_text(mine.probability)}" if mine
+                     else f"not reached by any path any more (ranks {pred.unreached_rank[0]}–{pred.unreached_rank[1]})")
+            st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank:g} on the real data) would be at {where}.")
+            top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity, "Probability": probability_text(a.probability)}
+                                for a in pred.answers[:5]])
+            st.dataframe(top, hide_index=True, width="stretch")
+    if e.rank == 1 and st.button("Find the fewest facts whose removal changes the top answer", key="whatif_cf"):
+        ss["whatif_cf_for"] = key + (e.answer,)
+    if ss.get("whatif_cf_for") == key + (e.answer,):
+        cf = ex.counterfactual(*sel.keys, question, e.answer)
+        if cf.flipped:
+            st.info(f"Counterfactual: without {len(cf.removed)} fact(s) — "
+                    + "; ".join(ex.md(fact_label(f)) for f in cf.removed)
+                    + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after:g} and {ex.md(cf.top_after)} comes first.")
+        else:
+            st.info(ex.md(f"No counterfactual among the top paths' facts: {cf.reason}."))
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
