@@ -50,6 +50,20 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         lines.append("")
     if paper:
         lines += ["## The paper's figures", ""] + [f"- {k}: {v}" for k, v in paper.items()] + [""]
+    cal = ckpt.extra.get("calibration") or {}
+    if cal:
+        lines += ["## Calibration (fitted on valid; `tpar calibrate`)", "",
+                  "| setting | temperature | ECE before → after | Brier before → after | NLL before → after | "
+                  "answer-set thresholds |", "|---|---|---|---|---|---|"]
+        for setting, c in cal.items():
+            try:
+                b, a = c["before"], c["after"]
+                thr = ", ".join(f"{100 * float(k):g}%: p ≥ {v:.2g}" for k, v in c.get("thresholds", {}).items())
+                lines.append(f"| {setting} | {c['temperature']:.3f} | {b['ece']:.4f} → {a['ece']:.4f} | "
+                             f"{b['brier']:.4f} → {a['brier']:.4f} | {b['nll']:.3f} → {a['nll']:.3f} | {thr} |")
+            except (KeyError, TypeError, ValueError):
+                lines.append(f"| {setting} | unreadable | | | | |")
+        lines.append("")
     if ckpt.history:
         lines += ["## Validation history (seeded subset, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
