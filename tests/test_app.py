@@ -40,9 +40,10 @@ def texts(at) -> str:
 def no_benchmarks(monkeypatch, tmp_path):
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
     monkeypatch.syspath_prepend(str(Path(APP).parent))
-    import explorer  # the module the app's pages import: forget data sets listed by an earlier test
+    import explorer  # the module the app's pages import: forget data sets and models listed by an earlier test
 
     explorer.datasets.clear()
+    explorer.checkpoints.clear()
 
 
 def test_opens_on_the_sample_world_with_its_checkpoint():

@@ -177,7 +177,7 @@ def test_cli_train_evaluate_predict(world, tmp_path, capsys):
                  "--time", "2024-03-10", "--top", "3", "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["setting"] == "extrapolation" and len(p["answers"]) == 3
-    # the top 3 of the softmax over every entity's score, computed here from the checkpoint's model
+    # the top 3 of the calibrated softmax over every entity's score, computed here from the checkpoint's model
     kg = load_dataset(world)
     s, r, t = kg.entities.id("P0"), kg.relations.id("meets"), kg.time_axis.parse("2024-03-10")
     assert t > kg.all_facts()[:, 3].max()  # after the data: every fact is history
@@ -185,7 +185,9 @@ def test_cli_train_evaluate_predict(world, tmp_path, capsys):
     with torch.no_grad():
         scores = Checkpoint.load(out).build_model()(
             QueryBatch(*(torch.tensor([x]) for x in (s, r, t, -1, OBJECT))), bg)[0].double()
-    probs = torch.softmax(scores, 0)
+    temperature = Checkpoint.load(out).extra["calibration"]["extrapolation"]["temperature"]  # fitted after training
+    assert p["temperature"] == temperature
+    probs = torch.softmax(scores / temperature, 0)
     top = torch.argsort(scores, descending=True, stable=True)[:3].tolist()
     assert [a["entity"] for a in p["answers"]] == [kg.entities.name(e) for e in top]
     assert [a["probability"] for a in p["answers"]] == pytest.approx(probs[top].tolist(), rel=1e-5, abs=1e-9)

@@ -105,6 +105,8 @@ def cmd_train(args) -> int:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test)
+    if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
+        return 0
     if result.stopped == "interrupted":
         print(f"interrupted: the model so far is in {result.path}; continue with the same command and --resume",
               file=sys.stderr)
@@ -166,13 +168,18 @@ def cmd_evaluate(args) -> int:
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
               file=sys.stderr)
     model = ckpt.build_model()
+    from tpar.model.distributed import current, evaluate_everywhere
+
+    dist = current()
     for setting in settings:
         ranker = ModelRanker(model, args.device, micro_batch=args.micro_batch)
-        res = evaluate(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
-                       params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
-                               "trained_on": ckpt.data_name, "config": ckpt.config.to_dict()})
+        res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
+                                  params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
+                                          "trained_on": ckpt.data_name, "config": ckpt.config.to_dict()})
         print(res.summary())
-        if args.split != "valid" and not args.no_calibration:
+        if dist is not None and not dist.main:
+            continue
+        if args.split != "valid" and not args.no_calibration and dist is None:
             res.calibration = calibration_report(kg, ranker, ckpt, setting, args.split)
             print(calibration_text(res.calibration))
         if args.json:
@@ -523,7 +530,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    dist = None
     try:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: join the process group
+            from tpar.model.distributed import init_from_env
+
+            if args.command not in ("train", "evaluate"):
+                raise DataError(f"`tpar {args.command}` runs in one process; under torchrun only train and evaluate do")
+            dist = init_from_env()
+            if not dist.main:  # one voice: rank 0 prints, the others stay silent unless they fail
+                sys.stdout = open(os.devnull, "w")
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -534,9 +550,19 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug: one line naming the log, the traceback in the log
+        if dist is not None and type(e).__name__ in ("RuntimeError", "DistBackendError", "DistNetworkError"):
+            print(f"error: rank {dist.rank} of {dist.world}: the process group broke ({str(e).splitlines()[0][:300]}); "
+                  "another process probably ended. Rank 0's last resume file is kept: rerun with --resume",
+                  file=sys.stderr)
+            return EXIT_INTERNAL
         log, ref = log_internal_error(e, os.environ.get("TPAR_LOG_DIR") or Path.home() / ".cache" / "tpar")
         print(f"error: {describe_internal_error(e, log, ref)}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if dist is not None:
+            from tpar.model.distributed import shutdown
+
+            shutdown()
 
 
 if __name__ == "__main__":

@@ -155,13 +155,15 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
              batch_size: int = 256, progress: bool = True, background: Background | None = None,
              on_batch: Callable[[int, int], None] | None = None, params: dict | None = None,
              max_queries: int = 0, seed: int = 0,
-             on_scores: Callable[[QueryBatch, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None
-             ) -> EvaluationResult:
+             on_scores: Callable[[QueryBatch, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None,
+             shard: tuple[int, int] | None = None) -> EvaluationResult:
     """Rank every query of ``split`` with ``ranker`` under ``setting``; see the module docstring.
 
     ``max_queries`` > 0 ranks a seeded random subset of that many queries (validation during
     training); the result's params record it. ``on_scores(batch, scores (B, E), rows, cols)`` sees
-    each batch's raw scores with the time-aware filter's (row, entity) pairs (e.g. for calibration)."""
+    each batch's raw scores with the time-aware filter's (row, entity) pairs (e.g. for calibration).
+    ``shard=(r, N)``: only the queries at positions r, r+N, ... (of the possibly subsetted list), one
+    rank's part of a distributed evaluation (``tpar.model.distributed.merge_shards`` reassembles)."""
     setting = Setting.parse(setting)
     check_background(kg, setting)
     t0 = _time.perf_counter()
@@ -171,6 +173,9 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
         keep = np.sort(np.random.default_rng(seed).choice(len(queries), max_queries, replace=False))
         queries = queries[torch.from_numpy(keep)]
         params["subset"] = {"queries": int(max_queries), "seed": int(seed)}
+    if shard is not None:
+        queries = queries[torch.arange(shard[0], len(queries), shard[1])]
+        params["shard"] = {"rank": int(shard[0]), "of": int(shard[1])}
     background = background or Background.for_evaluation(kg, setting)
     filt = TimeAwareFilter(kg.all_facts(), kg.num_entities, kg.num_relations)
     n = len(queries)

@@ -97,6 +97,8 @@ class TrainConfig:
         background_fraction: interpolation: share of training facts used as background each epoch
             (the rest are queries), 3/4 in the paper (Appendix D.1).
         checkpoint_every: seconds between periodic (resumable) checkpoints.
+        relation_balance: when an epoch samples fewer questions than there are, draw them with
+            probability ∝ count(relation)^(−relation_balance): 0 uniform, 1 every relation equally.
         calibrate: after training, fit each setting's temperature and conformal thresholds on valid
             (``tpar.evaluation.calibration``) and keep them in the checkpoint.
         device: ``auto`` (CUDA if available), ``cpu`` or ``cuda``. amp: bfloat16 autocast on CUDA.
@@ -120,6 +122,7 @@ class TrainConfig:
     seed: int = 0
     checkpoint_every: float = 300.0
     calibrate: bool = True
+    relation_balance: float = 0.0
 
     def __post_init__(self) -> None:
         if self.setting not in SETTINGS:

@@ -41,6 +41,8 @@ from tpar.evaluation.protocol import evaluate
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.ranker import ModelRanker
 from tpar.model.device import resolve_device
+from tpar.model.distributed import current as current_dist
+from tpar.model.distributed import evaluate_everywhere, microbatch_seed
 from tpar.model.network import TPAR, multiclass_log_loss
 from tpar.graph.queries import QueryBatch, make_queries
 
@@ -96,7 +98,7 @@ class TrainingCallbacks:
 
 @dataclass
 class TrainResult:
-    checkpoint: Checkpoint
+    checkpoint: Checkpoint | None  # None on the ranks > 0 of a distributed run (rank 0 writes the model)
     path: Path
     history: list[dict]
     best_epoch: int
@@ -142,6 +144,16 @@ def split_budget(total: int, available: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def balanced_sample(relations: np.ndarray, n: int, power: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` distinct question indices drawn with probability ∝ count(relation)^(−power): 0 = uniform
+    over questions, 1 = every relation equally often (rare relations' rules get more updates), in
+    a random order."""
+    counts = np.bincount(relations)
+    w = counts[relations].astype(np.float64) ** -power
+    picked = rng.choice(len(relations), size=n, replace=False, p=w / w.sum())
+    return rng.permutation(picked)
+
+
 class _Plan:
     """The batches of one epoch, rebuilt deterministically from (seed, epoch) -- so resume can skip
     the batches already done."""
@@ -167,7 +179,10 @@ class _Plan:
         budgets = split_budget(cfg.max_train_queries, {k: len(q) for k, (_, q) in pools.items()})
         for kind in kinds:
             bg, q = pools[kind]
-            order = rng.permutation(len(q))[: budgets[kind]]
+            if cfg.relation_balance > 0 and budgets[kind] < len(q):
+                order = balanced_sample(q.relation.numpy() % kg.num_relations, budgets[kind], cfg.relation_balance, rng)
+            else:
+                order = rng.permutation(len(q))[: budgets[kind]]
             self.backgrounds[kind], self.queries[kind] = bg, q[torch.from_numpy(order)]
         kinds = [k for k in kinds if len(self.queries[k])]
         # interleave the kinds batch by batch
@@ -248,10 +263,10 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
     kinds = ["extrapolation", "interpolation"] if run.train.setting == "unified" else [run.train.setting]
     ranker = ModelRanker(model, device, micro_batch=max(1, run.train.micro_batch))
     out = {}
-    for kind in kinds:
-        res = evaluate(kg, ranker, kind, split, progress=progress, batch_size=64,
-                       max_queries=run.train.max_valid_queries if max_queries is None else max_queries,
-                       seed=run.train.seed)
+    for kind in kinds:  # split over the ranks of a distributed run (every rank gets the whole result)
+        res = evaluate_everywhere(kg, ranker, kind, split, progress=progress, batch_size=64,
+                                  max_queries=run.train.max_valid_queries if max_queries is None else max_queries,
+                                  seed=run.train.seed)
         m = res.metrics("realistic")
         out[f"{kind}_mrr"] = m.mrr
         out[f"{kind}_hits@1"] = m.hits[1]
@@ -276,6 +291,9 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     if free < MIN_FREE_BYTES:
         raise DataError(f"only {free / 2 ** 20:.0f} MB free; training needs at least "
                         f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
+    dist = current_dist()
+    if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
+        return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test)
     try:
         lock = acquire(out.with_name(out.name + ".lock"), f"checkpoint {out.name}")
     except PermissionError as e:
@@ -336,7 +354,12 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
             bg_cache[id(bg)] = bg.to(device)
         return bg_cache[id(bg)]
 
+    dist = current_dist()
+    main = dist is None or dist.main
+
     def snapshot(epoch: int, batch: int) -> None:
+        if not main:
+            return
         ck = from_model(model, run, kg, setting, history=history,
                         extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed})
         ck.save(rpath, optimizer={"adam": opt.state_dict(), "torch_rng": torch.get_rng_state()},
@@ -355,7 +378,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                 nb = len(plan.batches)
                 first = start_batch if epoch == start_epoch else 0
                 bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
-                           disable=not progress, mininterval=1.0)
+                           disable=not (progress and main), mininterval=1.0)
                 t_epoch, n_q, loss_sum, loss_n = time.perf_counter(), 0, 0.0, 0
                 for i in range(first, nb):
                     kind, batch = plan.batch(i, cfg.batch_size)
@@ -363,13 +386,19 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     t0 = time.perf_counter()
                     opt.zero_grad(set_to_none=True)
                     total = 0.0
-                    for a in range(0, len(batch), cfg.micro_batch):
+                    for k, a in enumerate(range(0, len(batch), cfg.micro_batch)):
+                        if dist is not None and k % dist.world != dist.rank:
+                            continue  # another rank's micro-batch
+                        torch.manual_seed(microbatch_seed(cfg.seed, epoch, i, k))  # dropout: the same in any layout
                         mb = batch[slice(a, a + cfg.micro_batch)].to(device)
                         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp and device.type == "cuda"):
                             scores = model(mb, bg)
                         loss = multiclass_log_loss(scores.float(), mb.answer) * (len(mb) / len(batch))
                         loss.backward()
                         total += float(loss.detach())
+                    if dist is not None:  # the global batch's gradient: the sum of the ranks' parts
+                        dist.all_reduce_grads(model.parameters())
+                        total = dist.sum(total)
                     opt.step()
                     dt = time.perf_counter() - t0
                     trained_seconds += dt
@@ -378,13 +407,18 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
                     bar.update(1)
                     bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
-                    if cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)):
+                    cancel = bool(cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)))
+                    stop = bool(received)
+                    save = time.perf_counter() - last_save >= cfg.checkpoint_every
+                    if dist is not None:  # every rank stops (and rank 0 saves) at the same step
+                        cancel, stop, save = dist.any(cancel), dist.any(stop), dist.any(save)
+                    if cancel:
                         snapshot(epoch, i + 1)
                         raise TrainingCancelled()
-                    if received:  # Ctrl-C / SIGTERM: this step is done; keep it and stop
+                    if stop:  # Ctrl-C / SIGTERM: this step is done; keep it and stop
                         snapshot(epoch, i + 1)
                         raise TrainingInterrupted()
-                    if time.perf_counter() - last_save >= cfg.checkpoint_every:
+                    if save:
                         snapshot(epoch, i + 1)
                         last_save = time.perf_counter()
                 bar.close()
@@ -397,9 +431,10 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                 improved = val["mrr"] > best_mrr
                 if improved:
                     best_mrr, best_epoch, bad_epochs = val["mrr"], epoch + 1, 0
-                    from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
-                               extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
-                                      "best_epoch": best_epoch}).save(out)
+                    if main:
+                        from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
+                                   extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
+                                          "best_epoch": best_epoch, "ranks": dist.world if dist else 1}).save(out)
                 else:
                     bad_epochs += 1
                 snapshot(epoch + 1, 0)
@@ -407,9 +442,12 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                 if progress:
                     print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
                           f"{' (best)' if improved else ''}", flush=True)
-                if cb.on_epoch and cb.on_epoch(entry):
+                cancel, stop = bool(cb.on_epoch and cb.on_epoch(entry)), bool(received)
+                if dist is not None:
+                    cancel, stop = dist.any(cancel), dist.any(stop)
+                if cancel:
                     raise TrainingCancelled()
-                if received:  # arrived during validation: the epoch's snapshot is written
+                if stop:  # arrived during validation: the epoch's snapshot is written
                     raise TrainingInterrupted()
                 if bad_epochs >= cfg.patience:
                     stopped = "early-stopping"
@@ -418,6 +456,8 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
             stopped = "interrupted"
         except TrainingCancelled:
             stopped = "cancelled"
+    if not main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
+        return TrainResult(None, out, history, best_epoch, trained_seconds, stopped)
     if not out.is_file():
         # cancelled before the first validation: keep what we have so the work is not lost
         from_model(model, run, kg, setting, history=history,

@@ -1,0 +1,75 @@
+"""Data-parallel training and sharded evaluation under torchrun (gloo, CPU processes on 127.0.0.1):
+two processes train exactly what one does (same loss curve, same weights within float tolerance,
+dropout included) and write one checkpoint; a sharded evaluation ranks every question as one
+process does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT, tiny_world_csv
+from tpar.model.checkpoint import Checkpoint
+
+pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+                                reason="torch.distributed with gloo is not available on this platform")
+
+
+def tpar(args: list[str], procs: int, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="60",
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    cmd = ([sys.executable, "-m", "tpar"] if procs == 1 else
+           [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}", "-m", "tpar"])
+    return subprocess.run(cmd + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dist")
+    (d / "ring.csv").write_text(tiny_world_csv(days=80))
+    (d / "cfg.json").write_text(json.dumps({
+        "model": {"dim": 8, "attn_dim": 3, "num_layers": 2, "dropout": 0.2},
+        "train": {"setting": "unified", "lr": 0.005, "batch_size": 8, "micro_batch": 2, "epochs": 2, "patience": 5,
+                  "max_valid_queries": 0, "calibrate": False}}))
+    out = {}
+    for procs in (1, 2):
+        res = tpar(["train", "--data", "ring.csv", "--setting", "unified", "--config", "cfg.json", "--out",
+                    f"m{procs}.tpar", "--quiet", "--json"], procs, d)
+        assert res.returncode == 0, res.stderr[-3000:]
+        out[procs] = json.loads(res.stdout)
+    return d, out
+
+
+def test_two_processes_train_what_one_does(runs):
+    d, out = runs
+    one, two = Checkpoint.load(d / "m1.tpar"), Checkpoint.load(d / "m2.tpar")
+    for k in one.weights:  # dropout masks are seeded per micro-batch, not per rank
+        assert torch.allclose(one.weights[k], two.weights[k], atol=1e-5), k
+    for a, b in zip(out[1]["history"], out[2]["history"]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["queries"] == b["queries"]
+        assert a["valid_mrr"] == pytest.approx(b["valid_mrr"], abs=1e-9)
+    assert two.extra["ranks"] == 2 and one.extra.get("ranks", 1) == 1
+    assert sorted(p.name for p in d.iterdir() if p.name.startswith("m2")) == ["m2.tpar"]  # one file, no lock or resume
+
+
+def test_sharded_evaluation_ranks_every_question_as_one_process(runs):
+    d, _ = runs
+    for procs in (1, 2):
+        res = tpar(["evaluate", "--checkpoint", "m1.tpar", "--data", "ring.csv", "--setting", "extrapolation",
+                    "--quiet", "--no-calibration", "--ranks-csv", f"ranks{procs}.csv", "--json", f"e{procs}.json"],
+                   procs, d)
+        assert res.returncode == 0, res.stderr[-3000:]
+    assert (d / "ranks1.csv").read_text() == (d / "ranks2.csv").read_text()
+    e1, e2 = (json.loads((d / f"e{p}.json").read_text()) for p in (1, 2))
+    assert e1["realistic"] == e2["realistic"] and e2["params"]["ranks"] == 2
+
+
+def test_commands_other_than_train_and_evaluate_refuse_torchrun(runs):
+    d, _ = runs
+    res = tpar(["info", "ring.csv"], 2, d)
+    assert res.returncode != 0 and "runs in one process" in res.stderr
