@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.
 
 
 def tpar(args: list[str], procs: int, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="60",
+    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="300",
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     cmd = ([sys.executable, "-m", "tpar"] if procs == 1 else
            [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}", "-m", "tpar"])
