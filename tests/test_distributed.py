@@ -73,3 +73,53 @@ def test_commands_other_than_train_and_evaluate_refuse_torchrun(runs):
     d, _ = runs
     res = tpar(["info", "ring.csv"], 2, d)
     assert res.returncode != 0 and "runs in one process" in res.stderr
+
+
+def _worker_pids(parent: int) -> dict[int, int]:
+    """LOCAL_RANK -> pid of the torchrun workers under ``parent`` (from /proc)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != parent:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            if b"LOCAL_RANK" in env:
+                out[int(env[b"LOCAL_RANK"])] = int(entry)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the worker processes")
+def test_a_killed_rank_fails_the_job_and_resume_continues(runs):
+    import signal
+    import time
+
+    d, _ = runs
+    cfg = json.loads((d / "cfg.json").read_text())
+    cfg["train"].update(epochs=6, checkpoint_every=0.5)
+    (d / "long.json").write_text(json.dumps(cfg))
+    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="30",
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    args = ["train", "--data", "ring.csv", "--setting", "unified", "--config", "long.json", "--out", "k.tpar", "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+                             "tpar"] + args, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not (d / "k.tpar.resume").is_file():  # rank 0 has saved a resumable state
+        assert proc.poll() is None and time.time() < deadline, "the run ended before its first resume file"
+        time.sleep(0.2)
+    workers = _worker_pids(proc.pid)
+    os.kill(workers[1], signal.SIGKILL)
+    t0 = time.time()
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode != 0 and time.time() - t0 < 120  # the job fails, it does not hang
+    assert "local_rank: 1" in err or "rank 1" in err
+    assert (d / "k.tpar.resume").is_file()
+    res = tpar(args + ["--resume"], 2, d)  # continues from rank 0's last resume file
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert Checkpoint.load(d / "k.tpar").extra["ranks"] == 2 and not (d / "k.tpar.resume").exists()
