@@ -151,6 +151,12 @@ def check_background(kg: TemporalKG, setting: Setting) -> None:
                          "(interpolation sees the training facts only)")
 
 
+def shard_positions(n: int, batch_size: int, rank: int, world: int) -> np.ndarray:
+    """Positions of the queries a rank scores: the batches of ``batch_size`` numbered rank, rank + world, ..."""
+    pos = np.arange(n)
+    return pos[(pos // batch_size) % world == rank]
+
+
 def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str = "test", *,
              batch_size: int = 256, progress: bool = True, background: Background | None = None,
              on_batch: Callable[[int, int], None] | None = None, params: dict | None = None,
@@ -162,8 +168,9 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
     ``max_queries`` > 0 ranks a seeded random subset of that many queries (validation during
     training); the result's params record it. ``on_scores(batch, scores (B, E), rows, cols)`` sees
     each batch's raw scores with the time-aware filter's (row, entity) pairs (e.g. for calibration).
-    ``shard=(r, N)``: only the queries at positions r, r+N, ... (of the possibly subsetted list), one
-    rank's part of a distributed evaluation (``tpar.model.distributed.merge_shards`` reassembles)."""
+    ``shard=(r, N)``: only the batches r, r+N, ... (:func:`shard_positions`, of the possibly subsetted
+    list), one rank's part of a distributed evaluation (``tpar.model.distributed`` reassembles it);
+    the batches are those one process would score, so the scores are the same to the bit."""
     setting = Setting.parse(setting)
     check_background(kg, setting)
     t0 = _time.perf_counter()
@@ -173,8 +180,8 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
         keep = np.sort(np.random.default_rng(seed).choice(len(queries), max_queries, replace=False))
         queries = queries[torch.from_numpy(keep)]
         params["subset"] = {"queries": int(max_queries), "seed": int(seed)}
-    if shard is not None:
-        queries = queries[torch.arange(shard[0], len(queries), shard[1])]
+    if shard is not None:  # whole batches, dealt round-robin: each batch is the one a single process scores
+        queries = queries[torch.from_numpy(shard_positions(len(queries), batch_size, *shard))]
         params["shard"] = {"rank": int(shard[0]), "of": int(shard[1])}
     background = background or Background.for_evaluation(kg, setting)
     filt = TimeAwareFilter(kg.all_facts(), kg.num_entities, kg.num_relations)

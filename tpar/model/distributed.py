@@ -8,8 +8,10 @@ it, whatever the number of processes -- and the gradients are summed over ranks 
 before the (identical) optimiser step on every rank. (A plain all-reduce, not DDP's bucketed hooks:
 with micro-batch sharding a rank may have nothing to do in a step, which DDP cannot express without
 dummy passes.) Rank 0 alone writes checkpoints, resume files, logs and progress. Evaluation splits the
-questions by position (rank r takes r, r+N, ...) and gathers the ranks, giving exactly the
-single-process result. Collectives time out (``TPAR_DIST_TIMEOUT`` seconds, default 600): a rank
+questions by batch (rank r takes batches r, r+N, ...) and gathers the ranks, giving exactly the
+single-process result. (Evaluation deals whole batches, not single questions: a question's scores
+depend on its batch only through float rounding, which would otherwise flip a few exact ties.)
+Collectives time out (``TPAR_DIST_TIMEOUT`` seconds, default 600): a rank
 that dies makes the others fail with a message instead of hanging.
 """
 
@@ -110,15 +112,18 @@ def microbatch_seed(seed: int, epoch: int, step: int, k: int) -> int:
     return int(np.random.SeedSequence([seed, epoch, step, k]).generate_state(1)[0])
 
 
-def merge_shards(parts: list[dict], n: int) -> dict:
-    """Per-rank arrays (rank r holds positions r, r+N, ...) back in one array per key, in order."""
+def merge_shards(parts: list[dict], n: int, batch_size: int) -> dict:
+    """Per-rank arrays (rank r holds the batches r, r+N, ... of ``batch_size`` questions) back in one
+    array per key, in the single-process order."""
+    from tpar.evaluation.protocol import shard_positions
+
     world = len(parts)
     out = {}
     for key in parts[0]:
         first = np.asarray(parts[0][key])
         full = np.zeros((n,) + first.shape[1:], dtype=first.dtype)
         for r, part in enumerate(parts):
-            full[r::world] = np.asarray(part[key])
+            full[shard_positions(n, batch_size, r, world)] = np.asarray(part[key])
         out[key] = full
     return out
 
@@ -137,7 +142,7 @@ def evaluate_everywhere(kg, ranker, setting, split: str = "test", dist: Dist | N
     part = evaluate(kg, ranker, setting, split, shard=(dist.rank, dist.world), **kw)
     parts = dist.gather({"queries": part.queries, "optimistic": part.optimistic, "pessimistic": part.pessimistic})
     n = sum(len(p["optimistic"]) for p in parts)
-    full = merge_shards(parts, n)
+    full = merge_shards(parts, n, kw.get("batch_size", 256))
     params = dict(part.params)
     params.pop("shard", None)
     params["ranks"] = dist.world
