@@ -31,7 +31,7 @@ def tpar(args: list[str], procs: int, cwd) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("dist")
-    (d / "ring.csv").write_text(tiny_world_csv(days=80))
+    (d / "ring.csv").write_text(tiny_world_csv(days=40))
     (d / "cfg.json").write_text(json.dumps({
         "model": {"dim": 8, "attn_dim": 3, "num_layers": 2, "dropout": 0.2},
         "train": {"setting": "unified", "lr": 0.005, "batch_size": 8, "micro_batch": 2, "epochs": 2, "patience": 5,
@@ -102,7 +102,7 @@ def test_a_killed_rank_fails_the_job_and_resume_continues(runs):
 
     d, _ = runs
     cfg = json.loads((d / "cfg.json").read_text())
-    cfg["train"].update(epochs=6, checkpoint_every=0.5)
+    cfg["train"].update(epochs=3, checkpoint_every=0.5)
     (d / "long.json").write_text(json.dumps(cfg))
     env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="30",
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
