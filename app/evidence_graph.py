@@ -68,8 +68,9 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
     height_px = height_px or graph_height(paths)
     depth = max((p.length for p in paths), default=1)
     ink = "#e5e7eb" if dark else "#111827"
+    # node labels stay dark on their light boxes in either theme; edge labels take the theme's ink
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="remote",
-                  bgcolor="#0e1117" if dark else "#ffffff", font_color=ink)
+                  bgcolor="#0e1117" if dark else "#ffffff", font_color="#111827")
     box = {"size": 16, "color": "#111827"}
     subject, answer = explanation.subject, explanation.answer
     net.add_node("q", label=subject, level=0, color=QUERY_COLOUR, shape="box", font=box,

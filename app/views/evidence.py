@@ -54,7 +54,8 @@ def render() -> None:
     if not e.has_evidence:
         st.info("No meaningful evidence for this answer: every path found carries ≈ 0 importance, so none of them "
                 "explains its score (drawn thin and dotted).")
-    dark = st.context.theme.type == "dark"
+    # the browser's theme once the page has reported it, else the server's configured base theme
+    dark = st.context.theme.type == "dark" or st.get_option("theme.base") == "dark"
     ink = {"past": PAST, "same": SAME, "future": FUTURE}
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
