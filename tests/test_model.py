@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import shutil
 from collections import defaultdict
 
 import numpy as np
+
 import pytest
 import torch
 
@@ -447,3 +449,29 @@ def test_time_table_is_bounded_whatever_the_span_or_the_question_time():
     q = torch.tensor([11, 10 ** 9])  # a question a billion steps after the data
     rows = TimeRows.for_batch(Background.for_evaluation(dense, "extrapolation").index, q)
     assert rows.dt.shape[0] <= 12 * 2 + 1
+
+
+def test_a_build_lock_left_by_a_dead_builder_is_removed_at_once(tmp_path):
+    """A C++ build killed midway (e.g. the app stopped during its first start) leaves torch's bare lock
+    file; with the builder's pid recorded beside it, the next process removes it at once instead of
+    waiting ten minutes, and waits while a live builder holds it."""
+    import subprocess
+    import threading
+    import time
+    import warnings
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / "lock").touch()
+    (tmp_path / "tpar-builder.pid").write_text(str(dead.pid))
+    t0 = time.time()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        kernels._clear_stale_build_lock(tmp_path)
+    assert not (tmp_path / "lock").exists() and time.time() - t0 < 2
+    (tmp_path / "lock").touch()  # a live builder (this test's parent): wait until it releases the lock
+    (tmp_path / "tpar-builder.pid").write_text(str(os.getppid()))
+    threading.Timer(1.0, lambda: (tmp_path / "lock").unlink()).start()
+    t0 = time.time()
+    kernels._clear_stale_build_lock(tmp_path)
+    assert 0.8 < time.time() - t0 < 5

@@ -85,13 +85,47 @@ def _build_name() -> str:
 STALE_BUILD_LOCK_SECONDS = 600
 
 
-def _clear_stale_build_lock(build_dir: Path) -> None:
-    lock = build_dir / "lock"
+def _pid_alive(pid: int) -> bool:
     try:
-        if time.time() - lock.stat().st_mtime > STALE_BUILD_LOCK_SECONDS:
-            lock.unlink()
-            warnings.warn(f"removed a stale C++ build lock left by an interrupted build ({lock})", stacklevel=3)
-    except FileNotFoundError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clear_stale_build_lock(build_dir: Path) -> None:
+    """Before waiting on torch's build lock (a bare file): remove it when the tpar process that took
+    it has died (its pid is in ``tpar-builder.pid``) or when it is older than
+    STALE_BUILD_LOCK_SECONDS (a lock of unknown origin); while its builder lives, wait for it here."""
+    lock, owner = build_dir / "lock", build_dir / "tpar-builder.pid"
+    while True:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return
+        try:
+            pid = int(owner.read_text().strip())
+        except (OSError, ValueError):
+            pid = None
+        if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or age > STALE_BUILD_LOCK_SECONDS:
+            try:
+                lock.unlink()
+                warnings.warn(f"removed a stale C++ build lock left by an interrupted build ({lock})", stacklevel=3)
+            except FileNotFoundError:
+                pass
+            return
+        if pid is None:  # not ours to judge: torch waits for it (until it is stale)
+            return
+        time.sleep(0.5)
+
+
+def _mark_builder(build_dir: Path) -> None:
+    try:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        (build_dir / "tpar-builder.pid").write_text(str(os.getpid()))
+    except OSError:
         pass
 
 
@@ -143,7 +177,9 @@ def _build():
     try:
         from torch.utils.cpp_extension import _get_build_directory, load
 
-        _clear_stale_build_lock(Path(_get_build_directory(_build_name(), verbose=False)))
+        build_dir = Path(_get_build_directory(_build_name(), verbose=False))
+        _clear_stale_build_lock(build_dir)
+        _mark_builder(build_dir)  # a later process can tell a dead builder's lock from a live one's
         src = Path(__file__).resolve().parent / "csrc" / "links.cpp"
         flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native"]
         _cpp_module = load(name=_build_name(), sources=[str(src)], extra_cflags=flags, verbose=False)
