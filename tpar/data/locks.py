@@ -22,7 +22,8 @@ def _owner(lock: Path) -> int | None:
         return 0
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts)."""
     if pid <= 0:
         return False
     try:
@@ -52,7 +53,7 @@ def acquire(lock: str | Path, what: str) -> Path:
                 owner = _owner(lock)
                 if owner is None:  # released between our attempt and the read: try again
                     continue
-                if _alive(owner):
+                if pid_alive(owner):
                     raise DataError(f"{what} is in use by another process (pid {owner}); try again when it "
                                     f"has finished", file=lock.parent) from None
                 lock.unlink(missing_ok=True)  # stale: its process died without releasing it

@@ -34,6 +34,7 @@ from typing import Iterator, Literal
 
 import torch
 
+from tpar.data.locks import pid_alive
 from tpar.model.layers import AttentionTerms
 
 KernelChoice = Literal["auto", "cpp", "torch"]
@@ -85,16 +86,6 @@ def _build_name() -> str:
 STALE_BUILD_LOCK_SECONDS = 600
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _clear_stale_build_lock(build_dir: Path) -> None:
     """Before waiting on torch's build lock (a bare file): remove it when the tpar process that took
     it has died (its pid is in ``tpar-builder.pid``) or when it is older than
@@ -109,7 +100,7 @@ def _clear_stale_build_lock(build_dir: Path) -> None:
             pid = int(owner.read_text().strip())
         except (OSError, ValueError):
             pid = None
-        if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or age > STALE_BUILD_LOCK_SECONDS:
+        if (pid is not None and pid != os.getpid() and not pid_alive(pid)) or age > STALE_BUILD_LOCK_SECONDS:
             try:
                 lock.unlink()
                 warnings.warn(f"removed a stale C++ build lock left by an interrupted build ({lock})", stacklevel=3)
