@@ -93,13 +93,17 @@ class TimeAxis:
         sign = "+" if n > 0 else ("-" if n < 0 else "")
         return f"{sign}{abs(n)} {self.unit}"
 
+    def describe_span(self, steps: int) -> str:
+        """A length of time in words, e.g. ``364 days``, ``1 year``, ``3 time steps``."""
+        n = abs(int(steps)) * self.step
+        word = self.granularity if self.granularity != "step" else "time step"
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
     def describe_delta(self, delta_steps: int) -> str:
         """Relative time in words, e.g. ``2 days before``, ``1 year after``, ``at the same time``."""
-        n = int(delta_steps) * self.step
-        if n == 0:
+        if int(delta_steps) == 0:
             return "at the same time"
-        word = self.granularity if self.granularity != "step" else "time step"
-        return f"{abs(n)} {word}{'' if abs(n) == 1 else 's'} {'before' if n < 0 else 'after'}"
+        return f"{self.describe_span(delta_steps)} {'before' if delta_steps < 0 else 'after'}"
 
     def parse(self, text: str | int) -> int:
         """The step of a label (inverse of :meth:`label`); ``ValueError`` with a clear message if

@@ -48,6 +48,16 @@ class Answer:
         return str(self.rank_low) if self.rank_high == self.rank_low else f"{self.rank_low}–{self.rank_high}"
 
 
+def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per value, the (best, worst) rank it takes among ``sorted_scores`` (all entities' scores,
+    ascending): 1 + the scores clearly above it, and the scores above or the same up to float noise
+    (summation order alone makes symmetric entities differ in the last bits)."""
+    n = len(sorted_scores)
+    tol = TIE_ATOL + TIE_RTOL * values.abs()
+    above = torch.searchsorted(sorted_scores, values + tol, right=True)
+    return n - above + 1, n - torch.searchsorted(sorted_scores, values - tol)
+
+
 def probability_text(p: float) -> str:
     """A probability as a percentage with enough digits to tell small values apart
     ("41.2%", "0.38%", "0.0021%", "< 0.0001%")."""
@@ -198,7 +208,7 @@ class Predictor:
         """The known facts minus ``without`` plus ``extra`` (each a list of (s, r, o, time) name
         tuples), and a line per change. Removing a fact that is not known is refused, as is adding
         one that is (both would change nothing while seeming to)."""
-        kg, f = self.kg, self._facts
+        f = self._facts
         gone = self.resolve_facts(without, "fact to remove")
         new = self.resolve_facts(extra, "fact to add")
         notes = []
@@ -208,14 +218,18 @@ class Predictor:
             if not hit.any():
                 raise DataError(f"fact to remove ({s}, {r}, {o}, {t}) is not in the data")
             keep &= ~hit
-            notes.append(f"without ({kg.entities.name(int(row[0]))}, {kg.relations.name(int(row[1]))}, "
-                         f"{kg.entities.name(int(row[2]))}, {kg.time_axis.label(int(row[3]))})")
+            notes.append(f"without {self._fact_text(row)}")
         for row, (s, r, o, t) in zip(new, extra):
             if tuple(row.tolist()) in self._known:
                 raise DataError(f"fact to add ({s}, {r}, {o}, {t}) is already in the data")
-            notes.append(f"with ({kg.entities.name(int(row[0]))}, {kg.relations.name(int(row[1]))}, "
-                         f"{kg.entities.name(int(row[2]))}, {kg.time_axis.label(int(row[3]))})")
+            notes.append(f"with {self._fact_text(row)}")
         return np.concatenate([f[keep], new]), notes
+
+    def _fact_text(self, row) -> str:
+        """A fact of ids as "(subject, relation, object, time)" in the data's spelling."""
+        kg = self.kg
+        s, r, o, t = (int(x) for x in row)
+        return f"({kg.entities.name(s)}, {kg.relations.name(r)}, {kg.entities.name(o)}, {kg.time_axis.label(t)})"
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         """``auto``: extrapolation when ``t`` lies after the last known fact, else interpolation."""
@@ -296,20 +310,18 @@ class Predictor:
         span = max(1, t_max - t_min)
         t = prepared.time_step
         window = self.checkpoint.config.model.history_window
-        words = self.kg.time_axis.describe_delta
+        span_text = self.kg.time_axis.describe_span
         if t > t_max:
             gap = t - t_max
             if window and gap > window:
-                out.append(f"{prepared.time_label} lies {words(gap).replace(' after', '')} after the last known fact, "
-                           f"beyond the model's history window of {words(window).replace(' after', '')}: no fact is "
-                           "recent enough to be used.")
+                out.append(f"{prepared.time_label} lies {span_text(gap)} after the last known fact, beyond the "
+                           f"model's history window of {span_text(window)}: no fact is recent enough to be used.")
             elif gap > max(1, span // 10):
-                out.append(f"{prepared.time_label} lies {words(gap).replace(' after', '')} after the last known fact "
-                           f"(the data spans {words(span).replace(' after', '')}): a forecast this far ahead rests on "
-                           "old evidence and is less reliable.")
+                out.append(f"{prepared.time_label} lies {span_text(gap)} after the last known fact (the data spans "
+                           f"{span_text(span)}): a forecast this far ahead rests on old evidence and is less reliable.")
         elif t < t_min:
-            out.append(f"{prepared.time_label} lies {words(t - t_min).replace(' before', '')} before the first known "
-                       "fact: only later facts can be used.")
+            out.append(f"{prepared.time_label} lies {span_text(t_min - t)} before the first known fact: only later "
+                       "facts can be used.")
         return out
 
     def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, reached: torch.Tensor,
@@ -337,13 +349,8 @@ class Predictor:
             members = members[torch.argsort(probs[members], descending=True, stable=True)]
             set_size = len(members)
             answer_set = [kg.entities.name(int(e)) for e in members[:100]]
-        # ranks among all entities: higher = clearly better scores, equal = the same score up to float
-        # noise (summation order alone makes symmetric entities differ in the last bits), self included
         sorted_scores = torch.sort(scores).values
-        tol = TIE_ATOL + TIE_RTOL * scores.abs()
-        above = torch.searchsorted(sorted_scores, scores + tol, right=True)
-        higher = E - above
-        equal = above - torch.searchsorted(sorted_scores, scores - tol)
+        rank_lo, rank_hi = rank_ranges(sorted_scores, scores)
         reached_ids = torch.nonzero(reached).squeeze(1)
         order = reached_ids[torch.argsort(scores[reached_ids], descending=True, stable=True)]
         k = len(order) if top_k is None else min(top_k, len(order))
@@ -351,15 +358,13 @@ class Predictor:
         answers = []
         for pos, e in enumerate(order[:k].tolist(), start=1):
             fact = (s_id, r_base, e, t) if q.direction == "object" else (e, r_base, s_id, t)
-            lo = int(higher[e]) + 1
             answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), pos, fact in self._known,
-                                  lo, lo + int(equal[e]) - 1, True))
+                                  int(rank_lo[e]), int(rank_hi[e]), True))
         n_reached = int(reached.sum())
         unreached_rank, unreached_p = (0, 0), 0.0
         if n_reached < E:
-            at = torch.tensor([-TIE_ATOL, TIE_ATOL], dtype=scores.dtype)
-            first, above = torch.searchsorted(sorted_scores, at[:1]), torch.searchsorted(sorted_scores, at[1:], right=True)
-            unreached_rank = (E - int(above[0]) + 1, E - int(first[0]))
+            lo, hi = rank_ranges(sorted_scores, torch.zeros(1, dtype=scores.dtype))  # their common score 0
+            unreached_rank = (int(lo[0]), int(hi[0]))
             unreached_p = float(probs[~reached].sum())
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
