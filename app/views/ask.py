@@ -32,8 +32,8 @@ def render() -> None:
     examples_ui(sel)
     fill_question(kg)
     question_ui(kg)
-    calibrated = sel.explainer().predictor.calibration(
-        sel.explainer().predictor.resolve_setting(sel.kg.time_axis.parse(ss["time"]), ss["setting"]).value)
+    predictor = sel.explainer().predictor
+    calibrated = predictor.calibration(predictor.resolve_setting(kg.time_axis.parse(ss["time"]), ss["setting"]).value)
     level = float(ss["coverage"]) if ss.get("coverage") not in (None, "off") and calibrated else None
     pred = ex.current_prediction(sel, level)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")

@@ -467,14 +467,15 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
     best.extra.update({"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, "stopped": stopped,
                        "best_epoch": best_epoch, "wall_seconds": time.perf_counter() - t_run})
     kinds = ["extrapolation", "interpolation"] if setting == "unified" else [setting]
-    if stopped not in ("cancelled", "interrupted") and cfg.calibrate:
+    finished = stopped not in ("cancelled", "interrupted")
+    if finished and (cfg.calibrate or (eval_test and "test" in kg.splits)):
         model = best.build_model(device)
+    if finished and cfg.calibrate:
         for kind in kinds:  # temperature and conformal thresholds from valid (never test)
             cal = calibrate(kg, ModelRanker(model, device, cfg.micro_batch), kind, split="valid",
                             max_queries=cfg.max_valid_queries or 2000, seed=cfg.seed)
             best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
-    if stopped not in ("cancelled", "interrupted") and eval_test and "test" in kg.splits:
-        model = best.build_model(device)
+    if finished and eval_test and "test" in kg.splits:
         for kind in kinds:
             res = evaluate(kg, ModelRanker(model, device, cfg.micro_batch), kind, "test", progress=progress, batch_size=64)
             best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
