@@ -46,6 +46,7 @@ OPTIONS = {
     "window60": {"history_window": 60},
     "topk128": {"top_k": 128},
     "window30+topk128-learned": {"history_window": 30, "top_k": 128, "priority": "learned"},
+    "window120+topk128-learned": {"history_window": 120, "top_k": 128, "priority": "learned"},
     "cap64": {"link_cap": 64},
 }
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
@@ -91,6 +92,9 @@ def run_one(key: str, threads: int) -> dict:
     if option == EQUAL_TIME:
         run.train.max_train_queries = equal_time_budget(setting)
     res = train(kg, run, out, resume=resume, progress=True, eval_test=True)
+    if res.stopped in ("interrupted", "cancelled") or not res.history:
+        # stopped by a signal (e.g. the session ended): the resume file is kept, no result is written
+        sys.exit(f"{key}: {res.stopped}; resume file kept, rerun the same command to continue")
     ck = Checkpoint.load(out)
     queries = sum(h["queries"] for h in res.history)
     row = {"setting": setting, "option": option, "propagation": ck.config.model.propagation,

@@ -288,6 +288,57 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_complete(args) -> int:
+    from tpar.data.tables import read_quadruple_csv
+    from tpar.evaluation.calibration import stored
+    from tpar.model.ranker import ModelRanker
+    from tpar.reasoning.completion import complete, write_completed_csv
+
+    if not 0.0 <= args.min_probability <= 1.0:
+        raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
+    ckpt, kg = _checkpoint_and_data(args)
+    q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
+                           on_bad_rows="drop" if args.drop_bad_rows else "raise")
+    for r, problem in q.report.problems:
+        print(f"warning: {args.input}, row {r} dropped: {problem}", file=sys.stderr)
+    if not q.incomplete:
+        print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
+              "nothing to complete; the output repeats the input", file=sys.stderr)
+    from tpar.model.device import resolve_device
+
+    device = resolve_device(args.device)
+    ranker = ModelRanker(ckpt.build_model(device), device)
+    comps = complete(kg, ranker, q.incomplete, setting=args.setting,
+                     temperature=lambda s: (c.temperature if (c := stored(ckpt.extra, s)) else None))
+    n = write_completed_csv(args.out, q, comps, args.min_probability)
+    if args.json:
+        print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
+                           "calibrated": c.calibrated, "setting": c.setting, "ties": c.ties,
+                           "known_answers": c.known_answers, "accepted": c.entity is not None
+                           and (c.probability or 0.0) >= args.min_probability,
+                           "alternatives": [[a.entity, a.probability] for a in c.alternatives],
+                           "problem": c.problem} for c in comps], indent=2))
+        return 0
+    accepted = [c for c in comps if c.entity is not None and (c.probability or 0.0) >= args.min_probability]
+    unanswerable = [c for c in comps if c.entity is None]
+    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed"
+          + (f" with p ≥ {args.min_probability:g}" if args.min_probability else "")
+          + f", {len(comps) - len(accepted) - len(unanswerable):,} left incomplete (below the threshold), "
+          f"{len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+    outside = [c for c in comps if c.setting and ckpt.setting not in (c.setting, "unified")]
+    if outside:
+        print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
+              f"{ckpt.setting} model was not trained for: expect lower accuracy")
+    if comps and not comps[0].calibrated and any(c.entity for c in comps):
+        print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")
+    for c in comps[: args.show]:
+        alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)
+        print(f"  row {c.row.row}: {c.note()}" + (f"  (then: {alt})" if alt else ""))
+    if len(comps) > args.show:
+        print(f"  … {len(comps) - args.show:,} more in {args.out}")
+    return 0
+
+
 def cmd_explain(args) -> int:
     from tpar.reasoning.explanation import Explainer
     from tpar.reasoning.prediction import Predictor
@@ -483,6 +534,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     data_args(sp)
     sp.set_defaults(func=cmd_predict)
+
+    sp = sub.add_parser("complete", help="propose the missing subject or object of incomplete rows of a CSV "
+                        "(the interpolation half of the paper's pipeline)")
+    sp.add_argument("--checkpoint", required=True)
+    sp.add_argument("--data", required=True, help="the data set whose facts the proposals are reasoned from")
+    sp.add_argument("--input", required=True, metavar="FILE",
+                    help="CSV/TSV: subject, relation, object, time; a row with an empty subject or object is completed")
+    sp.add_argument("--out", required=True, metavar="FILE", help="the completed CSV (same rows, the missing field "
+                    "filled, plus probability, completed and alternatives columns)")
+    sp.add_argument("--min-probability", type=float, default=0.0,
+                    help="fill only proposals at least this probable; the others stay incomplete (default 0)")
+    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
+                    help="auto: interpolation for times within the data, extrapolation after it")
+    sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    data_args(sp)
+    sp.set_defaults(func=cmd_complete)
 
     sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)

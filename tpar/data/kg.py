@@ -25,6 +25,7 @@ class EntityFact:
     relation: str
     role: Literal["subject", "object"]
     other: str
+    inferred: bool = False     # completed by a model, not observed (see TemporalKG.inferred)
 
 
 def empty_facts() -> np.ndarray:
@@ -46,6 +47,9 @@ class TemporalKG:
             :attr:`missing_splits`).
         source: where the data was read from.
         notes: what the loader did that a user should know (duplicates dropped, policies applied).
+        inferred: facts ``(s, r, o, t)`` (ids, members of the splits) that a model proposed rather
+            than anyone observed (``tpar complete``, the Upload page's completion), with the
+            model's probability (nan when not recorded). Shown as inferred wherever facts are shown.
     """
 
     name: str
@@ -55,6 +59,7 @@ class TemporalKG:
     splits: dict[str, np.ndarray]
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    inferred: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for split, arr in self.splits.items():
@@ -106,8 +111,21 @@ class TemporalKG:
         mine = every[(every[:, 0] == e) | (every[:, 2] == e)]
         mine = mine[np.argsort(mine[:, 3], kind="stable")]
         return [EntityFact(int(t), self.time_axis.label(int(t)), self.relations.name(int(r)),
-                           "subject" if s == e else "object", self.entities.name(int(o if s == e else s)))
+                           "subject" if s == e else "object", self.entities.name(int(o if s == e else s)),
+                           (s, r, o, t) in self.inferred)
                 for s, r, o, t in mine.tolist()]
+
+    def is_inferred(self, s: int, r: int, o: int, t: int) -> bool:
+        """Whether fact (s, r, o, t) (ids, base relation) was inferred by a model, not observed."""
+        return (int(s), int(r), int(o), int(t)) in self.inferred
+
+    def inferred_text(self, s: int, r: int, o: int, t: int) -> str:
+        """"" for an observed fact, else e.g. "inferred by a model (p = 93%), not observed"."""
+        key = (int(s), int(r), int(o), int(t))
+        if key not in self.inferred:
+            return ""
+        p = self.inferred[key]
+        return "inferred by a model" + ("" if p != p else f" (p = {100 * p:.2g}%)") + ", not observed"
 
     # -- identity -------------------------------------------------------------------------------
     @cached_property
@@ -122,6 +140,9 @@ class TemporalKG:
             arr = self.facts(split).astype("<i8", copy=False)
             h.update(f"{split}:{len(arr)}\n".encode())
             h.update(np.ascontiguousarray(arr).tobytes())
+        if self.inferred:  # only then: the hash of data without inferred facts is unchanged
+            h.update(b"inferred\n" + json.dumps(sorted([*k, None if p != p else round(p, 6)]
+                                                       for k, p in self.inferred.items())).encode())
         return h.hexdigest()
 
     # -- statistics -----------------------------------------------------------------------------
@@ -137,6 +158,7 @@ class TemporalKG:
             "missing_splits": list(self.missing_splits),
             "splits": {},
             "notes": list(self.notes),
+            "inferred_facts": len(self.inferred),
         }
         for split in SPLITS:
             if split not in self.splits:

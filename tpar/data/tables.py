@@ -2,6 +2,12 @@
 or a folder holding ``train.csv``, ``valid.csv`` and ``test.csv`` in that format, into one
 :class:`~tpar.data.kg.TemporalKG`. Problems raise :class:`tpar.errors.DataError` naming the file and
 row (or, with ``on_bad_rows="drop"``, are listed in the :class:`CsvReport`).
+
+Two optional columns mark facts a model inferred (``tpar complete`` writes them): ``completed``
+(true/false) and ``probability`` (the model's probability of the filled-in entity); an
+``alternatives`` column (the runner-up proposals) is read past. A row that lacks exactly its subject
+or its object is an *incomplete* fact: kept aside (``incomplete="keep"``) for completion, otherwise a
+bad row that says how to complete it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 
 REQUIRED_COLUMNS = ("subject", "relation", "object", "time")
-OPTIONAL_COLUMNS = ("split",)
+OPTIONAL_COLUMNS = ("split", "completed", "probability", "alternatives")
+#: the values a ``completed`` cell may hold (case-insensitive; empty = false)
+TRUE_VALUES, FALSE_VALUES = ("true", "1", "yes"), ("false", "0", "no", "")
 TIME_FORMATS = ("auto", "date", "datetime", "month", "year", "int")
 SPLIT_POLICIES = ("chronological", "random")
 
@@ -89,6 +97,28 @@ class CsvReport:
         return len(self.problems)
 
 
+@dataclass(frozen=True)
+class IncompleteRow:
+    """A row that lacks its subject or its object (``None``): a fact to complete, not a fact."""
+
+    row: int
+    subject: str | None
+    relation: str
+    object: str | None
+    time: str                  # as written in the file (read in the file's time format)
+    split: str | None = None
+
+    @property
+    def missing(self) -> str:
+        """``"subject"`` or ``"object"``: the field to fill."""
+        return "subject" if self.subject is None else "object"
+
+    @property
+    def known(self) -> str:
+        """The entity the row names (the question's entity)."""
+        return self.object if self.subject is None else self.subject  # type: ignore[return-value]
+
+
 @dataclass
 class CsvQuadruples:
     """Parsed rows of a CSV file: names, parsed times (steps on ``time_axis``), optional split labels."""
@@ -102,6 +132,9 @@ class CsvQuadruples:
     report: CsvReport
     rows: list[int]
     raw_times: list[str]
+    inferred: list[bool] | None = None          # per fact: the ``completed`` column (None: no such column)
+    probabilities: list[float] | None = None    # per fact: the ``probability`` column (nan where empty)
+    incomplete: list[IncompleteRow] = field(default_factory=list)
 
 
 def _classify_time(s: str) -> str:
@@ -123,7 +156,7 @@ _EXPECTED = {
 
 
 def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise",
-                       text: str | None = None) -> CsvQuadruples:
+                       text: str | None = None, incomplete: str = "bad") -> CsvQuadruples:
     """Parse a CSV/TSV of quadruples.
 
     Header (case-insensitive, any order): ``subject, relation, object, time`` and optionally
@@ -133,6 +166,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
 
     ``on_bad_rows="raise"`` raises :class:`DataError` at the first bad row; ``"drop"`` drops bad rows
     and lists them in the report. Duplicate rows are always removed and counted.
+    ``incomplete="keep"`` puts rows that lack exactly their subject or their object (time and
+    relation given and valid) in :attr:`CsvQuadruples.incomplete`; ``"bad"`` treats them as bad rows.
     """
     path = Path(path)
     if time_format not in TIME_FORMATS:
@@ -206,13 +241,26 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, ", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
                 + f" (at most {MAX_FIELD:,})")
             continue
-        empty = [c for c in cols if not vals[pos[c]]]
-        if empty:
-            bad(row, f"empty {', '.join(empty)}")
+        empty = [c for c in cols if not vals[pos[c]] and c not in ("completed", "probability", "alternatives")]
+        lacks_one = empty in (["subject"], ["object"])
+        if empty and not (lacks_one and incomplete == "keep"):
+            bad(row, f"empty {', '.join(empty)}" + (" (an incomplete fact: `tpar complete` or the Upload page can "
+                                                     "propose the missing entity)" if lacks_one else ""))
             continue
         if "split" in pos and vals[pos["split"]].lower() not in SPLITS:
             bad(row, f"split {vals[pos['split']]!r} is not one of train, valid, test")
             continue
+        if "completed" in pos and vals[pos["completed"]].lower() not in TRUE_VALUES + FALSE_VALUES:
+            bad(row, f"completed {vals[pos['completed']]!r} is not true or false")
+            continue
+        if "probability" in pos and vals[pos["probability"]]:
+            try:
+                p = float(vals[pos["probability"]])
+            except ValueError:
+                p = float("nan")
+            if not 0.0 <= p <= 1.0:  # also NaN
+                bad(row, f"probability {vals[pos['probability']]!r} is not a number from 0 to 1")
+                continue
         recs.append((row, vals))
     if not recs:
         raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
@@ -252,10 +300,15 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, str(e))
             continue
         kept.append((row, v))
-    if not kept:
+    held = [IncompleteRow(row, v[pos["subject"]] or None, v[pos["relation"]], v[pos["object"]] or None,
+                          v[pos["time"]], v[pos["split"]].lower() if "split" in pos else None)
+            for row, v in kept if not v[pos["subject"]] or not v[pos["object"]]]
+    kept_all, kept = kept, [(row, v) for row, v in kept if v[pos["subject"]] and v[pos["object"]]]
+    parsed = [x for x, (_, v) in zip(parsed, kept_all) if v[pos["subject"]] and v[pos["object"]]]
+    if not kept and not held:
         raise DataError("no row has a valid time", file=path)
     raw_times = [v[pos["time"]] for _, v in kept]
-    axis, steps = _times_to_steps(parsed, fmt)
+    axis, steps = _times_to_steps(parsed, fmt) if kept else (TimeAxis("step"), np.zeros(0, dtype=np.int64))
 
     # duplicates (same quadruple and split)
     seen: set[tuple] = set()
@@ -281,6 +334,10 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         report=report,
         rows=[kept[i][0] for i in final],
         raw_times=[raw_times[i] for i in final],
+        inferred=[kept[i][1][pos["completed"]].lower() in TRUE_VALUES for i in final] if "completed" in pos else None,
+        probabilities=[float(kept[i][1][pos["probability"]]) if kept[i][1][pos["probability"]] else float("nan")
+                       for i in final] if "probability" in pos else None,
+        incomplete=held,
     )
 
 
@@ -343,6 +400,7 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
     ent: dict[str, int] = {}
     rel: dict[str, int] = {}
     splits: dict[str, np.ndarray] = {}
+    inferred: dict[tuple[int, int, int, int], float] = {}
     for split, (q, idx) in per_split.items():
         arr = np.zeros((len(idx), 4), dtype=np.int64)
         for j, i in enumerate(idx):
@@ -350,10 +408,14 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
             r = rel.setdefault(q.relations[i], len(rel))
             o = ent.setdefault(q.objects[i], len(ent))
             arr[j] = (s, r, o, q.times[i])
+            if q.inferred is not None and q.inferred[i]:
+                inferred[(s, r, o, int(q.times[i]))] = q.probabilities[i] if q.probabilities is not None else float("nan")
         splits[split] = arr
     first = next(iter(per_split.values()))[0]
+    if inferred:
+        notes = notes + [f"{len(inferred)} fact(s) marked as inferred (completed by a model, not observed)"]
     return TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
-                      time_axis=first.time_axis, splits=splits, source=source, notes=notes)
+                      time_axis=first.time_axis, splits=splits, source=source, notes=notes, inferred=inferred)
 
 
 def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[str]:

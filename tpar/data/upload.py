@@ -22,7 +22,8 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.names import check_name
-from tpar.data.tables import build_kg, load_csv_folder, name_notes, read_quadruple_csv, split_assignment
+from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, name_notes, read_quadruple_csv,
+                              split_assignment)
 from tpar.errors import DataError
 
 SPLIT_CHOICES = ("chronological", "random", "column")
@@ -50,6 +51,7 @@ class UploadReport:
     outliers_excluded: bool = False
     self_loops: list[int] = field(default_factory=list)                  # rows with subject = object (kept)
     preview: list[dict] = field(default_factory=list)                    # the first facts as read
+    incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
 
     def problems_table(self, limit: int = 1000) -> list[dict]:
         return [{"row": r, "problem": p, "content": self.dropped_text.get(r, "")} for r, p in self.dropped[:limit]]
@@ -106,13 +108,18 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     """Parse and split an uploaded CSV/TSV text. ``split_policy``: ``chronological`` (earliest
     ~80% of facts train, then valid, then test; a time step is never cut), ``random`` (seeded),
     or ``column`` (the file's own ``split`` column). Outlier times (:func:`outlier_times`) are
-    reported with their rows, and left out when ``exclude_outliers``. Raises :class:`DataError`
-    only when nothing usable is left (no header, no valid row, ...)."""
+    reported with their rows, and left out when ``exclude_outliers``. Rows lacking exactly their
+    subject or their object are kept aside in :attr:`UploadReport.incomplete` (to complete with a
+    model, :mod:`tpar.reasoning.completion`). Raises :class:`DataError` only when nothing usable is
+    left (no header, no complete row, ...)."""
     if split_policy not in SPLIT_CHOICES:
         raise DataError(f"unknown split choice {split_policy!r} (expected {', '.join(SPLIT_CHOICES)})")
     if not 0 < fractions[0] < 1 or min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-6:
         raise DataError(f"split fractions {fractions} must be ≥ 0, sum to 1, with some training facts")
-    q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text)
+    q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text, incomplete="keep")
+    if not q.subjects:
+        raise DataError(f"every row lacks its subject or its object ({len(q.incomplete)} incomplete rows): there "
+                        "are no facts to learn from or to complete them with", file=file_name)
     flagged = outlier_times(q.times)
     outliers = [(q.rows[i], q.raw_times[i]) for i in np.nonzero(flagged)[0]]
     if exclude_outliers and flagged.any():
@@ -155,7 +162,11 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           preview=[{"row": q.rows[i], "subject": q.subjects[i], "relation": q.relations[i],
                                     "object": q.objects[i], "time": q.raw_times[i],
                                     **({"split": q.splits[i]} if q.splits is not None else {})}
-                                   for i in range(min(10, n))])
+                                   for i in range(min(10, n))],
+                          incomplete=q.incomplete)
+    if q.incomplete:
+        report.notes.append(f"{len(q.incomplete)} incomplete row(s) (subject or object empty) kept aside: a model "
+                            "can propose the missing entity before the data set is saved")
     return report, kg
 
 
@@ -217,13 +228,18 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path
                 continue
             buf = io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
-            w.writerow(["subject", "relation", "object", "time"])
+            marked = bool(kg.inferred)  # inferred facts keep their mark: completed, probability
+            w.writerow(["subject", "relation", "object", "time"] + (["completed", "probability"] if marked else []))
             for s, r, o, t in kg.facts(split).tolist():
-                w.writerow([kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)])
+                row = [kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)]
+                if marked:
+                    p = kg.inferred.get((s, r, o, t))
+                    row += ["false", ""] if p is None else ["true", "" if p != p else f"{p:.6g}"]
+                w.writerow(row)
             (tmp / f"{split}.csv").write_text(buf.getvalue(), encoding="utf-8")
         back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}
                                .get(ax.granularity, "datetime"))
-        if sorted(back.entities.names) != sorted(kg.entities.names) or \
+        if sorted(back.entities.names) != sorted(kg.entities.names) or len(back.inferred) != len(kg.inferred) or \
                 {s: len(back.facts(s)) for s in back.splits} != {s: len(kg.facts(s)) for s in kg.splits}:
             raise DataError("the saved data set does not read back as uploaded (please report this)")
         if dest.exists():

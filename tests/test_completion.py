@@ -1,0 +1,215 @@
+"""Completing incomplete rows (`tpar complete`, the Upload page's completion): the reader keeps them
+aside, a trained model fills a planted rule's masked entity, nothing hidden leaks into the
+background, known answers are never proposed, and the completed CSV reads back with its inferred
+flags (kept through save_dataset, shown on the timeline)."""
+
+from __future__ import annotations
+
+import csv
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from tpar.cli import main
+from tpar.data.loading import load_dataset
+from tpar.data.tables import IncompleteRow, load_csv, read_quadruple_csv
+from tpar.data.upload import inspect_upload, save_dataset
+from tpar.errors import DataError
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+from tpar.model.ranker import ModelRanker
+from tpar.model.training import train
+from tpar.reasoning.completion import complete, completed_rows, with_completions, write_completed_csv
+
+PEOPLE = [f"P{i}" for i in range(12)]
+
+
+def planted_rows(days: int = 40, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """Each day three random pairs: a meets b, and b calls a back the same day (the planted rule)."""
+    rng = random.Random(seed)
+    rows = []
+    for day in range(days):
+        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
+        for a, b in zip(*[iter(rng.sample(PEOPLE, 6))] * 2):
+            rows += [(a, "meets", b, date), (b, "calls", a, date)]
+    return rows
+
+
+def write_csv(path, rows, header=("subject", "relation", "object", "time")):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """The planted world's data (the 'calls' facts of the last 8 days removed: they are the rows to
+    complete) and a small model trained on it in interpolation (a few seconds)."""
+    d = tmp_path_factory.mktemp("planted")
+    rows = planted_rows()
+    last_days = {r[3] for r in rows[-8 * 6:]}
+    hidden = [r for r in rows if r[1] == "calls" and r[3] in last_days]
+    known = [r for r in rows if r not in hidden]
+    data = write_csv(d / "known.csv", known)
+    kg = load_csv(data, split_policy="random", seed=0)
+    torch.manual_seed(0)
+    run = RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=1, dropout=0.0),  # the rule is one hop
+                    TrainConfig(setting="interpolation", lr=1e-2, batch_size=8, micro_batch=8, epochs=10, patience=10,
+                                max_valid_queries=0, checkpoint_every=1e9, seed=0))
+    train(kg, run, d / "model.tpar")
+    return {"dir": d, "data": data, "kg": kg, "hidden": hidden, "checkpoint": d / "model.tpar"}
+
+
+def test_reader_keeps_incomplete_rows_aside_and_reads_marks(tmp_path):
+    text = ("subject,relation,object,time,completed,probability\n"
+            "A,r,B,2020-01-01,,\nA,r,,2020-01-02,,\n,r,B,2020-01-03,,\nC,r,D,2020-01-04,TRUE,0.93\n"
+            ",r,,2020-01-05,,\nC,r,D,2020-01-06,maybe,\nC,r,D,2020-01-07,true,1.5\nA,,,2020-01-08,,\n")
+    q = read_quadruple_csv("x.csv", text=text, incomplete="keep", on_bad_rows="drop")
+    assert q.subjects == ["A", "C"] and q.inferred == [False, True]
+    assert np.isnan(q.probabilities[0]) and q.probabilities[1] == pytest.approx(0.93)
+    assert q.incomplete == [IncompleteRow(3, "A", "r", None, "2020-01-02"), IncompleteRow(4, None, "r", "B", "2020-01-03")]
+    assert q.incomplete[0].missing == "object" and q.incomplete[1].known == "B"
+    problems = dict(q.report.problems)
+    assert "empty subject, object" in problems[6]
+    assert "completed 'maybe'" in problems[7] and "probability '1.5'" in problems[8]
+    assert "empty relation" in problems[9]
+    with pytest.raises(DataError, match=r"row 3.*empty object \(an incomplete fact: `tpar complete`"):
+        read_quadruple_csv("x.csv", text=text)  # without incomplete="keep" they are bad rows, said how to fix
+
+
+def test_a_file_of_only_incomplete_rows_is_read_for_completion_but_is_no_data_set():
+    text = "subject,relation,object,time\nA,r,,2020-01-02\n,r,B,2020-01-03\n"
+    q = read_quadruple_csv("x.csv", text=text, incomplete="keep")
+    assert q.subjects == [] and len(q.incomplete) == 2
+    with pytest.raises(DataError, match="every row lacks"):
+        inspect_upload(text, "x.csv")
+
+
+def test_a_trained_model_fills_the_planted_rule(planted):
+    kg, hidden = planted["kg"], planted["hidden"]
+    ck = Checkpoint.load(planted["checkpoint"])
+    rows = [IncompleteRow(i + 2, s, r, None, t) for i, (s, r, o, t) in enumerate(hidden)]
+    comps = complete(kg, ModelRanker(ck.build_model("cpu"), "cpu"), rows)
+    assert all(c.setting == "interpolation" and c.problem == "" for c in comps)
+    right = sum(c.entity == o for c, (_, _, o, _) in zip(comps, hidden))
+    assert right / len(hidden) >= 0.9, [c.note() for c in comps]
+    # the subject direction: (?, calls, a, t) is asked as (a, calls⁻¹, ?, t)
+    rows = [IncompleteRow(i + 2, None, r, o, t) for i, (s, r, o, t) in enumerate(hidden)]
+    comps = complete(kg, ModelRanker(ck.build_model("cpu"), "cpu"), rows)
+    assert sum(c.entity == s for c, (s, _, _, _) in zip(comps, hidden)) / len(hidden) >= 0.9
+    assert all(0 < c.probability <= 1 and len(c.alternatives) == 3 for c in comps)
+
+
+class Spy:
+    """A ranker that records every background it is given and scores entity e by e (no ties)."""
+
+    def __init__(self):
+        self.backgrounds = []
+
+    def score(self, batch, background):
+        self.backgrounds.append(background)
+        return torch.arange(background.num_entities, dtype=torch.float32).repeat(len(batch), 1)
+
+
+def test_masked_rows_never_reach_the_background_and_known_answers_are_not_proposed(planted):
+    kg, hidden = planted["kg"], planted["hidden"]
+    rows = [IncompleteRow(i + 2, s, r, None, t) for i, (s, r, o, t) in enumerate(hidden)]
+    spy = Spy()
+    comps = complete(kg, spy, rows)
+    ix = spy.backgrounds[0].index
+    links = {(int(a), int(r), int(b), int(t)) for a, r, b, t in zip(ix.src, ix.rel, ix.dst, ix.time)}
+    R = kg.num_relations
+    for s, r, o, t in hidden:
+        ids = kg.entities.id(s), kg.relations.id(r), kg.entities.id(o), kg.time_axis.parse(t)
+        assert (ids[0], ids[1], ids[2], ids[3]) not in links and (ids[2], ids[1] + R, ids[0], ids[3]) not in links
+    # a row whose question already has a known answer: that answer is never the proposal
+    s, r, o, t = next(f for f in kg.all_facts().tolist())
+    row = IncompleteRow(99, kg.entities.name(s), kg.relations.name(r), None, kg.time_axis.label(t))
+    top_by_spy = kg.num_entities - 1
+    known_objects = {b for a, rr, b, tt in kg.all_facts().tolist() if (a, rr, tt) == (s, r, t)}
+    (c,) = complete(kg, Spy(), [row])
+    assert c.known_answers == len(known_objects) and kg.entities.id(c.entity) not in known_objects
+    if top_by_spy in known_objects:
+        assert kg.entities.id(c.entity) != top_by_spy
+
+
+def test_unknown_names_and_ties_give_no_proposal(planted):
+    kg = planted["kg"]
+
+    class Flat:
+        def score(self, batch, background):
+            return torch.zeros(len(batch), background.num_entities)
+
+    rows = [IncompleteRow(2, "Nobody", "calls", None, "2024-01-05"), IncompleteRow(3, "P1", "hugs", None, "2024-01-05"),
+            IncompleteRow(4, "P1", "calls", None, "2024-01-05")]
+    a, b, c = complete(kg, Flat(), rows)
+    assert a.entity is None and "unknown entity 'Nobody'" in a.problem
+    assert b.entity is None and "unknown relation 'hugs'" in b.problem
+    assert c.entity is None and "every candidate scores the same" in c.problem
+
+
+def test_completed_csv_round_trips_with_inferred_flags(planted, tmp_path):
+    kg, hidden = planted["kg"], planted["hidden"]
+    rows = [(s, r, "", t) if i % 2 else ("", r, o, t) for i, (s, r, o, t) in enumerate(hidden)]
+    extra = [("P0", "meets", "P1", "2024-02-20")]
+    inp = write_csv(tmp_path / "in.csv", extra + rows)
+    q = read_quadruple_csv(inp, incomplete="keep")
+    ck = Checkpoint.load(planted["checkpoint"])
+    comps = complete(kg, ModelRanker(ck.build_model("cpu"), "cpu"), q.incomplete)
+    threshold = sorted(c.probability for c in comps)[len(comps) // 2]
+    out = tmp_path / "out.csv"
+    assert write_completed_csv(out, q, comps, threshold) == len(rows) + 1
+    back = read_quadruple_csv(out, incomplete="keep")
+    accepted = [c for c in comps if c.probability >= threshold]
+    assert sum(back.inferred) == len(accepted) and len(back.incomplete) == len(comps) - len(accepted)
+    assert back.subjects[0] == "P0" and back.inferred[0] is False  # complete rows pass through, unmarked
+    for c in accepted:
+        i = back.rows.index(c.row.row)
+        assert (back.subjects[i], back.relations[i], back.objects[i], back.raw_times[i]) == c.fact
+        assert back.inferred[i] and back.probabilities[i] == pytest.approx(c.probability, rel=1e-5)
+    # rows below the threshold stay incomplete, their proposal first among the alternatives
+    below = [d for d in completed_rows(q, comps, threshold) if d["completed"] == "false" and d["alternatives"]]
+    assert len(below) == len(comps) - len(accepted)
+
+
+def test_with_completions_marks_train_facts_only_and_survives_save(planted, tmp_path):
+    kg, hidden = planted["kg"], planted["hidden"]
+    ck = Checkpoint.load(planted["checkpoint"])
+    rows = [IncompleteRow(i + 2, s, r, None, t) for i, (s, r, o, t) in enumerate(hidden)]
+    comps = complete(kg, ModelRanker(ck.build_model("cpu"), "cpu"), rows)
+    done = with_completions(kg, comps, 0.0)
+    n = len({c.fact for c in comps})
+    assert len(done.inferred) == n and len(done.facts("train")) == len(kg.facts("train")) + n
+    assert {s: len(done.facts(s)) for s in ("valid", "test")} == {s: len(kg.facts(s)) for s in ("valid", "test")}
+    assert done.fingerprint != kg.fingerprint
+    f = next(iter(done.inferred))
+    assert done.is_inferred(*f) and "inferred by a model" in done.inferred_text(*f)
+    person = done.entities.name(f[0])
+    assert any(e.inferred for e in done.entity_facts(person))
+    saved = save_dataset(done, tmp_path, "completed")
+    back = load_dataset(saved)
+    assert back.inferred.keys() == done.inferred.keys() and back.fingerprint == done.fingerprint
+    assert all(abs(back.inferred[k] - done.inferred[k]) < 1e-5 for k in done.inferred)
+
+
+def test_cli_complete(planted, tmp_path, capsys):
+    hidden = planted["hidden"]
+    inp = write_csv(tmp_path / "in.csv", [(s, r, "", t) for s, r, o, t in hidden])
+    out = tmp_path / "out.csv"
+    argv = ["complete", "--checkpoint", str(planted["checkpoint"]), "--data", str(planted["data"]),
+            "--split-policy", "random", "--input", str(inp), "--out", str(out)]
+    assert main(argv + ["--min-probability", "0.5"]) == 0
+    text = capsys.readouterr().out
+    assert f"{len(hidden)} incomplete row(s)" in text and "completed with p ≥ 0.5" in text
+    back = read_quadruple_csv(out, incomplete="keep")
+    assert len(back.subjects) + len(back.incomplete) == len(hidden)
+    assert main(argv + ["--min-probability", "1.5"]) == 2
+    assert "between 0 and 1" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("subject,relation,object,time\nP1,calls,,not-a-date\n")
+    assert main(argv[:-4] + ["--input", str(bad), "--out", str(out)]) == 2
+    assert "bad.csv, row 2" in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""Completing facts that lack their subject or object: the first half of the paper's pipeline
+(Sec. 5.3, Tables 3 and 5: interpolate the missing past facts, then forecast from the completed data).
+
+A row ``(s, r, ?, t)`` (or ``(?, r, o, t)``, asked as ``(o, r⁻¹, ?, t)``) is a query like any
+other: the ranker scores every entity (for TPAR the Eq. 9 score f(q, e)) from a background of the
+data set's known facts — the incomplete rows are not facts, so their hidden entity can never leak
+into it. ``interpolation`` sees known facts before and after t; ``extrapolation`` only t' < t.
+Entities already known to answer the same question (the time-aware filter) are not proposed: the
+row would be a duplicate otherwise. The probability of a proposal is the softmax over the remaining
+entities of f / T (T: the checkpoint's temperature for the setting, fitted on valid with the same
+filter, :mod:`tpar.evaluation.calibration`; T = 1 and ``calibrated=False`` without one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from tpar.data.kg import TemporalKG
+from tpar.data.tables import IncompleteRow
+from tpar.errors import DataError
+from tpar.evaluation.filtering import TimeAwareFilter
+from tpar.graph.background import Background
+from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting
+from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL
+
+#: how many runner-up proposals a completion lists
+ALTERNATIVES = 3
+
+
+@dataclass(frozen=True)
+class Proposal:
+    entity: str
+    probability: float
+
+
+@dataclass
+class Completion:
+    """The proposal for one incomplete row (``entity`` None: nothing to propose, ``problem`` says why)."""
+
+    row: IncompleteRow
+    entity: str | None = None
+    probability: float | None = None
+    setting: str = ""
+    ties: int = 0                    # other entities whose score equals the proposal's (float noise)
+    alternatives: list[Proposal] = field(default_factory=list)
+    known_answers: int = 0           # entities known to answer the same question: not proposed
+    calibrated: bool = False
+    problem: str = ""
+
+    @property
+    def fact(self) -> tuple[str, str, str, str] | None:
+        """(subject, relation, object, time) with the proposal filled in; None without a proposal."""
+        if self.entity is None:
+            return None
+        r = self.row
+        return (r.subject or self.entity, r.relation, r.object or self.entity, r.time)
+
+    def note(self) -> str:
+        """How sure the proposal is, in words (ties, calibration, what was left out)."""
+        if self.entity is None:
+            return self.problem
+        parts = [f"{self.row.missing} = {self.entity}"
+                 + (f" ({100 * self.probability:.2g}%{'' if self.calibrated else ', uncalibrated'})"
+                    if self.probability is not None else "")]
+        if self.ties:
+            parts.append(f"ties with {self.ties} other entit{'y' if self.ties == 1 else 'ies'}")
+        if self.known_answers:
+            parts.append(f"{self.known_answers} known answer(s) of the same question not proposed")
+        return "; ".join(parts)
+
+
+def resolve_setting(setting: str, time_step: int, last_time: int) -> Setting:
+    """``auto``: extrapolation for a time after every known fact, else interpolation."""
+    if setting == "auto":
+        return Setting.EXTRAPOLATION if time_step > last_time else Setting.INTERPOLATION
+    return Setting.parse(setting)
+
+
+def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: str = "auto",
+             temperature: Callable[[str], float | None] = lambda setting: None, batch_size: int = 64,
+             alternatives: int = ALTERNATIVES) -> list[Completion]:
+    """Propose the missing entity of each row with ``ranker`` (anything with ``score(batch,
+    background) -> (B, E)``: a :class:`~tpar.model.ranker.ModelRanker` or a baseline) on the known
+    facts of ``kg``. ``temperature(setting)``: the calibrated temperature or None. One
+    :class:`Completion` per row, in order; rows naming an unknown entity, relation or time get a
+    ``problem`` instead of a proposal."""
+    out = [Completion(r) for r in rows]
+    facts = kg.all_facts()
+    last = int(facts[:, 3].max()) if len(facts) else 0
+    R = kg.num_relations
+    todo: dict[Setting, list[tuple[int, int, int, int, int]]] = {}
+    for i, (c, r) in enumerate(zip(out, rows)):
+        try:
+            entity = kg.entities.id(kg.entities.resolve(r.known, "entity"))
+            relation = kg.relations.id(kg.relations.resolve(r.relation, "relation"))
+            t = kg.time_axis.parse(r.time)
+        except (DataError, ValueError) as e:  # an unknown name (with close matches) or a time off the axis
+            c.problem = f"row {r.row}: {e}"
+            continue
+        s = resolve_setting(setting, t, last)
+        c.setting = s.value
+        rel = relation if r.missing == "object" else relation + R
+        todo.setdefault(s, []).append((i, entity, rel, t, OBJECT if r.missing == "object" else SUBJECT))
+    known = TimeAwareFilter(facts, kg.num_entities, R)
+    for s, items in todo.items():
+        background = Background.from_facts(facts, kg.num_entities, R, s)
+        T = temperature(s.value)
+        for a in range(0, len(items), batch_size):
+            part = items[a: a + batch_size]
+            cols = torch.tensor([x[1:] for x in part], dtype=torch.int64).T.contiguous()
+            batch = QueryBatch(cols[0], cols[1], cols[2], torch.full((len(part),), -1), cols[3])
+            scores = ranker.score(batch, background).double()
+            _fill(kg, [out[x[0]] for x in part], scores, known.pairs(batch), T, alternatives)
+    return out
+
+
+def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: tuple[torch.Tensor, torch.Tensor],
+          temperature: float | None, alternatives: int) -> None:
+    """Proposals from (B, E) scores: known answers out, softmax(f / T) over the rest, ties counted."""
+    rows, ents = known
+    masked = scores.clone()
+    masked[rows, ents] = float("-inf")
+    probs = torch.softmax(masked / (temperature or 1.0), 1)
+    for b, c in enumerate(comps):
+        c.known_answers = int((rows == b).sum())
+        c.calibrated = temperature is not None
+        candidates = torch.isfinite(masked[b])
+        if not candidates.any():
+            c.problem = f"row {c.row.row}: every entity already answers this question"
+            continue
+        order = torch.argsort(masked[b], descending=True, stable=True)
+        top = float(masked[b, order[0]])
+        tied = (masked[b] - top).abs() <= TIE_ATOL + TIE_RTOL * abs(top)
+        c.ties = int(tied.sum()) - 1
+        if c.ties + 1 == int(candidates.sum()):
+            c.problem = (f"row {c.row.row}: no evidence — every candidate scores the same "
+                         f"({'no temporal path reaches any' if top == 0 else 'the ranking carries no information'})")
+            continue
+        e = int(order[0])
+        c.entity, c.probability = kg.entities.name(e), float(probs[b, e])
+        c.alternatives = [Proposal(kg.entities.name(int(x)), float(probs[b, x]))
+                          for x in order[1: 1 + alternatives] if torch.isfinite(masked[b, x])]
+
+
+def completed_facts(kg: TemporalKG, completions: Sequence[Completion], min_probability: float = 0.0) -> np.ndarray:
+    """(n, 4) ids of the proposals with probability ≥ ``min_probability`` (each once; none already known)."""
+    out = set()
+    for c in completions:
+        if c.entity is None or (c.probability or 0.0) < min_probability:
+            continue
+        s, r, o, t = c.fact  # type: ignore[misc]
+        out.add((kg.entities.id(kg.entities.resolve(s, "entity")), kg.relations.id(kg.relations.resolve(r, "relation")),
+                 kg.entities.id(kg.entities.resolve(o, "entity")), kg.time_axis.parse(t)))
+    return np.array(sorted(out), dtype=np.int64).reshape(-1, 4)
+
+
+def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_probability: float = 0.0) -> TemporalKG:
+    """``kg`` with the proposals of probability ≥ ``min_probability`` added to its *training* facts and
+    marked as inferred (with their probability). Inferred facts never join valid or test: those
+    splits measure the model against observed facts only."""
+    from dataclasses import replace
+
+    new = completed_facts(kg, completions, min_probability)
+    known = {tuple(x) for x in kg.all_facts().tolist()}
+    new = np.array([f for f in new.tolist() if tuple(f) not in known], dtype=np.int64).reshape(-1, 4)
+    prob = {}
+    for c in completions:
+        if c.entity is not None and (c.probability or 0.0) >= min_probability:
+            s, r, o, t = c.fact  # type: ignore[misc]
+            prob[(kg.entities.id(kg.entities.resolve(s)), kg.relations.id(kg.relations.resolve(r)),
+                  kg.entities.id(kg.entities.resolve(o)), kg.time_axis.parse(t))] = float(c.probability or float("nan"))
+    inferred = dict(kg.inferred)
+    inferred.update({tuple(f): prob[tuple(f)] for f in new.tolist()})
+    splits = dict(kg.splits)
+    splits["train"] = np.concatenate([kg.facts("train"), new])
+    return replace(kg, splits=splits, inferred=inferred,
+                   notes=list(kg.notes) + [f"{len(new)} completed fact(s) added to train, marked as inferred"
+                                           + (f" (p ≥ {min_probability:g})" if min_probability else "")])
+
+
+#: the columns of a completed CSV (``split`` only when the input had one)
+COMPLETED_COLUMNS = ("subject", "relation", "object", "time", "probability", "completed", "alternatives")
+
+
+def completed_rows(q, completions: Sequence[Completion], min_probability: float = 0.0) -> list[dict]:
+    """The rows of a completed CSV, in the input's row order: its complete facts as they were, each
+    incomplete row with the proposal filled in when its probability is ≥ ``min_probability`` (else
+    left incomplete, the field empty: nothing is lost). ``q``: the input's
+    :class:`~tpar.data.tables.CsvQuadruples` read with ``incomplete="keep"``."""
+    rows = []
+    for i, row in enumerate(q.rows):
+        p = q.probabilities[i] if q.probabilities is not None else float("nan")
+        rows.append((row, {"subject": q.subjects[i], "relation": q.relations[i], "object": q.objects[i],
+                           "time": q.raw_times[i], **({"split": q.splits[i]} if q.splits is not None else {}),
+                           "probability": "" if p != p else f"{p:.6g}",
+                           "completed": "true" if q.inferred is not None and q.inferred[i] else "false",
+                           "alternatives": ""}))
+    for c in completions:
+        r = c.row
+        accepted = c.entity is not None and (c.probability or 0.0) >= min_probability
+        rows.append((r.row, {"subject": r.subject or (c.entity if accepted else ""), "relation": r.relation,
+                             "object": r.object or (c.entity if accepted else ""), "time": r.time,
+                             **({"split": r.split or ""} if q.splits is not None else {}),
+                             "probability": f"{c.probability:.6g}" if accepted else "",
+                             "completed": "true" if accepted else "false",
+                             # a proposal below the threshold is listed first among the alternatives
+                             "alternatives": "; ".join(f"{a.entity} ({a.probability:.3g})" for a in
+                                                       ([] if accepted or c.entity is None else
+                                                        [Proposal(c.entity, c.probability or 0.0)]) + c.alternatives)}))
+    return [d for _, d in sorted(rows, key=lambda x: x[0])]
+
+
+def write_completed_csv(path, q, completions: Sequence[Completion], min_probability: float = 0.0) -> int:
+    """Write :func:`completed_rows` as CSV (names unchanged: a data file that reads back with the
+    inferred flags, as :func:`tpar.data.upload.save_dataset` writes data sets); the number of rows."""
+    import csv
+    from pathlib import Path
+
+    rows = completed_rows(q, completions, min_probability)
+    header = list(COMPLETED_COLUMNS[:4]) + (["split"] if q.splits is not None else []) + list(COMPLETED_COLUMNS[4:])
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, header, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)  # an existing file is replaced only by a complete one
+    return len(rows)
