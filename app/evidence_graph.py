@@ -114,7 +114,9 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
                  f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
                  f"∂f/∂link {e['gradient']:+.4f}" + (" (no meaningful weight)" if weightless else ""))
         net.add_edge(src, dst, label=f"{link.arrow_label}\n{link.delta_label}", title=title,
-                     color=delta_colour(link.delta, dark), dashes=[2, 4] if weightless else bool(link.inverse),
+                     color=delta_colour(link.delta, dark),
+                     # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards
+                     dashes=[2, 4] if weightless else [12, 6] if link.inferred else bool(link.inverse),
                      width=edge_width(e["gradient"], floor), arrows="to", smooth=smooth,
                      font={"size": 14, "align": "middle", "color": ink, "strokeWidth": 0,
                            "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})

@@ -298,3 +298,50 @@ def test_upload_flags_an_outlier_year_and_leaves_it_out_unless_asked(workspace):
     facts = [m for m in at.markdown if "Times read as" in m.value][0].value
     assert "2031-05-01" in facts  # kept on request
     assert at.dataframe[0].value.iloc[0]["subject"] == "P0"  # the preview
+
+
+def gappy_sample_world(masked: int = 20) -> bytes:
+    """The sample world's train and valid facts, then its first ``masked`` test facts with the object
+    (even rows) or the subject (odd rows) left empty: rows for the shipped model to complete."""
+    import csv
+    import io
+
+    root = Path(APP).parent.parent / "sample_data" / "world" / "chronological"
+    rows = []
+    for split in ("train", "valid"):
+        rows += list(csv.reader(io.StringIO((root / f"{split}.csv").read_text())))[1:]
+    test = list(csv.reader(io.StringIO((root / "test.csv").read_text())))[1: 1 + masked]
+    rows += [[s, r, "", t] if i % 2 == 0 else ["", r, o, t] for i, (s, r, o, t) in enumerate(test)]
+    buf = io.StringIO()
+    csv.writer(buf).writerows([["subject", "relation", "object", "time"]] + rows)
+    return buf.getvalue().encode()
+
+
+def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
+    from tpar.data.loading import load_dataset
+
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    upload(at, gappy_sample_world(20), "gappy.csv")
+    assert not at.exception and not at.error
+    assert any("Incomplete rows" in h.value for h in at.subheader)
+    assert any("20** row(s) lack an entity (10 their subject, 10 their object)" in m.value for m in at.markdown)
+    assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
+    at.toggle(key="upload_complete_on").set_value(True).run()
+    assert not at.exception
+    at.slider(key="upload_complete_min").set_value(0).run()  # accept every proposal
+    captions = " ".join(c.value for c in at.caption)
+    m = re.search(r"(\d+) of (\d+) proposals accepted", captions)
+    assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 15, captions
+    at.text_input(key="upload_name").set_value("gappy").run()
+    at.button(key="upload_save").click().run()
+    assert not at.exception and any(f"{m.group(2)} of them inferred" in s.value for s in at.success)
+    kg = load_dataset(workspace / "upload_dir" / "gappy")
+    assert len(kg.inferred) == int(m.group(2))
+    assert all(kg.is_inferred(*f) for f in kg.inferred) and not any(
+        kg.is_inferred(*f) for s in ("valid", "test") for f in kg.facts(s).tolist())
+    # the timeline marks them
+    s = next(iter(kg.inferred))[0]
+    at.session_state["subject"] = kg.entities.name(s)
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception
+    assert any("inferred by a model (completed), not observed" in i.value for i in at.info)

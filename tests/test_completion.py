@@ -213,3 +213,20 @@ def test_cli_complete(planted, tmp_path, capsys):
     bad.write_text("subject,relation,object,time\nP1,calls,,not-a-date\n")
     assert main(argv[:-4] + ["--input", str(bad), "--out", str(out)]) == 2
     assert "bad.csv, row 2" in capsys.readouterr().err
+
+
+def test_an_evidence_path_through_an_inferred_fact_says_so(planted):
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    kg, hidden = planted["kg"], planted["hidden"]
+    ck = Checkpoint.load(planted["checkpoint"])
+    rows = [IncompleteRow(i + 2, s, r, None, t) for i, (s, r, o, t) in enumerate(hidden)]
+    done = with_completions(kg, complete(kg, ModelRanker(ck.build_model("cpu"), "cpu"), rows), 0.0)
+    b, _, a, t = hidden[0]  # b calls a (inferred now); ask who a met that day: b, through the inferred call
+    e = Explainer(Predictor(ck, done, "cpu")).explain(a, "meets", t, b, setting="interpolation", num_paths=3)
+    links = [x for p in e.paths for x in p.links]
+    through = [x for x in links if x.relation == "calls"]
+    assert through and all("inferred by a model" in x.inferred and "inferred by a model" in x.sentence()
+                           for x in through)
+    assert all(not x.inferred for x in links if x.relation == "meets")

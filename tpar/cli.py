@@ -290,9 +290,7 @@ def cmd_predict(args) -> int:
 
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
-    from tpar.evaluation.calibration import stored
-    from tpar.model.ranker import ModelRanker
-    from tpar.reasoning.completion import complete, write_completed_csv
+    from tpar.reasoning.completion import complete_with_checkpoint, write_completed_csv
 
     if not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
@@ -304,12 +302,7 @@ def cmd_complete(args) -> int:
     if not q.incomplete:
         print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
               "nothing to complete; the output repeats the input", file=sys.stderr)
-    from tpar.model.device import resolve_device
-
-    device = resolve_device(args.device)
-    ranker = ModelRanker(ckpt.build_model(device), device)
-    comps = complete(kg, ranker, q.incomplete, setting=args.setting,
-                     temperature=lambda s: (c.temperature if (c := stored(ckpt.extra, s)) else None))
+    comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device)
     n = write_completed_csv(args.out, q, comps, args.min_probability)
     if args.json:
         print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,

@@ -111,7 +111,7 @@ def paths_ui(e: Explanation, shown: list) -> None:
     links = pd.DataFrame([{"path": number[id(p)], "hop": i + 1, "subject": x.subject, "relation": x.relation,
                            "object": x.object, "walked": "backwards" if x.inverse else "forwards", "time": x.time,
                            "Δt": x.delta_label, "attention α": x.attention, "∂f/∂link": x.gradient,
-                           "in words": x.sentence()}
+                           "observed": "no: " + x.inferred if x.inferred else "yes", "in words": x.sentence()}
                           for p in shown for i, x in enumerate(p.links)])
     with st.expander("Every link of these paths"):
         st.dataframe(links, hide_index=True)

@@ -31,12 +31,18 @@ def render() -> None:
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
     n_subject = sum(f.role == "subject" for f in facts)
+    n_inferred = sum(f.inferred for f in facts)
+    if n_inferred:
+        st.info(f"{n_inferred:,} of these facts were inferred by a model (completed), not observed: drawn as "
+                "hollow markers, marked in the table.")
     st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
                f"{len(facts) - n_subject:,} as object)"
                + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
     chart_ui(kg, df, t_q)
     with st.expander("Facts"):
-        st.dataframe(df.drop(columns=["when", "time_step"]), hide_index=True)
+        st.dataframe(df.drop(columns=["when", "time_step"]).assign(inferred=df["inferred"].map({True: "inferred",
+                                                                                                False: ""})),
+                     hide_index=True)
     ex.sync_url()
 
 
@@ -69,11 +75,14 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
     """Relations over time, the entity as subject (teal diamonds) or object (slate dots); t_q dashed."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
-    fig = px.scatter(shown, x="when", y="relation", color="role", symbol="role",
-                     hover_data={"other entity": True, "time": True, "when": False,
+    # an inferred fact (completed by a model) is a hollow marker of its role's colour
+    shown["kind"] = [f"{r} (inferred)" if i else r for r, i in zip(shown["role"], shown["inferred"])]
+    fig = px.scatter(shown, x="when", y="relation", color="role", symbol="kind",
+                     hover_data={"other entity": True, "time": True, "when": False, "kind": True,
                                  **({"Δt": True} if "Δt" in df else {})},
                      color_discrete_map={"subject": palette.QUERY, "object": palette.OTHER},
-                     symbol_map={"subject": "diamond", "object": "circle"},
+                     symbol_map={"subject": "diamond", "object": "circle", "subject (inferred)": "diamond-open",
+                                 "object (inferred)": "circle-open"},
                      height=max(320, 28 * df["relation"].nunique() + 140))
     if t_q is not None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))

@@ -1,4 +1,5 @@
-"""Upload: a CSV/TSV of quadruples -> validation report -> a saved data set (then train on it)."""
+"""Upload: a CSV/TSV of quadruples -> validation report -> (incomplete rows completed by a model, each
+proposal reviewed) -> a saved data set (then train on it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from tpar.data.catalog import SAMPLE_DIR
 from tpar.data.kg import TemporalKG
 from tpar.data.upload import UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.registry import matching_checkpoints
+from tpar.reasoning.completion import Completion, complete_with_checkpoint, with_completions
+
+#: incomplete rows proposed for in one go (each is a model query)
+MAX_COMPLETIONS = 5000
 
 
 def render() -> None:
@@ -18,7 +25,8 @@ def render() -> None:
         "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
         "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`). "
         "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
-        "integer steps. Nothing is used before you have seen the validation report below.")
+        "integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
+        "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
     example = SAMPLE_DIR / "world" / "facts.csv"
     if example.is_file():
         st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
@@ -32,6 +40,7 @@ def render() -> None:
         st.error(ex.md(f"This file cannot be used: {e}"))
         st.stop()
     report_ui(report)
+    kg = completion_ui(text, name, options, exclude, report, kg)
     save_ui(name, report, kg)
 
 
@@ -132,6 +141,76 @@ def report_ui(report: UploadReport) -> None:
                          hide_index=True)
 
 
+@st.cache_data(show_spinner="Proposing the missing entities…", max_entries=4)
+def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int) -> list[Completion]:
+    report, kg = check(text, name, *options, exclude)
+    return complete_with_checkpoint(Checkpoint.load(checkpoint_path), kg, report.incomplete[:MAX_COMPLETIONS])
+
+
+def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: UploadReport,
+                  kg: TemporalKG) -> TemporalKG:
+    """Incomplete rows: a model proposes each missing entity; the user accepts all above a probability
+    or row by row. Returns the data set to save (accepted proposals added to train, marked inferred)."""
+    rows = report.incomplete
+    if not rows:
+        return kg
+    st.subheader("Incomplete rows")
+    n_subject = sum(r.missing == "subject" for r in rows)
+    st.markdown(f"**{len(rows):,}** row(s) lack an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
+                "their object). They are not facts: unless you accept a model's proposal for a row, it is left out "
+                "of the saved data set. Accepted proposals join the **training** facts marked as *inferred* (never "
+                "valid or test), and stay marked on the timeline and in evidence paths.")
+    with st.expander(f"The incomplete rows ({len(rows):,})"):
+        st.dataframe(pd.DataFrame([{"row": r.row, "subject": r.subject or "?", "relation": r.relation,
+                                    "object": r.object or "?", "time": r.time} for r in rows[:1000]]), hide_index=True)
+    infos, _ = ex.checkpoints()
+    matches = matching_checkpoints(kg, infos)
+    if not matches:
+        st.info("No model here knows this file's relations, so none can propose the missing entities yet. Save the "
+                "complete rows, train a model on them (Train page), then upload this file again: that model will "
+                "then be offered here.")
+        return kg
+    by_label = {m.info.summary(): m.info for m in matches}
+    label = st.selectbox("Model that proposes the missing entities", list(by_label), key="upload_complete_model",
+                         help="Models whose relations match this file's. A calibrated model's probabilities say how "
+                              "often its proposals are right.")
+    info = by_label[label]
+    if len(rows) > MAX_COMPLETIONS:
+        st.warning(f"Only the first {MAX_COMPLETIONS:,} incomplete rows are proposed for; the others are left out.")
+    if not st.toggle("Propose the missing entities", key="upload_complete_on"):
+        return kg
+    comps = propose(text, name, options, exclude, str(info.path), ex.version(info.path))
+    proposed = [c for c in comps if c.entity is not None]
+    if len(proposed) < len(comps):
+        first = next(c for c in comps if c.entity is None)
+        st.warning(ex.md(f"{len(comps) - len(proposed):,} row(s) get no proposal, e.g. {first.problem}"))
+    if not proposed:
+        return kg
+    calibrated = proposed[0].calibrated
+    if not calibrated:
+        st.warning("This model is not calibrated: its probabilities are raw softmax values, not how often it is "
+                   "right (`tpar calibrate` fixes that).")
+    threshold = st.slider("Accept every proposal with probability at least (%)", 0, 100, 80, key="upload_complete_min",
+                          help="Then tick or untick single rows in the table.")
+    table = pd.DataFrame([{
+        "accept": (c.probability or 0.0) * 100 >= threshold, "row": c.row.row,
+        "subject": c.row.subject or f"➜ {c.entity}", "relation": c.row.relation,
+        "object": c.row.object or f"➜ {c.entity}", "time": c.row.time,
+        "probability %": round(100 * (c.probability or 0.0), 2),
+        "how sure": "; ".join(x for x in (f"ties with {c.ties}" if c.ties else "",
+                                           f"{c.known_answers} known answer(s) excluded" if c.known_answers else "",
+                                           "" if calibrated else "uncalibrated") if x) or "–",
+        "alternatives": ", ".join(f"{a.entity} ({100 * a.probability:.2g}%)" for a in c.alternatives)}
+        for c in proposed])
+    edited = st.data_editor(table, hide_index=True, disabled=[c for c in table.columns if c != "accept"],
+                            key=f"upload_complete_table_{threshold}", width="stretch",
+                            column_config={"accept": st.column_config.CheckboxColumn("Accept", width="small"),
+                                           "probability %": st.column_config.NumberColumn(format="%.2f")})
+    accepted = [c for c, ok in zip(proposed, edited["accept"]) if ok]
+    st.caption(f"➜ marks the proposed entity. {len(accepted):,} of {len(proposed):,} proposals accepted.")
+    return with_completions(kg, accepted) if accepted else kg
+
+
 def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     """A name for the data set (replace an existing one only when asked) and the save button."""
     ss = st.session_state
@@ -149,8 +228,9 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
             ex.datasets.clear()
             ss["data"] = f"upload: {name}"
             ss.pop("subject", None)
-            st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept:,} facts). "
-                       "Train a model on it next.")
+            inferred = f", {len(kg.inferred):,} of them inferred" if kg.inferred else ""
+            st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept + len(kg.inferred):,} "
+                       f"facts{inferred}). Train a model on it next.")
             st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
 
 

@@ -118,6 +118,21 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
     return out
 
 
+def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[IncompleteRow], *, setting: str = "auto",
+                             device: str = "auto") -> list[Completion]:
+    """:func:`complete` with a TPAR checkpoint (refused by ``check_fits`` when its relations differ
+    from ``kg``'s), its probabilities calibrated with the checkpoint's stored temperature per setting."""
+    from tpar.evaluation.calibration import stored
+    from tpar.model.device import resolve_device
+    from tpar.model.ranker import ModelRanker
+
+    checkpoint.check_fits(kg)
+    dev = resolve_device(device)
+    ranker = ModelRanker(checkpoint.build_model(dev), dev)
+    return complete(kg, ranker, rows, setting=setting,
+                    temperature=lambda s: (c.temperature if (c := stored(checkpoint.extra, s)) else None))
+
+
 def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: tuple[torch.Tensor, torch.Tensor],
           temperature: float | None, alternatives: int) -> None:
     """Proposals from (B, E) scores: known answers out, softmax(f / T) over the rest, ties counted."""

@@ -55,6 +55,7 @@ class PathLink:
     attention: float    # α of Eq. 7 for this link in this layer
     gradient: float     # ∂f(q, answer)/∂w of this link in this layer
     when: str = ""      # delta in words, e.g. "2 days before"
+    inferred: str = ""  # "" for an observed fact, else e.g. "inferred by a model (p = 93%), not observed"
 
     @property
     def relation_label(self) -> str:
@@ -72,7 +73,8 @@ class PathLink:
         Threaten → Faro of Corbeleth, 2 days before the question" (a backwards walk says so)."""
         when = "at the question's time" if self.delta == 0 else f"{self.when or self.delta_label} the question"
         back = f" (walked back from {self.source})" if self.inverse else ""
-        return f"{self.subject}: {self.relation.replace('_', ' ')} → {self.object}, {when}{back}"
+        guess = f" — {self.inferred}" if self.inferred else ""
+        return f"{self.subject}: {self.relation.replace('_', ' ')} → {self.object}, {when}{back}{guess}"
 
 
 def evidence_floor(score: float) -> float:
@@ -222,9 +224,10 @@ class Explainer:
         name = kg.relations.name(rel - R if inverse else rel)
         src_n, dst_n = kg.entities.name(src), kg.entities.name(dst)
         subj, obj = (dst_n, src_n) if inverse else (src_n, dst_n)
+        fact = (dst, rel - R, src, t_link) if inverse else (src, rel, dst, t_link)
         return PathLink(layer, src_n, dst_n, subj, name, obj, bool(inverse), kg.time_axis.label(t_link), int(t_link),
                         int(t_link - t_q), kg.time_axis.format_delta(t_link - t_q), float(alpha), float(grad),
-                        kg.time_axis.describe_delta(t_link - t_q))
+                        kg.time_axis.describe_delta(t_link - t_q), kg.inferred_text(*fact))
 
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
