@@ -1,0 +1,202 @@
+"""benchmarks/results/paper.md from the experiments' JSON rows: our figures beside the paper's, the
+gap said in numbers, and one SVG plot per experiment (dependency-free)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+#: the paper's figures (test MRR %, ICEWS14 / YAGO11k), by table
+PAPER = {
+    "path_length": {"YAGO11k": {1: 10.32, 2: 10.84, 3: 21.03, 4: 21.62, 5: 24.12}},  # Table 7 (appendix)
+    "chronological": {"relaxed": 46.89, "strict": 45.77, "TLogic relaxed": 42.02, "TLogic strict": 43.04},  # Table 8
+    # Tables 3 and 5: TPAR→TPAR and TPAR alone at 60/70/80% known (Table 3 prints 36.36 for C alone, Table 5 46.36)
+    "pipeline": {"TPAR pipeline": {60: 44.56, 70: 46.07, 80: 46.66}, "TPAR alone": {60: 43.86, 70: 45.49, 80: 46.36}},
+}
+#: measured here on ICEWS14 extrapolation test (reference code, same protocol): context for Table 8
+TLOGIC_MEASURED = 41.16
+
+
+def load(results: Path) -> dict[str, dict[str, dict]]:
+    """{experiment folder: {file stem: row}} for every budget folder under ``results``; the budget
+    with the most rows wins when several exist."""
+    best: dict[str, dict[str, dict]] = {}
+    for budget in sorted(p for p in results.glob("*") if p.is_dir()):
+        got = {exp.name: {f.stem: json.loads(f.read_text()) for f in sorted(exp.glob("*.json"))}
+               for exp in budget.iterdir() if exp.is_dir()}
+        if sum(map(len, got.values())) > sum(map(len, best.values())):
+            best = got
+    return best
+
+
+def _fmt(x) -> str:
+    return "–" if x is None or x != x else f"{x:.2f}"
+
+
+def _gap(ours, paper) -> str:
+    return "–" if ours is None or paper is None else f"{ours - paper:+.2f}"
+
+
+def svg_lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: str, path: Path) -> None:
+    """A line plot of MRR (y) against ``xlabel`` (x), one line per series."""
+    W, H, pad = 640, 360, 60
+    pts = [p for s in series.values() for p in s] or [(0, 0)]
+    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
+    y0, y1 = min(p[1] for p in pts) - 2, max(p[1] for p in pts) + 2
+    X = lambda v: pad + (v - x0) / ((x1 - x0) or 1) * (W - 2 * pad)  # noqa: E731
+    Y = lambda v: H - pad - (v - y0) / ((y1 - y0) or 1) * (H - 2 * pad)  # noqa: E731
+    colours = ["#1d4ed8", "#ea580c", "#059669", "#7c3aed", "#dc2626", "#64748b"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="13">{html.escape(title)}</text>',
+           f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
+           f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">{html.escape(xlabel)}</text>',
+           f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">test MRR % (realistic)</text>']
+    for k in range(5):
+        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
+        out += [f'<text x="{X(xv):.1f}" y="{H - pad + 15}" text-anchor="middle">{xv:g}</text>',
+                f'<text x="{pad - 6}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.1f}</text>']
+    for i, (name, s) in enumerate(series.items()):
+        c = colours[i % len(colours)]
+        s = sorted(s)
+        dash = ' stroke-dasharray="5 4"' if name.startswith("paper") else ""
+        out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="'
+                   + " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s) + '"/>')
+        out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3" fill="{c}"/>' for x, y in s]
+        out.append(f'<text x="{W - pad + 4 - 150}" y="{pad + 14 * i}" fill="{c}">{html.escape(name)}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out))
+
+
+def write_report(results: Path, out_dir: Path) -> Path:
+    rows = load(results)
+    budget = next((r["budget"] for exp in rows.values() for r in exp.values() if "budget" in r), None)
+    lines = ["# The paper's experiments, rerun here", "",
+             "Each figure is a test MRR % (both directions, time-aware filter, realistic ties; models selected on "
+             "valid only) from `python benchmarks/paper/run.py <experiment>`; the paper's figure is beside it where "
+             "the paper prints one. The budget is this 2-core CPU's, far below the paper's (L=5, d=128, many "
+             "epochs), so absolute figures trail the paper; what is tested is the *direction* of each claim.", ""]
+    if budget:
+        from experiments import Budget
+
+        lines += [f"Budget `{budget['name']}`: " + Budget(**budget).describe() + ".", ""]
+    lines += _path_length(rows.get("path_length", {}), out_dir)
+    lines += _chronological(rows.get("chronological", {}))
+    lines += _sparsity(rows.get("sparsity", {}), out_dir)
+    lines += _pipeline(rows.get("pipeline", {}), out_dir)
+    path = out_dir / "paper.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _path_length(rows: dict, out_dir: Path) -> list[str]:
+    out = ["## 1. Path length (Table 7, Fig. path length)", ""]
+    if not rows:
+        return out + ["Not run yet: `python benchmarks/paper/run.py path-length`.", ""]
+    by = {}
+    for stem, r in rows.items():
+        m = re.fullmatch(r"(.+)-L(\d)", stem)
+        if m:
+            by.setdefault(m.group(1), {})[int(m.group(2))] = r
+    out += ["| data | setting | L | ours MRR | H@1 | H@10 | paper MRR | gap | train s |", "|---|---|---|---|---|---|---|---|---|"]
+    series = {}
+    for label, per in sorted(by.items()):
+        paper = PAPER["path_length"].get(label, {})
+        for L, r in sorted(per.items()):
+            out.append(f"| {label} | {r['setting']} | {L} | {_fmt(r['mrr'])} | {_fmt(r['h1'])} | {_fmt(r['h10'])} | "
+                       f"{_fmt(paper.get(L))} | {_gap(r['mrr'], paper.get(L))} | {r['train_seconds']:.0f} |")
+        series[f"ours {label}"] = [(L, r["mrr"]) for L, r in per.items()]
+        if paper:
+            series[f"paper {label}"] = list(paper.items())
+        if len(per) > 1:
+            lo, hi = min(per), max(per)
+            best = max(per, key=lambda L: per[L]["mrr"])
+            out.append("")
+            out.append(f"{label}: L={hi} vs L={lo}: {per[hi]['mrr'] - per[lo]['mrr']:+.2f} points; best at L={best}"
+                       + (f" (paper: L=5 vs L=1 {paper[5] - paper[1]:+.2f}, best at L=5)" if paper else "") + ".")
+            out.append("")
+    svg_lines(series, "Test MRR by maximum path length L", "L", out_dir / "paper_path_length.svg")
+    return out + ["", "![path length](paper_path_length.svg)", ""]
+
+
+def _chronological(rows: dict) -> list[str]:
+    out = ["## 2. Chronological order of links (Table 8, ICEWS14 extrapolation)", ""]
+    if not rows:
+        return out + ["Not run yet: `python benchmarks/paper/run.py chronological`.", ""]
+    got = {stem.rsplit("-", 1)[1]: r for stem, r in rows.items()}
+    p = PAPER["chronological"]
+    out += ["| method | order | ours MRR | H@1 | H@10 | paper MRR |", "|---|---|---|---|---|---|"]
+    for key in ("relaxed", "strict"):
+        if key in got:
+            r = got[key]
+            out.append(f"| TPAR | {key} | {_fmt(r['mrr'])} | {_fmt(r['h1'])} | {_fmt(r['h10'])} | {_fmt(p[key])} |")
+    if "recurrency" in got:
+        r = got["recurrency"]
+        out.append(f"| recurrency baseline | – | {_fmt(r['mrr'])} | {_fmt(r['h1'])} | {_fmt(r['h10'])} | – |")
+    out += [f"| TLogic (measured here, reference code) | relaxed | {TLOGIC_MEASURED:.2f} | | | {p['TLogic relaxed']:.2f} |",
+            f"| TLogic (paper) | strict | | | | {p['TLogic strict']:.2f} |", ""]
+    if "relaxed" in got and "strict" in got:
+        d = got["relaxed"]["mrr"] - got["strict"]["mrr"]
+        out.append(f"Relaxed − strict: **{d:+.2f}** points here, {p['relaxed'] - p['strict']:+.2f} in the paper: the claim "
+                   + ("holds" if d > 0 else "is not reproduced") + " at this budget.")
+    return out + [""]
+
+
+def _sparsity(rows: dict, out_dir: Path) -> list[str]:
+    out = ["## 3. Sparsity (Fig. sparsity, ICEWS14)", ""]
+    if not rows:
+        return out + ["Not run yet: `python benchmarks/paper/run.py sparsity`.", ""]
+    by: dict = {}
+    for stem, r in rows.items():
+        m = re.fullmatch(r"(.+)-(\w+)-(\d+)-(tpar|frequency|recurrency)", stem)
+        if m:
+            by.setdefault(m.group(2), {}).setdefault(int(m.group(3)), {})[m.group(4)] = r
+    out += ["The paper prints no numbers for this figure (only curves against other neural models); its claim is that "
+            "TPAR stays ahead at every sparsity level. Here TPAR is compared with the two baselines.", "",
+            "| setting | training facts | TPAR | frequency | recurrency | TPAR − best baseline |", "|---|---|---|---|---|---|"]
+    series = {}
+    for setting, per in sorted(by.items()):
+        for pct, m in sorted(per.items()):
+            t, f, r = (m.get(k, {}).get("mrr") for k in ("tpar", "frequency", "recurrency"))
+            base = max([x for x in (f, r) if x is not None], default=None)
+            out.append(f"| {setting} | {pct}% | {_fmt(t)} | {_fmt(f)} | {_fmt(r)} | {_gap(t, base)} |")
+            for k, v in (("TPAR", t), ("recurrency", r), ("frequency", f)):
+                if v is not None:
+                    series.setdefault(f"{k} {setting[:6]}.", []).append((pct, v))
+        wins = sum(1 for m in per.values() if "tpar" in m and all(m["tpar"]["mrr"] > m[k]["mrr"] for k in ("frequency", "recurrency") if k in m))
+        out += ["", f"{setting}: TPAR ahead of both baselines at {wins} of {len(per)} levels.", ""]
+    svg_lines(series, "Test MRR by share of training facts (ICEWS14)", "% of training facts", out_dir / "paper_sparsity.svg")
+    return out + ["![sparsity](paper_sparsity.svg)", ""]
+
+
+def _pipeline(rows: dict, out_dir: Path) -> list[str]:
+    out = ["## 4. Pipeline: complete the past, then forecast (Tables 3 and 5, ICEWS14)", ""]
+    if not rows:
+        return out + ["Not run yet: `python benchmarks/paper/run.py pipeline`.", ""]
+    by: dict = {}
+    for stem, r in rows.items():
+        m = re.fullmatch(r"(.+)-(\d+)-(tpar-alone|rec-alone|tpar-pipeline|rec-pipeline|tpar-completion|recurrency-completion)", stem)
+        if m:
+            by.setdefault(int(m.group(2)), {})[m.group(3)] = r
+    p = PAPER["pipeline"]
+    out += ["| known | method | alone | pipeline | gain | completion top-1 acc. | paper alone | paper pipeline | paper gain |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    series = {}
+    for pct, m in sorted(by.items()):
+        for method, a, b, c in (("TPAR", "tpar-alone", "tpar-pipeline", "tpar-completion"),
+                                ("recurrency", "rec-alone", "rec-pipeline", "recurrency-completion")):
+            alone, both = m.get(a, {}).get("mrr"), m.get(b, {}).get("mrr")
+            acc = m.get(c, {}).get("accuracy")
+            pa, pb = (p["TPAR alone"].get(pct), p["TPAR pipeline"].get(pct)) if method == "TPAR" else (None, None)
+            out.append(f"| {pct}% | {method} | {_fmt(alone)} | {_fmt(both)} | {_gap(both, alone)} | {_fmt(acc)} | "
+                       f"{_fmt(pa)} | {_fmt(pb)} | {_gap(pb, pa)} |")
+            for k, v in ((f"{method} alone", alone), (f"{method} pipeline", both)):
+                if v is not None:
+                    series.setdefault(k, []).append((pct, v))
+    out += ["", "The paper's Table 3 prints 36.36 for TPAR alone at 80%; its Table 5 prints 46.36, used here.", ""]
+    svg_lines(series, "Forecasting MRR with and without completing the masked facts", "% of training facts known",
+              out_dir / "paper_pipeline.svg")
+    return out + ["![pipeline](paper_pipeline.svg)", ""]
