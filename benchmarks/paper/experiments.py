@@ -97,9 +97,12 @@ def _metrics(res) -> dict:
             "h10": round(100 * m.hits[10], 2), "test_queries": int(m.count)}
 
 
-def _cached(path: Path, make) -> dict:
+def _cached(path: Path, make, budget: Budget | None = None) -> dict:
+    """The row stored at ``path``, or ``make()``'s, stored. A row of another budget is made again."""
     if path.is_file():
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
+        if budget is None or row.get("budget") == asdict(budget):
+            return row
     row = make()
     path.parent.mkdir(parents=True, exist_ok=True)
     row["machine"] = {"platform": platform.platform(), "torch": torch.__version__, "threads": torch.get_num_threads()}
@@ -133,7 +136,7 @@ def tpar_run(kg: TemporalKG, setting: str, budget: Budget, out: Path, *, layers:
                 "wall_seconds": round(time.perf_counter() - t0, 1),
                 "valid_mrr": round(100 * max(h.get("valid_mrr", 0.0) for h in res.history), 2),
                 "budget": asdict(budget), "config": RunConfig(model, cfg).to_dict(), **metrics}
-    return _cached(out.with_suffix(".json"), make)
+    return _cached(out.with_suffix(".json"), make, budget)
 
 
 def baseline_run(kg: TemporalKG, setting: str, method: str, budget: Budget, out: Path) -> dict:
@@ -145,8 +148,8 @@ def baseline_run(kg: TemporalKG, setting: str, method: str, budget: Budget, out:
         test = evaluate(kg, ranker, setting, "test", max_queries=budget.test_queries, seed=budget.seed, progress=False)
         return {"method": method, "setting": setting, "data": kg.name, "fingerprint": kg.fingerprint,
                 "train_facts": int(len(kg.facts("train"))), "wall_seconds": round(time.perf_counter() - t0, 1),
-                **_metrics(test)}
-    return _cached(out.with_suffix(".json"), make)
+                "budget": asdict(budget), **_metrics(test)}
+    return _cached(out.with_suffix(".json"), make, budget)
 
 
 def subset_train(kg: TemporalKG, fraction: float, seed: int) -> tuple[TemporalKG, np.ndarray]:
@@ -245,12 +248,12 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
                     ranker = fit_recurrency(past, "interpolation", split="valid", max_queries=budget.recurrency_fit_queries)
                 comps = complete(past_known, ranker, queries, setting="interpolation")
                 got = np.array([-1 if c.entity is None else kg.entities.id(c.entity) for c in comps])
-                return {"entities": got.tolist(), "probabilities": [c.probability for c in comps],
+                return {"budget": asdict(budget), "entities": got.tolist(), "probabilities": [c.probability for c in comps],
                         "accuracy": round(100 * float(np.mean(got == truth)), 2) if len(got) else float("nan"),
                         "interpolation_model": {k: interp[k] for k in ("mrr", "valid_mrr") if k in interp},
                         "seconds": round(time.perf_counter() - t0, 1)}
 
-            done = _cached(done_file, completion)
+            done = _cached(done_file, completion, budget)
             comps_ok = np.array(done["entities"]) >= 0
             filled = hidden[comps_ok].copy()
             col = np.where(subject_masked[comps_ok], 0, 2)

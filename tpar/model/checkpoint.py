@@ -67,7 +67,7 @@ def weights_digest(state: dict[str, torch.Tensor]) -> str:
     for k in sorted(state):
         t = state[k].detach().cpu().contiguous()
         h.update(k.encode() + b"\x00" + str(t.dtype).encode() + str(tuple(t.shape)).encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # 0-dim too
     return h.hexdigest()
 
 
