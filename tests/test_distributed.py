@@ -45,6 +45,13 @@ def runs(tmp_path_factory):
     return d, out
 
 
+def valid_questions(d) -> int:
+    """Questions the unified run validates on: both directions of every valid fact, in both settings."""
+    from tpar.data.loading import load_dataset
+
+    return 4 * len(load_dataset(d / "ring.csv").facts("valid"))
+
+
 def test_two_processes_train_what_one_does(runs):
     d, out = runs
     one, two = Checkpoint.load(d / "m1.tpar"), Checkpoint.load(d / "m2.tpar")
@@ -52,7 +59,10 @@ def test_two_processes_train_what_one_does(runs):
         assert torch.allclose(one.weights[k], two.weights[k], atol=1e-5), k
     for a, b in zip(out[1]["history"], out[2]["history"]):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["queries"] == b["queries"]
-        assert a["valid_mrr"] == pytest.approx(b["valid_mrr"], abs=1e-9)
+        # the two runs sum the micro-batches' gradients in another order ((g0+g2)+(g1+g3) vs g0+g1+g2+g3), so
+        # weights differ by float rounding (checked above to 1e-5) and a near-tie in the tiny world's valid
+        # ranking may flip: one adjacent flip moves MRR by at most 1/(2Q); a real divergence moves it far more
+        assert a["valid_mrr"] == pytest.approx(b["valid_mrr"], abs=1 / (2 * valid_questions(d)))
     assert two.extra["ranks"] == 2 and one.extra.get("ranks", 1) == 1
     assert sorted(p.name for p in d.iterdir() if p.name.startswith("m2")) == ["m2.tpar"]  # one file, no lock or resume
 
