@@ -1,6 +1,8 @@
 """Are the explanations faithful? Deletion test: remove the facts behind the top explanation paths'
 links and watch the answer's score fall -- it must fall further than when as many facts are removed
-at random from the question's reached neighbourhood, or by attention α alone.
+at random from the question's reached neighbourhood, or by attention α alone. Insertion test, the
+mirror image: starting from an empty background, give the model only the first k facts of each order
+and watch the answer's score rise above its empty-background value.
 
 For each test question whose (true) answer the model ranks first: the top 10 paths of Eq. 14
 (`tpar.reasoning.explanation`); three orders of candidate facts --
@@ -9,7 +11,7 @@ For each test question whose (true) answer the model ranks first: the top 10 pat
   * random: those same admitted links' facts in a seeded random order;
 and for k = 1..10 the drop f(q, a) − f'(q, a) after removing the first k facts of each order (the
 background rebuilt without them; in interpolation the question's own answers stay hidden). Reported:
-the mean drop per k and its mean over k (the deletion AUC, per fact).
+the mean drop per k and its mean over k (the deletion AUC, per fact); the same for the insertion rise.
 
     python benchmarks/fidelity.py --checkpoint checkpoints/sample-world-unified.tpar \\
         --data sample_data/world/chronological --questions 60 [--setting extrapolation]
@@ -69,6 +71,7 @@ def main() -> None:
     test = kg.facts("test")
     order = rng.permutation(len(test))
     drops = {m: [] for m in ("paths", "attention", "random")}
+    rises = {m: [] for m in ("paths", "attention", "random")}
     used = 0
     for i in order:
         if used >= args.questions:
@@ -92,27 +95,37 @@ def main() -> None:
         by_alpha = list(dict.fromkeys(f for _, f in sorted(zip(alphas, admitted), key=lambda z: -z[0])))
         pool = list(dict.fromkeys(admitted))
         shuffled = [pool[j] for j in rng.permutation(len(pool))]
+        def score(background: np.ndarray) -> float:
+            pk = p.prepare(q, background)
+            with torch.no_grad():
+                return float(p.model(pk.batch, pk.background)[0, o])
+
+        empty = score(facts[:0])
         for method, seq in (("paths", path_order), ("attention", by_alpha), ("random", shuffled)):
-            row = []
+            drop, rise = [], []
             for k in range(1, K + 1):
                 gone = set(seq[:k])
                 keep = ~np.isin(fact_keys, [key_of(f) for f in gone])
-                pk = p.prepare(q, facts[keep])
-                with torch.no_grad():
-                    row.append(base - float(p.model(pk.batch, pk.background)[0, o]))
-            drops[method].append(row)
-    mean = {m: np.mean(np.array(v), axis=0).tolist() for m, v in drops.items() if v}
-    print(f"{kg.name}, {args.setting}, {used} test questions answered first by the model; mean drop of f(q, a) after "
-          f"removing k facts (k = 1..{K}):")
-    print("| facts removed by | " + " | ".join(f"k={k}" for k in range(1, K + 1)) + " | AUC (mean) |")
-    print("|---|" + "---|" * (K + 1))
-    for m, row in mean.items():
-        print(f"| {m} | " + " | ".join(f"{v:.3f}" for v in row) + f" | {np.mean(row):.3f} |")
-    wins = all(mean["paths"][k] > max(mean["attention"][k], mean["random"][k]) for k in range(K)) if used else False
-    print(f"paths beat attention and random at every k: {wins}")
+                drop.append(base - score(facts[keep]))
+                rise.append(score(np.array(seq[:k], dtype=np.int64).reshape(-1, 4)) - empty)
+            drops[method].append(drop)
+            rises[method].append(rise)
+    result = {"data": kg.name, "setting": args.setting, "questions": used}
+    for test, values, verb in (("deletion", drops, "drop of f(q, a) after removing"),
+                               ("insertion", rises, "rise of f(q, a) over the empty background after inserting")):
+        mean = {m: np.mean(np.array(v), axis=0).tolist() for m, v in values.items() if v}
+        print(f"\n{test}: {kg.name}, {args.setting}, {used} test questions answered first by the model; mean {verb} "
+              f"k facts (k = 1..{K}):\n")
+        print(f"| facts {'removed' if test == 'deletion' else 'inserted'} by | " + " | ".join(f"k={k}" for k in range(1, K + 1))
+              + " | AUC (mean) |")
+        print("|---|" + "---|" * (K + 1))
+        for m, row in mean.items():
+            print(f"| {m} | " + " | ".join(f"{v:.3f}" for v in row) + f" | {np.mean(row):.3f} |")
+        wins = [k + 1 for k in range(K) if mean["paths"][k] > max(mean["attention"][k], mean["random"][k])] if used else []
+        print(f"\npaths beat attention and random at k = {wins or 'none'} ({len(wins)} of {K})")
+        result[test] = {"mean": mean, "paths_win_at_k": wins}
     if args.json:
-        Path(args.json).write_text(json.dumps({"data": kg.name, "setting": args.setting, "questions": used,
-                                               "mean_drop": mean, "paths_win_every_k": wins}, indent=2))
+        Path(args.json).write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
