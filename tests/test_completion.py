@@ -145,8 +145,11 @@ def test_unknown_names_and_ties_give_no_proposal(planted):
             return torch.zeros(len(batch), background.num_entities)
 
     rows = [IncompleteRow(2, "Nobody", "calls", None, "2024-01-05"), IncompleteRow(3, "P1", "hugs", None, "2024-01-05"),
-            IncompleteRow(4, "P1", "calls", None, "2024-01-05")]
-    a, b, c = complete(kg, Flat(), rows)
+            IncompleteRow(4, "P1", "calls", None, "2024-01-05"), IncompleteRow(5, "P1", "calls", None, "2031-01-05"),
+            IncompleteRow(6, "P1", "calls", None, "not a date")]
+    a, b, c, far, bad = complete(kg, Flat(), rows)
+    assert far.entity is None and "row 5: time '2031-01-05' lies" in far.problem and "are refused" in far.problem
+    assert bad.entity is None and bad.problem.startswith("row 6: ")
     assert a.entity is None and "unknown entity 'Nobody'" in a.problem
     assert b.entity is None and "unknown relation 'hugs'" in b.problem
     assert c.entity is None and "every candidate scores the same" in c.problem

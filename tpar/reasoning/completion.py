@@ -24,7 +24,7 @@ from tpar.data.tables import IncompleteRow
 from tpar.errors import DataError
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
-from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting
+from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time
 from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL
 
 #: how many runner-up proposals a completion lists
@@ -98,6 +98,7 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
             entity = kg.entities.id(kg.entities.resolve(r.known, "entity"))
             relation = kg.relations.id(kg.relations.resolve(r.relation, "relation"))
             t = kg.time_axis.parse(r.time)
+            check_question_time(kg, t)  # far outside the known times: refused, as for any question
         except (DataError, ValueError) as e:  # an unknown name (with close matches) or a time off the axis
             c.problem = f"row {r.row}: {e}"
             continue

@@ -1,0 +1,68 @@
+"""A learning curve per shipped checkpoint: validation MRR after each epoch (the seeded valid subset the
+run selected on) against the training questions seen so far, from the checkpoint's own history.
+
+    python benchmarks/learning_curves.py        # benchmarks/results/learning_curves.md + one SVG per model
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from tpar.model.checkpoint import Checkpoint
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "results"
+
+
+def svg(points: list[tuple[int, float]], best: int, title: str, path: Path) -> None:
+    W, H, pad = 560, 300, 60
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x0, x1 = 0, max(xs) * 1.05
+    y0, y1 = min(ys) - 1, max(ys) + 1
+    X = lambda v: pad + (v - x0) / ((x1 - x0) or 1) * (W - 2 * pad)  # noqa: E731
+    Y = lambda v: H - pad - (v - y0) / ((y1 - y0) or 1) * (H - 2 * pad)  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="13">{html.escape(title)}</text>',
+           f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
+           f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">training questions seen</text>',
+           f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">valid MRR %</text>']
+    for k in range(5):
+        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
+        out += [f'<text x="{X(xv):.1f}" y="{H - pad + 15}" text-anchor="middle">{xv:,.0f}</text>',
+                f'<text x="{pad - 6}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.1f}</text>']
+    out.append('<polyline fill="none" stroke="#1d4ed8" stroke-width="2" points="'
+               + " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in points) + '"/>')
+    for i, (x, y) in enumerate(points, start=1):
+        out.append(f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="{5 if i == best else 3}" '
+                   f'fill="{"#ea580c" if i == best else "#1d4ed8"}"/>')
+    out.append("</svg>")
+    path.write_text("\n".join(out))
+
+
+def main() -> None:
+    lines = ["# Learning curves of the shipped checkpoints", "",
+             "Validation MRR % (realistic, on the seeded valid subset each run selected on) after each epoch, "
+             "against the training questions seen; the orange dot is the epoch kept (selection on valid only). "
+             "`python benchmarks/learning_curves.py`.", "",
+             "| checkpoint | epochs | kept | valid MRR per epoch |", "|---|---|---|---|"]
+    for path in sorted((ROOT.parent / "checkpoints").glob("*.tpar")):
+        ck = Checkpoint.load(path)
+        seen, points = 0, []
+        for h in ck.history:
+            seen += int(h.get("queries", 0))
+            points.append((seen, 100 * h.get("valid_mrr", float("nan"))))
+        if not points:
+            continue
+        best = int(ck.extra.get("best_epoch", len(points)))
+        svg(points, best, f"{path.stem}: valid MRR by training questions", OUT / f"learning_curve_{path.stem}.svg")
+        lines.append(f"| {path.stem} | {len(points)} | {best} | " + ", ".join(f"{y:.2f}" for _, y in points) + " |")
+    lines += [""] + [f"![{p.stem}](learning_curve_{p.stem}.svg)" for p in sorted((ROOT.parent / "checkpoints").glob("*.tpar"))]
+    (OUT / "learning_curves.md").write_text("\n".join(lines) + "\n")
+    print(OUT / "learning_curves.md")
+
+
+if __name__ == "__main__":
+    main()
