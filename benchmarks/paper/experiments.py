@@ -235,6 +235,10 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
             alone = (tpar_run(part, "extrapolation", budget, key.with_name(key.name + "-tpar-alone")) if method == "TPAR"
                      else baseline_run(part, "extrapolation", "recurrency", budget, key.with_name(key.name + "-rec-alone")))
             done_file = key.with_name(f"{key.name}-{method.lower()}-completion.json")
+            # the proposals themselves (one per hidden fact) are kept with the models, the summary with the results
+            proposals = model_path(done_file).with_suffix(".proposals.npz")
+            if not proposals.is_file():
+                done_file.unlink(missing_ok=True)
 
             def completion() -> dict:
                 t0 = time.perf_counter()
@@ -248,17 +252,22 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
                     ranker = fit_recurrency(past, "interpolation", split="valid", max_queries=budget.recurrency_fit_queries)
                 comps = complete(past_known, ranker, queries, setting="interpolation")
                 got = np.array([-1 if c.entity is None else kg.entities.id(c.entity) for c in comps])
-                return {"budget": asdict(budget), "entities": got.tolist(), "probabilities": [c.probability for c in comps],
+                proposals.parent.mkdir(parents=True, exist_ok=True)
+                np.savez_compressed(proposals, entities=got, probabilities=np.array(
+                    [np.nan if c.probability is None else c.probability for c in comps], dtype=np.float64))
+                return {"budget": asdict(budget), "proposals": proposals.name, "completed_rows": int(len(got)),
                         "accuracy": round(100 * float(np.mean(got == truth)), 2) if len(got) else float("nan"),
                         "interpolation_model": {k: interp[k] for k in ("mrr", "valid_mrr") if k in interp},
                         "seconds": round(time.perf_counter() - t0, 1)}
 
             done = _cached(done_file, completion, budget)
-            comps_ok = np.array(done["entities"]) >= 0
+            stored = np.load(proposals)
+            entities, probabilities = stored["entities"], stored["probabilities"]
+            comps_ok = entities >= 0
             filled = hidden[comps_ok].copy()
             col = np.where(subject_masked[comps_ok], 0, 2)
-            filled[np.arange(len(filled)), col] = np.array(done["entities"])[comps_ok]
-            completed = _with_filled(part, filled, np.array(done["probabilities"], dtype=float)[comps_ok])
+            filled[np.arange(len(filled)), col] = entities[comps_ok]
+            completed = _with_filled(part, filled, probabilities[comps_ok])
             both = (tpar_run(completed, "extrapolation", budget, key.with_name(key.name + "-tpar-pipeline"))
                     if method == "TPAR" else
                     baseline_run(completed, "extrapolation", "recurrency", budget, key.with_name(key.name + "-rec-pipeline")))
