@@ -87,6 +87,9 @@ def write_report(results: Path, out_dir: Path) -> Path:
     lines += _chronological(rows.get("chronological", {}))
     lines += _sparsity(rows.get("sparsity", {}), out_dir)
     lines += _pipeline(rows.get("pipeline", {}), out_dir)
+    discussion = Path(__file__).with_name("discussion.md")  # the reading of the figures, written by hand
+    if discussion.is_file():
+        lines += [discussion.read_text().rstrip(), ""]
     path = out_dir / "paper.md"
     path.write_text("\n".join(lines) + "\n")
     return path
