@@ -85,9 +85,13 @@ def test_pipeline_and_report(out, monkeypatch):
         assert len(queries) == len(hidden) and all((q.subject is None) != (q.object is None) for q in queries)
     done = [r for r in rows if r["variant"] == "pipeline"]
     assert all(r["completed_facts"] <= len(hidden) for r in done)
+    # a second seed (as `run.py pipeline --seed 1` lays it out): the report then gives the gain per seed
+    from dataclasses import replace
+    E.pipeline(kg, replace(TINY, name="tiny-seed1", seed=1), out / "tiny-seed1", known=(0.6,), label="toy")
     # the report: one section per experiment with the rows above, plots written
     res = out / "tiny"
     md = R.write_report(out, out).read_text()
+    assert "### Pipeline over 2 seeds" in md and "| 60% | TPAR |" in md.split("### Pipeline over 2 seeds")[1]
     for title in ("## 1. Path length", "## 2. Chronological", "## 3. Sparsity", "## 4. Pipeline"):
         assert title in md
     assert "| toy-i | interpolation | 1 |" in md and "| TPAR | relaxed |" in md and "| 60% | TPAR |" in md

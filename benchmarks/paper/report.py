@@ -19,16 +19,17 @@ PAPER = {
 TLOGIC_MEASURED = 41.16
 
 
+def load_all(results: Path) -> dict[str, dict[str, dict[str, dict]]]:
+    """{budget folder: {experiment folder: {file stem: row}}} under ``results``."""
+    return {budget.name: {exp.name: {f.stem: json.loads(f.read_text()) for f in sorted(exp.glob("*.json"))}
+                          for exp in budget.iterdir() if exp.is_dir()}
+            for budget in sorted(p for p in results.glob("*") if p.is_dir())}
+
+
 def load(results: Path) -> dict[str, dict[str, dict]]:
-    """{experiment folder: {file stem: row}} for every budget folder under ``results``; the budget
-    with the most rows wins when several exist."""
-    best: dict[str, dict[str, dict]] = {}
-    for budget in sorted(p for p in results.glob("*") if p.is_dir()):
-        got = {exp.name: {f.stem: json.loads(f.read_text()) for f in sorted(exp.glob("*.json"))}
-               for exp in budget.iterdir() if exp.is_dir()}
-        if sum(map(len, got.values())) > sum(map(len, best.values())):
-            best = got
-    return best
+    """The budget folder with the most rows ({experiment folder: {file stem: row}})."""
+    every = load_all(results)
+    return max(every.values(), key=lambda got: sum(map(len, got.values())), default={})
 
 
 def _fmt(x) -> str:
@@ -72,7 +73,10 @@ def svg_lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: 
 
 
 def write_report(results: Path, out_dir: Path) -> Path:
-    rows = load(results)
+    every = load_all(results)
+    main = max(every, key=lambda b: sum(map(len, every[b].values())), default=None)
+    rows = every.get(main, {})
+    seeds = [every[b].get("pipeline", {}) for b in sorted(every) if b == main or b.startswith(f"{main}-seed")]
     budget = next((r["budget"] for exp in rows.values() for r in exp.values() if "budget" in r), None)
     lines = ["# The paper's experiments, rerun here", "",
              "Each figure is a test MRR % (both directions, time-aware filter, realistic ties; models selected on "
@@ -87,6 +91,8 @@ def write_report(results: Path, out_dir: Path) -> Path:
     lines += _chronological(rows.get("chronological", {}))
     lines += _sparsity(rows.get("sparsity", {}), out_dir)
     lines += _pipeline(rows.get("pipeline", {}), out_dir)
+    if len([s for s in seeds if s]) > 1:
+        lines += _pipeline_seeds(seeds)
     discussion = Path(__file__).with_name("discussion.md")  # the reading of the figures, written by hand
     if discussion.is_file():
         lines += [discussion.read_text().rstrip(), ""]
@@ -175,15 +181,37 @@ def _sparsity(rows: dict, out_dir: Path) -> list[str]:
     return out + ["![sparsity](paper_sparsity.svg)", ""]
 
 
-def _pipeline(rows: dict, out_dir: Path) -> list[str]:
-    out = ["## 4. Pipeline: complete the past, then forecast (Tables 3 and 5, ICEWS14)", ""]
-    if not rows:
-        return out + ["Not run yet: `python benchmarks/paper/run.py pipeline`.", ""]
+def _pipeline_by_known(rows: dict) -> dict:
     by: dict = {}
     for stem, r in rows.items():
         m = re.fullmatch(r"(.+)-(\d+)-(tpar-alone|rec-alone|tpar-pipeline|rec-pipeline|tpar-completion|recurrency-completion)", stem)
         if m:
             by.setdefault(int(m.group(2)), {})[m.group(3)] = r
+    return by
+
+
+def _pipeline_seeds(seeds: list[dict]) -> list[str]:
+    """The pipeline's gain per seed and its mean: how much of a gain is seed noise."""
+    runs = [_pipeline_by_known(s) for s in seeds if s]
+    out = [f"### Pipeline over {len(runs)} seeds (the known/masked split, the masking and the training seed all change)", "",
+           "| known | method | gain per seed (pipeline − alone) | mean gain | alone: mean (spread) |", "|---|---|---|---|---|"]
+    for pct in sorted({k for r in runs for k in r}):
+        for method, a, b in (("TPAR", "tpar-alone", "tpar-pipeline"), ("recurrency", "rec-alone", "rec-pipeline")):
+            pairs = [(r[pct][a]["mrr"], r[pct][b]["mrr"]) for r in runs if pct in r and a in r[pct] and b in r[pct]]
+            if not pairs:
+                continue
+            gains = [y - x for x, y in pairs]
+            alone = [x for x, _ in pairs]
+            out.append(f"| {pct}% | {method} | {', '.join(f'{g:+.2f}' for g in gains)} | {sum(gains) / len(gains):+.2f} | "
+                       f"{sum(alone) / len(alone):.2f} ({max(alone) - min(alone):.2f}) |")
+    return out + [""]
+
+
+def _pipeline(rows: dict, out_dir: Path) -> list[str]:
+    out = ["## 4. Pipeline: complete the past, then forecast (Tables 3 and 5, ICEWS14)", ""]
+    if not rows:
+        return out + ["Not run yet: `python benchmarks/paper/run.py pipeline`.", ""]
+    by = _pipeline_by_known(rows)
     p = PAPER["pipeline"]
     out += ["| known | method | alone | pipeline | gain | completion top-1 acc. | paper alone | paper pipeline | paper gain |",
             "|---|---|---|---|---|---|---|---|---|"]

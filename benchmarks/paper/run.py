@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", default="cpu", choices=sorted(E.BUDGETS))
     ap.add_argument("--data-dir")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0, help="another seed: results go to <budget>-seed<N> (the report "
+                    "averages the pipeline over seeds)")
     ap.add_argument("--only-layers", type=int, nargs="*")
     ap.add_argument("--only-fractions", type=float, nargs="*")
     ap.add_argument("--only-data", nargs="*", help="path-length / sparsity: only these labels")
@@ -61,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     if root is None:
         sys.exit("benchmarks not found: set TPAR_DATA_DIR or --data-dir")
     budget = E.BUDGETS[args.budget]
+    if args.seed:
+        budget = replace(budget, name=f"{budget.name}-seed{args.seed}", seed=args.seed)
     E.MODELS = (results, Path(args.models))
     out = results / budget.name
     if args.experiment == "path-length":
