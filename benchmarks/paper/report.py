@@ -111,7 +111,7 @@ def _path_length(rows: dict, out_dir: Path) -> list[str]:
         if m:
             by.setdefault(m.group(1), {})[int(m.group(2))] = r
     out += ["| data | setting | L | ours MRR | H@1 | H@10 | paper MRR | gap | train s |", "|---|---|---|---|---|---|---|---|---|"]
-    series = {}
+    series, notes = {}, []
     for label, per in sorted(by.items()):
         paper = PAPER["path_length"].get(label, {})
         for L, r in sorted(per.items()):
@@ -123,10 +123,9 @@ def _path_length(rows: dict, out_dir: Path) -> list[str]:
         if len(per) > 1:
             lo, hi = min(per), max(per)
             best = max(per, key=lambda L: per[L]["mrr"])
-            out.append("")
-            out.append(f"{label}: L={hi} vs L={lo}: {per[hi]['mrr'] - per[lo]['mrr']:+.2f} points; best at L={best}"
-                       + (f" (paper: L=5 vs L=1 {paper[5] - paper[1]:+.2f}, best at L=5)" if paper else "") + ".")
-            out.append("")
+            notes.append(f"{label}: L={hi} vs L={lo}: {per[hi]['mrr'] - per[lo]['mrr']:+.2f} points; best at L={best}"
+                         + (f" (paper: L=5 vs L=1 {paper[5] - paper[1]:+.2f}, best at L=5)" if paper else "") + ".")
+    out += [""] + [x for n in notes for x in (n, "")]
     svg_lines(series, "Test MRR by maximum path length L", "L", out_dir / "paper_path_length.svg")
     return out + ["", "![path length](paper_path_length.svg)", ""]
 
