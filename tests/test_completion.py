@@ -233,3 +233,60 @@ def test_an_evidence_path_through_an_inferred_fact_says_so(planted):
     assert through and all("inferred by a model" in x.inferred and "inferred by a model" in x.sentence()
                            for x in through)
     assert all(not x.inferred for x in links if x.relation == "meets")
+
+
+def test_train_evidence_keeps_valid_and_test_out_of_the_completer(planted):
+    kg = planted["kg"]
+    rows = [IncompleteRow(2, "P1", "calls", None, "2024-01-05")]
+    spy = Spy()
+    complete(kg, spy, rows, evidence="train")
+    ix = spy.backgrounds[0].index
+    links = {(int(a), int(r), int(b), int(t)) for a, r, b, t in zip(ix.src, ix.rel, ix.dst, ix.time)}
+    assert not links & {tuple(f) for s in ("valid", "test") for f in kg.facts(s).tolist()}
+    assert {tuple(f) for f in kg.facts("train").tolist()} <= links
+    spy = Spy()
+    complete(kg, spy, rows)  # the default: every known fact is evidence
+    ix = spy.backgrounds[0].index
+    links = {(int(a), int(r), int(b), int(t)) for a, r, b, t in zip(ix.src, ix.rel, ix.dst, ix.time)}
+    assert {tuple(f) for s in ("valid", "test") for f in kg.facts(s).tolist()} <= links
+    with pytest.raises(ValueError):
+        complete(kg, spy, rows, evidence="test")
+
+
+def test_inferred_facts_never_land_in_valid_or_test(tmp_path):
+    text = ("subject,relation,object,time,split,completed,probability\n"
+            "A,r,B,2020-01-01,train,false,\nB,r,C,2020-01-02,train,false,\nC,r,D,2020-01-03,valid,false,\n"
+            "D,r,A,2020-01-04,test,true,0.9\nA,r,C,2020-01-05,test,false,\nB,r,D,2020-01-06,valid,true,0.8\n")
+    (tmp_path / "x.csv").write_text(text)
+    kg = load_csv(tmp_path / "x.csv")
+    for split in ("valid", "test"):
+        assert not any(kg.is_inferred(*f) for f in kg.facts(split).tolist())
+    assert len(kg.facts("train")) == 4 and len(kg.inferred) == 2
+    assert any("2 of them moved from valid/test to train" in n for n in kg.notes)
+    _, up = inspect_upload(text.replace(",split", ",split"), "x.csv", split_policy="random", seed=3)
+    assert all(up.is_inferred(*f) is False for s in ("valid", "test") for f in up.facts(s).tolist())
+
+
+def test_outlier_exclusion_keeps_each_inferred_mark_on_its_row():
+    rows = ["subject,relation,object,time,completed,probability", "X,r,Y,1990-01-01,false,"]
+    rows += [f"A{i},r,B{i},2020-01-{1 + i:02d},{'true' if i == 3 else 'false'},{'0.7' if i == 3 else ''}" for i in range(20)]
+    report, kg = inspect_upload("\n".join(rows) + "\n", "x.csv", exclude_outliers=True)
+    assert report.outliers and report.outliers_excluded
+    (fact,) = kg.inferred
+    assert (kg.entities.name(fact[0]), kg.entities.name(fact[2])) == ("A3", "B3")
+
+
+def test_saved_probabilities_keep_the_fingerprint(planted, tmp_path):
+    from dataclasses import replace
+
+    kg = planted["kg"]
+    f = kg.facts("train")[:3].tolist()
+    marked = replace(kg, inferred={tuple(f[0]): 0.0123456789, tuple(f[1]): 0.0, tuple(f[2]): float("nan")})
+    back = load_dataset(save_dataset(marked, tmp_path, "p"))
+    assert back.fingerprint == marked.fingerprint and back.inferred[tuple(f[1])] == 0.0
+
+
+def test_rows_are_completed_in_the_datas_own_spelling(planted):
+    kg = planted["kg"]
+    (c,) = complete(kg, Spy(), [IncompleteRow(2, "p1", "CALLS", None, "2024-01-05")])
+    assert c.fact[:2] == ("P1", "calls") and c.entity in kg.entities

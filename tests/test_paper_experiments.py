@@ -78,6 +78,7 @@ def test_pipeline_and_report(out, monkeypatch):
     in_range(rows, "mrr", "h1", "h10")
     assert all(0 <= r["completion_accuracy"] <= 100 for r in rows if r["variant"] == "pipeline")
     part, hidden = E.subset_train(kg, 0.6, TINY.seed)
+    assert len(seen) == 2  # TPAR's and recurrency's completions
     for background_kg, queries in seen:
         facts = {tuple(f) for f in background_kg.all_facts().tolist()}
         assert not facts & {tuple(f) for f in hidden.tolist()}                  # never the facts it completes

@@ -322,7 +322,7 @@ def cmd_complete(args) -> int:
     if outside:
         print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
               f"{ckpt.setting} model was not trained for: expect lower accuracy")
-    if comps and not comps[0].calibrated and any(c.entity for c in comps):
+    if any(c.entity for c in comps) and not any(c.calibrated for c in comps if c.entity):
         print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")
     for c in comps[: args.show]:
         alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)

@@ -31,7 +31,7 @@ def render() -> None:
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
     n_subject = sum(f.role == "subject" for f in facts)
-    n_inferred = sum(f.inferred for f in facts)
+    n_inferred = int(df["inferred"].sum())
     if n_inferred:
         st.info(f"{n_inferred:,} of these facts were inferred by a model (completed), not observed: drawn as "
                 "hollow markers, marked in the table.")

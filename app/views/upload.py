@@ -144,7 +144,9 @@ def report_ui(report: UploadReport) -> None:
 @st.cache_data(show_spinner="Proposing the missing entities…", max_entries=4)
 def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int) -> list[Completion]:
     report, kg = check(text, name, *options, exclude)
-    return complete_with_checkpoint(Checkpoint.load(checkpoint_path), kg, report.incomplete[:MAX_COMPLETIONS])
+    # the accepted proposals join this data set's training facts: only its training facts may be evidence
+    return complete_with_checkpoint(Checkpoint.load(checkpoint_path), kg, report.incomplete[:MAX_COMPLETIONS],
+                                    evidence="train")
 
 
 def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: UploadReport,
@@ -158,8 +160,9 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     n_subject = sum(r.missing == "subject" for r in rows)
     st.markdown(f"**{len(rows):,}** row(s) lack an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
                 "their object). They are not facts: unless you accept a model's proposal for a row, it is left out "
-                "of the saved data set. Accepted proposals join the **training** facts marked as *inferred* (never "
-                "valid or test), and stay marked on the timeline and in evidence paths.")
+                "of the saved data set. Proposals are reasoned from the training facts only, and accepted ones join "
+                "the **training** facts marked as *inferred* (never valid or test, so the test figures stay "
+                "honest), and stay marked on the timeline and in evidence paths.")
     with st.expander(f"The incomplete rows ({len(rows):,})"):
         st.dataframe(pd.DataFrame([{"row": r.row, "subject": r.subject or "?", "relation": r.relation,
                                     "object": r.object or "?", "time": r.time} for r in rows[:1000]]), hide_index=True)
@@ -229,7 +232,7 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
             ss["data"] = f"upload: {name}"
             ss.pop("subject", None)
             inferred = f", {len(kg.inferred):,} of them inferred" if kg.inferred else ""
-            st.success(f"Saved as data set **upload: {ex.md(name)}** ({report.rows_kept + len(kg.inferred):,} "
+            st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(kg.all_facts()):,} "
                        f"facts{inferred}). Train a model on it next.")
             st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
 

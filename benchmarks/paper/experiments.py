@@ -7,8 +7,8 @@ benchmarks; the smoke test on a tiny generated world).
   and recurrency baselines;
 * :func:`pipeline` — Tables 3 and 5 (Appendix "pipeline"): a share r of the training facts is known;
   the others, subject or object masked, are completed by an interpolation model trained on the known
-  ones (from the known training facts only: neither valid, test nor the masked facts themselves are
-  visible to it); the completed facts (marked inferred) join the known ones as the background and
+  ones (its evidence is the known training facts only: neither valid, test nor the masked facts
+  themselves; valid only selects the completer and fits recurrency's parameters); the completed facts (marked inferred) join the known ones as the background and
   training data of a forecasting model, evaluated on the standard extrapolation test set. TPAR→TPAR
   vs TPAR alone, recurrency→recurrency vs recurrency alone.
 
@@ -97,11 +97,13 @@ def _metrics(res) -> dict:
             "h10": round(100 * m.hits[10], 2), "test_queries": int(m.count)}
 
 
-def _cached(path: Path, make, budget: Budget | None = None) -> dict:
-    """The row stored at ``path``, or ``make()``'s, stored. A row of another budget is made again."""
+def _cached(path: Path, make, budget: Budget | None = None, fingerprint: str | None = None) -> dict:
+    """The row stored at ``path``, or ``make()``'s, stored. A row of another budget, or of other data
+    (``fingerprint``: e.g. a pipeline whose completions were made again), is made again."""
     if path.is_file():
         row = json.loads(path.read_text())
-        if budget is None or row.get("budget") == asdict(budget):
+        if (budget is None or row.get("budget") == asdict(budget)) and \
+                (fingerprint is None or row.get("fingerprint") == fingerprint):
             return row
     row = make()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +138,7 @@ def tpar_run(kg: TemporalKG, setting: str, budget: Budget, out: Path, *, layers:
                 "wall_seconds": round(time.perf_counter() - t0, 1),
                 "valid_mrr": round(100 * max(h.get("valid_mrr", 0.0) for h in res.history), 2),
                 "budget": asdict(budget), "config": RunConfig(model, cfg).to_dict(), **metrics}
-    return _cached(out.with_suffix(".json"), make, budget)
+    return _cached(out.with_suffix(".json"), make, budget, kg.fingerprint)
 
 
 def baseline_run(kg: TemporalKG, setting: str, method: str, budget: Budget, out: Path) -> dict:
@@ -149,7 +151,7 @@ def baseline_run(kg: TemporalKG, setting: str, method: str, budget: Budget, out:
         return {"method": method, "setting": setting, "data": kg.name, "fingerprint": kg.fingerprint,
                 "train_facts": int(len(kg.facts("train"))), "wall_seconds": round(time.perf_counter() - t0, 1),
                 "budget": asdict(budget), **_metrics(test)}
-    return _cached(out.with_suffix(".json"), make, budget)
+    return _cached(out.with_suffix(".json"), make, budget, kg.fingerprint)
 
 
 def subset_train(kg: TemporalKG, fraction: float, seed: int) -> tuple[TemporalKG, np.ndarray]:
@@ -227,7 +229,8 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
         hidden, subject_masked = mask_facts(hidden, budget.seed)
         queries = incomplete_rows(kg, hidden, subject_masked)
         truth = np.where(subject_masked, hidden[:, 0], hidden[:, 2])
-        # what a completer may see: the known *training* facts only (valid and test lie in the future)
+        # the completer's evidence: the known *training* facts only (valid and test lie in the future, the
+        # masked facts are what it completes); valid still selects the interpolation model and fits recurrency
         past = replace(part, splits={"train": part.facts("train"), "valid": part.facts("valid")})
         past_known = replace(part, splits={"train": part.facts("train")})
         key = out / "pipeline" / f"{label}-{round(100 * r)}"
@@ -243,6 +246,9 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
             def completion() -> dict:
                 t0 = time.perf_counter()
                 if method == "TPAR":
+                    interp_key = key.with_name(key.name + "-tpar-interpolation")
+                    if not model_path(interp_key).is_file():  # its row without its model (a fresh checkout): retrain
+                        interp_key.with_suffix(".json").unlink(missing_ok=True)
                     interp = tpar_run(past, "interpolation", budget, key.with_name(key.name + "-tpar-interpolation"),
                                       test=False)
                     ck = Checkpoint.load(model_path(key.with_name(key.name + "-tpar-interpolation")))
@@ -268,13 +274,14 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
             col = np.where(subject_masked[comps_ok], 0, 2)
             filled[np.arange(len(filled)), col] = entities[comps_ok]
             completed = _with_filled(part, filled, probabilities[comps_ok])
+            added = int(len(completed.facts("train")) - len(part.facts("train")))  # new facts only
             both = (tpar_run(completed, "extrapolation", budget, key.with_name(key.name + "-tpar-pipeline"))
                     if method == "TPAR" else
                     baseline_run(completed, "extrapolation", "recurrency", budget, key.with_name(key.name + "-rec-pipeline")))
             for variant, row in (("alone", alone), ("pipeline", both)):
                 rows.append({**row, "experiment": "pipeline", "data": label, "known": r, "variant": variant,
                              "completion_accuracy": done["accuracy"] if variant == "pipeline" else None,
-                             "completed_facts": int(len(filled)) if variant == "pipeline" else 0,
+                             "completed_facts": added if variant == "pipeline" else 0,
                              "method": method})
     return rows
 

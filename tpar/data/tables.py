@@ -412,8 +412,23 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
                 inferred[(s, r, o, int(q.times[i]))] = q.probabilities[i] if q.probabilities is not None else float("nan")
         splits[split] = arr
     first = next(iter(per_split.values()))[0]
-    if inferred:
-        notes = notes + [f"{len(inferred)} fact(s) marked as inferred (completed by a model, not observed)"]
+    moved = 0
+    if inferred:  # inferred facts are never valid or test facts: a model is measured against observed facts only
+        for split in ("valid", "test"):
+            arr = splits.get(split)
+            if arr is None or not len(arr):
+                continue
+            hit = np.array([tuple(f) in inferred for f in arr.tolist()], dtype=bool)
+            if hit.any():
+                train = splits.get("train", np.zeros((0, 4), np.int64))
+                there = {tuple(f) for f in train.tolist()}
+                extra = np.array([f for f in arr[hit].tolist() if tuple(f) not in there], dtype=np.int64).reshape(-1, 4)
+                splits["train"] = np.concatenate([train, extra])
+                splits[split] = arr[~hit]
+                moved += int(hit.sum())
+        notes = notes + [f"{len(inferred)} fact(s) marked as inferred (completed by a model, not observed)"
+                         + (f"; {moved} of them moved from valid/test to train (inferred facts are never evaluated "
+                            "on)" if moved else "")]
     return TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
                       time_axis=first.time_axis, splits=splits, source=source, notes=notes, inferred=inferred)
 

@@ -199,6 +199,8 @@ def keep_rows(q, idx: np.ndarray):
     return replace(q, subjects=[q.subjects[i] for i in pick], relations=[q.relations[i] for i in pick],
                    objects=[q.objects[i] for i in pick], times=times,
                    splits=[q.splits[i] for i in pick] if q.splits is not None else None, time_axis=axis,
+                   inferred=[q.inferred[i] for i in pick] if q.inferred is not None else None,
+                   probabilities=[q.probabilities[i] for i in pick] if q.probabilities is not None else None,
                    rows=[q.rows[i] for i in pick], raw_times=[q.raw_times[i] for i in pick])
 
 
@@ -234,7 +236,8 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path
                 row = [kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)]
                 if marked:
                     p = kg.inferred.get((s, r, o, t))
-                    row += ["false", ""] if p is None else ["true", "" if p != p else f"{p:.6g}"]
+                    # six decimals, as the fingerprint rounds them: a saved data set reads back identical
+                    row += ["false", ""] if p is None else ["true", "" if p != p else f"{round(p, 6):.6f}"]
                 w.writerow(row)
             (tmp / f"{split}.csv").write_text(buf.getvalue(), encoding="utf-8")
         back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}

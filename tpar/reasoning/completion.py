@@ -14,7 +14,7 @@ filter, :mod:`tpar.evaluation.calibration`; T = 1 and ``calibrated=False`` witho
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -82,21 +82,28 @@ def resolve_setting(setting: str, time_step: int, last_time: int) -> Setting:
 
 def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: str = "auto",
              temperature: Callable[[str], float | None] = lambda setting: None, batch_size: int = 64,
-             alternatives: int = ALTERNATIVES) -> list[Completion]:
+             alternatives: int = ALTERNATIVES, evidence: str = "all") -> list[Completion]:
     """Propose the missing entity of each row with ``ranker`` (anything with ``score(batch,
     background) -> (B, E)``: a :class:`~tpar.model.ranker.ModelRanker` or a baseline) on the known
     facts of ``kg``. ``temperature(setting)``: the calibrated temperature or None. One
-    :class:`Completion` per row, in order; rows naming an unknown entity, relation or time get a
-    ``problem`` instead of a proposal."""
+    :class:`Completion` per row, in order (its row spelled as the data spells the names); rows naming
+    an unknown entity, relation or time get a ``problem`` instead of a proposal.
+
+    ``evidence``: ``"all"`` reasons from every known fact; ``"train"`` from the training facts only
+    -- required when the completions will join ``kg``'s own training facts (the Upload page), or
+    valid and test facts would leak into training through them. Known answers of the same question
+    are never proposed either way."""
+    if evidence not in ("all", "train"):
+        raise ValueError(f"evidence must be 'all' or 'train', not {evidence!r}")
     out = [Completion(r) for r in rows]
-    facts = kg.all_facts()
+    facts = kg.all_facts() if evidence == "all" else kg.facts("train")
     last = int(facts[:, 3].max()) if len(facts) else 0
     R = kg.num_relations
     todo: dict[Setting, list[tuple[int, int, int, int, int]]] = {}
     for i, (c, r) in enumerate(zip(out, rows)):
         try:
-            entity = kg.entities.id(kg.entities.resolve(r.known, "entity"))
-            relation = kg.relations.id(kg.relations.resolve(r.relation, "relation"))
+            known_name, relation_name = kg.entities.resolve(r.known, "entity"), kg.relations.resolve(r.relation, "relation")
+            entity, relation = kg.entities.id(known_name), kg.relations.id(relation_name)
             t = kg.time_axis.parse(r.time)
             check_question_time(kg, t)  # far outside the known times: refused, as for any question
         except (DataError, ValueError) as e:  # an unknown name (with close matches) or a time off the axis
@@ -104,9 +111,10 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
             continue
         s = resolve_setting(setting, t, last)
         c.setting = s.value
+        c.row = replace(r, relation=relation_name, **{"object" if r.missing == "subject" else "subject": known_name})
         rel = relation if r.missing == "object" else relation + R
         todo.setdefault(s, []).append((i, entity, rel, t, OBJECT if r.missing == "object" else SUBJECT))
-    known = TimeAwareFilter(facts, kg.num_entities, R)
+    known = TimeAwareFilter(kg.all_facts(), kg.num_entities, R)
     for s, items in todo.items():
         background = Background.from_facts(facts, kg.num_entities, R, s)
         T = temperature(s.value)
@@ -120,7 +128,7 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
 
 
 def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[IncompleteRow], *, setting: str = "auto",
-                             device: str = "auto") -> list[Completion]:
+                             device: str = "auto", evidence: str = "all") -> list[Completion]:
     """:func:`complete` with a TPAR checkpoint (refused by ``check_fits`` when its relations differ
     from ``kg``'s), its probabilities calibrated with the checkpoint's stored temperature per setting."""
     from tpar.evaluation.calibration import stored
@@ -130,7 +138,7 @@ def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[Incomple
     checkpoint.check_fits(kg)
     dev = resolve_device(device)
     ranker = ModelRanker(checkpoint.build_model(dev), dev)
-    return complete(kg, ranker, rows, setting=setting,
+    return complete(kg, ranker, rows, setting=setting, evidence=evidence,
                     temperature=lambda s: (c.temperature if (c := stored(checkpoint.extra, s)) else None))
 
 
@@ -178,8 +186,6 @@ def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_prob
     """``kg`` with the proposals of probability ≥ ``min_probability`` added to its *training* facts and
     marked as inferred (with their probability). Inferred facts never join valid or test: those
     splits measure the model against observed facts only."""
-    from dataclasses import replace
-
     new = completed_facts(kg, completions, min_probability)
     known = {tuple(x) for x in kg.all_facts().tolist()}
     new = np.array([f for f in new.tolist() if tuple(f) not in known], dtype=np.int64).reshape(-1, 4)
@@ -188,7 +194,8 @@ def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_prob
         if c.entity is not None and (c.probability or 0.0) >= min_probability:
             s, r, o, t = c.fact  # type: ignore[misc]
             prob[(kg.entities.id(kg.entities.resolve(s)), kg.relations.id(kg.relations.resolve(r)),
-                  kg.entities.id(kg.entities.resolve(o)), kg.time_axis.parse(t))] = float(c.probability or float("nan"))
+                  kg.entities.id(kg.entities.resolve(o)), kg.time_axis.parse(t))] = (
+                float(c.probability) if c.probability is not None else float("nan"))
     inferred = dict(kg.inferred)
     inferred.update({tuple(f): prob[tuple(f)] for f in new.tolist()})
     splits = dict(kg.splits)
