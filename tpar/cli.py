@@ -302,7 +302,8 @@ def cmd_complete(args) -> int:
     if not q.incomplete:
         print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
               "nothing to complete; the output repeats the input", file=sys.stderr)
-    comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device)
+    comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
+                                     evidence=args.evidence)
     n = write_completed_csv(args.out, q, comps, args.min_probability)
     if args.json:
         print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
@@ -540,6 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="fill only proposals at least this probable; the others stay incomplete (default 0)")
     sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                     help="auto: interpolation for times within the data, extrapolation after it")
+    sp.add_argument("--evidence", default="all", choices=["all", "train"],
+                    help="facts the proposals are reasoned from: all known facts (default), or the training facts "
+                         "only (when the completed facts will join this data set's training facts, so that its "
+                         "valid and test facts cannot leak into training)")
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
