@@ -86,13 +86,17 @@ def test_pipeline_and_report(out, monkeypatch):
         assert len(queries) == len(hidden) and all((q.subject is None) != (q.object is None) for q in queries)
     done = [r for r in rows if r["variant"] == "pipeline"]
     assert all(r["completed_facts"] <= len(hidden) for r in done)
+    # only confident completions: TPAR only, the completions reused, fewer facts added
+    sure = E.pipeline(kg, TINY, out / "tiny", known=(0.6,), label="toy", min_probability=0.5)
+    assert [(r["method"], r["variant"]) for r in sure] == [("TPAR", "alone"), ("TPAR", "pipeline p≥0.5")]
+    assert sure[1]["completed_facts"] <= done[0]["completed_facts"]
     # a second seed (as `run.py pipeline --seed 1` lays it out): the report then gives the gain per seed
     from dataclasses import replace
     E.pipeline(kg, replace(TINY, name="tiny-seed1", seed=1), out / "tiny-seed1", known=(0.6,), label="toy")
     # the report: one section per experiment with the rows above, plots written
     res = out / "tiny"
     md = R.write_report(out, out).read_text()
-    assert "### Pipeline over 2 seeds" in md and "| 60% | TPAR |" in md.split("### Pipeline over 2 seeds")[1]
+    assert "### Pipeline over 2 seeds" in md and "| 60% | p ≥ 0.5 |" in md and "| 60% | TPAR |" in md.split("### Pipeline over 2 seeds")[1]
     for title in ("## 1. Path length", "## 2. Chronological", "## 3. Sparsity", "## 4. Pipeline"):
         assert title in md
     assert "| toy-i | interpolation | 1 |" in md and "| TPAR | relaxed |" in md and "| 60% | TPAR |" in md

@@ -220,9 +220,11 @@ def incomplete_rows(kg: TemporalKG, facts: np.ndarray, subject_masked: np.ndarra
 
 
 def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...] = (0.6, 0.7, 0.8),
-             label: str = "ICEWS14") -> list[dict]:
+             label: str = "ICEWS14", min_probability: float = 0.0) -> list[dict]:
     """Settings A/B/C: complete the masked share of the training facts, then forecast; each method
-    with and without completion. Also the completions' own top-1 accuracy."""
+    with and without completion. Also the completions' own top-1 accuracy. ``min_probability`` > 0:
+    only TPAR's proposals at least that probable (raw softmax: the budget's models are not
+    calibrated) join the forecaster's data (result files ``…-tpar-pipeline-p<100·p>``)."""
     rows = []
     for r in known:
         part, hidden = subset_train(kg, r, budget.seed)        # the known facts; the others are hidden
@@ -234,7 +236,7 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
         past = replace(part, splits={"train": part.facts("train"), "valid": part.facts("valid")})
         past_known = replace(part, splits={"train": part.facts("train")})
         key = out / "pipeline" / f"{label}-{round(100 * r)}"
-        for method in ("TPAR", "recurrency"):
+        for method in ("TPAR", "recurrency") if not min_probability else ("TPAR",):
             alone = (tpar_run(part, "extrapolation", budget, key.with_name(key.name + "-tpar-alone")) if method == "TPAR"
                      else baseline_run(part, "extrapolation", "recurrency", budget, key.with_name(key.name + "-rec-alone")))
             done_file = key.with_name(f"{key.name}-{method.lower()}-completion.json")
@@ -269,17 +271,19 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
             done = _cached(done_file, completion, budget)
             stored = np.load(proposals)
             entities, probabilities = stored["entities"], stored["probabilities"]
-            comps_ok = entities >= 0
+            comps_ok = (entities >= 0) & (np.nan_to_num(probabilities, nan=0.0) >= min_probability)
             filled = hidden[comps_ok].copy()
             col = np.where(subject_masked[comps_ok], 0, 2)
             filled[np.arange(len(filled)), col] = entities[comps_ok]
             completed = _with_filled(part, filled, probabilities[comps_ok])
             added = int(len(completed.facts("train")) - len(part.facts("train")))  # new facts only
-            both = (tpar_run(completed, "extrapolation", budget, key.with_name(key.name + "-tpar-pipeline"))
+            tag = f"-p{round(100 * min_probability)}" if min_probability else ""
+            both = (tpar_run(completed, "extrapolation", budget, key.with_name(key.name + "-tpar-pipeline" + tag))
                     if method == "TPAR" else
                     baseline_run(completed, "extrapolation", "recurrency", budget, key.with_name(key.name + "-rec-pipeline")))
             for variant, row in (("alone", alone), ("pipeline", both)):
-                rows.append({**row, "experiment": "pipeline", "data": label, "known": r, "variant": variant,
+                rows.append({**row, "experiment": "pipeline", "data": label, "known": r,
+                             "variant": variant + (f" p≥{min_probability:g}" if min_probability and variant == "pipeline" else ""),
                              "completion_accuracy": done["accuracy"] if variant == "pipeline" else None,
                              "completed_facts": added if variant == "pipeline" else 0,
                              "method": method})

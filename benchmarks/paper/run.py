@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only-layers", type=int, nargs="*")
     ap.add_argument("--only-fractions", type=float, nargs="*")
     ap.add_argument("--only-data", nargs="*", help="path-length / sparsity: only these labels")
+    ap.add_argument("--min-probability", type=float, default=0.0,
+                    help="pipeline: only completions at least this probable join the forecaster's data")
     ap.add_argument("--results", default=str(RESULTS), help="where the JSON rows go")
     ap.add_argument("--models", default=str(RUNS), help="where the trained models go (with their resume files)")
     args = ap.parse_args(argv)
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                           tuple(args.only_fractions or (0.2, 0.4, 0.6, 0.8, 1.0)))
     else:
         rows = E.pipeline(data(root, "extrapolation/ICEWS14"), budget, out,
-                          tuple(args.only_fractions or (0.6, 0.7, 0.8)))
+                          tuple(args.only_fractions or (0.6, 0.7, 0.8)), min_probability=args.min_probability)
     for r in rows:
         print(json.dumps({k: r.get(k) for k in ("experiment", "data", "method", "layers", "order", "fraction", "known",
                                                 "variant", "mrr", "h1", "h10") if r.get(k) is not None}))
