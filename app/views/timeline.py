@@ -77,10 +77,11 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
     # an inferred fact (completed by a model) is a hollow marker of its role's colour
     shown["kind"] = [f"{r} (inferred)" if i else r for r, i in zip(shown["role"], shown["inferred"])]
-    fig = px.scatter(shown, x="when", y="relation", color="role", symbol="kind",
+    fig = px.scatter(shown, x="when", y="relation", color="kind", symbol="kind",
                      hover_data={"other entity": True, "time": True, "when": False, "kind": True,
                                  **({"Δt": True} if "Δt" in df else {})},
-                     color_discrete_map={"subject": palette.QUERY, "object": palette.OTHER},
+                     color_discrete_map={"subject": palette.QUERY, "object": palette.OTHER,
+                                         "subject (inferred)": palette.QUERY, "object (inferred)": palette.OTHER},
                      symbol_map={"subject": "diamond", "object": "circle", "subject (inferred)": "diamond-open",
                                  "object (inferred)": "circle-open"},
                      height=max(320, 28 * df["relation"].nunique() + 140))
