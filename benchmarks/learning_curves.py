@@ -6,10 +6,11 @@ run selected on) against the training questions seen so far, from the checkpoint
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from tpar.model.checkpoint import Checkpoint
+
+from svgplot import frame
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results"
@@ -20,19 +21,8 @@ def svg(points: list[tuple[int, float]], best: int, title: str, path: Path) -> N
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     x0, x1 = 0, max(xs) * 1.05
     y0, y1 = min(ys) - 1, max(ys) + 1
-    X = lambda v: pad + (v - x0) / ((x1 - x0) or 1) * (W - 2 * pad)  # noqa: E731
-    Y = lambda v: H - pad - (v - y0) / ((y1 - y0) or 1) * (H - 2 * pad)  # noqa: E731
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="13">{html.escape(title)}</text>',
-           f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
-           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
-           f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">training questions seen</text>',
-           f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">valid MRR %</text>']
-    for k in range(5):
-        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
-        out += [f'<text x="{X(xv):.1f}" y="{H - pad + 15}" text-anchor="middle">{xv:,.0f}</text>',
-                f'<text x="{pad - 6}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.1f}</text>']
+    out, X, Y = frame(W, H, (x0, x1), (y0, y1), xlabel="training questions seen", ylabel="valid MRR %", title=title,
+                      xfmt=",.0f", pad=pad)
     out.append('<polyline fill="none" stroke="#1d4ed8" stroke-width="2" points="'
                + " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in points) + '"/>')
     for i, (x, y) in enumerate(points, start=1):

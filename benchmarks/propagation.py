@@ -31,6 +31,8 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.model.training import resume_path, train
 
+from svgplot import frame
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "propagation"
 RUNS = ROOT.parent / "runs" / "propagation"
@@ -117,19 +119,9 @@ def svg_plot(rows: list[dict], path: Path) -> None:
     ys = [100 * r["test"]["realistic"]["mrr"] for r in rows] or [0.0]
     x0, x1 = 0.0, max(xs) * 1.1
     y0, y1 = min(ys) - 2, max(ys) + 2
-    X = lambda v: pad + (v - x0) / (x1 - x0 or 1) * (W - 2 * pad)  # noqa: E731
-    Y = lambda v: H - pad - (v - y0) / (y1 - y0 or 1) * (H - 2 * pad)  # noqa: E731
     colour = {"extrapolation": "#1d4ed8", "interpolation": "#ea580c"}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
-             f'<rect width="{W}" height="{H}" fill="white"/>',
-             f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
-             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
-             f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">training ms per question (one full epoch, L=5, d=64)</text>',
-             f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">test MRR % (realistic)</text>']
-    for k in range(5):
-        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
-        parts += [f'<text x="{X(xv)}" y="{H - pad + 15}" text-anchor="middle">{xv:.0f}</text>',
-                  f'<text x="{pad - 6}" y="{Y(yv) + 4}" text-anchor="end">{yv:.1f}</text>']
+    parts, X, Y = frame(W, H, (x0, x1), (y0, y1), xlabel="training ms per question (one full epoch, L=5, d=64)",
+                        ylabel="test MRR % (realistic)", xfmt=".0f", pad=pad)
     for r, x, y in zip(rows, xs, ys):
         c = colour.get(r["setting"], "black")
         parts += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="5" fill="{c}"/>',
@@ -172,7 +164,7 @@ def report(bench_file: Path | None) -> None:
     out = ROOT / "results" / "propagation.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if rows:
-        svg_plot(rows, ROOT / "results" / "propagation.svg")
+        svg_plot([r for r in rows if r["option"] != EQUAL_TIME], ROOT / "results" / "propagation.svg")
     print(f"wrote {out}")
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from svgplot import frame  # noqa: E402
 
 #: the paper's figures (test MRR %, ICEWS14 / YAGO11k), by table
 PAPER = {
@@ -46,20 +50,8 @@ def svg_lines(series: dict[str, list[tuple[float, float]]], title: str, xlabel: 
     pts = [p for s in series.values() for p in s] or [(0, 0)]
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
     y0, y1 = min(p[1] for p in pts) - 2, max(p[1] for p in pts) + 2
-    X = lambda v: pad + (v - x0) / ((x1 - x0) or 1) * (W - 2 * pad)  # noqa: E731
-    Y = lambda v: H - pad - (v - y0) / ((y1 - y0) or 1) * (H - 2 * pad)  # noqa: E731
     colours = ["#1d4ed8", "#ea580c", "#059669", "#7c3aed", "#dc2626", "#64748b"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="13">{html.escape(title)}</text>',
-           f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="black"/>',
-           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="black"/>',
-           f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">{html.escape(xlabel)}</text>',
-           f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">test MRR % (realistic)</text>']
-    for k in range(5):
-        xv, yv = x0 + k * (x1 - x0) / 4, y0 + k * (y1 - y0) / 4
-        out += [f'<text x="{X(xv):.1f}" y="{H - pad + 15}" text-anchor="middle">{xv:g}</text>',
-                f'<text x="{pad - 6}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.1f}</text>']
+    out, X, Y = frame(W, H, (x0, x1), (y0, y1), xlabel=xlabel, ylabel="test MRR % (realistic)", title=title, pad=pad)
     for i, (name, s) in enumerate(series.items()):
         c = colours[i % len(colours)]
         s = sorted(s)
