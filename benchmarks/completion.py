@@ -19,20 +19,18 @@ from tpar.data.loading import load_dataset
 from tpar.data.tables import IncompleteRow
 from tpar.evaluation.baselines import fit_recurrency
 from tpar.model.checkpoint import Checkpoint
-from tpar.reasoning.completion import complete, complete_with_checkpoint
+from tpar.reasoning.completion import complete, complete_with_checkpoint, masked_rows
 
 BANDS = [(0.0, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 1.01)]
 
 
 def rows_and_truth(kg, facts: np.ndarray, mask: str) -> tuple[list[IncompleteRow], list[str]]:
-    name, rel, label = kg.entities.name, kg.relations.name, kg.time_axis.label
-    rows, truth = [], []
-    for i, (s, r, o, t) in enumerate(facts.tolist()):
-        for side in (("object", "subject") if mask == "both" else (mask,)):
-            rows.append(IncompleteRow(i, name(s) if side == "object" else None, rel(r),
-                                      name(o) if side == "subject" else None, label(t)))
-            truth.append(name(o) if side == "object" else name(s))
-    return rows, truth
+    """Each fact as a row to complete (``both``: the object masked, then the subject) and the hidden names."""
+    sides = {"object": [False], "subject": [True], "both": [False, True]}[mask]
+    facts = np.repeat(facts, len(sides), axis=0)
+    subject_masked = np.tile(sides, len(facts) // len(sides)).astype(bool)
+    truth = np.where(subject_masked, facts[:, 0], facts[:, 2])
+    return masked_rows(kg, facts, subject_masked), [kg.entities.name(int(e)) for e in truth]
 
 
 def main() -> None:

@@ -308,12 +308,11 @@ def cmd_complete(args) -> int:
     if args.json:
         print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
                            "calibrated": c.calibrated, "setting": c.setting, "ties": c.ties,
-                           "known_answers": c.known_answers, "accepted": c.entity is not None
-                           and (c.probability or 0.0) >= args.min_probability,
+                           "known_answers": c.known_answers, "accepted": c.accepted(args.min_probability),
                            "alternatives": [[a.entity, a.probability] for a in c.alternatives],
                            "problem": c.problem} for c in comps], indent=2))
         return 0
-    accepted = [c for c in comps if c.entity is not None and (c.probability or 0.0) >= args.min_probability]
+    accepted = [c for c in comps if c.accepted(args.min_probability)]
     unanswerable = [c for c in comps if c.entity is None]
     print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed"
           + (f" with p ≥ {args.min_probability:g}" if args.min_probability else "")

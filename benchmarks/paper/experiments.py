@@ -30,14 +30,13 @@ import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
-from tpar.data.tables import IncompleteRow
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
 from tpar.evaluation.protocol import evaluate
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.model.ranker import ModelRanker
 from tpar.model.training import resume_path, train
-from tpar.reasoning.completion import complete
+from tpar.reasoning.completion import add_inferred, complete, masked_rows
 
 
 @dataclass(frozen=True)
@@ -212,13 +211,6 @@ def mask_facts(facts: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return facts, np.random.default_rng(seed + 1).random(len(facts)) < 0.5
 
 
-def incomplete_rows(kg: TemporalKG, facts: np.ndarray, subject_masked: np.ndarray) -> list[IncompleteRow]:
-    """The facts as rows to complete (the masked entity dropped; it is kept nowhere else)."""
-    name, rel, label = kg.entities.name, kg.relations.name, kg.time_axis.label
-    return [IncompleteRow(i, None if m else name(s), rel(r), name(o) if m else None, label(t))
-            for i, ((s, r, o, t), m) in enumerate(zip(facts.tolist(), subject_masked.tolist()))]
-
-
 def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...] = (0.6, 0.7, 0.8),
              label: str = "ICEWS14", min_probability: float = 0.0) -> list[dict]:
     """Settings A/B/C: complete the masked share of the training facts, then forecast; each method
@@ -229,7 +221,7 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
     for r in known:
         part, hidden = subset_train(kg, r, budget.seed)        # the known facts; the others are hidden
         hidden, subject_masked = mask_facts(hidden, budget.seed)
-        queries = incomplete_rows(kg, hidden, subject_masked)
+        queries = masked_rows(kg, hidden, subject_masked)
         truth = np.where(subject_masked, hidden[:, 0], hidden[:, 2])
         # the completer's evidence: the known *training* facts only (valid and test lie in the future, the
         # masked facts are what it completes); valid still selects the interpolation model and fits recurrency
@@ -251,9 +243,8 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
                     interp_key = key.with_name(key.name + "-tpar-interpolation")
                     if not model_path(interp_key).is_file():  # its row without its model (a fresh checkout): retrain
                         interp_key.with_suffix(".json").unlink(missing_ok=True)
-                    interp = tpar_run(past, "interpolation", budget, key.with_name(key.name + "-tpar-interpolation"),
-                                      test=False)
-                    ck = Checkpoint.load(model_path(key.with_name(key.name + "-tpar-interpolation")))
+                    interp = tpar_run(past, "interpolation", budget, interp_key, test=False)
+                    ck = Checkpoint.load(model_path(interp_key))
                     ranker = ModelRanker(ck.build_model("cpu"), "cpu")
                 else:
                     interp = {}
@@ -275,7 +266,7 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
             filled = hidden[comps_ok].copy()
             col = np.where(subject_masked[comps_ok], 0, 2)
             filled[np.arange(len(filled)), col] = entities[comps_ok]
-            completed = _with_filled(part, filled, probabilities[comps_ok])
+            completed = add_inferred(part, filled, probabilities[comps_ok].tolist(), name=part.name + "+completed")
             added = int(len(completed.facts("train")) - len(part.facts("train")))  # new facts only
             tag = f"-p{round(100 * min_probability)}" if min_probability else ""
             both = (tpar_run(completed, "extrapolation", budget, key.with_name(key.name + "-tpar-pipeline" + tag))
@@ -288,21 +279,6 @@ def pipeline(kg: TemporalKG, budget: Budget, out: Path, known: tuple[float, ...]
                              "completed_facts": added if variant == "pipeline" else 0,
                              "method": method})
     return rows
-
-
-def _with_filled(kg: TemporalKG, facts: np.ndarray, probabilities: np.ndarray) -> TemporalKG:
-    """``kg`` with completed facts added to train, marked inferred (those already known are skipped)."""
-    known = {tuple(x) for x in kg.all_facts().tolist()}
-    inferred = dict(kg.inferred)
-    new = []
-    for f, p in zip(facts.tolist(), probabilities.tolist()):
-        if tuple(f) not in known and tuple(f) not in inferred:
-            inferred[tuple(f)] = float(p)
-            new.append(f)
-    splits = dict(kg.splits)
-    splits["train"] = np.concatenate([kg.facts("train"), np.array(new, dtype=np.int64).reshape(-1, 4)])
-    return replace(kg, splits=splits, inferred=inferred, name=kg.name + "+completed",
-                   notes=list(kg.notes) + [f"{len(new)} completed facts added to train (inferred)"])
 
 
 __all__ = ["BUDGETS", "Budget", "chronological", "path_length", "pipeline", "sparsity"]

@@ -30,11 +30,6 @@ def load_all(results: Path) -> dict[str, dict[str, dict[str, dict]]]:
             for budget in sorted(p for p in results.glob("*") if p.is_dir())}
 
 
-def load(results: Path) -> dict[str, dict[str, dict]]:
-    """The budget folder with the most rows ({experiment folder: {file stem: row}})."""
-    every = load_all(results)
-    return max(every.values(), key=lambda got: sum(map(len, got.values())), default={})
-
 
 def _fmt(x) -> str:
     return "–" if x is None or x != x else f"{x:.2f}"

@@ -300,11 +300,12 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, str(e))
             continue
         kept.append((row, v))
+    whole = [bool(v[pos["subject"]] and v[pos["object"]]) for _, v in kept]  # else a row to complete
     held = [IncompleteRow(row, v[pos["subject"]] or None, v[pos["relation"]], v[pos["object"]] or None,
                           v[pos["time"]], v[pos["split"]].lower() if "split" in pos else None)
-            for row, v in kept if not v[pos["subject"]] or not v[pos["object"]]]
-    kept_all, kept = kept, [(row, v) for row, v in kept if v[pos["subject"]] and v[pos["object"]]]
-    parsed = [x for x, (_, v) in zip(parsed, kept_all) if v[pos["subject"]] and v[pos["object"]]]
+            for (row, v), ok in zip(kept, whole) if not ok]
+    parsed = [x for x, ok in zip(parsed, whole) if ok]
+    kept = [rv for rv, ok in zip(kept, whole) if ok]
     if not kept and not held:
         raise DataError("no row has a valid time", file=path)
     raw_times = [v[pos["time"]] for _, v in kept]

@@ -59,6 +59,10 @@ class Completion:
         r = self.row
         return (r.subject or self.entity, r.relation, r.object or self.entity, r.time)
 
+    def accepted(self, min_probability: float = 0.0) -> bool:
+        """A proposal at least ``min_probability`` likely (what a completed CSV fills in, what joins train)."""
+        return self.entity is not None and (self.probability or 0.0) >= min_probability
+
     def note(self) -> str:
         """How sure the proposal is, in words (ties, calibration, what was left out)."""
         if self.entity is None:
@@ -170,39 +174,44 @@ def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: 
                           for x in order[1: 1 + alternatives] if torch.isfinite(masked[b, x])]
 
 
-def completed_facts(kg: TemporalKG, completions: Sequence[Completion], min_probability: float = 0.0) -> np.ndarray:
-    """(n, 4) ids of the proposals with probability ≥ ``min_probability`` (each once; none already known)."""
-    out = set()
-    for c in completions:
-        if c.entity is None or (c.probability or 0.0) < min_probability:
-            continue
-        s, r, o, t = c.fact  # type: ignore[misc]
-        out.add((kg.entities.id(kg.entities.resolve(s, "entity")), kg.relations.id(kg.relations.resolve(r, "relation")),
-                 kg.entities.id(kg.entities.resolve(o, "entity")), kg.time_axis.parse(t)))
-    return np.array(sorted(out), dtype=np.int64).reshape(-1, 4)
+def masked_rows(kg: TemporalKG, facts: np.ndarray, subject_masked: np.ndarray) -> list[IncompleteRow]:
+    """Known facts (n, 4) as rows to complete, the subject (where ``subject_masked``) or else the object
+    left out (kept nowhere in the rows); row numbers are the positions in ``facts``."""
+    name, rel, label = kg.entities.name, kg.relations.name, kg.time_axis.label
+    return [IncompleteRow(i, None if m else name(s), rel(r), name(o) if m else None, label(t))
+            for i, ((s, r, o, t), m) in enumerate(zip(facts.tolist(), np.asarray(subject_masked).tolist()))]
+
+
+def add_inferred(kg: TemporalKG, facts: np.ndarray, probabilities, *, name: str | None = None,
+                 note: str = "") -> TemporalKG:
+    """``kg`` with ``facts`` (n, 4 ids, in order) added to its *training* facts, each marked as inferred
+    with its probability (nan: not recorded); a fact already known, or given twice, is added once or
+    not at all. Inferred facts never join valid or test: those splits measure a model against
+    observed facts only."""
+    known = {tuple(x) for x in kg.all_facts().tolist()}
+    inferred = dict(kg.inferred)
+    new = []
+    for f, p in zip(np.asarray(facts, dtype=np.int64).reshape(-1, 4).tolist(), probabilities):
+        if tuple(f) not in known and tuple(f) not in inferred:
+            inferred[tuple(f)] = float("nan") if p is None else float(p)
+            new.append(f)
+    splits = dict(kg.splits)
+    splits["train"] = np.concatenate([kg.facts("train"), np.array(new, dtype=np.int64).reshape(-1, 4)])
+    return replace(kg, splits=splits, inferred=inferred, name=name or kg.name,
+                   notes=list(kg.notes) + [f"{len(new)} completed fact(s) added to train, marked as inferred{note}"])
 
 
 def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_probability: float = 0.0) -> TemporalKG:
-    """``kg`` with the proposals of probability ≥ ``min_probability`` added to its *training* facts and
-    marked as inferred (with their probability). Inferred facts never join valid or test: those
-    splits measure the model against observed facts only."""
-    new = completed_facts(kg, completions, min_probability)
-    known = {tuple(x) for x in kg.all_facts().tolist()}
-    new = np.array([f for f in new.tolist() if tuple(f) not in known], dtype=np.int64).reshape(-1, 4)
-    prob = {}
+    """:func:`add_inferred` with the proposals of probability ≥ ``min_probability`` (completions of
+    ``kg``: their rows are in its spelling), in fact order."""
+    chosen: dict[tuple[int, int, int, int], float | None] = {}
     for c in completions:
-        if c.entity is not None and (c.probability or 0.0) >= min_probability:
+        if c.accepted(min_probability):
             s, r, o, t = c.fact  # type: ignore[misc]
-            prob[(kg.entities.id(kg.entities.resolve(s)), kg.relations.id(kg.relations.resolve(r)),
-                  kg.entities.id(kg.entities.resolve(o)), kg.time_axis.parse(t))] = (
-                float(c.probability) if c.probability is not None else float("nan"))
-    inferred = dict(kg.inferred)
-    inferred.update({tuple(f): prob[tuple(f)] for f in new.tolist()})
-    splits = dict(kg.splits)
-    splits["train"] = np.concatenate([kg.facts("train"), new])
-    return replace(kg, splits=splits, inferred=inferred,
-                   notes=list(kg.notes) + [f"{len(new)} completed fact(s) added to train, marked as inferred"
-                                           + (f" (p ≥ {min_probability:g})" if min_probability else "")])
+            chosen[(kg.entities.id(s), kg.relations.id(r), kg.entities.id(o), kg.time_axis.parse(t))] = c.probability
+    facts = sorted(chosen)
+    return add_inferred(kg, np.array(facts, dtype=np.int64), [chosen[f] for f in facts],
+                        note=f" (p ≥ {min_probability:g})" if min_probability else "")
 
 
 #: the columns of a completed CSV (``split`` only when the input had one)
@@ -224,7 +233,7 @@ def completed_rows(q, completions: Sequence[Completion], min_probability: float 
                            "alternatives": ""}))
     for c in completions:
         r = c.row
-        accepted = c.entity is not None and (c.probability or 0.0) >= min_probability
+        accepted = c.accepted(min_probability)
         rows.append((r.row, {"subject": r.subject or (c.entity if accepted else ""), "relation": r.relation,
                              "object": r.object or (c.entity if accepted else ""), "time": r.time,
                              **({"split": r.split or ""} if q.splits is not None else {}),
