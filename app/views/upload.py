@@ -196,7 +196,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     threshold = st.slider("Accept every proposal with probability at least (%)", 0, 100, 80, key="upload_complete_min",
                           help="Then tick or untick single rows in the table.")
     table = pd.DataFrame([{
-        "accept": (c.probability or 0.0) * 100 >= threshold, "row": c.row.row,
+        "accept": c.accepted(threshold / 100), "row": c.row.row,
         "subject": c.row.subject or f"➜ {c.entity}", "relation": c.row.relation,
         "object": c.row.object or f"➜ {c.entity}", "time": c.row.time,
         "probability %": round(100 * (c.probability or 0.0), 2),
