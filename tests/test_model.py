@@ -475,3 +475,58 @@ def test_a_build_lock_left_by_a_dead_builder_is_removed_at_once(tmp_path):
     t0 = time.time()
     kernels._clear_stale_build_lock(tmp_path)
     assert 0.8 < time.time() - t0 < 5
+
+
+def gated(model: TPAR) -> TPAR:
+    """The same weights with a GRU gate added (its own weights left to the caller)."""
+    other = TPAR(dataclasses.replace(model.cfg, gate=True)).double().eval()
+    other.load_state_dict(model.state_dict(), strict=False)
+    return other
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_gate_carries_each_nodes_previous_state(setting, kernel):
+    """GRUCell(x, h_prev) = (1 − z)·n + z·h_prev. With z → 1 every state stays h^0 = 0, so every score
+    is 0; with z → 0, W_hn = 0, W_in = I and zero biases, h^ℓ = tanh(x^ℓ): the gated model with δ =
+    identity equals the ungated one with δ = tanh, which pins where the gate sits (after Eq. 8)."""
+    kg = small_kg(11)
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    d = 6
+    tanh_model = small_model("tanh", seed=3)
+    ident = TPAR(dataclasses.replace(tanh_model.cfg, activation="identity")).double().eval()
+    ident.load_state_dict(tanh_model.state_dict())
+    g = gated(ident)
+    with torch.no_grad():
+        g.gate.weight_ih.zero_()
+        g.gate.weight_hh.zero_()
+        g.gate.bias_ih.zero_()
+        g.gate.bias_hh.zero_()
+        g.gate.weight_ih[2 * d:].copy_(torch.eye(d))  # W_in = I (rows: reset, update, new)
+        g.gate.bias_ih[d:2 * d] = -60.0  # z = σ(−60) ≈ 0
+        assert torch.allclose(g(batch, bg), tanh_model(batch, bg), atol=1e-10)
+        g.gate.bias_ih[d:2 * d] = 60.0  # z ≈ 1: the previous state (0 at the start) is kept
+        assert g(batch, bg).abs().max() < 1e-12
+    # and a trained-like gate changes the scores and takes gradients
+    g2 = gated(ident).train()
+    loss = multiclass_log_loss(g2(batch, bg), batch.answer)
+    loss.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in g2.gate.parameters())
+
+
+def test_torch_kernel_chunks_do_not_change_the_result(monkeypatch):
+    """The torch kernel processes links in chunks (larger on a GPU): any chunk size, same scores and gradients."""
+    kg = small_kg(12)
+    bg = Background.for_evaluation(kg, "extrapolation")
+    batch = make_queries(kg.facts("test"), R)[:10]
+    out = []
+    for chunk in (kernels._CHUNK, 3):
+        monkeypatch.setattr(kernels, "_CHUNK", chunk)
+        model = small_model("tanh", seed=4)
+        with kernels.kernel("torch"):
+            s = model(batch, bg)
+            s.sum().backward()
+        out.append((s.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    assert torch.allclose(out[0][0], out[1][0], atol=1e-12)
+    assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(out[0][1], out[1][1]))
+    assert kernels._chunk(torch.zeros(1)) == 3  # CPU tensors use the CPU chunk

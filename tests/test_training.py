@@ -330,3 +330,80 @@ def test_a_unified_run_trains_the_budget_it_was_given_and_says_so(tmp_path, budg
     assert res.history[0]["queries"] == budget
     card = render(Checkpoint.load(tmp_path / "m.tpar"), "m")
     assert f"questions per epoch {budget} (asked for: {budget})" in card
+
+
+def test_a_run_interrupted_on_one_device_resumes_on_the_one_asked_for(world, tmp_path):
+    """The interrupted run's config wins, except its device: a snapshot written with device 'cuda'
+    (a GPU machine) resumes on the CPU when the caller asks for it (or for auto without a GPU)."""
+    kg = load_dataset(world)
+    out = tmp_path / "r.tpar"
+    res = train(kg, tiny_run("extrapolation", epochs=1), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 2))
+    assert res.stopped == "cancelled"
+    ck, opt, pos = Checkpoint.load(resume_path(out), with_state=True)
+    ck.config.train.device = "cuda"
+    ck.config.train.lr = 1e-3  # another config: the file's wins for everything but the device
+    ck.save(resume_path(out), optimizer=opt, position=pos)
+    res2 = train(kg, tiny_run("extrapolation", epochs=1, device="cpu"), out, resume=True, progress=False)
+    assert res2.stopped == "completed"
+    assert res2.checkpoint.config.train.device == "cpu" and res2.checkpoint.config.train.lr == 1e-3
+
+
+def test_warm_start_begins_from_the_checkpoint_and_says_so(world, tmp_path):
+    kg = load_dataset(world)
+    first = train(kg, tiny_run("interpolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
+    from tpar.model.training import model_config_for, warm_start_model
+    model, record = warm_start_model(first, kg, model_config_for(kg, tiny_run("interpolation")),
+                                     torch.device("cpu"), "a.tpar")
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, first.weights[k]), k
+    assert record["from"] == "a.tpar" and record["epochs"] == 1
+    res = train(kg, tiny_run("interpolation", epochs=1), tmp_path / "b.tpar", progress=False, init=first,
+                init_name="a.tpar")
+    assert res.checkpoint.extra["warm_start"]["from"] == "a.tpar"
+    assert len(res.checkpoint.history) == 1  # its own epochs count from 1
+    # another model configuration or other data is refused with the differing field named
+    with pytest.raises(DataError, match="dim 8 there, 16 here"):
+        bigger = tiny_run("interpolation")
+        bigger.model.dim = 16
+        train(kg, bigger, tmp_path / "c.tpar", progress=False, init=first)
+    other = load_dataset(small_kg_csv(tmp_path))
+    with pytest.raises(DataError):
+        train(other, tiny_run("interpolation"), tmp_path / "d.tpar", progress=False, init=first)
+
+
+def small_kg_csv(tmp_path):
+    p = tmp_path / "other.csv"
+    p.write_text("subject,relation,object,time\n" + "".join(
+        f"A{i % 5},meets,B{i % 7},2024-01-{1 + i % 28:02d}\n" for i in range(80)))
+    return p
+
+
+def test_learning_rate_schedules():
+    from tpar.model.training import scheduled_lr
+    cfg = TrainConfig(lr=1e-2, epochs=4, lr_schedule="cosine")
+    assert scheduled_lr(cfg, 0, 0, 10, []) == pytest.approx(1e-2)
+    assert scheduled_lr(cfg, 2, 0, 10, []) == pytest.approx(1e-2 * 0.55)  # half-way
+    assert scheduled_lr(cfg, 4, 0, 10, []) == pytest.approx(1e-3)  # the end: lr/10
+    lrs = [scheduled_lr(cfg, e, b, 10, []) for e in range(4) for b in range(10)]
+    assert all(a > b for a, b in zip(lrs, lrs[1:]))
+    cfg = TrainConfig(lr=1e-2, lr_schedule="plateau")
+    hist = [{"valid_mrr": m} for m in (0.3, 0.4, 0.35, 0.45, 0.44)]
+    assert [scheduled_lr(cfg, 0, 0, 10, hist[:n]) for n in range(6)] == pytest.approx(
+        [1e-2, 1e-2, 1e-2, 5e-3, 5e-3, 2.5e-3])
+    assert scheduled_lr(TrainConfig(lr=1e-2), 3, 5, 10, hist) == 1e-2
+    with pytest.raises(ValueError):
+        TrainConfig(lr_schedule="linear")
+
+
+def test_a_scheduled_run_uses_the_scheduled_rate(world, tmp_path):
+    from tpar.model.training import scheduled_lr
+    kg = load_dataset(world)
+    seen = []
+    run = tiny_run("extrapolation", epochs=2, lr_schedule="cosine")
+    res = train(kg, run, tmp_path / "s.tpar", progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: seen.append(info) and False))
+    assert res.stopped == "completed"
+    assert [i.lr for i in seen] == [scheduled_lr(run.train, i.epoch, i.batch - 1, i.num_batches, res.history[:i.epoch])
+                                    for i in seen]
+    assert seen[0].lr == run.train.lr and seen[-1].lr < 0.2 * run.train.lr

@@ -85,26 +85,33 @@ def cmd_train(args) -> int:
     from tpar.model.training import train
 
     kg = _load(args)
+    init = None
+    if args.init:
+        from tpar.model.checkpoint import Checkpoint
+        init = Checkpoint.load(args.init)
     if args.config:
         run = RunConfig.load(args.config)
+    elif init is not None:  # a warm start continues with the checkpoint's own configuration
+        run = RunConfig.from_dict(init.config.to_dict(), str(args.init))
     else:
         path = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
         run = RunConfig.load(path) if path else RunConfig(ModelConfig(), TrainConfig())
         print(f"config: {path if path else 'defaults'}", file=sys.stderr)
     run.train.setting = args.setting
     for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
-                "device"):
+                "device", "lr_schedule", "background_fraction"):
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.train, key, val)
-    for key in ("dim", "num_layers", "history_window", "link_cap", "top_k", "priority"):
+    for key in ("dim", "num_layers", "history_window", "link_cap", "top_k", "priority", "gate", "activation"):
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.model, key, val)
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
-    result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test)
+    result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
+                   init=init, init_name=Path(args.init).name if args.init else "")
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
         return 0
     if result.stopped == "interrupted":
@@ -463,6 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--config", help="JSON with 'model' and 'train' sections (default: the paper's for known benchmarks)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
+    sp.add_argument("--init", metavar="CHECKPOINT",
+                    help="warm start: begin with this checkpoint's weights (same data and model configuration; "
+                         "without --config its configuration is used) and a fresh optimiser")
     sp.add_argument("--epochs", type=int)
     sp.add_argument("--lr", type=float)
     sp.add_argument("--batch-size", type=int)
@@ -479,6 +489,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--top-k", type=int, metavar="K", help="propagation: only the K highest-priority entities of each "
                     "step send messages in the next (0 = exact)")
     sp.add_argument("--priority", choices=["score", "learned"], help="how --top-k ranks entities (default: score)")
+    sp.add_argument("--activation", choices=["identity", "tanh", "relu"], help="δ of Eq. 8 (default: the config's)")
+    sp.add_argument("--gate", action="store_true", default=None,
+                    help="a GRU-style gate between steps (not in the paper; in code attributed to its authors)")
+    sp.add_argument("--lr-schedule", choices=["constant", "cosine", "plateau"],
+                    help="cosine: down to lr/10 over the planned epochs; plateau: lr halved per epoch that did "
+                         "not improve valid MRR (default: constant)")
+    sp.add_argument("--background-fraction", type=float, metavar="F",
+                    help="interpolation: share of training facts kept as background each epoch, the rest "
+                         "asked as questions (paper 0.75)")
     sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")

@@ -29,10 +29,13 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
              f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
-             f"propagation {m.propagation}",
-             f"- training: lr={t.lr}, batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
+             f"propagation {m.propagation}" + (", GRU gate between steps" if m.gate else ""),
+             f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
+             + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
              f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
+             *([f"- warm start: from `{w.get('from') or '?'}` ({w.get('epochs')} epochs, {w.get('seconds') or 0:.0f} s "
+                f"of optimiser steps; its valid history precedes this card's)"] if (w := ckpt.extra.get("warm_start")) else []),
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hw.get('platform', '?')} "
              f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
              f"- tpar version {ckpt.version}", "",

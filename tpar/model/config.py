@@ -17,6 +17,7 @@ Activation = Literal["identity", "tanh", "relu"]
 TrainingSetting = Literal["extrapolation", "interpolation", "unified"]
 DeviceChoice = Literal["auto", "cpu", "cuda"]
 Priority = Literal["score", "learned"]
+LRSchedule = Literal["constant", "cosine", "plateau"]
 ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
@@ -62,6 +63,10 @@ class ModelConfig:
     h^ℓ); ``learned`` -- a small network of the state and the query relation (A*Net-style) whose
     σ(priority) also weights the kept entities' messages, so that it learns what to keep."""
 
+    gate: bool = False
+    """A GRU-style gate between steps (not in the paper; present in code attributed to its authors):
+    h^ℓ = GRUCell(δ(W^ℓ Σ α·M), h^{ℓ-1}) per node, with h^{ℓ-1} = 0 for a node first reached at step ℓ."""
+
     @property
     def propagation(self) -> str:
         """``exact``, or the pruning in use, e.g. ``window=60+top_k=200(score)``."""
@@ -101,6 +106,10 @@ class TrainConfig:
             probability ∝ count(relation)^(−relation_balance): 0 uniform, 1 every relation equally.
         calibrate: after training, fit each setting's temperature and conformal thresholds on valid
             (``tpar.evaluation.calibration``) and keep them in the checkpoint.
+        lr_schedule: ``constant``; ``cosine`` -- lr·(0.1 + 0.9·(1 + cos(π·p))/2) at the share p of the
+            planned optimiser steps done (down to lr/10 at the last epoch); ``plateau`` -- lr halved for
+            each epoch so far whose validation MRR did not improve. Both follow from (epoch, batch,
+            history), so a resumed run continues on the same curve.
         device: ``auto`` (CUDA if available), ``cpu`` or ``cuda``. amp: bfloat16 autocast on CUDA.
         (No torch.compile option: on the CPU the fused C++ step replaced it. Measured here on 1.5M
         links: a compiled gather/scatter took 231 ms, eager index ops 180 ms; the C++ step is 4-5x
@@ -123,10 +132,15 @@ class TrainConfig:
     checkpoint_every: float = 300.0
     calibrate: bool = True
     relation_balance: float = 0.0
+    lr_schedule: LRSchedule = "constant"
 
     def __post_init__(self) -> None:
+        if self.lr_schedule not in get_args(LRSchedule):
+            raise ValueError(f"lr_schedule must be one of {get_args(LRSchedule)}, got {self.lr_schedule!r}")
         if self.setting not in SETTINGS:
             raise ValueError(f"setting must be one of {SETTINGS}, got {self.setting!r}")
+        if not 0.0 < self.background_fraction < 1.0:
+            raise ValueError(f"background_fraction must be in (0, 1), got {self.background_fraction!r}")
         if self.batch_size < 1 or self.micro_batch < 1:
             raise ValueError("batch_size and micro_batch must be positive")
 

@@ -121,6 +121,7 @@ class TPAR(nn.Module):
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 9
         self.priority = LearnedPriority(cfg) if cfg.top_k and cfg.priority == "learned" else None
         self.limits = LinkLimits(cfg.history_window, cfg.link_cap)
+        self.gate = nn.GRUCell(cfg.dim, cfg.dim) if cfg.gate else None  # optional, see ModelConfig.gate
 
     @property
     def identity_relation(self) -> int:
@@ -218,7 +219,11 @@ class TPAR(nn.Module):
                     trace.loop_weight.append(loop_weight)
                     loop_alpha = loop_alpha * loop_weight
             loop_msg = loop_alpha.unsqueeze(1) * layer.message(h, loops, identity, zero, h_time)
-            h = layer.aggregate(summed.index_add(0, loop_dst, loop_msg))  # Eq. 8
+            h_new = layer.aggregate(summed.index_add(0, loop_dst, loop_msg))  # Eq. 8
+            if self.gate is not None:  # each node's previous state reaches its new row by its self-loop
+                h_prev = h_new.new_zeros(h_new.shape).index_copy(0, loop_dst, h.to(h_new.dtype))
+                h_new = self.gate(h_new, h_prev)
+            h = h_new
             if trace is not None:
                 trace.states.append(h.detach())
             if self.cfg.top_k and step < len(self.layers) - 1:

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -85,6 +85,7 @@ class StepInfo:
     loss: float
     queries_per_second: float
     elapsed: float
+    lr: float = 0.0  # the learning rate of this step (after the schedule)
 
 
 @dataclass
@@ -104,6 +105,23 @@ class TrainResult:
     best_epoch: int
     seconds: float
     stopped: str  # "completed", "early-stopping", "cancelled", "interrupted" (SIGINT/SIGTERM; resume file kept)
+
+
+def scheduled_lr(cfg, epoch: int, batch: int, batches: int, history: list[dict]) -> float:
+    """The learning rate of optimiser step ``batch`` of ``epoch`` (0-based) under ``cfg.lr_schedule``
+    (see :class:`~tpar.model.config.TrainConfig`); ``history``: the epochs validated so far."""
+    if cfg.lr_schedule == "cosine":
+        done = (epoch + batch / max(batches, 1)) / max(cfg.epochs, 1)
+        return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(done, 1.0))))
+    if cfg.lr_schedule == "plateau":
+        best, flat = -math.inf, 0
+        for entry in history:
+            if entry["valid_mrr"] > best:
+                best = entry["valid_mrr"]
+            else:
+                flat += 1
+        return cfg.lr * 0.5 ** flat
+    return cfg.lr
 
 
 def set_seed(seed: int) -> None:
@@ -277,8 +295,14 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
 
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
-          callbacks: TrainingCallbacks | None = None, eval_test: bool = False) -> TrainResult:
+          callbacks: TrainingCallbacks | None = None, eval_test: bool = False,
+          init: Checkpoint | None = None, init_name: str = "") -> TrainResult:
     """Train (or resume training) and write the best model to ``out``; see the module docstring.
+
+    ``init``: a warm start -- the model begins with this checkpoint's weights (same data fingerprint and
+    model configuration, else a :class:`DataError`) and a fresh optimiser; the new run's epochs count from
+    1, its selection is on valid as always, and the checkpoint records where it started
+    (``extra["warm_start"]``, with ``init_name``). Ignored by ``resume``, whose file already holds the warm-started weights.
 
     ``out`` is reserved for the run (``out.lock``): a second run writing the same checkpoint is refused
     with a message, as is an output folder that cannot be written or has too little free space."""
@@ -293,19 +317,42 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
                         f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
     dist = current_dist()
     if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
-        return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test)
+        return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test, init=init,
+                      init_name=init_name)
     try:
         lock = acquire(out.with_name(out.name + ".lock"), f"checkpoint {out.name}")
     except PermissionError as e:
         raise DataError(f"cannot write there ({e.strerror})", file=out.parent) from None
     try:
-        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test)
+        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test,
+                      init=init, init_name=init_name)
     finally:
         release(lock)
 
 
+def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: torch.device,
+                     name: str = "") -> tuple[TPAR, dict]:
+    """The model of a warm start from ``init`` and the record kept of it; refuses other data or another
+    model configuration (naming the differing fields)."""
+    init.check_fits(kg)
+    if init.data_fingerprint != kg.fingerprint:
+        raise DataError(f"the warm-start checkpoint was trained on other data ({init.data_name}, fingerprint "
+                        f"{init.data_fingerprint[:12]}…; this data: {kg.fingerprint[:12]}…)")
+    mine, theirs = asdict(run.model), asdict(init.config.model)
+    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if differ:
+        raise DataError("the warm-start checkpoint has another model configuration: "
+                        + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ))
+    model = init.build_model(device).train()
+    record = {"from": name, "data_fingerprint": init.data_fingerprint, "setting": init.setting,
+              "epochs": len(init.history), "best_epoch": init.extra.get("best_epoch"),
+              "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset")}
+    return model, record
+
+
 def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress: bool,
-           callbacks: TrainingCallbacks | None, eval_test: bool) -> TrainResult:
+           callbacks: TrainingCallbacks | None, eval_test: bool, init: Checkpoint | None = None,
+           init_name: str = "") -> TrainResult:
     out = Path(out)
     cb = callbacks or TrainingCallbacks()
     cfg = run.train
@@ -317,6 +364,9 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
     model = TPAR(run.model).to(device)
+    warm: dict | None = None
+    if init is not None and not resume:
+        model, warm = warm_start_model(init, kg, run, device, init_name)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history: list[dict] = []
     start_epoch, start_batch = 0, 0
@@ -331,8 +381,11 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
         if ck.data_fingerprint != kg.fingerprint:
             raise DataError("the resume file was made on different data (fingerprints differ)", file=rpath)
         if ck.config.to_dict() != run.to_dict():
-            run = ck.config  # the interrupted run's own configuration wins
-            cfg = run.train
+            device_asked = cfg.device
+            run = ck.config  # the interrupted run's own configuration wins, except where it runs:
+            cfg = run.train  # a run interrupted on a GPU machine may continue on a CPU one
+            cfg.device = device_asked
+            device = resolve_device(cfg.device)
         model = ck.build_model(device).train()
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         opt.load_state_dict(opt_state["adam"])
@@ -341,6 +394,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
         start_epoch, start_batch = pos["epoch"], pos["batch"]
         best_mrr, best_epoch, bad_epochs = pos["best_mrr"], pos["best_epoch"], pos["bad_epochs"]
         trained_seconds = pos["seconds"]
+        warm = ck.extra.get("warm_start")
     setting = cfg.setting  # after a resume: the interrupted run's setting, not the caller's
     model.train()
     extrap_bg = None
@@ -354,6 +408,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
             bg_cache[id(bg)] = bg.to(device)
         return bg_cache[id(bg)]
 
+    warm_extra = {"warm_start": warm} if warm else {}
     dist = current_dist()
     main = dist is None or dist.main
 
@@ -361,7 +416,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
         if not main:
             return
         ck = from_model(model, run, kg, setting, history=history,
-                        extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed})
+                        extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, **warm_extra})
         ck.save(rpath, optimizer={"adam": opt.state_dict(), "torch_rng": torch.get_rng_state()},
                 position={"epoch": epoch, "batch": batch, "best_mrr": best_mrr, "best_epoch": best_epoch,
                           "bad_epochs": bad_epochs, "seconds": trained_seconds})
@@ -384,6 +439,9 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     kind, batch = plan.batch(i, cfg.batch_size)
                     bg = on_device(plan.backgrounds[kind])
                     t0 = time.perf_counter()
+                    lr = scheduled_lr(cfg, epoch, i, nb, history)
+                    for group in opt.param_groups:
+                        group["lr"] = lr
                     opt.zero_grad(set_to_none=True)
                     total = 0.0
                     for k, a in enumerate(range(0, len(batch), cfg.micro_batch)):
@@ -407,7 +465,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
                     bar.update(1)
                     bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
-                    cancel = bool(cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds)))
+                    cancel = bool(cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds, lr)))
                     stop = bool(received)
                     save = time.perf_counter() - last_save >= cfg.checkpoint_every
                     if dist is not None:  # every rank stops (and rank 0 saves) at the same step
@@ -434,7 +492,8 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     if main:
                         from_model(model, run, kg, setting, history=history, metrics={"valid_subset": val},
                                    extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed,
-                                          "best_epoch": best_epoch, "ranks": dist.world if dist else 1}).save(out)
+                                          "best_epoch": best_epoch, "ranks": dist.world if dist else 1,
+                                          **warm_extra}).save(out)
                 else:
                     bad_epochs += 1
                 snapshot(epoch + 1, 0)
@@ -461,7 +520,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
     if not out.is_file():
         # cancelled before the first validation: keep what we have so the work is not lost
         from_model(model, run, kg, setting, history=history,
-                   extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed}).save(out)
+                   extra={"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, **warm_extra}).save(out)
     best = Checkpoint.load(out)
     best.history = history
     best.extra.update({"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, "stopped": stopped,
