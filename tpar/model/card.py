@@ -34,8 +34,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
              f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
-             *([f"- warm start: from `{w.get('from') or '?'}` ({w.get('epochs')} epochs, {w.get('seconds') or 0:.0f} s "
-                f"of optimiser steps; its valid history precedes this card's)"] if (w := ckpt.extra.get("warm_start")) else []),
+             *warm_start_lines(ckpt.extra.get("warm_start")),
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hw.get('platform', '?')} "
              f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
              f"- tpar version {ckpt.version}", "",
@@ -78,3 +77,18 @@ def write_card(ckpt_path: str | Path, **kw) -> Path:
     card = p.with_suffix(".md")
     card.write_text(render(Checkpoint.load(p), p.stem, **kw), encoding="utf-8")
     return card
+
+
+def warm_start_lines(warm: dict | None) -> list[str]:
+    """Card lines for a chain of warm starts, the most recent first."""
+    out = []
+    while warm:
+        hw = warm.get("hardware") or {}
+        where = f" on {hw.get('platform', '?')} ({hw.get('gpu') or 'CPU'})" if hw else ""
+        hist = " ".join(f"{h['epoch']}: {100 * h['valid_mrr']:.2f}" for h in warm.get("history") or [] if "valid_mrr" in h)
+        out.append(f"- warm start: from `{warm.get('from') or '?'}` ({warm.get('epochs')} epochs, "
+                   f"{warm.get('seconds') or 0:.0f} s of optimiser steps{where}"
+                   + (f"; its valid history {hist}" if hist else "") + ")")
+        warm = warm.get("before")
+    return out
+

@@ -346,7 +346,9 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     model = init.build_model(device).train()
     record = {"from": name, "data_fingerprint": init.data_fingerprint, "setting": init.setting,
               "epochs": len(init.history), "best_epoch": init.extra.get("best_epoch"),
-              "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset")}
+              "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset"),
+              "hardware": init.extra.get("hardware"), "history": init.history,
+              "before": init.extra.get("warm_start")}  # a chain of warm starts stays traceable
     return model, record
 
 
