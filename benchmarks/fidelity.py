@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
+                    help="how the explanation ranks paths (tpar.reasoning.explanation)")
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -78,7 +80,8 @@ def main() -> None:
             break
         s, r, o, t = test[i].tolist()
         q = Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t), "object", args.setting)
-        e = ex.explain(q.subject, q.relation, q.time, kg.entities.name(o), setting=args.setting, num_paths=10)
+        e = ex.explain(q.subject, q.relation, q.time, kg.entities.name(o), setting=args.setting, num_paths=10,
+                       importance=args.importance)
         if e.rank != 1 or not e.paths:
             continue
         used += 1
@@ -110,11 +113,11 @@ def main() -> None:
                 rise.append(score(np.array(seq[:k], dtype=np.int64).reshape(-1, 4)) - empty)
             drops[method].append(drop)
             rises[method].append(rise)
-    result = {"data": kg.name, "setting": args.setting, "questions": used}
+    result = {"data": kg.name, "setting": args.setting, "questions": used, "importance": args.importance}
     for test, values, verb in (("deletion", drops, "drop of f(q, a) after removing"),
                                ("insertion", rises, "rise of f(q, a) over the empty background after inserting")):
         mean = {m: np.mean(np.array(v), axis=0).tolist() for m, v in values.items() if v}
-        print(f"\n{test}: {kg.name}, {args.setting}, {used} test questions answered first by the model; mean {verb} "
+        print(f"\n{test}: {kg.name}, {args.setting}, paths ranked by {args.importance} importance, {used} test questions answered first by the model; mean {verb} "
               f"k facts (k = 1..{K}):\n")
         print(f"| facts {'removed' if test == 'deletion' else 'inserted'} by | " + " | ".join(f"k={k}" for k in range(1, K + 1))
               + " | AUC (mean) |")

@@ -346,3 +346,43 @@ def test_link_sentences_read_as_plain_language(sample_kg, sample_checkpoint):
     assert link.sentence() == ("Hugo of Zanistan: Threaten → Orora Front, 1 day before the question "
                                "(walked back from Orora Front)")
     assert link.arrow_label == "← Threaten" and link.when == "1 day before"
+
+
+def test_integrated_importance_is_complete_and_reported():
+    """Integrated gradients over every link and self-loop sum to f(q, a) − f(no evidence) = f(q, a)
+    (completeness), up to the midpoint rule's error; the explanation says which importance it used."""
+    ex, kg = toy_explainer()
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:5].tolist():
+        subject, relation = kg.entities.name(s), kg.relations.name(r)
+        prepared = ex.predictor.prepare(Question(subject, relation, t))
+        full = PropagationTrace(weighted=True)
+        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0]
+        for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:2]:
+            links, loops = ex._integrated(prepared, a, full, steps=100)
+            total = sum(float(x.sum()) for x in links + loops)
+            assert total == pytest.approx(float(scores[a]), rel=1e-3, abs=1e-6)
+            checked += 1
+        e = ex.explain(subject, relation, t, kg.entities.name(o), importance="integrated", steps=8)
+        assert e.importance == ("integrated" if e.reached else "gradient")
+    assert checked >= 4
+    with pytest.raises(ValueError):
+        ex.explain(subject, relation, t, kg.entities.name(o), importance="shapley")
+
+
+def test_integrated_importance_falls_back_where_the_pass_changes(monkeypatch):
+    """Integrated gradients need the same links at every β: a pass that admits other links (top-K
+    pruning ranks entities by their states) is detected, and the explanation falls back to the
+    gradient and says so."""
+    ex, kg = toy_explainer()
+    (s1, r1, o1, t1), (s2, r2, _, t2) = kg.facts("test")[:2].tolist()
+    q1 = ex.predictor.prepare(Question(kg.entities.name(s1), kg.relations.name(r1), t1))
+    q2 = ex.predictor.prepare(Question(kg.entities.name(s2), kg.relations.name(r2), t2 + 1))
+    other = PropagationTrace(weighted=True)
+    ex.predictor.model(q2.batch, q2.background, trace=other)
+    assert ex._integrated(q1, o1, other, steps=4) is None
+    monkeypatch.setattr(ex, "_integrated", lambda *a, **k: None)
+    e = ex.explain(kg.entities.name(s1), kg.relations.name(r1), t1, kg.entities.name(o1), importance="integrated")
+    if e.reached:
+        assert e.importance == "gradient"
+        assert any("integrated importance unavailable" in w for w in e.warnings)

@@ -94,6 +94,8 @@ class PropagationTrace:
     ``weighted=True`` makes the pass multiply every link's and self-loop's α by a weight of 1 that
     requires grad, kept in ``link_weight[l]`` (M_l,) / ``loop_weight[l]`` (P_{l-1},): after
     ``f.backward()`` their ``.grad`` is ∂f/∂(link) of Eq. 14, what :mod:`tpar.reasoning.explanation` searches.
+    ``weight_scale`` β sets those weights to β instead of 1 (every link and self-loop at once): the
+    points along the straight line from "no evidence" to the full pass that integrated gradients average.
     """
 
     nodes: list[torch.Tensor] = field(default_factory=list)
@@ -103,6 +105,7 @@ class PropagationTrace:
     loops: list[torch.Tensor] = field(default_factory=list)
     loop_alpha: list[torch.Tensor] = field(default_factory=list)
     weighted: bool = False
+    weight_scale: float = 1.0
     link_weight: list[torch.Tensor] = field(default_factory=list)
     loop_weight: list[torch.Tensor] = field(default_factory=list)
     states: list[torch.Tensor] = field(default_factory=list)
@@ -197,7 +200,7 @@ class TPAR(nn.Module):
                 edge_ptr = torch.searchsorted(owner, node_ptr)  # query q's links: edge_ptr[q]:edge_ptr[q+1]
                 link_weight = None
                 if trace is not None and trace.weighted:
-                    link_weight = torch.ones(m, device=dev, dtype=h.dtype, requires_grad=True)
+                    link_weight = torch.full((m,), trace.weight_scale, device=dev, dtype=h.dtype, requires_grad=True)
                     trace.link_weight.append(link_weight)
                 summed, alpha = links(h, h_rel, h_time, terms, owner, rel, dt, dst, edge_ptr, node_q.shape[0],
                                       link_weight, gate)
@@ -215,7 +218,7 @@ class TPAR(nn.Module):
                 trace.loops.append(torch.stack([old_q, old_e], 1).detach())
                 trace.loop_alpha.append(loop_alpha.detach())
                 if trace.weighted:
-                    loop_weight = torch.ones_like(loop_alpha, requires_grad=True)
+                    loop_weight = torch.full_like(loop_alpha, trace.weight_scale, requires_grad=True)
                     trace.loop_weight.append(loop_weight)
                     loop_alpha = loop_alpha * loop_weight
             loop_msg = loop_alpha.unsqueeze(1) * layer.message(h, loops, identity, zero, h_time)

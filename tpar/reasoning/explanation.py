@@ -18,6 +18,15 @@ By default the search keeps simple paths only (no entity entered twice): walking
 straight back ("A → X → A") is how an L-step encoding stays put, and such detours repeat a shorter
 path's evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking over all walks).
 
+``importance="integrated"`` replaces the single gradient by integrated gradients (Sundararajan et al.
+2017) along the straight line from "every link and self-loop off" (w = 0, where h = 0 and f = 0) to the
+full pass (w = 1): each link's attribution is the mean of ∂f/∂w over ``steps`` midpoints β of that line,
+and the attributions of all links and self-loops sum to f (completeness). It credits evidence that a
+single gradient misses where a pattern is saturated -- several repetitions of one fact pattern, each of
+which alone changes little -- and costs ``steps`` forward and backward passes. Where the propagation
+itself changes along the line (top-K pruning ranks entities by their states), the gradient is used and
+the explanation says so.
+
 Backgrounds follow :class:`tpar.reasoning.prediction.Predictor`: extrapolation sees facts with t < t_q;
 interpolation sees every known fact except those answering the question itself.
 """
@@ -128,6 +137,7 @@ class Explanation(AnsweredQuestion):
     paths: list[TemporalPath]
     num_layers: int
     warnings: list[str] = field(default_factory=list)
+    importance: str = "gradient"  # how links were scored: "gradient" (Eq. 14) or "integrated" (see module doc)
 
     @property
     def floor(self) -> float:
@@ -232,9 +242,12 @@ class Explainer:
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
                 setting: str = "auto", num_paths: int = 5, beam: int | None = None,
-                simple: bool = True) -> Explanation:
+                simple: bool = True, importance: str = "gradient", steps: int = 16) -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
-        paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer)."""
+        paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer);
+        ``importance``: ``gradient`` (Eq. 14) or ``integrated`` (``steps`` points; module docstring)."""
+        if importance not in ("gradient", "integrated"):
+            raise ValueError(f"importance must be 'gradient' or 'integrated', got {importance!r}")
         question = Question(subject, relation, time, direction, setting)
         answer = self.kg.entities.resolve(answer, "answer entity")
         a = self.kg.entities.id(answer)
@@ -251,13 +264,23 @@ class Explainer:
         grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
         link_grads = [g.detach().cpu() for g in grads[0::2]]
         loop_grads = [g.detach().cpu() for g in grads[1::2]]
+        used = "gradient"
+        extra_warnings = []
+        if importance == "integrated" and reached:
+            integrated = self._integrated(prepared, a, trace, steps)
+            if integrated is None:
+                extra_warnings.append("integrated importance unavailable for this model (its top-K pruning changes "
+                                      "the propagation along the integration path): paths ranked by the gradient")
+            else:
+                link_grads, loop_grads = integrated
+                used = "integrated"
         trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
                                  alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
                                  loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
         paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
                                   beam or max(4 * num_paths, 20), simple) if reached else []
         p = self.predictor
-        warnings = list(p.warnings)
+        warnings = list(p.warnings) + extra_warnings
         if not reached:
             warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
         floor = evidence_floor(float(f.detach()))
@@ -267,7 +290,28 @@ class Explainer:
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
         return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings)
+                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used)
+
+    def _integrated(self, prepared: PreparedQuestion, a: int, full: PropagationTrace,
+                    steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
+        """Integrated gradients of f(q, a) per link and self-loop (lists per layer, on the CPU), or None
+        where a pass at some β admits other links than the full pass."""
+        model = self.predictor.model.eval()
+        sums = None
+        for j in range(steps):
+            tr = PropagationTrace(weighted=True, weight_scale=(j + 0.5) / steps)
+            with torch.enable_grad():
+                f = model(prepared.batch, prepared.background, trace=tr)[0, a]
+                same = len(tr.links) == len(full.links) and all(
+                    torch.equal(x, y) for x, y in zip(tr.links + tr.loops, full.links + full.loops))
+                if not same:
+                    return None
+                weights = [w for pair in zip(tr.link_weight, tr.loop_weight) for w in pair]
+                grads = torch.autograd.grad(f, weights, allow_unused=True)
+            grads = [torch.zeros_like(w) if g is None else g.detach() for w, g in zip(weights, grads)]
+            sums = grads if sums is None else [x + g for x, g in zip(sums, grads)]
+        mean = [(x / steps).cpu() for x in sums]  # × (1 − 0): the line runs from w = 0 to w = 1
+        return mean[0::2], mean[1::2]
 
     def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
                      k: int, beam: int, simple: bool) -> list[TemporalPath]:
