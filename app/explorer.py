@@ -34,12 +34,16 @@ RUNS_DIR = WORKSPACE / "checkpoints"
 JOBS_DIR = WORKSPACE / "jobs"
 
 # question keys mirrored in the URL, with defaults and allowed values
-URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths", "coverage")
-DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5, "coverage": "0.9"}
+URL_KEYS = ("data", "model", "subject", "relation", "direction", "time", "setting", "k", "answer", "paths", "coverage",
+            "importance")
+DEFAULTS = {"direction": "object", "setting": "auto", "k": 10, "paths": 5, "coverage": "0.9", "importance": "integrated"}
 INT_RANGES = {"k": (1, 50), "paths": (1, 10)}  # the widgets' ranges
 CHOICES = {"direction": ("object", "subject"), "setting": ("auto", "extrapolation", "interpolation"),
+           "importance": ("integrated", "gradient"),
            "coverage": ("off", "0.8", "0.9", "0.95")}
 URL_ANSWER = "from the URL"
+#: evidence facts (largest share first) whose removal the Evidence page measures (a forward pass each)
+MEASURED_FACTS = 5
 
 
 def max_upload_mb() -> int:
@@ -112,10 +116,10 @@ def ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_vers
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def explain(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
-            answer: str, paths: int) -> Explanation:
+            answer: str, paths: int, importance: str = "integrated") -> Explanation:
     return explainer(data_path, data_version, checkpoint_path, checkpoint_version).explain(
         question.subject, question.relation, question.time, answer, direction=question.direction,
-        setting=question.setting, num_paths=paths)
+        setting=question.setting, num_paths=paths, importance=importance, measure_facts=MEASURED_FACTS)
 
 
 @st.cache_data(show_spinner="Answering the hypothetical…", max_entries=64)
@@ -324,10 +328,10 @@ def current_prediction(sel: Selection, coverage: float | None = None) -> Predict
         st.stop()
 
 
-def current_explanation(sel: Selection, answer: str, paths: int) -> Explanation:
+def current_explanation(sel: Selection, answer: str, paths: int, importance: str = "integrated") -> Explanation:
     """The temporal paths behind ``answer`` to the current question (cached), or a message and a stop."""
     try:
-        return explain(*sel.keys, current_question(), answer, paths)
+        return explain(*sel.keys, current_question(), answer, paths, importance)
     except DataError as e:
         st.error(md(e))
         st.stop()

@@ -6,7 +6,10 @@ and watch the answer's score rise above its empty-background value.
 
 For each test question whose (true) answer the model ranks first: the top 10 paths of Eq. 14
 (`tpar.reasoning.explanation`); three orders of candidate facts --
-  * paths: the facts of the paths' links, in path order (best path first, hop by hop);
+  * paths: the facts of the paths' links, best path first, hop by hop (``--within-path importance``:
+    each path's facts by the explanation's importance of their links, largest first; ``share``: all the
+    paths' facts by their share of the score, summed over every link that walks them; ``removal``: by
+    the explanation's measured removal effect of its ``--measure`` largest-share facts, then by share);
   * attention: the facts of the links the propagation admitted, highest α (any layer) first;
   * random: those same admitted links' facts in a seeded random order;
 and for k = 1..10 the drop f(q, a) − f'(q, a) after removing the first k facts of each order (the
@@ -54,6 +57,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
                     help="how the explanation ranks paths (tpar.reasoning.explanation)")
+    ap.add_argument("--measure", type=int, default=10,
+                    help="--within-path removal: how many facts (largest share first) to measure")
+    ap.add_argument("--within-path", default="hops", choices=["hops", "importance", "share", "removal"],
+                    help="order of the paths' facts: best path first, hop by hop from the question's entity; "
+                         "importance: each path's facts by their link's importance; share: all the paths' facts by "
+                         "their share of the score (every link walking the fact, tpar.reasoning.explanation.FactShare); "
+                         "removal: by the measured effect of removing each (the --measure largest shares), then share")
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -81,12 +91,22 @@ def main() -> None:
         s, r, o, t = test[i].tolist()
         q = Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t), "object", args.setting)
         e = ex.explain(q.subject, q.relation, q.time, kg.entities.name(o), setting=args.setting, num_paths=10,
-                       importance=args.importance)
+                       importance=args.importance, top_facts=200,
+                       measure_facts=args.measure if args.within_path == "removal" else 0)
         if e.rank != 1 or not e.paths:
             continue
         used += 1
         path_order = list(dict.fromkeys((kg.entities.id(x.subject), kg.relations.id(x.relation),
-                                         kg.entities.id(x.object), x.time_step) for pth in e.paths for x in pth.links))
+                                         kg.entities.id(x.object), x.time_step) for pth in e.paths
+                                        for x in (sorted(pth.links, key=lambda x: -abs(x.gradient))
+                                                  if args.within_path == "importance" else pth.links)))
+        if args.within_path in ("share", "removal"):  # the same facts by their share (or measured removal)
+            ids = lambda x: (kg.entities.id(x.subject), kg.relations.id(x.relation), kg.entities.id(x.object),
+                             x.time_step)
+            share = {ids(x): x.share for x in e.facts}
+            removal = {ids(x): x.removal for x in e.facts if x.removal is not None}
+            path_order.sort(key=lambda f: (-removal.get(f, -np.inf), -share.get(f, 0.0))
+                            if args.within_path == "removal" else -share.get(f, 0.0))
         prepared = p.prepare(q)
         trace = PropagationTrace()
         with torch.no_grad():
@@ -113,7 +133,8 @@ def main() -> None:
                 rise.append(score(np.array(seq[:k], dtype=np.int64).reshape(-1, 4)) - empty)
             drops[method].append(drop)
             rises[method].append(rise)
-    result = {"data": kg.name, "setting": args.setting, "questions": used, "importance": args.importance}
+    result = {"data": kg.name, "setting": args.setting, "questions": used, "importance": args.importance,
+              "within_path": args.within_path, "measure": args.measure if args.within_path == "removal" else 0}
     for test, values, verb in (("deletion", drops, "drop of f(q, a) after removing"),
                                ("insertion", rises, "rise of f(q, a) over the empty background after inserting")):
         mean = {m: np.mean(np.array(v), axis=0).tolist() for m, v in values.items() if v}

@@ -32,6 +32,18 @@ def svg(points: list[tuple[int, float]], best: int, title: str, path: Path) -> N
     path.write_text("\n".join(out))
 
 
+def chained_history(ck: Checkpoint) -> tuple[list[dict], int]:
+    """The validation history of a checkpoint preceded by those of the warm starts it continued (each up to
+    its kept epoch, the weights the next stage began from), and how many epochs came before its own."""
+    stages, warm = [], ck.extra.get("warm_start")
+    while warm:
+        kept = warm.get("best_epoch") or len(warm.get("history") or [])
+        stages.append((warm.get("history") or [])[:kept])
+        warm = warm.get("before")
+    earlier = [h for hist in reversed(stages) for h in hist]
+    return earlier + list(ck.history), len(earlier)
+
+
 def main() -> None:
     lines = ["# Learning curves of the shipped checkpoints", "",
              "Validation MRR % (realistic, on the seeded valid subset each run selected on) after each epoch, "
@@ -40,15 +52,17 @@ def main() -> None:
              "| checkpoint | epochs | kept | valid MRR per epoch |", "|---|---|---|---|"]
     for path in sorted((ROOT.parent / "checkpoints").glob("*.tpar")):
         ck = Checkpoint.load(path)
+        history, before = chained_history(ck)
         seen, points = 0, []
-        for h in ck.history:
+        for h in history:
             seen += int(h.get("queries", 0))
             points.append((seen, 100 * h.get("valid_mrr", float("nan"))))
         if not points:
             continue
-        best = int(ck.extra.get("best_epoch", len(points)))
+        best = before + int(ck.extra.get("best_epoch", len(points) - before))
         svg(points, best, f"{path.stem}: valid MRR by training questions", OUT / f"learning_curve_{path.stem}.svg")
-        lines.append(f"| {path.stem} | {len(points)} | {best} | " + ", ".join(f"{y:.2f}" for _, y in points) + " |")
+        lines.append(f"| {path.stem} | {len(points)}" + (f" ({before} before the last warm start)" if before else "")
+                     + f" | {best} | " + ", ".join(f"{y:.2f}" for _, y in points) + " |")
     lines += [""] + [f"![{p.stem}](learning_curve_{p.stem}.svg)" for p in sorted((ROOT.parent / "checkpoints").glob("*.tpar"))]
     (OUT / "learning_curves.md").write_text("\n".join(lines) + "\n")
     print(OUT / "learning_curves.md")

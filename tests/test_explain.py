@@ -386,3 +386,49 @@ def test_integrated_importance_falls_back_where_the_pass_changes(monkeypatch):
     if e.reached:
         assert e.importance == "gradient"
         assert any("integrated importance unavailable" in w for w in e.warnings)
+
+
+def test_fact_shares_sum_every_link_that_walks_the_fact():
+    """A fact's share = the integrated importance of every link (any layer, either direction) walking
+    it, recomputed here link by link; the list is sorted by |share| and names real known facts."""
+    ex, kg = toy_explainer()
+    R = kg.num_relations
+    known = {tuple(f) for f in kg.all_facts().tolist()}
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:6].tolist():
+        subject, relation = kg.entities.name(s), kg.relations.name(r)
+        e = ex.explain(subject, relation, t, kg.entities.name(o), importance="integrated", steps=8, top_facts=1000)
+        if e.importance != "integrated":
+            continue
+        prepared = ex.predictor.prepare(Question(subject, relation, t, "object", e.setting))
+        full = PropagationTrace(weighted=True)
+        ex.predictor.model(prepared.batch, prepared.background, trace=full)
+        links, _ = ex._integrated(prepared, o, full, steps=8)
+        want: dict = {}
+        for rows, attr in zip(full.links, links):
+            for (q, src, rel, dst, tt), x in zip(rows.tolist(), attr.tolist()):
+                fact = (dst, rel - R, src, tt) if rel >= R else (src, rel, dst, tt)
+                want[fact] = want.get(fact, 0.0) + x
+        assert [abs(f.share) for f in e.facts] == sorted((abs(f.share) for f in e.facts), reverse=True)
+        for f in e.facts:
+            key = (kg.entities.id(f.subject), kg.relations.id(f.relation), kg.entities.id(f.object), f.time_step)
+            assert key in known and key != (s, r, o, t)
+            assert f.share == pytest.approx(want[key], rel=1e-6, abs=1e-9)
+            checked += 1
+    assert checked > 3
+
+
+def test_measured_removal_is_what_the_what_if_answer_computes():
+    ex, kg = toy_explainer()
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:6].tolist():
+        subject, relation, answer = kg.entities.name(s), kg.relations.name(r), kg.entities.name(o)
+        e = ex.explain(subject, relation, t, answer, top_facts=5, measure_facts=2)
+        for x in e.facts[:2]:
+            pred = ex.predictor.predict(subject, relation, t, setting=e.setting, top_k=None,
+                                        without=[(x.subject, x.relation, x.object, x.time)])
+            after = next(a.score for a in pred.answers if a.entity == answer)
+            assert x.removal == pytest.approx(e.score - after, abs=1e-9)
+            checked += 1
+        assert all(x.removal is None for x in e.facts[2:])
+    assert checked >= 2

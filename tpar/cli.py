@@ -346,7 +346,7 @@ def cmd_explain(args) -> int:
     ckpt, kg = _checkpoint_and_data(args)
     ex = Explainer(Predictor(ckpt, kg, args.device))
     e = ex.explain(args.subject, args.relation, args.time, args.answer, direction=args.direction,
-                   setting=args.setting, num_paths=args.paths)
+                   setting=args.setting, num_paths=args.paths, importance=args.importance)
     trace = ex.trace(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting,
                      top=args.top_links) if args.trace else None
     cf = ex.counterfactual(args.subject, args.relation, args.time, args.answer, direction=args.direction,
@@ -360,12 +360,18 @@ def cmd_explain(args) -> int:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
-    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}")
+    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
+          f"paths ranked by {e.importance} importance")
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
         print(f"{i:3d}. importance {path.importance:+.4f}  {path.describe()}"
               + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
+    if e.facts:
+        print(f"facts by their share of the score ({e.importance}):")
+        for x in e.facts[:args.paths]:
+            print(f"     {x.share:+.4f}  ({x.subject}, {x.relation}, {x.object}, {x.time})"
+                  + (f"  [{x.links} links]" if x.links > 1 else ""))
     if cf is not None:
         if cf.flipped:
             print(f"counterfactual: without these {len(cf.removed)} fact(s) {cf.answer} drops to rank {cf.rank_after:g} "
@@ -573,6 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
     sp.add_argument("--paths", type=int, default=5, help="number of paths")
+    sp.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
+                    help="path importance: the gradient of Eq. 14 (one backward pass) or integrated gradients "
+                         "(16 passes; complete: they sum to the score)")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")

@@ -27,10 +27,14 @@ def render() -> None:
         st.info("No answers.")
         st.stop()
     answer_ui(pred, sel.kg.entities)
-    e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]))
-    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. A path's importance is the "
-               "sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, found by beam search "
-               "over the layers); staying at an entity (a self-loop) is counted apart, as *stay*.")
+    e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
+    how = ("the sum over its links of their integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way "
+           "from every link off to every link on, so that all links' shares add up to the score"
+           if e.importance == "integrated" else
+           "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14)")
+    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. A path's importance is {how} "
+               "(paths found by beam search over the layers); staying at an entity (a self-loop) is counted apart, "
+               "as *stay*.")
     for w in e.warnings:
         st.warning(ex.md(w))
     if not e.paths:
@@ -60,7 +64,7 @@ def render() -> None:
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
                 f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed with ←: a fact walked backwards; "
-                "thickness: the link's own importance ∂f/∂link on a log scale (thin and dotted: none). Hover a link for the "
+                "thickness: the link's own importance on a log scale (thin and dotted: none). Hover a link for the "
                 "fact in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
     html = evidence_html(e, paths=shown, dark=dark)
@@ -82,12 +86,17 @@ def answer_ui(pred: Prediction, entities) -> None:
             st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
         ss["answer"] = answers[0]
     rank_of = {a.entity: a.rank for a in pred.answers}
-    c1, c2 = st.columns([3, 1])
+    c1, c2, c3 = st.columns([3, 1, 1.3])
     with c1:
         ex.bind(st.selectbox, "Answer to explain", "answer", options=answers,
                 format_func=lambda e: f"{rank_of[e]}. {e}" if e in rank_of else e)
     with c2:
         ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
+    with c3:
+        ex.bind(st.selectbox, "Path importance", "importance", options=["integrated", "gradient"],
+                help="integrated: integrated gradients, complete (the links' shares add up to the score) and "
+                     "faithful where a pattern repeats (benchmarks/results/fidelity.md), 16 passes; gradient: "
+                     "Eq. 14's single derivative, one pass")
 
 
 def paths_ui(e: Explanation, shown: list) -> None:
@@ -100,6 +109,28 @@ def paths_ui(e: Explanation, shown: list) -> None:
         st.markdown(f"**Path {k}** ({weight}; stay {p.stay:+.4f}):\n\n{lines}")
     table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "stay": p.stay, "hops": p.length,
                            "temporal path": p.describe()} for p in shown])
+    if e.facts:
+        with st.expander(f"The facts behind the answer, by their share of the score ({len(e.facts)})"):
+            st.caption("A fact's share sums the importance of every link that walks it, in any layer and either "
+                       "direction" + (" -- integrated gradients, so all shares (with the stays) add up to the score."
+                                      if e.importance == "integrated" else " (first order, Eq. 14).")
+                       + " *Removal* is measured: the score minus the model's score on the data without that one fact "
+                         "(other paths to the answer included; measured for the largest shares only). Facts a rule "
+                         "needs together split their share, but removing either may take all of it.")
+            st.dataframe(pd.DataFrame([{"share": x.share, "removal": x.removal, "subject": x.subject,
+                                        "relation": x.relation, "object": x.object, "time": x.time, "links": x.links}
+                                       for x in e.facts]),
+                         hide_index=True, column_config={
+                             "share": st.column_config.NumberColumn("Share", format="%+.4f", width="small"),
+                             "removal": st.column_config.NumberColumn("Removal", format="%+.4f", width="small",
+                                                                      help="f(q, a) minus f(q, a) without this fact; "
+                                                                           "None: not measured"),
+                             "subject": st.column_config.TextColumn("Subject"),
+                             "relation": st.column_config.TextColumn("Relation"),
+                             "object": st.column_config.TextColumn("Object"),
+                             "time": st.column_config.TextColumn("Time"),
+                             "links": st.column_config.NumberColumn("Links", width="small",
+                                                                    help="links of the propagation that walk this fact")})
     with st.expander("The paths in symbols (r⁻¹: a relation walked backwards)"):
         st.dataframe(table, hide_index=True, column_config={
             "path": st.column_config.NumberColumn("Path", width="small"),

@@ -129,6 +129,25 @@ class TemporalPath:
 
 
 @dataclass
+class FactShare:
+    """One known fact and its share of the answer's score: the summed importance of every link (any
+    layer, either direction) that walks it -- what removing the fact takes away, to first order
+    (``gradient``) or along the whole way from no evidence (``integrated``, where shares add up to f)."""
+
+    subject: str
+    relation: str
+    object: str
+    time: str
+    time_step: int
+    share: float
+    links: int  # how many links of the propagation walk this fact
+    removal: float | None = None  # measured: f(q, a) minus f(q, a) on the data without this fact (None: not measured)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
 class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
@@ -138,6 +157,7 @@ class Explanation(AnsweredQuestion):
     num_layers: int
     warnings: list[str] = field(default_factory=list)
     importance: str = "gradient"  # how links were scored: "gradient" (Eq. 14) or "integrated" (see module doc)
+    facts: list[FactShare] = field(default_factory=list)  # the facts with the largest shares, largest first
 
     @property
     def floor(self) -> float:
@@ -242,10 +262,16 @@ class Explainer:
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
                 setting: str = "auto", num_paths: int = 5, beam: int | None = None,
-                simple: bool = True, importance: str = "gradient", steps: int = 16) -> Explanation:
+                simple: bool = True, importance: str = "gradient", steps: int = 16,
+                top_facts: int = 20, measure_facts: int = 0) -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer);
-        ``importance``: ``gradient`` (Eq. 14) or ``integrated`` (``steps`` points; module docstring)."""
+        ``importance``: ``gradient`` (Eq. 14) or ``integrated`` (``steps`` points; module docstring);
+        ``top_facts``: how many facts to list by their share of the score (:class:`FactShare`);
+        ``measure_facts``: for that many of them (largest share first) also measure what removing each one
+        from the data does to the score (one forward pass each; ``FactShare.removal``). A share is an
+        attribution -- facts that the rule needs together split it -- while the removal is what the model
+        computes without the fact, other paths to the answer included."""
         if importance not in ("gradient", "integrated"):
             raise ValueError(f"importance must be 'gradient' or 'integrated', got {importance!r}")
         question = Question(subject, relation, time, direction, setting)
@@ -279,18 +305,64 @@ class Explainer:
                                  loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
         paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
                                   beam or max(4 * num_paths, 20), simple) if reached else []
+        floor = evidence_floor(float(f.detach()))
+        facts = self._fact_shares(trace, link_grads, floor, top_facts) if reached else []
+        for x in facts[:measure_facts]:
+            x.removal = float(f.detach()) - self._score_without(prepared, a, x)
         p = self.predictor
         warnings = list(p.warnings) + extra_warnings
         if not reached:
             warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
-        floor = evidence_floor(float(f.detach()))
         for path in paths:
             path.meaningful = abs(path.importance) >= floor
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
         return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used)
+                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts)
+
+    def _score_without(self, prepared: PreparedQuestion, a: int, fact: FactShare) -> float:
+        """f(q, a) on the data without one known fact (the question's own setting and leakage rules)."""
+        p = self.predictor
+        data, _ = p.what_if_facts([(fact.subject, fact.relation, fact.object, fact.time)], ())
+        q = prepared.question
+        other = p.prepare(Question(q.subject, q.relation, q.time, q.direction, prepared.setting.value), data)
+        with torch.no_grad():
+            return float(p.model.eval()(other.batch, other.background)[0, a])
+
+    def _fact_shares(self, trace: PropagationTrace, link_grads: list[torch.Tensor], floor: float,
+                     top: int) -> list[FactShare]:
+        """The ``top`` facts by share (|share| ≥ ``floor``): link importances summed per fact."""
+        kg, R = self.kg, self.kg.num_relations
+        E = kg.num_entities
+        if not trace.links or top <= 0:
+            return []
+        rows = torch.cat(trace.links)  # (M, 5): query, src, rel, dst, time
+        attr = torch.cat(link_grads).double()
+        inv = rows[:, 2] >= R
+        subj = torch.where(inv, rows[:, 3], rows[:, 1])
+        obj = torch.where(inv, rows[:, 1], rows[:, 3])
+        rel = torch.where(inv, rows[:, 2] - R, rows[:, 2])
+        t = rows[:, 4]
+        t0 = int(t.min()) if t.numel() else 0
+        span = int(t.max()) - t0 + 1 if t.numel() else 1
+        key = ((subj * R + rel) * E + obj) * span + (t - t0)
+        uniq, inverse = torch.unique(key, return_inverse=True)
+        share = torch.zeros(uniq.shape[0], dtype=torch.float64).index_add_(0, inverse, attr)
+        count = torch.zeros(uniq.shape[0], dtype=torch.long).index_add_(0, inverse, torch.ones_like(inverse))
+        order = torch.argsort(share.abs(), descending=True)[:top]
+        out = []
+        for i in order.tolist():
+            if abs(float(share[i])) < floor:
+                break
+            k = int(uniq[i])
+            k, dt = divmod(k, span)
+            k, o = divmod(k, E)
+            sid, r = divmod(k, R)
+            tt = dt + t0
+            out.append(FactShare(kg.entities.name(sid), kg.relations.name(r), kg.entities.name(o),
+                                 kg.time_axis.label(tt), tt, float(share[i]), int(count[i])))
+        return out
 
     def _integrated(self, prepared: PreparedQuestion, a: int, full: PropagationTrace,
                     steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
