@@ -73,8 +73,13 @@ def test_pick_answer_explain():
     at.switch_page("views/evidence.py").run()
     assert not at.exception and not at.error
     assert at.session_state["answer"] == "Hugo of Zanistan"
-    paths = at.dataframe[0].value
+    facts, paths = at.dataframe[0].value, at.dataframe[1].value
     assert "Threaten⁻¹ @ 2025-12-19 (-1 d)" in paths.iloc[0]["temporal path"]
+    # the facts by share: the planted rule's body first, its removal measured and large
+    top = facts.iloc[0]
+    assert (top["subject"], top["relation"], top["object"], top["time"]) == (
+        "Hugo of Zanistan", "Threaten", "Orora Front", "2025-12-19")
+    assert top["removal"] > 1.0 and top["share"] > 0
     assert "Hugo of Zanistan: Threaten → Orora Front, 1 day before the question (walked back from Orora Front)" in texts(at)
     frame = at.get("iframe")[0].proto.srcdoc
     assert "vis.Network" in frame and "-1 d" in frame
