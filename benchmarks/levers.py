@@ -149,7 +149,9 @@ def write_report(data: dict) -> None:
         secs = sum(r["seconds"] for r in rows) / len(rows)
         lines.append(f"| {lv.name} | {lv.setting} | {lv.what} | {spread} | {100 * mean[lv.name]:.2f} | "
                      f"{lv.against} | {delta} | {secs:.0f} |")
-    lines += ["", "A Δ within the base row's seed spread is noise at this budget. The small budget favours "
+    lines += ["", "Seconds are optimiser-step time on a machine shared with other runs: not comparable across rows "
+              "(benchmarks/results/propagation.md has the controlled speed measurements). "
+              "A Δ within the base row's seed spread is noise at this budget. The small budget favours "
               "levers that speed up early learning (a larger lr); it says little about the end of a long run, "
               "which the shipped checkpoints' learning curves show (`learning_curves.md`)."]
     (OUT / "levers.md").write_text("\n".join(lines) + "\n")
