@@ -151,6 +151,7 @@ def write_report(data: dict) -> None:
                      f"{lv.against} | {delta} | {secs:.0f} |")
     lines += ["", "Seconds are optimiser-step time on a machine shared with other runs: not comparable across rows "
               "(benchmarks/results/propagation.md has the controlled speed measurements). "
+              "Δ compares the means over the seeds each row has (rows with one seed against the base row's mean). "
               "A Δ within the base row's seed spread is noise at this budget. The small budget favours "
               "levers that speed up early learning (a larger lr); it says little about the end of a long run, "
               "which the shipped checkpoints' learning curves show (`learning_curves.md`)."]
