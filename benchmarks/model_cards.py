@@ -13,7 +13,7 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.card import write_card
 
 ROOT = Path(__file__).resolve().parent.parent
-RES = ROOT / "results"
+RES = Path(__file__).resolve().parent / "results"
 
 
 def metrics(path: Path) -> dict:
