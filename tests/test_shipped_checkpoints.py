@@ -17,7 +17,8 @@ from tpar.data.loading import load_dataset
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "checkpoints").glob("*.tpar"))
 DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-interpolation": "interpolation/ICEWS14",
-        "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k"}
+        "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k",
+        "yago-extrapolation": "extrapolation/YAGO"}
 
 
 def test_the_documented_checkpoints_are_shipped():
