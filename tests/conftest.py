@@ -73,11 +73,12 @@ def small_kg(seed: int = 0, dup_test_in_train: bool = False) -> TemporalKG:
     return make_kg(train, valid, test, num_entities=E, num_relations=R)
 
 
-def small_model(activation: str = "tanh", chronological: bool = False, seed: int = 0) -> TPAR:
-    """A float64 L=3, d=6 model for :func:`small_kg` with perturbed weights (non-trivial attention)."""
+def small_model(activation: str = "tanh", chronological: bool = False, seed: int = 0, gate: bool = False) -> TPAR:
+    """A float64 L=3, d=6 model for :func:`small_kg` with perturbed weights (non-trivial attention);
+    ``gate``: with the GRU-style gate between steps."""
     torch.manual_seed(seed)
     m = TPAR(ModelConfig(dim=6, attn_dim=3, num_layers=3, dropout=0.0, activation=activation,
-                         chronological=chronological, num_relations=R, time_span=12)).double()
+                         chronological=chronological, num_relations=R, time_span=12, gate=gate)).double()
     with torch.no_grad():
         for p in m.parameters():
             p.add_(0.3 * torch.randn_like(p))

@@ -22,9 +22,9 @@ from tpar.graph.queries import OBJECT, QueryBatch, Question, Setting
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def toy_explainer():
+def toy_explainer(gate: bool = False):
     kg = small_kg(seed=3)
-    model = small_model(seed=1)
+    model = small_model(seed=1, gate=gate)
     run = RunConfig(model.cfg, TrainConfig(setting="unified"))
     return Explainer(Predictor(from_model(model, run, kg, "unified"), kg, "cpu")), kg
 
@@ -348,26 +348,77 @@ def test_link_sentences_read_as_plain_language(sample_kg, sample_checkpoint):
     assert link.arrow_label == "← Threaten" and link.when == "1 day before"
 
 
-def test_integrated_importance_is_complete_and_reported():
-    """Integrated gradients over every link and self-loop sum to f(q, a) − f(no evidence) = f(q, a)
-    (completeness), up to the midpoint rule's error; the explanation says which importance it used."""
-    ex, kg = toy_explainer()
-    checked = 0
+def score_with_every_link_off(ex: Explainer, prepared, a: int) -> float:
+    """f(q, a) from one plain forward pass with every link's and self-loop's α multiplied by 0 (no message
+    reaches any entity: each new state aggregates a zero sum -- and, with the gate, is GRU(0, previous))."""
+    model = ex.predictor.model
+    trace = PropagationTrace(weighted=True, weight_scale=0.0)
+    with torch.no_grad():
+        return float(model(prepared.batch, prepared.background, trace=trace)[0, a])
+
+
+@pytest.mark.parametrize("gate", [False, True], ids=["paper", "gated"])
+def test_integrated_importance_is_complete_and_reported(gate):
+    """Integrated gradients over every link and self-loop sum to f(q, a) − f₀, f₀ being the score
+    with no evidence (0 for the paper's model; not 0 with the gate's biases), up to the midpoint
+    rule's error; the explanation reports f₀, the points used and the gap, and says which importance
+    it used."""
+    ex, kg = toy_explainer(gate=gate)
+    checked = nonzero_baseline = 0
     for s, r, o, t in kg.facts("test")[:5].tolist():
         subject, relation = kg.entities.name(s), kg.relations.name(r)
         prepared = ex.predictor.prepare(Question(subject, relation, t))
         full = PropagationTrace(weighted=True)
         scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0]
         for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:2]:
-            links, loops = ex._integrated(prepared, a, full, steps=100)
+            links, loops, n, f0, gap = ex._integrated(prepared, a, full, steps=100)
+            assert n == 100
             total = sum(float(x.sum()) for x in links + loops)
-            assert total == pytest.approx(float(scores[a]), rel=1e-3, abs=1e-6)
+            assert total == pytest.approx(float(scores[a]) - f0, rel=1e-3, abs=1e-6)
+            assert gap == pytest.approx(total - (float(scores[a]) - f0), abs=1e-6)
+            if not gate:
+                assert f0 == 0.0  # h = 0 without any message: the line starts at f = 0
+            nonzero_baseline += abs(f0) > 1e-3
             checked += 1
         e = ex.explain(subject, relation, t, kg.entities.name(o), importance="integrated", steps=8)
         assert e.importance == ("integrated" if e.reached else "gradient")
+        if e.reached:
+            assert e.baseline_score == pytest.approx(score_with_every_link_off(ex, prepared, kg.entities.id(
+                kg.entities.name(o))), abs=1e-9)
+            assert 8 <= e.integration_steps <= 144
+            assert abs(e.completeness_gap) <= 0.01 * max(abs(e.score - e.baseline_score), 1e-3) or any(
+                "approximate" in w for w in e.warnings)
     assert checked >= 4
+    if gate:
+        assert nonzero_baseline > 0  # the case this test exists for: the gate's biases give f₀ ≠ 0
     with pytest.raises(ValueError):
         ex.explain(subject, relation, t, kg.entities.name(o), importance="shapley")
+    with pytest.raises(ValueError):
+        ex.explain(subject, relation, t, kg.entities.name(o), importance="integrated", steps=0)
+
+
+def test_integrated_importance_refines_until_complete():
+    """Too few points leave a gap; the rule triples them (reusing every point) until the shares add
+    up to f − f₀ within 1%, and says so where ``max_steps`` stops it first."""
+    ex, kg = toy_explainer(gate=True)
+    worst = None
+    for s, r, o, t in kg.facts("test")[:8].tolist():
+        prepared = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t))
+        full = PropagationTrace(weighted=True)
+        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0]
+        for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:3]:
+            *_, gap1 = ex._integrated(prepared, a, full, steps=1)
+            if worst is None or abs(gap1) > abs(worst[-1]):
+                worst = (prepared, a, full, float(scores[a]), gap1)
+    prepared, a, full, f, gap1 = worst
+    *_, f0, _ = ex._integrated(prepared, a, full, steps=1)
+    assert abs(gap1) > 0.01 * abs(f - f0)  # one point is not enough here
+    links, loops, n, f0, gap = ex._integrated(prepared, a, full, steps=1, max_steps=729)
+    assert n in (3, 9, 27, 81, 243, 729) and abs(gap) <= 0.01 * abs(f - f0)
+    # the same n points from scratch give the same shares: tripling reused the earlier points exactly
+    links2, loops2, n2, _, gap2 = ex._integrated(prepared, a, full, steps=n)
+    assert n2 == n and gap2 == pytest.approx(gap, abs=1e-9)
+    assert all(torch.allclose(x, y, atol=1e-9) for x, y in zip(links + loops, links2 + loops2))
 
 
 def test_integrated_importance_falls_back_where_the_pass_changes(monkeypatch):
@@ -403,7 +454,7 @@ def test_fact_shares_sum_every_link_that_walks_the_fact():
         prepared = ex.predictor.prepare(Question(subject, relation, t, "object", e.setting))
         full = PropagationTrace(weighted=True)
         ex.predictor.model(prepared.batch, prepared.background, trace=full)
-        links, _ = ex._integrated(prepared, o, full, steps=8)
+        links, *_ = ex._integrated(prepared, o, full, steps=e.integration_steps)  # the points explain() used
         want: dict = {}
         for rows, attr in zip(full.links, links):
             for (q, src, rel, dst, tt), x in zip(rows.tolist(), attr.tolist()):

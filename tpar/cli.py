@@ -362,6 +362,10 @@ def cmd_explain(args) -> int:
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
           f"paths ranked by {e.importance} importance")
+    if e.importance == "integrated":
+        print(f"  integrated over {e.integration_steps} points: shares add up to f − f₀ = "
+              f"{e.score - e.baseline_score:.4f} (f₀ = {e.baseline_score:.4f}, the score with every link off; "
+              f"gap {e.completeness_gap:+.2g})")
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):

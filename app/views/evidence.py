@@ -29,7 +29,8 @@ def render() -> None:
     answer_ui(pred, sel.kg.entities)
     e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
     how = ("the sum over its links of their integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way "
-           "from every link off to every link on, so that all links' shares add up to the score"
+           f"from every link off to every link on ({e.integration_steps} points), so that all links' shares add up to "
+           f"the score minus f₀ = {e.baseline_score:.3f}, the score with no evidence at all"
            if e.importance == "integrated" else
            "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14)")
     st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. A path's importance is {how} "
@@ -94,9 +95,9 @@ def answer_ui(pred: Prediction, entities) -> None:
         ex.bind(st.slider, "Paths", "paths", min_value=1, max_value=10)
     with c3:
         ex.bind(st.selectbox, "Path importance", "importance", options=["integrated", "gradient"],
-                help="integrated: integrated gradients, complete (the links' shares add up to the score) and "
-                     "faithful where a pattern repeats (benchmarks/results/fidelity.md), 16 passes; gradient: "
-                     "Eq. 14's single derivative, one pass")
+                help="integrated: integrated gradients, complete (the links' shares add up to the score minus "
+                     "the score with no evidence) and faithful where a pattern repeats (benchmarks/results/fidelity.md), "
+                     "16 to 144 passes; gradient: Eq. 14's single derivative, one pass")
 
 
 def paths_ui(e: Explanation, shown: list) -> None:
@@ -112,7 +113,8 @@ def paths_ui(e: Explanation, shown: list) -> None:
     if e.facts:
         with st.expander(f"The facts behind the answer, by their share of the score ({len(e.facts)})"):
             st.caption("A fact's share sums the importance of every link that walks it, in any layer and either "
-                       "direction" + (" -- integrated gradients, so all shares (with the stays) add up to the score."
+                       "direction" + (" -- integrated gradients, so all shares (with the stays) add up to the score minus the score with "
+                                      "no evidence (f₀, stated above)."
                                       if e.importance == "integrated" else " (first order, Eq. 14).")
                        + " *Removal* is measured: the score minus the model's score on the data without that one fact "
                          "(other paths to the answer included; measured for the largest shares only). Facts a rule "

@@ -19,11 +19,15 @@ straight back ("A → X → A") is how an L-step encoding stays put, and such de
 path's evidence; ``simple=False`` keeps them (exactly Eq. 14's ranking over all walks).
 
 ``importance="integrated"`` replaces the single gradient by integrated gradients (Sundararajan et al.
-2017) along the straight line from "every link and self-loop off" (w = 0, where h = 0 and f = 0) to the
-full pass (w = 1): each link's attribution is the mean of ∂f/∂w over ``steps`` midpoints β of that line,
-and the attributions of all links and self-loops sum to f (completeness). It credits evidence that a
-single gradient misses where a pattern is saturated -- several repetitions of one fact pattern, each of
-which alone changes little -- and costs ``steps`` forward and backward passes. Where the propagation
+2017) along the straight line from "every link and self-loop off" (w = 0) to the full pass (w = 1): each
+link's attribution is the mean of ∂f/∂w over midpoints β of that line, and the attributions of all links
+and self-loops sum to f − f₀ (completeness), f₀ being the score with no evidence at all -- 0 for the
+paper's model (h = 0 there), not 0 with the GRU gate (``ModelConfig.gate``: its biases give every reached
+entity a state). f₀ is measured and reported (``Explanation.baseline_score``). The midpoint rule starts
+with ``steps`` points and triples them (reusing every point) until the shares add up to f − f₀ within
+1% (or ``max_steps`` is reached; the remaining gap is reported and warned about). It credits evidence that
+a single gradient misses where a pattern is saturated -- several repetitions of one fact pattern, each
+of which alone changes little -- and costs a forward and backward pass per point. Where the propagation
 itself changes along the line (top-K pruning ranks entities by their states), the gradient is used and
 the explanation says so.
 
@@ -158,6 +162,9 @@ class Explanation(AnsweredQuestion):
     warnings: list[str] = field(default_factory=list)
     importance: str = "gradient"  # how links were scored: "gradient" (Eq. 14) or "integrated" (see module doc)
     facts: list[FactShare] = field(default_factory=list)  # the facts with the largest shares, largest first
+    baseline_score: float | None = None  # integrated only: f₀, the score with every link and self-loop off
+    integration_steps: int = 0           # integrated only: midpoints used
+    completeness_gap: float | None = None  # integrated only: Σ shares (links and stays) − (f − f₀)
 
     @property
     def floor(self) -> float:
@@ -180,6 +187,9 @@ class Explanation(AnsweredQuestion):
 
 #: attention below which a link is not shown as one the model "attends to" in the teaching trace
 ATTENTION_FLOOR = 0.01
+
+#: integrated importance: the shares must add up to f − f₀ within this share of |f − f₀|
+COMPLETENESS_TOLERANCE = 0.01
 
 
 @dataclass
@@ -262,7 +272,7 @@ class Explainer:
     # -- Eq. 14: top-k paths ---------------------------------------------------------------------
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
                 setting: str = "auto", num_paths: int = 5, beam: int | None = None,
-                simple: bool = True, importance: str = "gradient", steps: int = 16,
+                simple: bool = True, importance: str = "gradient", steps: int = 16, max_steps: int = 144,
                 top_facts: int = 20, measure_facts: int = 0) -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer);
@@ -274,6 +284,8 @@ class Explainer:
         computes without the fact, other paths to the answer included."""
         if importance not in ("gradient", "integrated"):
             raise ValueError(f"importance must be 'gradient' or 'integrated', got {importance!r}")
+        if not 1 <= steps <= max_steps:
+            raise ValueError(f"need 1 ≤ steps ≤ max_steps, got steps={steps}, max_steps={max_steps}")
         question = Question(subject, relation, time, direction, setting)
         answer = self.kg.entities.resolve(answer, "answer entity")
         a = self.kg.entities.id(answer)
@@ -292,14 +304,21 @@ class Explainer:
         loop_grads = [g.detach().cpu() for g in grads[1::2]]
         used = "gradient"
         extra_warnings = []
+        baseline = gap = None
+        used_steps = 0
         if importance == "integrated" and reached:
-            integrated = self._integrated(prepared, a, trace, steps)
+            integrated = self._integrated(prepared, a, trace, steps, max_steps=max_steps, score=float(f.detach()))
             if integrated is None:
-                extra_warnings.append("integrated importance unavailable for this model (its top-K pruning changes "
-                                      "the propagation along the integration path): paths ranked by the gradient")
+                extra_warnings.append("integrated importance unavailable for this question (the model's top-K pruning "
+                                      "changes the propagation along the integration path): paths ranked by the "
+                                      "gradient")
             else:
-                link_grads, loop_grads = integrated
+                link_grads, loop_grads, used_steps, baseline, gap = integrated
                 used = "integrated"
+                target = float(f.detach()) - baseline
+                if abs(gap) > COMPLETENESS_TOLERANCE * max(abs(target), 1e-3):
+                    extra_warnings.append(f"integrated importance is approximate: the shares add up to "
+                                          f"{target + gap:.4g}, not f − f₀ = {target:.4g}, after {used_steps} points")
         trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
                                  alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
                                  loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
@@ -319,7 +338,8 @@ class Explainer:
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
         return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts)
+                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts,
+                           baseline, used_steps, gap)
 
     def _score_without(self, prepared: PreparedQuestion, a: int, fact: FactShare) -> float:
         """f(q, a) on the data without one known fact (the question's own setting and leakage rules)."""
@@ -364,26 +384,59 @@ class Explainer:
                                  kg.time_axis.label(tt), tt, float(share[i]), int(count[i])))
         return out
 
-    def _integrated(self, prepared: PreparedQuestion, a: int, full: PropagationTrace,
-                    steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
-        """Integrated gradients of f(q, a) per link and self-loop (lists per layer, on the CPU), or None
-        where a pass at some β admits other links than the full pass."""
+    def _integrated(self, prepared: PreparedQuestion, a: int, full: PropagationTrace, steps: int, *,
+                    max_steps: int | None = None, score: float | None = None
+                    ) -> tuple[list[torch.Tensor], list[torch.Tensor], int, float, float] | None:
+        """Integrated gradients of f(q, a) per link and self-loop: (links per layer, self-loops per layer,
+        points used, f₀, completeness gap Σ − (f − f₀)), on the CPU; None where a pass at some β admits
+        other links than the full pass. Midpoint rule on ``steps`` points, tripled while the gap exceeds
+        :data:`COMPLETENESS_TOLERANCE` of |f − f₀| and ``max_steps`` allows (the midpoints of n points
+        are among those of 3n, so no pass is repeated)."""
         model = self.predictor.model.eval()
+        max_steps = max_steps or steps
+
+        def same(tr: PropagationTrace) -> bool:
+            return len(tr.links) == len(full.links) and all(
+                torch.equal(x, y) for x, y in zip(tr.links + tr.loops, full.links + full.loops))
+
+        zero = PropagationTrace(weighted=True, weight_scale=0.0)
+        with torch.no_grad():
+            f0 = float(model(prepared.batch, prepared.background, trace=zero)[0, a])
+        if not same(zero):
+            return None
+        if score is None:
+            with torch.no_grad():
+                score = float(model(prepared.batch, prepared.background)[0, a])
         sums = None
-        for j in range(steps):
-            tr = PropagationTrace(weighted=True, weight_scale=(j + 0.5) / steps)
-            with torch.enable_grad():
-                f = model(prepared.batch, prepared.background, trace=tr)[0, a]
-                same = len(tr.links) == len(full.links) and all(
-                    torch.equal(x, y) for x, y in zip(tr.links + tr.loops, full.links + full.loops))
-                if not same:
-                    return None
-                weights = [w for pair in zip(tr.link_weight, tr.loop_weight) for w in pair]
-                grads = torch.autograd.grad(f, weights, allow_unused=True)
-            grads = [torch.zeros_like(w) if g is None else g.detach() for w, g in zip(weights, grads)]
-            sums = grads if sums is None else [x + g for x, g in zip(sums, grads)]
-        mean = [(x / steps).cpu() for x in sums]  # × (1 − 0): the line runs from w = 0 to w = 1
-        return mean[0::2], mean[1::2]
+
+        def add(points: list[float]) -> bool:
+            nonlocal sums
+            for beta in points:
+                tr = PropagationTrace(weighted=True, weight_scale=beta)
+                with torch.enable_grad():
+                    f = model(prepared.batch, prepared.background, trace=tr)[0, a]
+                    if not same(tr):
+                        return False
+                    weights = [w for pair in zip(tr.link_weight, tr.loop_weight) for w in pair]
+                    grads = torch.autograd.grad(f, weights, allow_unused=True)
+                grads = [torch.zeros_like(w, dtype=torch.float64) if g is None else g.detach().double()
+                         for w, g in zip(weights, grads)]
+                sums = grads if sums is None else [x + g for x, g in zip(sums, grads)]
+            return True
+
+        n = steps
+        if not add([(j + 0.5) / n for j in range(n)]):
+            return None
+        target = score - f0
+        while True:
+            gap = sum(float(x.sum()) for x in sums) / n - target  # × (1 − 0): the line runs from w = 0 to 1
+            if abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3) or 3 * n > max_steps:
+                break
+            if not add([(k + 0.5) / (3 * n) for k in range(3 * n) if k % 3 != 1]):
+                return None
+            n *= 3
+        mean = [(x / n).float().cpu() for x in sums]
+        return mean[0::2], mean[1::2], n, f0, gap
 
     def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
                      k: int, beam: int, simple: bool) -> list[TemporalPath]:
