@@ -40,7 +40,7 @@ SHIPPED = {
                          "recurrency (interpolation)": RES / "baselines/interpolation_ICEWS14_recurrency.json",
                          "recurrency (extrapolation, same split)": RES / "tpar/icews14interp-recurrency-extrapolation.json"},
                         {"TPAR (ACL 2024), ICEWS14 interpolation MRR": 65.07}),
-    "yago11k-interpolation": ({}, {"frequency": RES / "baselines/interpolation_YAGO11k_frequency.json",
+    "yago11k-interpolation": ({"interpolation": RES / "tpar/yago11k-interpolation-test.json"}, {"frequency": RES / "baselines/interpolation_YAGO11k_frequency.json",
                                    "recurrency": RES / "baselines/interpolation_YAGO11k_recurrency.json"},
                               {"TPAR (ACL 2024), YAGO11k MRR": 24.12}),
     "yago-extrapolation": ({"extrapolation": RES / "tpar/yago-extrapolation-test.json"},
