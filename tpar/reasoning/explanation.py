@@ -192,6 +192,12 @@ ATTENTION_FLOOR = 0.01
 COMPLETENESS_TOLERANCE = 0.01
 
 
+def complete_enough(gap: float, target: float) -> bool:
+    """Do integrated shares summing to ``target + gap`` meet f − f₀ = ``target`` within
+    :data:`COMPLETENESS_TOLERANCE` (relative; 1e-3 absolute near 0)?"""
+    return abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3)
+
+
 @dataclass
 class Counterfactual(AnsweredQuestion):
     """The smallest set of evidence facts found whose removal takes ``answer`` off rank 1: greedy over
@@ -316,7 +322,7 @@ class Explainer:
                 link_grads, loop_grads, used_steps, baseline, gap = integrated
                 used = "integrated"
                 target = float(f.detach()) - baseline
-                if abs(gap) > COMPLETENESS_TOLERANCE * max(abs(target), 1e-3):
+                if not complete_enough(gap, target):
                     extra_warnings.append(f"integrated importance is approximate: the shares add up to "
                                           f"{target + gap:.4g}, not f − f₀ = {target:.4g}, after {used_steps} points")
         trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
@@ -407,10 +413,10 @@ class Explainer:
         if score is None:
             with torch.no_grad():
                 score = float(model(prepared.batch, prepared.background)[0, a])
-        sums = None
+        sums = dtypes = None
 
         def add(points: list[float]) -> bool:
-            nonlocal sums
+            nonlocal sums, dtypes
             for beta in points:
                 tr = PropagationTrace(weighted=True, weight_scale=beta)
                 with torch.enable_grad():
@@ -419,6 +425,7 @@ class Explainer:
                         return False
                     weights = [w for pair in zip(tr.link_weight, tr.loop_weight) for w in pair]
                     grads = torch.autograd.grad(f, weights, allow_unused=True)
+                dtypes = [w.dtype for w in weights]
                 grads = [torch.zeros_like(w, dtype=torch.float64) if g is None else g.detach().double()
                          for w, g in zip(weights, grads)]
                 sums = grads if sums is None else [x + g for x, g in zip(sums, grads)]
@@ -430,12 +437,12 @@ class Explainer:
         target = score - f0
         while True:
             gap = sum(float(x.sum()) for x in sums) / n - target  # × (1 − 0): the line runs from w = 0 to 1
-            if abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3) or 3 * n > max_steps:
+            if complete_enough(gap, target) or 3 * n > max_steps:
                 break
             if not add([(k + 0.5) / (3 * n) for k in range(3 * n) if k % 3 != 1]):
                 return None
             n *= 3
-        mean = [(x / n).float().cpu() for x in sums]
+        mean = [(x / n).to(dtype).cpu() for x, dtype in zip(sums, dtypes)]  # in the model's own precision
         return mean[0::2], mean[1::2], n, f0, gap
 
     def _beam_search(self, s: int, a: int, t_q: int, trace: PropagationTrace, link_grads, loop_grads,
