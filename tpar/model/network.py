@@ -63,7 +63,7 @@ class TimeRows:
             return times
         if not self.distinct.numel():
             return torch.full_like(times, -1)
-        pos = torch.searchsorted(self.distinct, times).clamp(max=self.distinct.shape[0] - 1)
+        pos = torch.searchsorted(self.distinct, times.contiguous()).clamp(max=self.distinct.shape[0] - 1)
         return torch.where(self.distinct[pos] == times, pos, torch.full_like(times, -1))
 
     @classmethod
