@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode, urlparse
 
@@ -37,6 +38,7 @@ def server(tmp_path_factory):
     env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")),
                TPAR_WORKSPACE=str(tmp_path_factory.mktemp("workspace")))
     log = tmp_path_factory.mktemp("log") / "streamlit.log"
+    SERVER_LOG["path"] = log
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
                                  "--server.port", str(port), "--server.address", "127.0.0.1",
@@ -61,6 +63,26 @@ def server(tmp_path_factory):
         proc.kill()
 
 
+SERVER_LOG: dict[str, Path] = {}
+
+
+@contextmanager
+def diagnosed(page):
+    """On a failed wait or assertion, fail with what the page showed and the server's log tail, so a
+    failure seen once (a slow machine, a flaky render) can be read from the CI output."""
+    try:
+        yield
+    except Exception as e:
+        try:
+            lines = page.locator("body").inner_text(timeout=5_000).splitlines()
+            shown = " | ".join(line.strip() for line in lines if line.strip())[-2500:]
+        except Exception as inner:  # the page itself is gone
+            shown = f"(page text unavailable: {inner})"
+        log = SERVER_LOG.get("path")
+        tail = log.read_text(errors="replace")[-2500:] if log and log.is_file() else "(no server log)"
+        pytest.fail(f"{type(e).__name__}: {str(e)[:600]}\n--- page text ---\n{shown}\n--- server log ---\n{tail}")
+
+
 def local_only(page, outside: list[str]) -> None:
     """Record and block every request that is not for the local server."""
 
@@ -81,26 +103,27 @@ def test_ask_answer_evidence_offline(server):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         local_only(page, outside)
-        question = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
-                    "setting": "extrapolation"}
-        page.goto(f"{server}/?{urlencode(question)}")
-        page.get_by_text("(Orora Front, Mobilize against, ?, 2025-12-20)").wait_for(timeout=90_000)
-        cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
-        cells.first.wait_for(state="attached", timeout=30_000)  # the grid draws on a canvas; cells are its a11y table
-        texts = cells.all_inner_texts()
-        assert texts[:2] == ["1", "Hugo of Zanistan"]  # the answer table, top row
-        assert "yes" in texts[:7]  # known fact
+        with diagnosed(page):
+            question = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
+                        "setting": "extrapolation"}
+            page.goto(f"{server}/?{urlencode(question)}")
+            page.get_by_text("(Orora Front, Mobilize against, ?, 2025-12-20)").wait_for(timeout=90_000)
+            cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
+            cells.first.wait_for(state="attached", timeout=30_000)  # the grid draws on a canvas; cells are its a11y table
+            texts = cells.all_inner_texts()
+            assert texts[:2] == ["1", "Hugo of Zanistan"]  # the answer table, top row
+            assert "yes" in texts[:7]  # known fact
 
-        page.get_by_role("link", name="Evidence").click()
-        page.get_by_text("Answer to explain").wait_for(timeout=60_000)
-        graph = page.frame_locator("iframe[title='Temporal paths to the answer']")
-        graph.locator("#mynetwork canvas").wait_for(timeout=60_000)
-        frame = next(f for f in page.frames if f != page.main_frame and "vis" in (f.content() or ""))
-        labels = frame.evaluate("edges.get().map(e => e.label)")
-        nodes = frame.evaluate("nodes.get().map(n => n.label)")
-        assert "← Threaten\n-1 d" in labels  # relation and relative time of the escalation link
-        assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
-        assert all(label.split("\n")[-1].endswith(" d") for label in labels)
+            page.get_by_role("link", name="Evidence").click()
+            page.get_by_text("Answer to explain").wait_for(timeout=60_000)
+            graph = page.frame_locator("iframe[title='Temporal paths to the answer']")
+            graph.locator("#mynetwork canvas").wait_for(timeout=60_000)
+            frame = next(f for f in page.frames if f != page.main_frame and "vis" in (f.content() or ""))
+            labels = frame.evaluate("edges.get().map(e => e.label)")
+            nodes = frame.evaluate("nodes.get().map(n => n.label)")
+            assert "← Threaten\n-1 d" in labels  # relation and relative time of the escalation link
+            assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
+            assert all(label.split("\n")[-1].endswith(" d") for label in labels)
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 
@@ -118,24 +141,25 @@ def test_upload_train_ask(server, tmp_path):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         local_only(page, outside)
-        page.goto(f"{server}/upload")
-        page.locator("input[type=file]").set_input_files(str(csv_file))
-        page.get_by_text("Validation report").wait_for(timeout=60_000)
-        page.get_by_role("button", name="Save data set").click()
-        page.get_by_text("Saved as data set").wait_for(timeout=30_000)
-        page.get_by_role("link", name="Train a model").click()
-        page.get_by_text("Start training").wait_for(timeout=30_000)
-        page.get_by_label("Epochs (at most)", exact=True).and_(page.locator("input")).fill("1")
-        page.get_by_label("Training questions per epoch (0 = all)", exact=True).and_(page.locator("input")).fill("60")
-        page.get_by_label("Model name", exact=True).and_(page.locator("input")).fill("people-model")
-        page.get_by_role("button", name="Start training").click()
-        page.get_by_text("Saved ").first.wait_for(timeout=240_000)  # the fragment polls the job
-        page.get_by_role("button", name="Use this model in Ask").click()
-        page.get_by_text("model **people-model**".replace("**", "")).first.wait_for(timeout=60_000)
-        cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
-        cells.first.wait_for(state="attached", timeout=60_000)
-        names = set(cells.all_inner_texts())
-        assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
+        with diagnosed(page):
+            page.goto(f"{server}/upload")
+            page.locator("input[type=file]").set_input_files(str(csv_file))
+            page.get_by_text("Validation report").wait_for(timeout=60_000)
+            page.get_by_role("button", name="Save data set").click()
+            page.get_by_text("Saved as data set").wait_for(timeout=30_000)
+            page.get_by_role("link", name="Train a model").click()
+            page.get_by_text("Start training").wait_for(timeout=30_000)
+            page.get_by_label("Epochs (at most)", exact=True).and_(page.locator("input")).fill("1")
+            page.get_by_label("Training questions per epoch (0 = all)", exact=True).and_(page.locator("input")).fill("60")
+            page.get_by_label("Model name", exact=True).and_(page.locator("input")).fill("people-model")
+            page.get_by_role("button", name="Start training").click()
+            page.get_by_text("Saved ").first.wait_for(timeout=240_000)  # the fragment polls the job
+            page.get_by_role("button", name="Use this model in Ask").click()
+            page.get_by_text("model **people-model**".replace("**", "")).first.wait_for(timeout=60_000)
+            cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
+            cells.first.wait_for(state="attached", timeout=60_000)
+            names = set(cells.all_inner_texts())
+            assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 
@@ -148,14 +172,15 @@ def test_names_never_become_links(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         outside: list[str] = []
         local_only(page, outside)
-        hostile = "www.evil.example https://evil.example/x a@evil.example"
-        page.goto(f"{server}/?{urlencode({'subject': hostile, 'relation': 'Meet', 'time': '2025-12-20'})}")
-        page.get_by_text("Unknown entity").first.wait_for(timeout=90_000)
-        alerts = page.locator("[data-testid='stAlert']")
-        text = " ".join(alerts.all_inner_texts()).replace("\u2060", "")
-        assert hostile in text  # shown, readable
-        hrefs = page.locator("[data-testid='stAlert'] a, [data-testid='stMarkdownContainer'] a").evaluate_all(
-            "els => els.map(e => e.href)")
-        assert hrefs and not [h for h in hrefs if urlparse(h).hostname != "127.0.0.1"], hrefs  # heading anchors only
+        with diagnosed(page):
+            hostile = "www.evil.example https://evil.example/x a@evil.example"
+            page.goto(f"{server}/?{urlencode({'subject': hostile, 'relation': 'Meet', 'time': '2025-12-20'})}")
+            page.get_by_text("Unknown entity").first.wait_for(timeout=90_000)
+            alerts = page.locator("[data-testid='stAlert']")
+            text = " ".join(alerts.all_inner_texts()).replace("\u2060", "")
+            assert hostile in text  # shown, readable
+            hrefs = page.locator("[data-testid='stAlert'] a, [data-testid='stMarkdownContainer'] a").evaluate_all(
+                "els => els.map(e => e.href)")
+            assert hrefs and not [h for h in hrefs if urlparse(h).hostname != "127.0.0.1"], hrefs  # heading anchors only
         browser.close()
     assert outside == []

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.
 
 
 def tpar(args: list[str], procs: int, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="300",
+    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="300", PYTHONFAULTHANDLER="1",  # a crash shows where
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     cmd = ([sys.executable, "-m", "tpar"] if procs == 1 else
            [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}", "-m", "tpar"])
@@ -114,7 +114,7 @@ def test_a_killed_rank_fails_the_job_and_resume_continues(runs):
     cfg = json.loads((d / "cfg.json").read_text())
     cfg["train"].update(epochs=3, checkpoint_every=0.5)
     (d / "long.json").write_text(json.dumps(cfg))
-    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="30",
+    env = dict(os.environ, OMP_NUM_THREADS="1", TPAR_DIST_TIMEOUT="30", PYTHONFAULTHANDLER="1",
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     args = ["train", "--data", "ring.csv", "--setting", "unified", "--config", "long.json", "--out", "k.tpar", "--quiet"]
     proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",

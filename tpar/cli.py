@@ -615,6 +615,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    rc = _run(args)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a torchrun worker: leave without interpreter finalisation
+        from tpar.model.distributed import exit_worker
+
+        exit_worker(rc)
+    return rc
+
+
+def _run(args) -> int:
     dist = None
     try:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: join the process group

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +106,34 @@ def shutdown() -> None:
     if _current is not None and tdist.is_initialized():
         tdist.destroy_process_group()
     _current = None
+
+
+def exit_worker(code: int) -> None:
+    """End a torchrun worker process now, after its process group is destroyed and its output flushed,
+    skipping the interpreter's finalisation.
+
+    Why: gloo's worker threads free a finished collective's tensors *after* the caller has seen it
+    complete; a tensor whose Python object is already gone needs the GIL for that last decref. A rank that
+    leaves right after its last collective (rank > 0 has nothing to write) can reach ``Py_Finalize`` first,
+    and a thread asking for the GIL during finalisation is torn down by a forced unwind through a
+    ``noexcept`` destructor: ``terminate called without an active exception``, SIGABRT, a failed job
+    although all work was done (seen about once in eight 2-rank runs under load; core dump:
+    ``ProcessGroupGloo::runLoop`` → ``~AsyncAllreduceWork`` → ``decref_pyobject`` → ``take_gil`` →
+    ``pthread_exit`` while the main thread is in ``Py_FinalizeEx``). ``destroy_process_group`` does not
+    join those threads while anything still refers to the group. Every file a rank writes is closed
+    before this point (rank 0's checkpoint, lock and resume files are written and released inside
+    ``train``), so only the standard streams need flushing."""
+    import logging
+
+    shutdown()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe: nothing left to say there
+            pass
+    os._exit(code)
 
 
 def microbatch_seed(seed: int, epoch: int, step: int, k: int) -> int:
