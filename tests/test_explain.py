@@ -369,7 +369,7 @@ def test_integrated_importance_is_complete_and_reported(gate):
         subject, relation = kg.entities.name(s), kg.relations.name(r)
         prepared = ex.predictor.prepare(Question(subject, relation, t))
         full = PropagationTrace(weighted=True)
-        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0]
+        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0].detach()
         for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:2]:
             links, loops, n, f0, gap = ex._integrated(prepared, a, full, steps=100)
             assert n == 100
@@ -405,7 +405,7 @@ def test_integrated_importance_refines_until_complete():
     for s, r, o, t in kg.facts("test")[:8].tolist():
         prepared = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t))
         full = PropagationTrace(weighted=True)
-        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0]
+        scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0].detach()
         for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:3]:
             *_, gap1 = ex._integrated(prepared, a, full, steps=1)
             if worst is None or abs(gap1) > abs(worst[-1]):
