@@ -370,7 +370,7 @@ def test_integrated_importance_is_complete_and_reported(gate):
         prepared = ex.predictor.prepare(Question(subject, relation, t))
         full = PropagationTrace(weighted=True)
         scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0].detach()
-        for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:2]:
+        for a in torch.nonzero(scores != 0).squeeze(1).tolist()[:2]:
             links, loops, n, f0, gap = ex._integrated(prepared, a, full, steps=100)
             assert n == 100
             total = sum(float(x.sum()) for x in links + loops)
@@ -406,7 +406,7 @@ def test_integrated_importance_refines_until_complete():
         prepared = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t))
         full = PropagationTrace(weighted=True)
         scores = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0].detach()
-        for a in torch.nonzero(scores.detach() != 0).squeeze(1).tolist()[:3]:
+        for a in torch.nonzero(scores != 0).squeeze(1).tolist()[:3]:
             *_, gap1 = ex._integrated(prepared, a, full, steps=1)
             if worst is None or abs(gap1) > abs(worst[-1]):
                 worst = (prepared, a, full, float(scores[a]), gap1)

@@ -615,18 +615,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    rc = _run(args)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a torchrun worker: leave without interpreter finalisation
+    torchrun = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    rc = _run(args, torchrun)
+    if torchrun:  # a worker whose group _run has destroyed: leave without interpreter finalisation
         from tpar.model.distributed import exit_worker
 
         exit_worker(rc)
     return rc
 
 
-def _run(args) -> int:
+def _run(args, torchrun: bool) -> int:
     dist = None
     try:
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: join the process group
+        if torchrun:  # join the process group
             from tpar.model.distributed import init_from_env
 
             if args.command not in ("train", "evaluate"):

@@ -109,8 +109,8 @@ def shutdown() -> None:
 
 
 def exit_worker(code: int) -> None:
-    """End a torchrun worker process now, after its process group is destroyed and its output flushed,
-    skipping the interpreter's finalisation.
+    """End a torchrun worker process now, its output flushed, skipping the interpreter's finalisation.
+    Called after :func:`shutdown` has destroyed the process group.
 
     Why: gloo's worker threads free a finished collective's tensors *after* the caller has seen it
     complete; a tensor whose Python object is already gone needs the GIL for that last decref. A rank that
@@ -125,7 +125,6 @@ def exit_worker(code: int) -> None:
     ``train``), so only the standard streams need flushing."""
     import logging
 
-    shutdown()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
