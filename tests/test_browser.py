@@ -154,12 +154,23 @@ def test_upload_train_ask(server, tmp_path):
             page.get_by_label("Model name", exact=True).and_(page.locator("input")).fill("people-model")
             page.get_by_role("button", name="Start training").click()
             page.get_by_text("Saved ").first.wait_for(timeout=240_000)  # the fragment polls the job
-            page.get_by_role("button", name="Use this model in Ask").click()
-            page.get_by_text("model **people-model**".replace("**", "")).first.wait_for(timeout=60_000)
+            main = page.locator("[data-testid='stMain']")
             cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
-            cells.first.wait_for(state="attached", timeout=60_000)
-            names = set(cells.all_inner_texts())
-            assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
+            # Train -> Ask a few times, at different moments: with the button inside the polling fragment,
+            # 2 of 12 such trips ended on a blank Ask page (a stale fragment tick rerun after navigation)
+            for trip in range(3):
+                if trip:
+                    page.get_by_role("link", name="Train", exact=True).click()
+                use = page.get_by_role("button", name="Use this model in Ask")
+                use.wait_for(timeout=60_000)
+                time.sleep(0.5 * trip)
+                use.click()
+                page.get_by_text("model **people-model**".replace("**", "")).first.wait_for(timeout=60_000)
+                cells.first.wait_for(state="attached", timeout=60_000)
+                time.sleep(2.0)  # a stale rerun would blank the page now
+                assert "people-model" in main.inner_text(), f"trip {trip}: the Ask page went blank"
+                names = set(cells.all_inner_texts())
+                assert names & {f"P{i}" for i in range(6)}  # answers come from the uploaded data
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 

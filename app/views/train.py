@@ -21,7 +21,7 @@ from tpar.model.config import RunConfig, builtin_config
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
 from tpar.model.training import estimate_training
-from tpar.runtime.jobs import JobSpec, list_jobs, start_job
+from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
 #: the page's defaults (those of the shipped sample-world model); the form overrides a few of them
 DEFAULTS = builtin_config("app/train-page")
@@ -153,12 +153,40 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
             st.success(ex.md(f"Training {name!r} started in the background."))
 
 
-@st.fragment(run_every=1.5)
 def follow(job_id: str) -> None:
-    """The job's progress, live loss and validation MRR, cancel / use buttons (re-drawn every 1.5 s)."""
-    ss = st.session_state
+    """The job's panel: redrawn live every 1.5 s while the job runs, drawn once when it has finished.
+
+    A finished job is drawn by the full page run, outside any polling fragment, so that its
+    "Use this model in Ask" button navigates from a full run. Navigating from inside a ``run_every``
+    fragment races the fragment's browser timer: a tick sent before the browser learns of the new
+    page asks for a fragment rerun of the old page, which Streamlit runs after the new page and which
+    leaves the new page blank (seen in CI; reproduced in 5 of 12 tries with a two-page app).
+    """
     job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
     s = job.status()
+    if s.finished:
+        job_panel(job, s)
+    else:
+        follow_live(job_id)
+
+
+@st.fragment(run_every=1.5)
+def follow_live(job_id: str) -> None:
+    """The running job's panel, re-drawn every 1.5 s; once the job has finished, one full page run
+    draws it statically and the polling stops (the page run no longer creates this fragment)."""
+    job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
+    s = job.status()
+    if s.finished:
+        st.rerun(scope="app")
+    job_panel(job, s)
+
+
+def job_panel(job: TrainingJob, s: JobStatus) -> None:
+    """The job's progress, live loss and validation MRR; a cancel button while it runs, a "use this
+    model" button once done (drawn from ``s``, one status read, so a panel drawn as running never
+    shows the finished job's buttons)."""
+    ss = st.session_state
+    job_id = job.id
     label = {"starting": "starting…", "running": f"running, epoch {s.epoch} of at most {s.epochs}",
              "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
