@@ -3,6 +3,8 @@ start -> progress -> finish -> ask, evaluation next to the baselines, and the te
 
 from __future__ import annotations
 
+import json
+
 import re
 import time
 from pathlib import Path
@@ -120,6 +122,10 @@ def test_train_progress_finish_then_ask(workspace):
     assert epochs["Valid MRR % (extrapolation)"].between(0, 100).all() and (epochs["Training questions"] == 80).all()
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch
+    low, high = spec["layout"]["yaxis2"]["range"]
+    mrr = list(epochs["Valid MRR % (extrapolation)"])
+    assert 0 <= low <= min(mrr) and max(mrr) <= high <= 100  # an MRR axis never runs past 100 %
     at.button(key=f"use-{at.session_state['job']}").click().run()
     assert not at.exception and not at.error
     assert at.session_state["model"] == "tiny-model"

@@ -8,6 +8,7 @@ training at once each get their own job and output file.
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -123,9 +124,9 @@ def estimate_ui(kg: TemporalKG, run: RunConfig):
     return est
 
 
-def job_label(s) -> str:
-    started = dt.datetime.fromtimestamp(s.started).strftime("%H:%M") if s.started else "not started"
-    return f"{s.name} (started {started}; {s.id})"
+def job_label(s: JobStatus) -> str:
+    started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "not started yet"
+    return f"{s.name} ({started}; {s.id})"
 
 
 def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool) -> None:
@@ -203,11 +204,12 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
             ep = pd.DataFrame(s.epochs_done)
             if "valid_mrr" in ep:
                 fig.add_trace(go.Scatter(x=ep["epoch"], y=100 * ep["valid_mrr"], name="valid MRR %",
-                                         mode="lines+markers", line={"color": palette.METRIC}), secondary_y=True)
+                                         mode="lines+markers", line={"color": palette.METRIC}, cliponaxis=False),
+                          secondary_y=True)
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="epoch",
                           legend={"orientation": "h"})
         fig.update_yaxes(title_text="loss", secondary_y=False)
-        fig.update_yaxes(title_text="valid MRR %", secondary_y=True)
+        fig.update_yaxes(title_text="valid MRR %", secondary_y=True, range=mrr_axis_range(s.epochs_done))
         st.plotly_chart(fig, config={"displaylogo": False}, key=f"chart-{job_id}")
     if not s.finished:
         if st.button("Cancel training", key=f"cancel-{job_id}"):
@@ -231,6 +233,18 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                     st.code(log.read_text(encoding="utf-8", errors="replace")[-4000:])
         if s.epochs_done:
             epochs_table(s.epochs_done)
+
+
+def mrr_axis_range(epochs: list[dict]) -> list[float] | None:
+    """The valid-MRR axis (%): the measured values with some room, never outside 0..100 (plotly pads a
+    flat line, e.g. a perfect 100, to ticks above 100); ``None`` (automatic) before the first value."""
+    values = [100 * float(e["valid_mrr"]) for e in epochs
+              if isinstance(e.get("valid_mrr"), (int, float)) and math.isfinite(e["valid_mrr"])]
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    pad = max(1.0, 0.15 * (hi - lo))
+    return [max(0.0, lo - pad), min(100.0, hi + pad)]
 
 
 def epochs_table(epochs: list[dict]) -> None:
