@@ -252,3 +252,7 @@ def test_evidence_what_if_and_counterfactual():
     assert any("Counterfactual: without 1 fact(s)" in i.value.replace("\\", "") for i in at.info)
     at.button(key="whatif_reset").click().run()
     assert not any("Hypothetical" in w.value for w in at.warning)
+    # the widget value is reset too (the browser test checks that the chip is gone and stays gone)
+    assert at.multiselect(key="whatif_off").value == []
+    at.slider(key="w_paths").set_value(4).run()
+    assert not at.exception and not any("Hypothetical" in w.value for w in at.warning)

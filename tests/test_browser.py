@@ -124,6 +124,23 @@ def test_ask_answer_evidence_offline(server):
             assert "← Threaten\n-1 d" in labels  # relation and relative time of the escalation link
             assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
             assert all(label.split("\n")[-1].endswith(" d") for label in labels)
+
+            # what-if: switch a fact off, reset, then touch another control: the fact must stay switched on
+            # (a reset that only forgot the value server-side left the chip in the browser, which sent it back)
+            what_if = page.get_by_text("Switch off facts of these paths")
+            what_if.scroll_into_view_if_needed()
+            page.locator("[data-testid='stMultiSelect'] input").click()
+            page.get_by_role("option").first.click()
+            page.keyboard.press("Escape")
+            hypothetical = page.locator("[data-testid='stAlert']", has_text="Hypothetical:")
+            hypothetical.first.wait_for(timeout=60_000)
+            page.get_by_role("button", name="Reset (back to the data as it is)").click()
+            page.get_by_text("Nothing switched off or added").wait_for(timeout=60_000)
+            chips = page.locator("[data-testid='stMultiSelect'] [data-baseweb='tag']")
+            assert chips.count() == 0, "the reset fact is still shown as switched off"
+            page.get_by_role("button", name="Find the fewest facts whose removal changes the top answer").click()
+            page.get_by_text("Counterfactual").first.wait_for(timeout=60_000)
+            assert hypothetical.count() == 0 and chips.count() == 0
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 

@@ -156,6 +156,14 @@ def fact_label(f: tuple) -> str:
     return f"({f[0]}, {f[1]}, {f[2]}, {f[3]})"
 
 
+def reset_what_if() -> None:
+    """Nothing switched off, nothing added. The multiselect's value is *assigned* (before the widget
+    is drawn: a button callback, or the top of the run), never popped: a popped key leaves the
+    browser showing, and sending back on the next click, the facts it had."""
+    st.session_state["whatif_added"] = []
+    st.session_state["whatif_off"] = []
+
+
 def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     """Switch off facts of the shown paths or add a hypothetical one, and see the answer's new rank;
     the smallest set of facts whose removal takes the answer off rank 1."""
@@ -166,8 +174,8 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     ss.setdefault("whatif_added", [])
     key = ex.question_key()
     if ss.get("whatif_question") != key:  # a new question: nothing hypothetical carries over
-        ss["whatif_question"], ss["whatif_added"] = key, []
-        ss.pop("whatif_off", None)
+        ss["whatif_question"] = key
+        reset_what_if()
     off = st.multiselect("Switch off facts of these paths", facts, format_func=fact_label, key="whatif_off",
                          placeholder="Choose facts to remove from the data …")
     with st.expander("Add a hypothetical fact"):
@@ -183,10 +191,7 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     if not (off or added):
         st.caption("Nothing switched off or added: the answers above are the model's on the data as it is.")
     else:
-        if st.button("Reset (back to the data as it is)", key="whatif_reset"):
-            ss["whatif_added"] = []
-            ss.pop("whatif_off", None)
-            st.rerun()
+        st.button("Reset (back to the data as it is)", key="whatif_reset", on_click=reset_what_if)
         try:
             pred = ex.what_if(*sel.keys, question, tuple(off), tuple(added))
         except DataError as err:
