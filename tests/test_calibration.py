@@ -89,6 +89,24 @@ def test_a_calibration_round_trips_and_a_bad_one_is_ignored():
     assert isinstance(m, CalibrationMetrics)
 
 
+def test_a_calibration_says_when_it_is_rough_or_the_model_guesses():
+    from tpar.evaluation.calibration import MIN_RELIABLE_QUERIES
+
+    def fitted(logits, answers):
+        t = fit_temperature(logits, answers)
+        m, _ = metrics(logits, answers, t)
+        return Calibration("extrapolation", t, "valid", len(answers), 0, m, m, {}, logits.shape[1])
+
+    good = fitted(*synthetic(2000, 20, 1.5, seed=6))
+    assert good.caveats() == []
+    few = fitted(*synthetic(MIN_RELIABLE_QUERIES - 1, 20, 1.5, seed=7))
+    assert len(few.caveats()) == 1 and f"only {MIN_RELIABLE_QUERIES - 1} valid questions" in few.caveats()[0]
+    g = torch.Generator().manual_seed(8)  # scores unrelated to the answers: softmax(f / T) tends to uniform
+    noise = fitted(torch.randn(500, 12, generator=g, dtype=torch.float64), torch.randint(0, 12, (500,), generator=g))
+    assert noise.temperature > 10 and any("guessing" in c for c in noise.caveats())
+    assert fitted(*synthetic(200, 12, 1.0, seed=9)).caveats() == []  # informative scores, 12 entities: no caveat
+
+
 def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsys):
     from conftest import tiny_world_csv
     from tpar.cli import main
@@ -109,9 +127,11 @@ def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsy
     ck = Checkpoint.load(tmp_path / "m.tpar")
     cal = stored(ck.extra, "extrapolation")
     assert cal is not None and cal.temperature > 0 and set(cal.thresholds) == {"0.8", "0.9", "0.95"}
+    assert cal.queries < 100 and cal.caveats()  # the tiny ring's valid split is small, and the note says so
     p = Predictor(ck, kg, "cpu")
     pred = p.predict("P0", "meets", "2024-03-25", setting="extrapolation", top_k=None, coverage=0.9)
     assert pred.temperature == cal.temperature
+    assert all(c in pred.warnings for c in cal.caveats())  # e.g. few valid questions: shown with every answer
     prepared = p.prepare(Question("P0", "meets", "2024-03-25", "object", "extrapolation"))
     with torch.no_grad():
         scores = p.model(prepared.batch, prepared.background)[0].double()

@@ -11,6 +11,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
+from tpar.evaluation.calibration import Calibration
 from tpar.evaluation.reports import csv_text
 from tpar.errors import DataError
 from tpar.graph.queries import check_question_time, default_question
@@ -47,7 +48,7 @@ def render() -> None:
     if not pred.answers:
         st.info("No answers.")
         st.stop()
-    answer_set_ui(pred, calibrated is not None)
+    answer_set_ui(pred, calibrated)
     answers = answers_ui(pred)
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
@@ -153,9 +154,10 @@ def question_ui(kg: TemporalKG) -> None:
         ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
 
-def answer_set_ui(pred: Prediction, calibrated: bool) -> None:
-    """How far the probabilities can be trusted, and the conformal answer set of the chosen level."""
-    if not calibrated:
+def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
+    """How far the probabilities can be trusted, and the conformal answer set of the chosen level
+    (the calibration's own caveats are among the prediction's warnings, shown above)."""
+    if calibrated is None:
         return  # the prediction's own warning says the probabilities are raw
     c1, c2 = st.columns([1, 3])
     with c1:
@@ -164,9 +166,10 @@ def answer_set_ui(pred: Prediction, calibrated: bool) -> None:
                 help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
                      "is in the set with at least this probability.")
     with c2:
-        st.caption(f"Probabilities are calibrated: softmax(f / T) with T = {pred.temperature:.3f} fitted on the valid "
-                   "split for this setting, so across many questions, answers shown at p ≈ 0.7 are right about 70% of "
-                   "the time.")
+        st.caption(f"Probabilities are calibrated: softmax(f / T) with T = {pred.temperature:.3f} fitted on "
+                   f"{calibrated.queries:,} {calibrated.split} questions of this setting, so across many questions "
+                   "like those, answers shown at p ≈ 0.7 are right about 70% of the time"
+                   + (" (see the caveat above)." if calibrated.caveats() else "."))
     if pred.coverage is not None:
         names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
         size = f"**{pred.answer_set_size:,}** of {pred.num_entities:,} entities"

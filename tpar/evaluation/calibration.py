@@ -29,6 +29,12 @@ from tpar.evaluation.protocol import Ranker, evaluate
 from tpar.graph.queries import QueryBatch, Setting
 
 ECE_BINS = 15
+#: the temperature is fitted within these bounds (log-space LBFGS, then clamped)
+T_BOUNDS = (1e-3, 1e3)
+#: below this many fitting questions a calibration is reported as rough
+MIN_RELIABLE_QUERIES = 100
+#: a calibrated NLL above (1 − this) · log E (the uniform guess's) is reported as guessing
+UNINFORMATIVE_GAIN = 0.05
 #: coverage levels stored with a calibration (the app and ``tpar predict --coverage`` choose among them)
 LEVELS = (0.8, 0.9, 0.95)
 
@@ -69,17 +75,40 @@ class Calibration:
     before: CalibrationMetrics
     after: CalibrationMetrics
     thresholds: dict[str, float] = field(default_factory=dict)   # "0.9" -> minimum calibrated probability
+    entities: int = 0       # candidate answers per question (0: not recorded, in calibrations made before)
 
     def to_dict(self) -> dict:
         return {"setting": self.setting, "temperature": self.temperature, "split": self.split,
                 "queries": self.queries, "seed": self.seed, "before": self.before.to_dict(),
-                "after": self.after.to_dict(), "thresholds": dict(self.thresholds)}
+                "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
         return cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
                    CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
-                   {str(k): float(v) for k, v in d.get("thresholds", {}).items()})
+                   {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)))
+
+    def caveats(self) -> list[str]:
+        """What limits these probabilities, in words: too few valid questions to fit on; scores that
+        tell the answer apart hardly better than chance (the calibrated NLL within 5% of log E, the
+        uniform guess's: the fit then flattens softmax(f / T) towards 1/E); a temperature at a bound."""
+        notes = []
+        if self.queries < MIN_RELIABLE_QUERIES:
+            notes.append(f"The probabilities were calibrated on only {self.queries:,} {self.split} question"
+                         f"{'' if self.queries == 1 else 's'} (fewer than {MIN_RELIABLE_QUERIES}): take them as "
+                         "rough, and the answer sets as loose.")
+        if self.entities > 1 and self.after.nll > (1 - UNINFORMATIVE_GAIN) * math.log(self.entities):
+            notes.append(f"On the {self.split} questions the model's scores pick the answer hardly better than a "
+                         f"uniform guess among the {self.entities:,} entities (calibrated NLL {self.after.nll:.2f} "
+                         f"against {math.log(self.entities):.2f}): the probabilities are near-uniform because the "
+                         "model is guessing.")
+        elif self.temperature >= 0.999 * T_BOUNDS[1]:
+            notes.append(f"Calibration flattened the scores as far as it may (T = {self.temperature:g}, its upper "
+                         "bound): the scores carry little information about the answer.")
+        if self.temperature <= 1.001 * T_BOUNDS[0]:
+            notes.append(f"Calibration sharpened the scores as far as it may (T = {self.temperature:g}, its lower "
+                         "bound): the probabilities are near 0 or 1 and likely overconfident.")
+        return notes
 
     def threshold(self, level: float) -> float:
         """The probability threshold of the stored level nearest ``level`` (exactly one of LEVELS)."""
@@ -124,7 +153,7 @@ def fit_temperature(logits: torch.Tensor, answers: torch.Tensor) -> float:
         return loss
 
     opt.step(closure)
-    return float(log_t.detach().exp().clamp(1e-3, 1e3))
+    return float(log_t.detach().exp().clamp(*T_BOUNDS))
 
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -182,7 +211,7 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     before, _ = metrics(logits, answers, 1.0)
     after, _ = metrics(logits, answers, t)
     thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv) for lv in levels}
-    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds)
+    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1])
 
 
 @dataclass

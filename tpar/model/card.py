@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
 
@@ -66,6 +67,10 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
             except (KeyError, TypeError, ValueError):
                 lines.append(f"| {setting} | unreadable | | | | |")
         lines.append("")
+        caveats = [(setting, note) for setting in cal for c in [stored(ckpt.extra, setting)] if c
+                   for note in c.caveats()]
+        if caveats:
+            lines += [f"- **{setting}**: {note}" for setting, note in caveats] + [""]
     if ckpt.history:
         lines += ["## Validation history (seeded subset, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]

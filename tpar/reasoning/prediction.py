@@ -375,7 +375,9 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
-        if cal is None:
+        if cal is not None:
+            warnings.extend(cal.caveats())
+        else:
             warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
                             "to know how often they are right.")
         return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
