@@ -51,6 +51,9 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     assert all(0 < e["loss"] for e in s.steps) and "valid_mrr" in s.epochs_done[-1]
     assert out.is_file() and out.with_suffix(".md").is_file()  # checkpoint and model card
     assert [j.id for j in list_jobs(tmp_path / "jobs")] == [job.id]
+    # what it did besides optimiser steps was reported as it happened, in order, and is over now
+    phases = [e["phase"] for e in job.events() if e["type"] == "phase"]
+    assert phases == ["validating", "validating", "calibrating on valid", "evaluating on test"] and s.phase == ""
 
 
 def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):

@@ -27,7 +27,9 @@ def render() -> None:
         st.info("No answers.")
         st.stop()
     answer_ui(pred, sel.kg.entities)
-    e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
+    with st.spinner(ex.md(f"Finding the temporal paths to {ss['answer']} and weighing each link (a new answer "
+                          "can take half a minute on a large graph) …")):
+        e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
     how = ("the sum over its links of their integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way "
            f"from every link off to every link on ({e.integration_steps} points), so that all links' shares add up to "
            f"the score minus f₀ = {e.baseline_score:.3f}, the score with no evidence at all"

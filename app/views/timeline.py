@@ -30,13 +30,14 @@ def render() -> None:
     t_q = query_time(kg)
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
-    n_subject = sum(f.role == "subject" for f in facts)
+    n_subject = int((df["role"] == "subject").sum())  # of the facts shown (the relation filter applied)
     n_inferred = int(df["inferred"].sum())
     if n_inferred:
         st.info(f"{n_inferred:,} of these facts were inferred by a model (completed), not observed: drawn as "
                 "hollow markers, marked in the table.")
     st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
-               f"{len(facts) - n_subject:,} as object)"
+               f"{len(df) - n_subject:,} as object"
+               + (f"; {len(facts):,} with all relations" if pick else "") + ")"
                + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
     chart_ui(kg, df, t_q)
     with st.expander("Facts"):

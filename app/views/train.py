@@ -125,7 +125,7 @@ def estimate_ui(kg: TemporalKG, run: RunConfig):
 
 
 def job_label(s: JobStatus) -> str:
-    started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "not started yet"
+    started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "starting"
     return f"{s.name} ({started}; {s.id})"
 
 
@@ -188,7 +188,8 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     shows the finished job's buttons)."""
     ss = st.session_state
     job_id = job.id
-    label = {"starting": "starting…", "running": f"running, epoch {s.epoch} of at most {s.epochs}",
+    running = f"running, epoch {s.epoch} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
+    label = {"starting": "starting…", "running": running,
              "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
     left = s.remaining_seconds
@@ -203,11 +204,12 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
         if s.epochs_done:
             ep = pd.DataFrame(s.epochs_done)
             if "valid_mrr" in ep:
-                fig.add_trace(go.Scatter(x=ep["epoch"], y=100 * ep["valid_mrr"], name="valid MRR %",
+                name = SELECTION_LABEL if len(setting_kinds(s.epochs_done)) > 1 else "valid MRR %"
+                fig.add_trace(go.Scatter(x=ep["epoch"], y=100 * ep["valid_mrr"], name=name[0].lower() + name[1:],
                                          mode="lines+markers", line={"color": palette.METRIC}, cliponaxis=False),
                           secondary_y=True)
-        fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="epoch",
-                          legend={"orientation": "h"})
+        fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="epoch",
+                          legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: clear of the axis title
         fig.update_yaxes(title_text="loss", secondary_y=False)
         fig.update_yaxes(title_text="valid MRR %", secondary_y=True, range=mrr_axis_range(s.epochs_done))
         st.plotly_chart(fig, config={"displaylogo": False}, key=f"chart-{job_id}")
@@ -235,6 +237,16 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
             epochs_table(s.epochs_done)
 
 
+#: a unified run's valid MRR, the mean of its two settings' (what selects the model and stops early)
+SELECTION_LABEL = "Valid MRR % (mean of the settings: selects the model)"
+
+
+def setting_kinds(epochs: list[dict]) -> set[str]:
+    """The settings an epoch entry has a valid MRR for (``valid_<setting>_mrr``)."""
+    return {k[len("valid_"):-len("_mrr")] for e in epochs for k in e if k.startswith("valid_") and k.endswith("_mrr")
+            and k != "valid_mrr"}
+
+
 def mrr_axis_range(epochs: list[dict]) -> list[float] | None:
     """The valid-MRR axis (%): the measured values with some room, never outside 0..100 (plotly pads a
     flat line, e.g. a perfect 100, to ticks above 100); ``None`` (automatic) before the first value."""
@@ -260,6 +272,8 @@ def epochs_table(epochs: list[dict]) -> None:
             kind, _, metric = what.rpartition("_")
             label = {"mrr": "MRR", "hits@1": "Hits@1", "hits@10": "Hits@10"}.get(metric or what, metric or what)
             names[c] = f"Valid {label} %" + (f" ({kind})" if kind else "")
+    if "valid_mrr" in table.columns and len(setting_kinds(epochs)) > 1:
+        names["valid_mrr"] = SELECTION_LABEL
     st.dataframe(table.rename(columns=names), hide_index=True, column_config={
         v: st.column_config.NumberColumn(v, format="%.2f") for v in names.values() if "%" in v or v == "Loss"})
 

@@ -95,6 +95,7 @@ class TrainingCallbacks:
     on_step: Callable[[StepInfo], bool | None] | None = None
     on_epoch: Callable[[dict], bool | None] | None = None
     on_checkpoint: Callable[[Path], None] | None = None
+    on_phase: Callable[[str], None] | None = None   # "validating", "calibrating on valid", "evaluating on test"
 
 
 @dataclass
@@ -483,6 +484,8 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                         last_save = time.perf_counter()
                 bar.close()
                 start_batch = 0
+                if cb.on_phase:
+                    cb.on_phase("validating")
                 val = validate(model, kg, run, device, progress)
                 planned = sum(len(q) for q in plan.queries.values())  # all of them ran (some before a resume)
                 entry = {"epoch": epoch + 1, "loss": loss_sum / max(loss_n, 1), "queries": planned,
@@ -532,11 +535,15 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
     if finished and (cfg.calibrate or (eval_test and "test" in kg.splits)):
         model = best.build_model(device)
     if finished and cfg.calibrate:
+        if cb.on_phase:
+            cb.on_phase("calibrating on valid")
         for kind in kinds:  # temperature and conformal thresholds from valid (never test)
             cal = calibrate(kg, ModelRanker(model, device, cfg.micro_batch), kind, split="valid",
                             max_queries=cfg.max_valid_queries or 2000, seed=cfg.seed)
             best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
     if finished and eval_test and "test" in kg.splits:
+        if cb.on_phase:
+            cb.on_phase("evaluating on test")
         for kind in kinds:
             res = evaluate(kg, ModelRanker(model, device, cfg.micro_batch), kind, "test", progress=progress, batch_size=64)
             best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}

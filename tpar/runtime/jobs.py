@@ -58,6 +58,7 @@ class JobStatus:
     steps: list[dict] = field(default_factory=list)    # step events (loss, q/s, elapsed)
     epochs_done: list[dict] = field(default_factory=list)
     message: str = ""
+    phase: str = ""               # what a running job does besides optimiser steps ("validating", …); "" while stepping
     checkpoint: str = ""
     started: float = 0.0
     seconds: float = 0.0
@@ -70,8 +71,9 @@ class JobStatus:
     @property
     def remaining_seconds(self) -> float | None:
         """Training time left if every planned epoch runs (early stopping may end sooner), from the
-        pace so far; ``None`` before the first step or once finished."""
-        if self.finished or self.progress <= 0 or not self.seconds:
+        pace so far; ``None`` before the first step, once finished, or while validating, calibrating or
+        evaluating (no steps left to time)."""
+        if self.finished or self.phase or self.progress <= 0 or not self.seconds:
             return None
         return self.seconds * (1 - self.progress) / self.progress
 
@@ -141,7 +143,10 @@ class TrainingJob:
             kind = e.get("type")
             if kind == "start":
                 st.state, st.started = "running", e.get("time", 0.0)
+            elif kind == "phase":
+                st.phase = str(e.get("phase", ""))
             elif kind == "step":
+                st.phase = ""
                 st.steps.append(e)
                 st.epoch = e["epoch"] + 1
                 st.progress = min(1.0, (e["epoch"] + e["batch"] / max(e["batches"], 1)) / max(epochs, 1))
@@ -149,7 +154,7 @@ class TrainingJob:
             elif kind == "epoch":
                 st.epochs_done.append(e)
             elif kind in ("done", "cancelled", "failed"):
-                st.state = kind
+                st.state, st.phase = kind, ""
                 st.message = e.get("message", "")
                 st.checkpoint = e.get("checkpoint", "")
                 st.seconds = e.get("seconds", st.seconds)
@@ -245,7 +250,8 @@ def run_job(folder: str | Path) -> int:
 
         Path(spec.out).parent.mkdir(parents=True, exist_ok=True)
         result = train(kg, run, spec.out, progress=False, eval_test=spec.eval_test,
-                       callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch))
+                       callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch,
+                                                   on_phase=lambda phase: emit("phase", phase=phase)))
         try:
             write_card(result.path)
         except (OSError, DataError) as e:  # the card is a convenience; the checkpoint is what matters
