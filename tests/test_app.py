@@ -157,6 +157,9 @@ def test_showcase_examples():
     assert at.session_state["relation"] == "Host a visit" and at.session_state["setting"] == "interpolation"
     assert "Setting: **interpolation**" in texts(at)
     assert at.dataframe[0].value.iloc[0]["entity"] == at.session_state["answer"]  # same-day visit, recovered
+    assert at.selectbox(key="example").value.startswith("reciprocity:")
+    at.selectbox(key="w_relation").select("Threaten").run()  # the user's own question now: no example named
+    assert not at.exception and at.selectbox(key="example").value is None
 
 
 def test_url_values_outside_the_widgets_are_clamped_or_ignored():

@@ -84,6 +84,10 @@ def examples_ui(sel: ex.Selection) -> None:
         if ss.get("example") in labels:
             use(labels[ss["example"]])
 
+    shown = labels.get(ss.get("example"))
+    if shown is not None and (ss.get("subject"), ss.get("relation"), ss.get("time"), ss.get("direction")) != (
+            shown["subject"], shown["relation"], shown["time"], "object"):
+        ss["example"] = None  # the question was changed since: the box must not name a question not being asked
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
