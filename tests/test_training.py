@@ -407,3 +407,22 @@ def test_a_scheduled_run_uses_the_scheduled_rate(world, tmp_path):
     assert [i.lr for i in seen] == [scheduled_lr(run.train, i.epoch, i.batch - 1, i.num_batches, res.history[:i.epoch])
                                     for i in seen]
     assert seen[0].lr == run.train.lr and seen[-1].lr < 0.2 * run.train.lr
+
+
+def test_the_time_estimate_prices_every_phase_of_the_run(world):
+    """Steps and validation per epoch, then the finish (calibration on valid; the test split when asked):
+    the total a user is promised covers the whole job, not only the optimiser steps."""
+    from tpar.model.training import estimate_training
+
+    kg = load_dataset(world)
+    run = tiny_run("unified", epochs=3)
+    plain, with_test = estimate_training(kg, run), estimate_training(kg, run, eval_test=True)
+    for est in (plain, with_test):
+        assert est.questions_per_epoch > 0 and est.seconds_per_question > 0 and est.valid_seconds > 0
+        assert est.total_seconds == pytest.approx(3 * est.epoch_seconds + est.finish_seconds)
+    n_valid, n_test = 2 * len(kg.facts("valid")), 2 * len(kg.facts("test"))
+    # the finish is priced at the validation pace: calibration answers as many questions as validation here
+    assert plain.finish_seconds == pytest.approx(plain.valid_seconds, rel=1e-9)
+    assert with_test.finish_seconds / with_test.valid_seconds == pytest.approx((n_valid + n_test) / n_valid, rel=1e-9)
+    no_calibration = RunConfig.from_dict({**run.to_dict(), "train": {**run.to_dict()["train"], "calibrate": False}})
+    assert estimate_training(kg, no_calibration).finish_seconds == 0

@@ -39,7 +39,7 @@ def render() -> None:
     form = form_ui(sel.source.path.name, split_size["train"])
     if form is not None:
         name, run, eval_test, action = form
-        estimate = estimate_ui(kg, run)
+        estimate = estimate_ui(kg, run, eval_test)
         if action == "start" and estimate is not None:
             start_ui(sel, kg, name, run, eval_test)
     jobs = list_jobs(ex.JOBS_DIR)
@@ -100,7 +100,9 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
 
 
 def duration(seconds: float) -> str:
-    """'45 s', '12 min', '2 h 05 min'."""
+    """'under 1 s', '45 s', '12 min', '2 h 05 min'."""
+    if seconds < 1:
+        return "under 1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -108,19 +110,23 @@ def duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-def estimate_ui(kg: TemporalKG, run: RunConfig):
+def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
     """Time a few training questions with this configuration and say how long the run should take."""
     try:
         with st.spinner("Timing a few training questions…"):
-            est = estimate_training(kg, run)
+            est = estimate_training(kg, run, eval_test=eval_test and "test" in kg.splits)
     except DataError as e:
         st.error(ex.md(e))
         return None
+    finish = ""
+    if est.finish_seconds:
+        finish = (f", then {duration(est.finish_seconds)} to calibrate on valid"
+                  + (" and evaluate on test" if eval_test and "test" in kg.splits else ""))
     st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
             f"{1000 * est.seconds_per_question:.0f} ms each plus {duration(est.valid_seconds)} of validation: "
-            f"about **{duration(est.epoch_seconds)} per epoch**, at most **{duration(est.total_seconds)}** for "
-            f"{est.epochs} epoch{'s' if est.epochs != 1 else ''} (early stopping may end sooner; other work on the "
-            "machine slows it).")
+            f"about **{duration(est.epoch_seconds)} per epoch**; at most **{duration(est.total_seconds)}** in all "
+            f"({est.epochs} epoch{'s' if est.epochs != 1 else ''}{finish}; plus a few seconds to start; early stopping "
+            "may end sooner; other work on the machine slows it).")
     return est
 
 

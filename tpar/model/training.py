@@ -226,6 +226,7 @@ class TrainingEstimate:
     questions_per_epoch: int
     valid_seconds: float           # one validation pass
     epochs: int
+    finish_seconds: float = 0.0    # after the last epoch: calibration on valid, the test evaluation if asked
 
     @property
     def epoch_seconds(self) -> float:
@@ -233,13 +234,14 @@ class TrainingEstimate:
 
     @property
     def total_seconds(self) -> float:
-        """At most this long (every epoch run; early stopping may end sooner)."""
-        return self.epoch_seconds * self.epochs
+        """At most this long (every epoch run; early stopping may end sooner), the finish included."""
+        return self.epoch_seconds * self.epochs + self.finish_seconds
 
 
-def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24) -> TrainingEstimate:
+def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_test: bool = False) -> TrainingEstimate:
     """Time ``sample`` training questions of the run's first epoch (the run's own mix of kinds) and
-    a few validation questions with a freshly initialised model; nothing is written."""
+    a few validation questions with a freshly initialised model; nothing is written. The finish
+    (calibration on valid; the test split when ``eval_test``) is priced at the validation pace."""
     run = RunConfig.from_dict(run.to_dict(), "estimate")
     model_config_for(kg, run)
     cfg = run.train
@@ -267,13 +269,17 @@ def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24) -> Train
     n_valid = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0
     if cfg.max_valid_queries:
         n_valid = min(n_valid, cfg.max_valid_queries)
-    valid_seconds = 0.0
+    valid_seconds = finish_seconds = 0.0
     if n_valid:
         ranker = ModelRanker(model.eval(), torch.device("cpu"), micro_batch=max(1, cfg.micro_batch))
         t0 = time.perf_counter()
         res = evaluate(kg, ranker, kinds[0], "valid", progress=False, batch_size=16, max_queries=16, seed=cfg.seed)
-        valid_seconds = (time.perf_counter() - t0) / max(res.num_queries, 1) * n_valid * len(kinds)
-    return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs)
+        per_answer = (time.perf_counter() - t0) / max(res.num_queries, 1)
+        valid_seconds = per_answer * n_valid * len(kinds)
+        n_calibrate = min(2 * len(kg.facts("valid")), cfg.max_valid_queries or 2000) if cfg.calibrate else 0
+        n_test = 2 * len(kg.facts("test")) if eval_test and "test" in kg.splits else 0
+        finish_seconds = per_answer * (n_calibrate + n_test) * len(kinds)
+    return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs, finish_seconds)
 
 
 def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
