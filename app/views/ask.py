@@ -165,8 +165,8 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
         return  # the prediction's own warning says the probabilities are raw
     c1, c2 = st.columns([1, 3])
     with c1:
-        ex.bind(st.selectbox, "Answer set", "coverage", options=["off", "0.8", "0.9", "0.95"],
-                format_func=lambda v: "off" if v == "off" else f"{100 * float(v):g}% coverage",
+        ex.bind(st.selectbox, "Answer set (coverage)", "coverage", options=["off", "0.8", "0.9", "0.95"],
+                format_func=lambda v: "off" if v == "off" else f"{100 * float(v):g}%",
                 help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
                      "is in the set with at least this probability.")
     with c2:

@@ -87,7 +87,8 @@ def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, 
                             persist_state="session", help="A seeded random subset keeps large evaluations short.")
     b1, b2 = st.columns(2)
     with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq", persist_state="session")
-    with_rec = b2.checkbox("Recurrency baseline (fits λ, α on valid first)", value="valid" in kg.splits,
+    with_rec = b2.checkbox("Recurrency baseline", value="valid" in kg.splits,
+                           help="Fits its λ and α on the valid split first (unavailable without one).",
                            disabled="valid" not in kg.splits, key="eval_rec", persist_state="session")
     return split, setting, int(limit), with_freq, with_rec
 

@@ -182,14 +182,14 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**Planted rule** `{rule['id']}` ({ex.md(rule['kind'])}): {ex.md(rule['description'])}")
-        st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None)
+        st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None, wrap_lines=True)
     with c2:
         if e.paths:
             top = e.paths[0]
             check = rule_followed(top.links, rule, pred.direction, e.time_step, days_per_step(sel.kg.time_axis))
             mark = ":material/check_circle: follows the rule" if check.fits else ":material/cancel: does not follow the rule"
             st.markdown(f"**TPAR's most important path** {mark}: {ex.md(check.reason)}.")
-            st.code(top.describe(), language=None)
+            st.code(top.describe(), language=None, wrap_lines=True)
         else:
             check = None
             st.warning("No temporal path reaches this answer.")

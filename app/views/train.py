@@ -238,7 +238,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
             log = job.dir / "worker.log"
             if log.is_file():
                 with st.expander("Worker log"):
-                    st.code(log.read_text(encoding="utf-8", errors="replace")[-4000:])
+                    st.code(log.read_text(encoding="utf-8", errors="replace")[-4000:], wrap_lines=True)
         if s.epochs_done:
             epochs_table(s.epochs_done)
 

@@ -72,9 +72,11 @@ def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
                                    help="auto: detected from the values (integers within 1000–2999 are years).")
     with c2:
         policy = st.selectbox("Split", ["chronological", "random", "column"], key="upload_split", persist_state="session",
-                              format_func={"chronological": "chronological (forecasting: latest facts to test)",
-                                           "random": "random (completion: a seeded shuffle)",
-                                           "column": "from the file's split column"}.get)
+                              format_func={"chronological": "chronological", "random": "random",
+                                           "column": "the file's split column"}.get,
+                              help="chronological: the latest facts become valid and test (forecasting); random: a "
+                                   "seeded shuffle (completion); the file's split column: the values train / valid / "
+                                   "test in a column named split.")
     with c3:
         seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed",
                                persist_state="session", disabled=policy != "random")
