@@ -130,7 +130,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
     return html.replace("</body>", _FIT_AND_EXPORT.replace("__BG__", "#0e1117" if dark else "#ffffff"), 1)
 
 
-#: fit the drawing to its frame (not zoomed past 1.6x for a short path), again when the frame is
+#: fit the drawing to its frame with a margin for the arcs (not zoomed past 1.6x for a short path), again when the frame is
 #: resized; a button that saves the canvas as PNG (with the background painted in)
 _FIT_AND_EXPORT = """
 <button id="png" style="position:absolute;top:6px;right:6px;z-index:5;font:13px sans-serif;padding:3px 8px;
@@ -138,7 +138,12 @@ _FIT_AND_EXPORT = """
   title="Save the graph as a PNG image">PNG</button>
 <script>
 (function () {
-  function fit() { if (typeof network !== "undefined") network.fit({maxZoomLevel: 1.6, animation: false}); }
+  function fit() {
+    if (typeof network === "undefined") return;
+    network.fit({maxZoomLevel: 1.6, animation: false});
+    // fit() frames the nodes only: the arcs of links that skip a level bulge past them, so leave a margin
+    network.moveTo({scale: network.getScale() * 0.85, animation: false});
+  }
   if (typeof network !== "undefined") { network.once("afterDrawing", fit); }
   window.addEventListener("resize", fit);
   document.getElementById("png").addEventListener("click", function () {
