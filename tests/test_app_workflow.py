@@ -72,7 +72,7 @@ def test_upload_a_good_file_and_save(workspace):
 @pytest.mark.parametrize("content, message", [
     (b"\xff\xfesubject", "not UTF-8 text"),
     (b"", "file is empty"),
-    (b"who,what,when\na,b,c\n", "unexpected column"),
+    (b"who,what,when\na,b,c\n", "header lacks column"),
     (b"subject,relation,object,time\na,b\n", "no valid rows"),
     (b"subject,relation,object,time\na,r,b,noon\n", "is not an ISO date"),
 ])

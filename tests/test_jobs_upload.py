@@ -120,7 +120,7 @@ def test_upload_report_lists_dropped_rows_and_duplicates():
 
 @pytest.mark.parametrize("text, message", [
     ("", "file is empty"),
-    ("who,what,when\na,b,c\n", "unexpected column"),
+    ("who,what,when\na,b,c\n", "header lacks column"),
     ("subject,relation,object,time\na,b\n", "no valid rows"),
     ("subject,relation,object,time\na,r,b,noon\n", "is not an ISO date"),
 ])

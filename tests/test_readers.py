@@ -129,7 +129,7 @@ def test_csv_duplicates_counted(tmp_path):
 @pytest.mark.parametrize("text,match", [
     ("", "file is empty"),
     ("subject,relation,object\na,b,c\n", r"row 1: header lacks column\(s\) time"),
-    ("subject,relation,object,time,weight\na,r,b,2014-01-01,1\n", r"row 1: unexpected column\(s\) 'weight'"),
+    ("who,what,when,time\na,r,b,2014-01-01\n", r"row 1: header lacks column\(s\) subject, relation, object"),
     ("subject,relation,object,time\na,r,b,2014-01-01\na,r,2014-01-02\n", "row 3: expected 4 columns, found 3"),
     ("subject,relation,object,time\na,r,b,2014-01-01,x\n", "row 2: expected 4 columns, found 5"),
     ("subject,relation,object,time\na,r,b,2014-01-01\na,r,c,next tuesday\n", r"row 3: time 'next tuesday' is not an ISO date"),
@@ -264,3 +264,20 @@ def test_look_alike_names_are_normalised_or_flagged(tmp_path):
     assert [r for r, _, _ in report.normalised] == [2, 2, 4]
     assert report.lookalikes == [["Iran", "iran", "ＩＲＡＮ"]]
     assert any("name(s) normalised" in n for n in report.notes) and any("look alike" in n for n in report.notes)
+
+
+def test_other_columns_are_not_read_and_the_report_says_so(tmp_path):
+    """An export's extra columns (here a source, a weight, one twice) are skipped; every row must still
+    have the header's width; the known columns are read wherever they stand."""
+    from tpar.data.tables import reading_notes
+
+    text = ("source,subject,weight,relation,object,time,weight\n"
+            "wire,Iran,1,Negotiate,China,2014-02-02,x\n"
+            "<b>web</b>,China,2,Negotiate,Iran,2014-02-03,y\n")
+    q = read_quadruple_csv(write(tmp_path / "x.csv", text))
+    assert q.report.ignored_columns == ["source", "weight", "weight"]
+    assert q.subjects == ["Iran", "China"] and q.relations == ["Negotiate"] * 2 and q.objects == ["China", "Iran"]
+    assert any("'source', 'weight', 'weight' not read" in n for n in reading_notes(q.report))
+    short = read_quadruple_csv(write(tmp_path / "y.csv", text + "Iran,Negotiate,China,2014-02-04\n"),
+                               on_bad_rows="drop")
+    assert [p for _, p in short.report.problems] == ["expected 7 columns, found 4"]

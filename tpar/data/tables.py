@@ -47,9 +47,15 @@ def clean_name(name: str) -> str:
     return _INVISIBLE.sub("", unicodedata.normalize("NFC", name)).strip()
 
 
-def name_notes(report: CsvReport) -> list[str]:
-    """One line each for names normalised and look-alike groups (the CLI's notes, the upload report's)."""
+def reading_notes(report: CsvReport) -> list[str]:
+    """One line each for columns not read, names normalised and look-alike groups (the CLI's notes,
+    the upload report's)."""
     out = []
+    if report.ignored_columns:
+        shown = ", ".join(repr(c[:40]) for c in report.ignored_columns[:10])
+        more = f" and {len(report.ignored_columns) - 10} more" if len(report.ignored_columns) > 10 else ""
+        out.append(f"column(s) {shown}{more} not read (only subject, relation, object, time and the optional "
+                   f"{', '.join(OPTIONAL_COLUMNS)} are)")
     if report.normalised:
         row, before, after = report.normalised[0]
         out.append(f"{len(report.normalised)} name(s) normalised (Unicode NFC, invisible or direction-changing "
@@ -91,6 +97,7 @@ class CsvReport:
     time_format: str = ""
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
     lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
+    ignored_columns: list[str] = field(default_factory=list)  # header names not read (as written)
 
     @property
     def rows_dropped(self) -> int:
@@ -183,15 +190,14 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
 
     header = next(reader)
     cols = [h.strip().lower().lstrip(BOM) for h in header]
-    unknown = [header[i] for i, c in enumerate(cols) if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
-    if unknown:
-        raise DataError(f"unexpected column(s) {', '.join(map(repr, unknown))} in the header; expected "
-                        f"subject, relation, object, time (and optionally split)", file=path, row=1)
+    known = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
     missing = [c for c in REQUIRED_COLUMNS if c not in cols]
     if missing:
         raise DataError(f"header lacks column(s) {', '.join(missing)}; found {', '.join(map(repr, header))} "
                         f"(separator {'tab' if delim == chr(9) else 'comma'})", file=path, row=1)
-    dup_cols = {c for c in cols if cols.count(c) > 1}
+    # other columns (an export's source, weight, id …) are not read; the report names them
+    report.ignored_columns = [header[i].strip().lstrip(BOM) for i, c in enumerate(cols) if c not in known]
+    dup_cols = {c for c in cols if c in known and cols.count(c) > 1}
     if dup_cols:
         raise DataError(f"column(s) {', '.join(sorted(dup_cols))} appear twice in the header", file=path, row=1)
     pos = {c: cols.index(c) for c in cols}
@@ -462,7 +468,7 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     notes += dropped_rows_notes(path.name, q.report)
     if q.report.duplicates:
         notes.append(f"{q.report.duplicates} duplicate rows removed")
-    notes += name_notes(q.report)
+    notes += reading_notes(q.report)
     if q.splits is not None:
         labels = np.array(q.splits)
         parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}

@@ -22,7 +22,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.names import check_name
-from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, name_notes, read_quadruple_csv,
+from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, reading_notes, read_quadruple_csv,
                               split_assignment)
 from tpar.errors import DataError
 
@@ -142,7 +142,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         if s not in parts:
             notes.append(f"no {s} facts: " + ("training needs a valid split for early stopping"
                                                 if s == "valid" else "evaluation needs a test split"))
-    notes += name_notes(q.report)
+    notes += reading_notes(q.report)
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
