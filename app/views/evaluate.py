@@ -118,13 +118,16 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
                "score: the honest figure, a method that scores many entities 0 gains nothing from it); the optimistic "
                "(first among equals) and pessimistic (last) MRR beside it show how much ties matter.")
     per_rel = pd.DataFrame(relation_rows(results))
-    top = per_rel[per_rel.method == "TPAR"].sort_values("queries", ascending=False).head(20)["relation"].tolist()
+    tpar_rows = per_rel[per_rel.method == "TPAR"]
+    top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
+    which = (f"the {len(top)} relations with most queries" if len(tpar_rows) > len(top)
+             else f"all {len(top)} relation{'s' if len(top) != 1 else ''} with queries")
     fig = go.Figure()
     for name in results:
         d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
         fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
     fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
-                      title="Realistic MRR per relation (the 20 relations with most queries)", yaxis_title="MRR %")
+                      title=f"Realistic MRR per relation ({which})", yaxis_title="MRR %")
     st.plotly_chart(fig, config={"displaylogo": False})
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
@@ -147,7 +150,8 @@ def calibration_ui(report: HeldOutReport | None, source: str) -> None:
     mids = [e + width / 2 for e, c in zip(r.edges, r.counts) if c]
     fig.add_trace(go.Bar(x=mids, y=[a for a, c in zip(r.accuracy, r.counts) if c], width=width * 0.9,
                          name="accuracy in the bin", marker_color=palette.OTHER,
-                         customdata=[c for c in r.counts if c],
+                         customdata=[c for c in r.counts if c], text=[f"{c:,}" for c in r.counts if c],
+                         textposition="outside", cliponaxis=False,
                          hovertemplate="confidence %{x:.2f}<br>accuracy %{y:.2f}<br>%{customdata} questions<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line={"dash": "dash", "color": palette.T_Q}))
@@ -162,7 +166,9 @@ def calibration_ui(report: HeldOutReport | None, source: str) -> None:
         hide_index=True, column_config={k: st.column_config.NumberColumn(k, format="%.4f") for k in ("ECE", "Brier", "NLL")})
     cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions "
                       f"(mean size {report.mean_set_size[k]:.1f})" for k, v in report.coverage.items())
-    st.caption(f"Temperature {source}. ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "
+    st.caption(f"Temperature {source}. Each bar: the questions whose top answer got a calibrated probability in that "
+               f"bin (their number above the bar) and the share of them answered right; empty bins are not drawn. "
+               f"ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "
                f"true answer; the distribution leaves out each question's other known answers (the time-aware filter). "
                f"Answer sets: {cover}.")
 

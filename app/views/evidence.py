@@ -203,7 +203,11 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                        "real data.")
             mine = next((a for a in pred.answers if a.entity == e.answer), None)
             where = (f"rank {mine.rank_text()}, probability {probability_text(mine.probability)}" if mine
-                     else f"not reached by any path any more (ranks {pred.unreached_rank[0]}–{pred.unreached_rank[1]})")
+                     else f"not reached by any path any more: it ties with every unreached entity at score 0 (ranks "
+                          f"{pred.unreached_rank[0]}–{pred.unreached_rank[1]})")
+            if mine and mine.score < 0 and pred.reached < pred.num_entities:
+                where += (" — still reached, but its remaining paths score it below 0, the score of the entities no "
+                          "path reaches, so it ranks after them")
             st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank:g} on the real data) would be at {where}.")
             top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity, "Probability": probability_text(a.probability)}
                                 for a in pred.answers[:5]])
