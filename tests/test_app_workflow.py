@@ -48,6 +48,17 @@ def errors(at) -> str:
     return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error)).replace("\u2060", "")
 
 
+def test_an_export_with_other_columns_is_read_and_the_report_names_them(workspace):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    rows = tiny_world_csv().strip().splitlines()
+    text = "\n".join(["source," + rows[0]] + [f"<i>wire</i>,{r}" for r in rows[1:]]) + "\n"
+    upload(at, text.encode())
+    assert not at.exception and not at.error
+    assert {m.label: m.value for m in at.metric}["Facts kept"] == str(len(rows) - 1)
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "'source'" in said and "not read" in said
+
+
 def test_upload_a_good_file_and_save(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()
     text = tiny_world_csv(extra="P0,meets,P1,2024-01-01\nP0,meets\n").encode()

@@ -23,7 +23,8 @@ def render() -> None:
     st.title("Upload your data")
     st.markdown(
         "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
-        "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`). "
+        "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`); "
+        "other columns are skipped, and the report names them. "
         "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
         "integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
         "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
