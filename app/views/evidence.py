@@ -158,6 +158,23 @@ def fact_label(f: tuple) -> str:
     return f"({f[0]}, {f[1]}, {f[2]}, {f[3]})"
 
 
+def counterfactual_why(sel: ex.Selection, question, cf) -> str:
+    """Why the answer's new rank can lie far down (or behind a what-if that removed more facts): it is
+    no longer reached (score 0, tied with every unreached entity), or its remaining paths score it
+    below 0, behind all of them. Read from the model's answer on the data without ``cf.removed``."""
+    try:
+        pred = ex.what_if(*sel.keys, question, tuple(cf.removed), ())
+    except DataError:
+        return ""
+    mine = next((a for a in pred.answers if a.entity == cf.answer), None)
+    if mine is None:
+        return " It is then reached by no temporal path: score 0, tied with every unreached entity."
+    if mine.score < 0 and pred.reached < pred.num_entities:
+        return (" It is still reached, but its remaining paths score it below 0, the score of the "
+                f"{pred.num_entities - pred.reached:,} entities no path reaches, so it ranks after them.")
+    return ""
+
+
 def reset_what_if() -> None:
     """Nothing switched off, nothing added. The multiselect's value is *assigned* (before the widget
     is drawn: a button callback, or the top of the run), never popped: a popped key leaves the
@@ -219,7 +236,8 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
         if cf.flipped:
             st.info(f"Counterfactual: without {len(cf.removed)} fact(s) — "
                     + "; ".join(ex.md(fact_label(f)) for f in cf.removed)
-                    + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after:g} and {ex.md(cf.top_after)} comes first.")
+                    + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after:g} and {ex.md(cf.top_after)} comes first."
+                    + counterfactual_why(sel, question, cf))
         else:
             st.info(ex.md(f"No counterfactual among the top paths' facts: {cf.reason}."))
 
