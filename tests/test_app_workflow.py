@@ -98,11 +98,14 @@ def test_bad_files_are_explained(content, message):
 
 def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/train.py").run()
+    assert at.text_input(key="train_name").value == "chronological-unified"  # the sample world's suggestion
     upload(at, tiny_world_csv().encode())
     at.text_input(key="upload_name").set_value("tiny").run()
     at.button(key="upload_save").click().run()
     at.switch_page("views/train.py").run()
     assert not at.exception and at.session_state["data"] == "upload: tiny"
+    assert at.text_input(key="train_name").value == "tiny-unified"  # suggested for this data set, not the last one
     at.slider(key="train_layers").set_value(2)
     at.select_slider(key="train_dim").set_value(8)
     at.number_input(key="train_epochs").set_value(2)
@@ -114,6 +117,8 @@ def test_train_progress_finish_then_ask(workspace):
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
+    at.get("form_submit_button")[0].click().run()  # pressed again at once: never an error (it runs, or exists)
+    assert not at.exception and not at.error, [e.value for e in at.error]
     seen_progress, t0 = [], time.time()
     while time.time() - t0 < 240:
         at.run()

@@ -57,6 +57,14 @@ def render() -> None:
 def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
     """The training form; on submit: (model name, run config, evaluate on test when done)."""
     m, t = DEFAULTS.model, DEFAULTS.train
+    ss = st.session_state
+    # the suggested name follows the data set and setting until the user types one of their own (a model
+    # trained on an upload must not keep the name suggested for the sample world)
+    suggested = f"{data_name}-{ss.get('train_setting') or 'unified'}"
+    if not ss.get("train_name") or (suggested != ss.get("train_name_suggested")
+                                     and ss.get("train_name") == ss.get("train_name_suggested")):
+        ss["train_name"] = suggested
+    ss["train_name_suggested"] = suggested
     with st.form("train_form"):
         c1, c2, c3 = st.columns(3)
         setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
@@ -79,8 +87,8 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
                                 persist_state="session",
                                 help="After each step only this many best-scoring entities of a question send "
                                      "messages on: faster on large graphs.")
-        name = c9.text_input("Model name", value=f"{data_name}-{setting}", help="Saved as workspace/checkpoints/NAME.tpar",
-                             key="train_name", persist_state="session")
+        name = c9.text_input("Model name", help="Saved as workspace/checkpoints/NAME.tpar", key="train_name",
+                             persist_state="session")
         eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
                                 persist_state="session")
         b1, b2 = st.columns(2)
@@ -141,7 +149,12 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
     ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
     shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
-    if name in shipped:
+    mine = next((j for j in list_jobs(ex.JOBS_DIR) if j.id == ss.get("job")), None)
+    if mine is not None and not mine.status().finished and mine.spec().out == str(out):
+        # this session's own job on this output is running: a repeated submit (a second press, or the form's
+        # trigger replayed by a rerun) must not read as a failure to start
+        st.info(ex.md(f"Training {name!r} is already running (below)."))
+    elif name in shipped:
         st.error(ex.md(f"{name!r} is the name of a shipped checkpoint; choose another name."))
     elif out.exists() and not ss.get("confirm_overwrite") == str(out):
         ss["confirm_overwrite"] = str(out)
