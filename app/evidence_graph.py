@@ -112,7 +112,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
         weightless = abs(e["gradient"]) < floor
         title = (f"{link.sentence()}\nfact: ({link.subject}, {link.relation}, {link.object}, {link.time})\n"
                  f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
-                 f"∂f/∂link {e['gradient']:+.4f}" + (" (no meaningful weight)" if weightless else ""))
+                 f"∂f/∂link {round(e['gradient'], 4) + 0.0:+.4f}" + (" (no meaningful weight)" if weightless else ""))
         net.add_edge(src, dst, label=f"{link.arrow_label}\n{link.delta_label}", title=title,
                      color=delta_colour(link.delta, dark),
                      # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards

@@ -117,6 +117,9 @@ def test_bad_url_values_are_messages_not_tracebacks():
     assert not at.exception
     warnings = plain(at.warning)
     assert "Unknown entity 'Nobody'" in warnings and "Unknown relation 'Dance with'" in warnings
+    # each says what the page shows instead, which is what it asks
+    used = re.search(r"uses '([^']+)' instead", warnings.split("Unknown relation")[1])
+    assert used and at.session_state["relation"] == used.group(1)
     assert "does not fit this data set" in warnings
     assert at.dataframe  # it still answers a default question
     at = app({**QUESTION, "answer": "<script>alert(1)</script>"}).run()

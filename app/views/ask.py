@@ -101,15 +101,19 @@ def fill_question(kg: TemporalKG) -> None:
     ss = st.session_state
     default = default_question(kg)
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
+        problem = ""
         if ss.get(key) and ss[key] not in vocab:
             try:  # the data's own spelling of a name given in another case (e.g. from a shared URL)
                 ss[key] = vocab.resolve(ss[key], kind)
             except DataError as e:
-                st.warning(ex.md(f"{str(e)[:1].upper()}{str(e)[1:]} in this data set."))
+                problem = str(e) if str(e).endswith(("?", ".")) else f"{e}."
         if ss.get(key) not in vocab:
             ss[key] = default.subject if key == "subject" else default.relation
             if key == "subject":
                 ss.setdefault("relation", default.relation)
+            if problem:  # what was asked, the closest names, and what is shown instead
+                st.warning(ex.md(f"{problem[:1].upper()}{problem[1:]} It is not in this data set, so the question "
+                                 f"uses {ss[key]!r} instead (choose another below)."))
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
         check_question_time(kg, t_q)
@@ -170,10 +174,13 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
                 help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
                      "is in the set with at least this probability.")
     with c2:
-        st.caption(f"Probabilities are calibrated: softmax(f / T) with T = {pred.temperature:.3f} fitted on "
-                   f"{calibrated.queries:,} {calibrated.split} questions of this setting, so across many questions "
-                   "like those, answers shown at p ≈ 0.7 are right about 70% of the time"
-                   + (" (see the caveat above)." if calibrated.caveats() else "."))
+        fitted = (f"softmax(f / T) with T = {pred.temperature:.3f} fitted on {calibrated.queries:,} "
+                  f"{calibrated.split} questions of this setting")
+        if calibrated.caveats():  # the warnings above say what limits them; promise nothing here
+            st.caption(f"Probabilities: {fitted}; read them with the caveat above.")
+        else:
+            st.caption(f"Probabilities are calibrated: {fitted}, so across many questions like those, answers shown "
+                       "at p ≈ 0.7 are right about 70% of the time.")
     if pred.coverage is not None:
         names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
         size = f"**{pred.answer_set_size:,}** of {pred.num_entities:,} entities"

@@ -107,9 +107,9 @@ def paths_ui(e: Explanation, shown: list) -> None:
     number = {id(p): k for k, p in enumerate(e.paths, start=1)}
     for p in shown:
         k = number[id(p)]
-        weight = f"importance {p.importance:+.4f}" + ("" if p.meaningful else ", no meaningful contribution")
+        weight = f"importance {ex.signed(p.importance)}" + ("" if p.meaningful else ", no meaningful contribution")
         lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
-        st.markdown(f"**Path {k}** ({weight}; stay {p.stay:+.4f}):\n\n{lines}")
+        st.markdown(f"**Path {k}** ({weight}; stay {ex.signed(p.stay)}):\n\n{lines}")
     table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "stay": p.stay, "hops": p.length,
                            "temporal path": p.describe()} for p in shown])
     if e.facts:

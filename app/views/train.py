@@ -107,6 +107,11 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
     return name, run, eval_test, "start" if submitted else "estimate"
 
 
+def about(seconds: float) -> str:
+    """'about 45 s', but 'under 1 s' (never 'about under 1 s')."""
+    return duration(seconds) if seconds < 1 else f"about {duration(seconds)}"
+
+
 def duration(seconds: float) -> str:
     """'under 1 s', '45 s', '12 min', '2 h 05 min'."""
     if seconds < 1:
@@ -132,7 +137,7 @@ def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
                   + (" and evaluate on test" if eval_test and "test" in kg.splits else ""))
     st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
             f"{1000 * est.seconds_per_question:.0f} ms each plus {duration(est.valid_seconds)} of validation: "
-            f"about **{duration(est.epoch_seconds)} per epoch**; at most **{duration(est.total_seconds)}** in all "
+            f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(est.total_seconds)}** in all "
             f"({est.epochs} epoch{'s' if est.epochs != 1 else ''}{finish}; plus a few seconds to start; early stopping "
             "may end sooner; other work on the machine slows it).")
     return est
@@ -212,7 +217,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
              "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
     left = s.remaining_seconds
-    eta = f", about {duration(left)} left if every epoch runs" if left is not None else ""
+    eta = f", {about(left)} left if every epoch runs" if left is not None else ""
     st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {duration(s.seconds)} of training{eta}"))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])
