@@ -167,11 +167,13 @@ def init_state() -> None:
                 try:
                     value = int(value)
                 except ValueError:
-                    ignored.append(key)
+                    ignored.append(f"{key}={value!r} (not a whole number; ignored)")
                     continue
+                if not lo <= value <= hi:
+                    ignored.append(f"{key}={value} (shown as {max(lo, min(value, hi))}: it goes from {lo} to {hi})")
                 value = max(lo, min(value, hi))
             elif key in CHOICES and value not in CHOICES[key]:
-                ignored.append(key)
+                ignored.append(f"{key}={value!r} (not one of {', '.join(map(str, CHOICES[key]))}; ignored)")
                 continue
             ss[key] = value
     for key, value in DEFAULTS.items():
@@ -275,6 +277,8 @@ def selection(show_errors: bool = True) -> Selection | None:
     infos, _ = checkpoints()
     matches = matching_checkpoints(kg, infos)
     names = [m.info.name for m in matches]
+    if ss.get("model") and ss["model"] not in names and names and show_errors:
+        st.warning(md(f"Model {ss['model']!r} is not available for this data set; showing {names[0]!r}."))
     keep_valid("model", names)
     match = next((m for m in matches if m.info.name == ss["model"]), None)
     return Selection(source, kg, match, matches)

@@ -54,6 +54,8 @@ pages = {
     ],
 }
 nav = st.navigation(pages)
+if st.session_state.get("url_ignored"):  # whichever page a shared link opens says what it did not take
+    st.warning(md("Not taken from the URL as given: " + "; ".join(st.session_state.pop("url_ignored")) + "."))
 st.sidebar.caption("TPAR: temporal-path reasoning for interpolation and extrapolation "
                    "(Chen et al., ACL 2024).")
 try:

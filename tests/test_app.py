@@ -169,7 +169,9 @@ def test_url_values_outside_the_widgets_are_clamped_or_ignored():
     at = app({**QUESTION, "k": "100", "paths": "50", "direction": "sideways"}).run()
     assert not at.exception
     assert at.session_state["k"] == 50 and len(at.dataframe[0].value) == 50
-    assert "Ignored from the URL" in plain(at.warning) and "direction" in plain(at.warning)
+    said = plain(at.warning)
+    assert "Not taken from the URL as given" in said and "direction='sideways' (not one of object, subject" in said
+    assert "k=100 (shown as 50: it goes from 1 to 50)" in said and "paths=50 (shown as 10" in said
     at.switch_page("views/evidence.py").run()
     assert not at.exception and at.session_state["paths"] == 10
     at = app({**QUESTION, "setting": "sometimes"}).run()

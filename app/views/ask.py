@@ -24,8 +24,6 @@ def render() -> None:
     sel = ex.require_model(ex.selection())
     kg = sel.kg
     t_min, t_max = kg.time_range
-    if ss.get("url_ignored"):
-        st.warning("Ignored from the URL (not an allowed value): " + ", ".join(ss.pop("url_ignored")) + ".")
     st.caption(f"Data set **{ex.md(sel.source.label)}**, model **{ex.md(sel.match.info.name)}** "
                f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
                f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
