@@ -82,12 +82,13 @@ class PathLink:
         return f"← {self.relation}" if self.inverse else self.relation
 
     def sentence(self) -> str:
-        """The fact in plain words with its time relative to the question, e.g. "Kelarara Council:
-        Threaten → Faro of Corbeleth, 2 days before the question" (a backwards walk says so)."""
+        """The fact in words, names spelt as in the data (searchable), with its time relative to the
+        question, e.g. "Kelarara Council: Threaten → Faro of Corbeleth, 2 days before the question" (a
+        backwards walk says so)."""
         when = "at the question's time" if self.delta == 0 else f"{self.when or self.delta_label} the question"
         back = f" (walked back from {self.source})" if self.inverse else ""
         guess = f" — {self.inferred}" if self.inferred else ""
-        return f"{self.subject}: {self.relation.replace('_', ' ')} → {self.object}, {when}{back}{guess}"
+        return f"{self.subject}: {self.relation} → {self.object}, {when}{back}{guess}"
 
 
 def evidence_floor(score: float) -> float:
