@@ -235,3 +235,12 @@ def test_the_report_shows_self_loops_dropped_row_content_and_a_preview():
     assert rows[16]["content"].startswith('"unclosed')
     assert report.preview[0] == {"row": 2, "subject": "P0", "relation": "meets", "object": "P1", "time": "2024-01-01"}
     assert len(report.preview) == 10
+
+
+def test_a_split_column_not_chosen_is_named_with_how_to_use_it():
+    rows = tiny_world_csv().strip().splitlines()
+    text = "\n".join([rows[0] + ",split"] + [f"{r},{'test' if i % 5 == 0 else 'train'}" for i, r in enumerate(rows[1:])])
+    rep, _ = inspect_upload(text + "\n", "mine.csv", split_policy="random")
+    assert any("split column is not used: the random split" in n and "the file's split column" in n for n in rep.notes)
+    rep, kg = inspect_upload(text + "\n", "mine.csv", split_policy="column")
+    assert not any("not used" in n for n in rep.notes) and len(kg.facts("test")) > 0

@@ -140,7 +140,8 @@ def report_ui(report: UploadReport) -> None:
                                        for r, a, b in report.normalised[:1000]]), hide_index=True)
     if report.lookalikes:
         with st.expander(f"Distinct names that look alike ({len(report.lookalikes):,} groups)"):
-            st.dataframe(pd.DataFrame([{"names": " / ".join(ascii(n) for n in g)} for g in report.lookalikes[:1000]]),
+            st.dataframe(pd.DataFrame([{"names": " / ".join(n if n == ascii(n)[1:-1] else f"{n} = {ascii(n)}" for n in g)}
+                                       for g in report.lookalikes[:1000]]),
                          hide_index=True)
 
 

@@ -133,7 +133,8 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         parts = {s: np.nonzero(labels == s)[0] for s in SPLITS if np.any(labels == s)}
     else:
         if q.splits is not None:
-            notes.append("the file's split column is ignored (split chosen here)")
+            notes.append(f"the file's split column is not used: the {split_policy} split chosen here is (choose "
+                         "\"the file's split column\" as the split to keep the file's own)")
         assign = split_assignment(q.times, split_policy, seed=seed, fractions=fractions)
         parts = {s: np.nonzero(assign == k)[0] for k, s in enumerate(SPLITS) if np.any(assign == k)}
     if "train" not in parts:
