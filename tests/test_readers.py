@@ -281,3 +281,18 @@ def test_other_columns_are_not_read_and_the_report_says_so(tmp_path):
     short = read_quadruple_csv(write(tmp_path / "y.csv", text + "Iran,Negotiate,China,2014-02-04\n"),
                                on_bad_rows="drop")
     assert [p for _, p in short.report.problems] == ["expected 7 columns, found 4"]
+
+
+def test_times_with_a_utc_offset_are_read_as_utc_and_the_report_says_so(tmp_path):
+    from tpar.data.tables import reading_notes
+
+    text = ("subject,relation,object,time\n"
+            "a,r,b,2024-01-01T05:00+02:00\n"
+            "b,r,c,2024-01-02T05:00Z\n"
+            "c,r,a,2024-01-03T05:00\n")
+    q = read_quadruple_csv(write(tmp_path / "tz.csv", text))
+    assert [q.time_axis.label(int(t)) for t in q.times][:2] == ["2024-01-01 03:00", "2024-01-02 05:00"]
+    assert q.report.utc_converted == [(2, "2024-01-01T05:00+02:00"), (3, "2024-01-02T05:00Z")]
+    assert any("2 time(s) carry a UTC offset and were read as UTC" in n for n in reading_notes(q.report))
+    plain = read_quadruple_csv(write(tmp_path / "plain.csv", "subject,relation,object,time\na,r,b,2024-01-01T05:00\n"))
+    assert plain.report.utc_converted == [] and not reading_notes(plain.report)

@@ -41,6 +41,10 @@ SPLIT_POLICIES = ("chronological", "random")
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\u0000-\u001f\u007f-\u009f]")
 
 
+#: a date-time's UTC offset: "Z", "+02:00", "-0500" after a time of day
+_UTC_OFFSET = re.compile(r"[T ]\d[\d:.]*(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
+
+
 def clean_name(name: str) -> str:
     """A name as kept: Unicode NFC (one form for the same characters), invisible and direction-changing
     characters removed, surrounding space stripped."""
@@ -56,6 +60,10 @@ def reading_notes(report: CsvReport) -> list[str]:
         more = f" and {len(report.ignored_columns) - 10} more" if len(report.ignored_columns) > 10 else ""
         out.append(f"column(s) {shown}{more} not read (only subject, relation, object, time and the optional "
                    f"{', '.join(OPTIONAL_COLUMNS)} are)")
+    if report.utc_converted:
+        row, raw = report.utc_converted[0]
+        out.append(f"{len(report.utc_converted)} time(s) carry a UTC offset and were read as UTC (the data's one "
+                   f"clock), e.g. row {row}: {raw!r}; times and the time step are in UTC")
     if report.normalised:
         row, before, after = report.normalised[0]
         out.append(f"{len(report.normalised)} name(s) normalised (Unicode NFC, invisible or direction-changing "
@@ -98,6 +106,7 @@ class CsvReport:
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
     lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
     ignored_columns: list[str] = field(default_factory=list)  # header names not read (as written)
+    utc_converted: list[tuple[int, str]] = field(default_factory=list)  # (row, time as written) given with an offset
 
     @property
     def rows_dropped(self) -> int:
@@ -329,6 +338,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         seen.add(key)
         final.append(i)
     report.time_format = fmt
+    report.utc_converted = [(kept[i][0], raw_times[i]) for i in final if _UTC_OFFSET.search(raw_times[i])]
     names = {kept[i][1][pos[c]] for i in final for c in ("subject", "object")}
     report.lookalikes = lookalike_groups(names) + lookalike_groups({kept[i][1][pos["relation"]] for i in final})
     return CsvQuadruples(
