@@ -50,6 +50,11 @@ def edge_width(importance: float, floor: float) -> float:
     return 1 + 6 * math.log(x / floor) / math.log(FULL_WIDTH_IMPORTANCE / floor)
 
 
+def signed(x: float, digits: int = 4) -> str:
+    """``x`` with its sign and ``digits`` decimals, never "-0.0000" (a value that rounds to zero is +0)."""
+    return f"{round(float(x), digits) + 0.0:+.{digits}f}"
+
+
 def graph_height(paths: list[TemporalPath]) -> int:
     """Frame height that fits the paths: more room when many hop entities stack up in one level."""
     per_level: dict[int, set] = {}
@@ -112,7 +117,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
         weightless = abs(e["gradient"]) < floor
         title = (f"{link.sentence()}\nfact: ({link.subject}, {link.relation}, {link.object}, {link.time})\n"
                  f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
-                 f"∂f/∂link {round(e['gradient'], 4) + 0.0:+.4f}" + (" (no meaningful weight)" if weightless else ""))
+                 f"∂f/∂link {signed(e['gradient'])}" + (" (no meaningful weight)" if weightless else ""))
         net.add_edge(src, dst, label=f"{link.arrow_label}\n{link.delta_label}", title=title,
                      color=delta_colour(link.delta, dark),
                      # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards

@@ -58,11 +58,6 @@ _AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:|@)")
 WORD_JOINER = "\u2060"
 
 
-def signed(x: float, digits: int = 4) -> str:
-    """``x`` with its sign and ``digits`` decimals, never "-0.0000" (a value that rounds to zero is +0)."""
-    return f"{round(float(x), digits) + 0.0:+.{digits}f}"
-
-
 def md(text: object) -> str:
     """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links,
     images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped, and bare

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from evidence_graph import evidence_html, graph_height
+from evidence_graph import evidence_html, graph_height, signed
 from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import Explanation
@@ -107,9 +107,9 @@ def paths_ui(e: Explanation, shown: list) -> None:
     number = {id(p): k for k, p in enumerate(e.paths, start=1)}
     for p in shown:
         k = number[id(p)]
-        weight = f"importance {ex.signed(p.importance)}" + ("" if p.meaningful else ", no meaningful contribution")
+        weight = f"importance {signed(p.importance)}" + ("" if p.meaningful else ", no meaningful contribution")
         lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
-        st.markdown(f"**Path {k}** ({weight}; stay {ex.signed(p.stay)}):\n\n{lines}")
+        st.markdown(f"**Path {k}** ({weight}; stay {signed(p.stay)}):\n\n{lines}")
     table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "stay": p.stay, "hops": p.length,
                            "temporal path": p.describe()} for p in shown])
     if e.facts:
@@ -158,21 +158,26 @@ def fact_label(f: tuple) -> str:
     return f"({f[0]}, {f[1]}, {f[2]}, {f[3]})"
 
 
+def unreached_note(pred: Prediction, answer: str) -> str:
+    """Why ``answer``'s rank in ``pred`` can lie far down: no path reaches it any more (score 0, tied
+    with every unreached entity), or its remaining paths score it below 0, behind all of those; "" else."""
+    mine = next((a for a in pred.answers if a.entity == answer), None)
+    if mine is None:
+        return "it is reached by no temporal path: score 0, tied with every unreached entity"
+    if mine.score < 0 and pred.reached < pred.num_entities:
+        return (f"it is still reached, but its remaining paths score it below 0, the score of the "
+                f"{pred.num_entities - pred.reached:,} entities no path reaches, so it ranks after them")
+    return ""
+
+
 def counterfactual_why(sel: ex.Selection, question, cf) -> str:
-    """Why the answer's new rank can lie far down (or behind a what-if that removed more facts): it is
-    no longer reached (score 0, tied with every unreached entity), or its remaining paths score it
-    below 0, behind all of them. Read from the model's answer on the data without ``cf.removed``."""
+    """:func:`unreached_note` for the counterfactual's answer, read from the model's answer on the
+    data without ``cf.removed`` (the rank it states)."""
     try:
-        pred = ex.what_if(*sel.keys, question, tuple(cf.removed), ())
+        note = unreached_note(ex.what_if(*sel.keys, question, tuple(cf.removed), ()), cf.answer)
     except DataError:
         return ""
-    mine = next((a for a in pred.answers if a.entity == cf.answer), None)
-    if mine is None:
-        return " It is then reached by no temporal path: score 0, tied with every unreached entity."
-    if mine.score < 0 and pred.reached < pred.num_entities:
-        return (" It is still reached, but its remaining paths score it below 0, the score of the "
-                f"{pred.num_entities - pred.reached:,} entities no path reaches, so it ranks after them.")
-    return ""
+    return f" Then {note}." if note else ""
 
 
 def reset_what_if() -> None:
@@ -220,11 +225,9 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                        "real data.")
             mine = next((a for a in pred.answers if a.entity == e.answer), None)
             where = (f"rank {mine.rank_text()}, probability {probability_text(mine.probability)}" if mine
-                     else f"not reached by any path any more: it ties with every unreached entity at score 0 (ranks "
-                          f"{pred.unreached_rank[0]}–{pred.unreached_rank[1]})")
-            if mine and mine.score < 0 and pred.reached < pred.num_entities:
-                where += (" — still reached, but its remaining paths score it below 0, the score of the entities no "
-                          "path reaches, so it ranks after them")
+                     else f"ranks {pred.unreached_rank[0]}–{pred.unreached_rank[1]}")
+            note = unreached_note(pred, e.answer)
+            where += f" — {note}" if note else ""
             st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank:g} on the real data) would be at {where}.")
             top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity, "Probability": probability_text(a.probability)}
                                 for a in pred.answers[:5]])

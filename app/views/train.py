@@ -39,7 +39,7 @@ def render() -> None:
     form = form_ui(sel.source.path.name, split_size["train"])
     if form is not None:
         name, run, eval_test, action = form
-        estimate = estimate_ui(kg, run, eval_test)
+        estimate = estimate_ui(kg, run, eval_test and "test" in kg.splits)
         if action == "start" and estimate is not None:
             start_ui(sel, kg, name, run, eval_test)
     jobs = list_jobs(ex.JOBS_DIR)
@@ -50,7 +50,7 @@ def render() -> None:
     ex.keep_valid("job", ids)
     names = {j.id: j.status() for j in jobs}  # names and start times only: the state is drawn live below
     ex.bind(st.selectbox, "Job", "job", options=ids, format_func=lambda i: job_label(names[i]))
-    follow(ss["job"])
+    follow(next(j for j in jobs if j.id == ss["job"]))
     ex.sync_url(("data",))
 
 
@@ -124,17 +124,18 @@ def duration(seconds: float) -> str:
 
 
 def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
-    """Time a few training questions with this configuration and say how long the run should take."""
+    """Time a few training questions with this configuration and say how long the run should take
+    (``eval_test``: the job will evaluate on test, i.e. asked for and the data has a test split)."""
     try:
         with st.spinner("Timing a few training questions…"):
-            est = estimate_training(kg, run, eval_test=eval_test and "test" in kg.splits)
+            est = estimate_training(kg, run, eval_test=eval_test)
     except DataError as e:
         st.error(ex.md(e))
         return None
     finish = ""
     if est.finish_seconds:
         finish = (f", then {duration(est.finish_seconds)} to calibrate on valid"
-                  + (" and evaluate on test" if eval_test and "test" in kg.splits else ""))
+                  + (" and evaluate on test" if eval_test else ""))
     st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
             f"{1000 * est.seconds_per_question:.0f} ms each plus {duration(est.valid_seconds)} of validation: "
             f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(est.total_seconds)}** in all "
@@ -178,7 +179,7 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
             st.success(ex.md(f"Training {name!r} started in the background."))
 
 
-def follow(job_id: str) -> None:
+def follow(job: TrainingJob) -> None:
     """The job's panel: redrawn live every 1.5 s while the job runs, drawn once when it has finished.
 
     A finished job is drawn by the full page run, outside any polling fragment, so that its
@@ -187,19 +188,17 @@ def follow(job_id: str) -> None:
     page asks for a fragment rerun of the old page, which Streamlit runs after the new page and which
     leaves the new page blank (seen in CI; reproduced in 5 of 12 tries with a two-page app).
     """
-    job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
     s = job.status()
     if s.finished:
         job_panel(job, s)
     else:
-        follow_live(job_id)
+        follow_live(job)
 
 
 @st.fragment(run_every=1.5)
-def follow_live(job_id: str) -> None:
-    """The running job's panel, re-drawn every 1.5 s; once the job has finished, one full page run
-    draws it statically and the polling stops (the page run no longer creates this fragment)."""
-    job = next(j for j in list_jobs(ex.JOBS_DIR) if j.id == job_id)
+def follow_live(job: TrainingJob) -> None:
+    """The running job's panel, re-drawn every 1.5 s from its files; once the job has finished, one
+    full page run draws it statically and the polling stops (the page run no longer creates this fragment)."""
     s = job.status()
     if s.finished:
         st.rerun(scope="app")
