@@ -67,10 +67,12 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
             except (KeyError, TypeError, ValueError):
                 lines.append(f"| {setting} | unreadable | | | | |")
         lines.append("")
-        caveats = [(setting, note) for setting in cal for c in [stored(ckpt.extra, setting)] if c
-                   for note in c.caveats()]
+        caveats = []
+        for setting in cal:
+            c = stored(ckpt.extra, setting)
+            caveats += [f"- **{setting}**: {note}" for note in (c.caveats() if c else [])]
         if caveats:
-            lines += [f"- **{setting}**: {note}" for setting, note in caveats] + [""]
+            lines += caveats + [""]
     if ckpt.history:
         lines += ["## Validation history (seeded subset, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]

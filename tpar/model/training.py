@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from tpar.graph.background import Background
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
-from tpar.model.config import RunConfig
+from tpar.model.config import RunConfig, TrainConfig
 from tpar.data.kg import TemporalKG
 from tpar.data.locks import acquire, release
 from tpar.errors import DataError
@@ -238,6 +238,12 @@ class TrainingEstimate:
         return self.epoch_seconds * self.epochs + self.finish_seconds
 
 
+def calibration_queries(cfg: TrainConfig) -> int:
+    """The valid questions per setting a finished run calibrates on: the run's validation subset, or
+    2,000 when it validates on all of valid."""
+    return cfg.max_valid_queries or 2000
+
+
 def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_test: bool = False) -> TrainingEstimate:
     """Time ``sample`` training questions of the run's first epoch (the run's own mix of kinds) and
     a few validation questions with a freshly initialised model; nothing is written. The finish
@@ -266,9 +272,8 @@ def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_tes
         seen += len(batch)
     per_q = timed / max(seen, 1)
     kinds = ["extrapolation", "interpolation"] if cfg.setting == "unified" else [cfg.setting]
-    n_valid = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0
-    if cfg.max_valid_queries:
-        n_valid = min(n_valid, cfg.max_valid_queries)
+    all_valid = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0
+    n_valid = min(all_valid, cfg.max_valid_queries) if cfg.max_valid_queries else all_valid
     valid_seconds = finish_seconds = 0.0
     if n_valid:
         ranker = ModelRanker(model.eval(), torch.device("cpu"), micro_batch=max(1, cfg.micro_batch))
@@ -276,7 +281,7 @@ def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_tes
         res = evaluate(kg, ranker, kinds[0], "valid", progress=False, batch_size=16, max_queries=16, seed=cfg.seed)
         per_answer = (time.perf_counter() - t0) / max(res.num_queries, 1)
         valid_seconds = per_answer * n_valid * len(kinds)
-        n_calibrate = min(2 * len(kg.facts("valid")), cfg.max_valid_queries or 2000) if cfg.calibrate else 0
+        n_calibrate = min(all_valid, calibration_queries(cfg)) if cfg.calibrate else 0
         n_test = 2 * len(kg.facts("test")) if eval_test and "test" in kg.splits else 0
         finish_seconds = per_answer * (n_calibrate + n_test) * len(kinds)
     return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs, finish_seconds)
@@ -545,7 +550,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
             cb.on_phase("calibrating on valid")
         for kind in kinds:  # temperature and conformal thresholds from valid (never test)
             cal = calibrate(kg, ModelRanker(model, device, cfg.micro_batch), kind, split="valid",
-                            max_queries=cfg.max_valid_queries or 2000, seed=cfg.seed)
+                            max_queries=calibration_queries(cfg), seed=cfg.seed)
             best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
     if finished and eval_test and "test" in kg.splits:
         if cb.on_phase:
