@@ -296,3 +296,18 @@ def test_times_with_a_utc_offset_are_read_as_utc_and_the_report_says_so(tmp_path
     assert any("2 time(s) carry a UTC offset and were read as UTC" in n for n in reading_notes(q.report))
     plain = read_quadruple_csv(write(tmp_path / "plain.csv", "subject,relation,object,time\na,r,b,2024-01-01T05:00\n"))
     assert plain.report.utc_converted == [] and not reading_notes(plain.report)
+
+
+def test_a_file_with_many_bad_rows_is_refused_once_naming_the_first_and_counting_the_rest(tmp_path):
+    """Without --drop-bad-rows the error names the first bad row and numbers the others (structure and
+    time problems alike), so a user mends the file in one go instead of one row per try."""
+    rows = ["a,r,b,2024-01-01", "a,r,,2024-01-02", "a,r,b", "a,r,c,yesterday"] + ["x,r,y"] * 12 + ["a,r,d,2024-01-05"]
+    path = write(tmp_path / "many.csv", HEADER + "\n".join(rows) + "\n")
+    with pytest.raises(DataError) as e:
+        read_quadruple_csv(path)
+    assert e.value.row == 3 and "empty object" in e.value.problem
+    assert "and 14 more bad rows: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 …" in e.value.problem
+    # the time problem on row 5 is counted although it is found in the second pass
+    assert read_quadruple_csv(path, on_bad_rows="drop").report.rows_dropped == 15
+    with pytest.raises(DataError, match=r"row 3: empty object.*\(and 1 more bad row: 4\)$"):
+        read_quadruple_csv(write(tmp_path / "two.csv", HEADER + "\n".join(rows[:2] + rows[3:4] + rows[-1:]) + "\n"))

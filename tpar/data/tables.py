@@ -85,6 +85,8 @@ def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
 
 #: longest name (subject, relation, object) a row may hold; longer fields are row problems
 MAX_FIELD = 1000
+#: other bad rows named by number in a ``raise``-mode error
+MORE_BAD_ROWS_NAMED = 10
 #: integer times beyond this magnitude are refused (steps must stay exact in int64 arithmetic)
 MAX_INT_TIME = 2 ** 53
 
@@ -180,8 +182,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     ``time_format``: ``auto`` (detect), ``date``, ``datetime``, ``month``, ``year`` or ``int``.
     In ``auto``, integers are read as years when every one lies in 1000..2999, else as plain steps.
 
-    ``on_bad_rows="raise"`` raises :class:`DataError` at the first bad row; ``"drop"`` drops bad rows
-    and lists them in the report. Duplicate rows are always removed and counted.
+    ``on_bad_rows="raise"`` raises :class:`DataError` naming the first bad row and counting (and numbering)
+    the others; ``"drop"`` drops bad rows and lists them in the report. Duplicate rows are always removed and counted.
     ``incomplete="keep"`` puts rows that lack exactly their subject or their object (time and
     relation given and valid) in :attr:`CsvQuadruples.incomplete`; ``"bad"`` treats them as bad rows.
     """
@@ -213,9 +215,20 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     width = len(cols)
 
     def bad(row: int, problem: str) -> None:
-        if on_bad_rows == "raise":
-            raise DataError(problem, file=path, row=row)
         report.problems.append((row, problem))
+
+    def raise_on_problems() -> None:
+        """``raise`` mode: after a whole pass, one error naming the first bad row, its problem, and how many
+        other rows are bad (with their numbers), so a user mends the file once, not once per row."""
+        if on_bad_rows != "raise" or not report.problems:
+            return
+        problems = sorted(report.problems)
+        (row, problem), rest = problems[0], problems[1:]
+        if rest:
+            shown = ", ".join(str(r) for r, _ in rest[:MORE_BAD_ROWS_NAMED])
+            more = " …" if len(rest) > MORE_BAD_ROWS_NAMED else ""
+            problem += f" (and {len(rest):,} more bad row{'s' if len(rest) > 1 else ''}: {shown}{more})"
+        raise DataError(problem, file=path, row=row)
 
     recs: list[tuple[int, list[str]]] = []
     last = reader.line_num  # the header's last line
@@ -278,6 +291,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
                 continue
         recs.append((row, vals))
     if not recs:
+        raise_on_problems()
         raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
                         f"{report.problems[0][0]}: {report.problems[0][1]})" if report.problems else ""),
                         file=path)
@@ -292,6 +306,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             counts[key] = counts.get(key, 0) + 1
         counts.pop("bad", None)
         if not counts:
+            raise_on_problems()
             r0, v0 = recs[0]
             raise DataError(f"time {v0[pos['time']]!r} is not an ISO date, date-time, month, year or integer",
                             file=path, row=r0)
@@ -315,6 +330,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, str(e))
             continue
         kept.append((row, v))
+    raise_on_problems()
     whole = [bool(v[pos["subject"]] and v[pos["object"]]) for _, v in kept]  # else a row to complete
     held = [IncompleteRow(row, v[pos["subject"]] or None, v[pos["relation"]], v[pos["object"]] or None,
                           v[pos["time"]], v[pos["split"]].lower() if "split" in pos else None)
