@@ -3,7 +3,10 @@ HTML page. Query entity at the left, answer at the right, hops as levels; each l
 its relation and its time relative to the query; colour by past / same time / future of t_q;
 links walked backwards dashed and marked ``←``; thickness on an absolute scale of the link's own
 importance ∂f/∂link (a link worth ≈ 0 is drawn thin and dotted whatever the others are worth); hover shows the fact in
-words with its absolute date and the paths' importance. The view fits its frame on load and on
+words with its absolute date and the paths' importance. Facts of one relation, walked the same way, on the
+same side of t_q, between the same two entities are one link ("Meet ×6" with the range of their times, as
+wide as its strongest fact; the tooltip lists each), so a weekly meeting is not six stacked arcs; links
+that skip a level arc around the hops in between. The view fits its frame on load and on
 resize; a button saves it as PNG; a dark variant follows the app's theme.
 
 Offline and safe: vis-network is inlined (no CDN), pyvis's remaining external references
@@ -16,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyvis
@@ -29,6 +33,10 @@ DARK_PAST, DARK_SAME, DARK_FUTURE = "#60a5fa", "#9ca3af", "#fb923c"  # the same 
 #: importance drawn at the full width (in units of the score f); widths are absolute, not relative to
 #: the other links, on a log scale from the evidence floor (1 px) up to this (7 px)
 FULL_WIDTH_IMPORTANCE = 1.0
+#: the hierarchical layout's distance between levels (left to right) and between the nodes of a level (px)
+LEVEL_SEPARATION, NODE_SPACING = 260, 90
+#: how far each further parallel link between two entities bends out (px at its middle): a two-line label's height
+FAN_STEP_PX = 40
 _EXTERNAL = re.compile(r"<(link|script)\b[^>]*(?:href|src)=\"https?://[^>]*>(?:\s*</script>)?", re.I | re.S)
 
 
@@ -55,14 +63,69 @@ def signed(x: float, digits: int = 4) -> str:
     return f"{round(float(x), digits) + 0.0:+.{digits}f}"
 
 
+@dataclass
+class Drawing:
+    """What the graph draws: nodes by level ("q" the question's entity at 0, "a" the answer at the last
+    level, "h<i>:<name>" a hop entity at level i) and, per drawn pair of nodes, the links between them
+    (facts of one relation, direction and side of t_q merged: :func:`merged_links`)."""
+
+    level: dict[str, int]
+    label: dict[str, str]
+    links: dict[tuple[str, str], list[dict]]
+
+    @property
+    def node_spacing(self) -> int:
+        """Vertical px between the nodes of a level: NODE_SPACING, more when many links cross one gap between
+        levels (their labels all sit near the gap's middle, so the nodes around it spread to make room)."""
+        crossing: dict[int, int] = {}
+        for (src, dst), groups in self.links.items():
+            crossing[self.level[src]] = crossing.get(self.level[src], 0) + len(groups)
+        widths = self.widths
+        need = max((n * FAN_STEP_PX / max(widths.get(lv, 1), widths.get(lv + 1, 1), 2)
+                    for lv, n in crossing.items()), default=0)
+        return int(min(2.5 * NODE_SPACING, max(NODE_SPACING, need)))
+
+    @property
+    def height(self) -> int:
+        """Frame height (px) that fits the drawing: its widest level at its node spacing, or its widest fan."""
+        widest = max(self.widths.values(), default=1)
+        fan = max((len(g) for g in self.links.values()), default=1)
+        return int(min(640, max(300, 120 + self.node_spacing * widest, 140 + FAN_STEP_PX * fan)))
+
+    @property
+    def widths(self) -> dict[int, int]:
+        """Nodes per level."""
+        out: dict[int, int] = {}
+        for lv in self.level.values():
+            out[lv] = out.get(lv, 0) + 1
+        return out
+
+
+def drawing(paths: list[TemporalPath], subject: str, answer: str) -> Drawing:
+    """Lay the paths out: one node per (hop level, entity), one entry per fact per pair of nodes (the
+    paths it lies on; its largest |∂f/∂link| when a fact serves in several layers), then merged."""
+    depth = max((p.length for p in paths), default=1)
+    level, label = {"q": 0, "a": depth}, {"q": subject, "a": answer}
+    edges: dict[tuple, dict] = {}
+    for k, path in enumerate(paths, start=1):
+        prev = "q"
+        for i, link in enumerate(path.links):
+            last = i == len(path.links) - 1
+            node = "a" if last else f"h{i + 1}:{link.target}"
+            if not last:
+                level[node], label[node] = i + 1, link.target
+            key = (prev, node, link.subject, link.relation, link.object, link.time_step)
+            e = edges.setdefault(key, {"link": link, "paths": [], "gradient": link.gradient})
+            e["paths"].append(k)
+            if abs(link.gradient) > abs(e["gradient"]):  # the same fact used in another layer
+                e["gradient"] = link.gradient
+            prev = node
+    return Drawing(level, label, merged_links(edges))
+
+
 def graph_height(paths: list[TemporalPath]) -> int:
-    """Frame height that fits the paths: more room when many hop entities stack up in one level."""
-    per_level: dict[int, set] = {}
-    for p in paths:
-        for i, x in enumerate(p.links[:-1]):
-            per_level.setdefault(i, set()).add(x.target)
-    widest = max((len(v) for v in per_level.values()), default=1)
-    return int(min(640, max(300, 120 + 90 * widest)))
+    """Frame height that fits the paths (:attr:`Drawing.height`)."""
+    return drawing(paths, "", "").height
 
 
 def evidence_html(explanation: Explanation, height_px: int | None = None, paths: list[TemporalPath] | None = None,
@@ -70,86 +133,170 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
     """HTML of the explanation's paths (default: all of them) as an interactive graph (query entity
     left, answer right)."""
     paths = explanation.paths if paths is None else paths
-    height_px = height_px or graph_height(paths)
-    depth = max((p.length for p in paths), default=1)
+    d = drawing(paths, explanation.subject, explanation.answer)
+    height_px = height_px or d.height
     ink = "#e5e7eb" if dark else "#111827"
     # node labels stay dark on their light boxes in either theme; edge labels take the theme's ink
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="remote",
                   bgcolor="#0e1117" if dark else "#ffffff", font_color="#111827")
     box = {"size": 16, "color": "#111827"}
-    subject, answer = explanation.subject, explanation.answer
-    net.add_node("q", label=subject, level=0, color=QUERY_COLOUR, shape="box", font=box,
-                 title=f"question's entity: {subject}")
-    net.add_node("a", label=answer, level=depth, color=ANSWER_COLOUR, shape="box", font=box,
-                 title=f"answer: {answer}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank:g}")
-    level = {"q": 0, "a": depth}
-    edges: dict[tuple, dict] = {}
-    for k, path in enumerate(paths, start=1):
-        links = path.links
-        prev = "q"
-        for i, link in enumerate(links):
-            last = i == len(links) - 1
-            node = "a" if last else f"h{i + 1}:{link.target}"
-            if not last and node not in net.get_nodes():
-                net.add_node(node, label=link.target, level=i + 1, color=HOP_COLOUR, shape="box", font=box,
-                             title=f"{link.target} (hop {i + 1})")
-                level[node] = i + 1
-            key = (prev, node, link.subject, link.relation, link.object, link.time_step)
-            e = edges.setdefault(key, {"link": link, "paths": [], "gradient": link.gradient})
-            e["paths"].append(k)
-            if abs(link.gradient) > abs(e["gradient"]):  # the same fact used in another layer
-                e["gradient"] = link.gradient
-            prev = node
-    floor = explanation.floor
+    for node, lv in d.level.items():
+        colour, title = HOP_COLOUR, f"{d.label[node]} (hop {lv})"
+        if node == "q":
+            colour, title = QUERY_COLOUR, f"question's entity: {d.label[node]}"
+        elif node == "a":
+            colour = ANSWER_COLOUR
+            title = f"answer: {d.label[node]}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank:g}"
+        net.add_node(node, label=d.label[node], level=lv, color=colour, shape="box", font=box, title=title)
     parallel: dict[tuple[str, str], int] = {}
-    for (src, dst, *_), e in edges.items():
-        link = e["link"]
-        i = parallel[(src, dst)] = parallel.get((src, dst), -1) + 1
-        # parallel links between the same two nodes fan out: straight, then alternately bent; links
-        # that skip a level (a short path drawn to the answer) always bend, around the hop nodes
-        skips = level[dst] - level[src] > 1
-        if i == 0 and not skips:
-            smooth = {"enabled": False}
-        else:
-            j = i + 1 if skips else i
-            smooth = {"enabled": True, "type": "curvedCW" if j % 2 else "curvedCCW",
-                      "roundness": min(0.9, (0.3 if skips else 0.0) + 0.2 * ((j + 1) // 2))}
-        weightless = abs(e["gradient"]) < floor
-        title = (f"{link.sentence()}\nfact: ({link.subject}, {link.relation}, {link.object}, {link.time})\n"
-                 f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
-                 f"∂f/∂link {signed(e['gradient'])}" + (" (no meaningful weight)" if weightless else ""))
-        net.add_edge(src, dst, label=f"{link.arrow_label}\n{link.delta_label}", title=title,
-                     color=delta_colour(link.delta, dark),
-                     # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards
-                     dashes=[2, 4] if weightless else [12, 6] if link.inferred else bool(link.inverse),
-                     width=edge_width(e["gradient"], floor), arrows="to", smooth=smooth,
-                     font={"size": 14, "align": "middle", "color": ink, "strokeWidth": 0,
-                           "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})
+    widths, spacing = d.widths, d.node_spacing
+    for (src, dst), groups in d.links.items():
+        for group in groups:
+            draw_link(net, src, dst, group, d.level, widths, spacing, parallel, explanation.floor, ink, dark)
     net.set_options("""{
       "layout": {"hierarchical": {"enabled": true, "direction": "LR", "sortMethod": "directed",
-                                  "levelSeparation": 260, "nodeSpacing": 90}},
+                                  "levelSeparation": %d, "nodeSpacing": %d}},
       "physics": {"enabled": false},
       "interaction": {"hover": true, "tooltipDelay": 80, "navigationButtons": false}
-    }""")
+    }""" % (LEVEL_SEPARATION, d.node_spacing))
     html = offline(net.generate_html())
-    return html.replace("</body>", _FIT_AND_EXPORT.replace("__BG__", "#0e1117" if dark else "#ffffff"), 1)
+    script = (_FIT_AND_EXPORT.replace("__BG__", "#0e1117" if dark else "#ffffff")
+              .replace("__SEPARATION__", str(LEVEL_SEPARATION)).replace("__DEPTH__", str(max(d.level.values()))))
+    return html.replace("</body>", script, 1)
 
 
-#: fit the drawing to its frame with a margin for the arcs (not zoomed past 1.6x for a short path), again when the frame is
-#: resized; a button that saves the canvas as PNG (with the background painted in)
+#: facts listed in a merged link's tooltip (then a count)
+MAX_FACTS_IN_TOOLTIP = 12
+
+
+def merged_links(edges: dict[tuple, dict]) -> dict[tuple[str, str], list[dict]]:
+    """Per pair of drawn nodes, the links to draw: facts grouped by (relation, walked backwards, inferred,
+    side of t_q), each group a dict with its ``facts`` (the per-fact dicts of ``edges``: link, paths,
+    gradient), most recent first."""
+    groups: dict[tuple, list[dict]] = {}
+    for (src, dst, *_), e in edges.items():
+        link = e["link"]
+        side = (link.delta > 0) - (link.delta < 0)
+        groups.setdefault((src, dst, link.relation, link.inverse, bool(link.inferred), side), []).append(e)
+    out: dict[tuple[str, str], list[dict]] = {}
+    for (src, dst, *_), facts in groups.items():
+        facts = sorted(facts, key=lambda e: (abs(e["link"].delta), e["link"].time_step))
+        out.setdefault((src, dst), []).append({"facts": facts})
+    return out
+
+
+def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, int], widths: dict[int, int],
+              spacing: int, parallel: dict[tuple[str, str], int], floor: float, ink: str, dark: bool) -> None:
+    """Add one drawn link (one fact, or several facts of the same relation merged: ``×n`` and the range of
+    their times; width and dots from the strongest fact; the tooltip lists each fact with its importance)."""
+    facts = group["facts"]
+    link = facts[0]["link"]
+    strongest = max(facts, key=lambda e: abs(e["gradient"]))["gradient"]
+    i = parallel[(src, dst)] = parallel.get((src, dst), -1) + 1
+    # parallel links between the same two nodes fan out: straight, then alternately bent; links
+    # that skip a level (a short path drawn to the answer) always bend, around the hop nodes
+    span = level[dst] - level[src]
+    skips = span > 1
+    if i == 0 and not skips:
+        smooth = {"enabled": False}
+    elif not skips:  # parallel links fan out, alternately bent, a label's height apart
+        bend = 2 * FAN_STEP_PX * ((i + 1) // 2) / LEVEL_SEPARATION
+        smooth = {"enabled": True, "type": "curvedCW" if i % 2 else "curvedCCW", "roundness": min(1.0, bend)}
+    else:
+        # a link that skips levels arcs around the hop nodes between its ends: vis-network's arc bulges
+        # by roundness x length / 2, so pick the roundness that clears the widest level in between (hops
+        # stacked LEVEL_SPACING apart) by a margin, further out for each further arc on the same side
+        j = i + 1
+        between = max((widths.get(lv, 0) for lv in range(level[src] + 1, level[dst])), default=0)
+        clearance = max(between - 1, 0) * spacing / 2 + 55 + 45 * ((j - 1) // 2)
+        smooth = {"enabled": True, "type": "curvedCW" if j % 2 else "curvedCCW",
+                  "roundness": min(1.0, 2 * clearance / (span * LEVEL_SEPARATION))}
+    weightless = abs(strongest) < floor
+
+    def line(e: dict) -> str:
+        x = e["link"]
+        return (f"{x.sentence()}\nfact: ({x.subject}, {x.relation}, {x.object}, {x.time}); "
+                f"in path{'s' if len(e['paths']) > 1 else ''} {', '.join('#' + str(p) for p in e['paths'])}; "
+                f"∂f/∂link {signed(e['gradient'])}" + (" (no meaningful weight)" if abs(e["gradient"]) < floor else ""))
+
+    if len(facts) == 1:
+        label = f"{link.arrow_label}\n{link.delta_label}"
+        title = line(facts[0])
+    else:
+        last = facts[-1]["link"]
+        label = f"{link.arrow_label} ×{len(facts)}\n{link.delta_label} … {last.delta_label}"
+        shown = facts[:MAX_FACTS_IN_TOOLTIP]
+        more = len(facts) - len(shown)
+        title = (f"{len(facts)} facts drawn as one link (width: the strongest, ∂f/∂link {signed(strongest)}):\n"
+                 + "\n".join(line(e) for e in shown) + (f"\n… and {more} more" if more else ""))
+    net.add_edge(src, dst, label=label, title=title, color=delta_colour(link.delta, dark),
+                 # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards
+                 dashes=[2, 4] if weightless else [12, 6] if link.inferred else bool(link.inverse),
+                 width=edge_width(strongest, floor), arrows="to", smooth=smooth,
+                 font={"size": 14, "align": "horizontal", "color": ink, "strokeWidth": 0,
+                       "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})
+
+
+#: fit the drawing to its frame, arcs and their labels included (not zoomed past 1.6x for a short path), again when the
+#: frame is resized; a button that saves the canvas as PNG (with the background painted in)
 _FIT_AND_EXPORT = """
+<style>body { margin: 0; } center { display: none; } /* pyvis's empty heading and the body margin pushed the frame's bottom out of view */</style>
 <button id="png" style="position:absolute;top:6px;right:6px;z-index:5;font:13px sans-serif;padding:3px 8px;
   border:1px solid #9ca3af;border-radius:4px;background:#f9fafb;color:#111827;cursor:pointer"
   title="Save the graph as a PNG image">PNG</button>
 <script>
 (function () {
+  // a narrow frame (a phone, a half-width window) draws the levels closer together, down to a label's width,
+  // rather than shrinking the whole drawing; arcs get a rounder bend to keep their bulge in px
+  var SEPARATION = __SEPARATION__, DEPTH = __DEPTH__, separation = SEPARATION, roundness = null;
+  function relayout() {
+    var width = document.getElementById("mynetwork").clientWidth;
+    var want = Math.round(Math.max(160, Math.min(SEPARATION, (width - 180) / Math.max(DEPTH, 1))));
+    if (Math.abs(want - separation) < 8) return;
+    var edges = network.body.data.edges;
+    if (roundness === null) {
+      roundness = {};
+      edges.get().forEach(function (e) { if (e.smooth && e.smooth.enabled) roundness[e.id] = e.smooth; });
+    }
+    separation = want;
+    edges.update(Object.keys(roundness).map(function (id) {
+      var s = roundness[id];
+      return {id: id, smooth: {enabled: true, type: s.type, roundness: Math.min(1.5, s.roundness * SEPARATION / want)}};
+    }));
+    network.setOptions({layout: {hierarchical: {levelSeparation: want}}});
+  }
   function fit() {
     if (typeof network === "undefined") return;
-    network.fit({maxZoomLevel: 1.6, animation: false});
-    // fit() frames the nodes only: the arcs of links that skip a level bulge past them, so leave a margin
-    network.moveTo({scale: network.getScale() * 0.85, animation: false});
+    relayout();
+    // network.fit() frames the nodes only; arcs (parallel links, links that skip a level) and their
+    // labels bulge past them. Frame the nodes, each arc's apex and its label instead.
+    var box = null;
+    function add(x0, y0, x1, y1) {
+      if (!box) { box = {x0: x0, y0: y0, x1: x1, y1: y1}; return; }
+      box.x0 = Math.min(box.x0, x0); box.y0 = Math.min(box.y0, y0);
+      box.x1 = Math.max(box.x1, x1); box.y1 = Math.max(box.y1, y1);
+    }
+    Object.keys(network.getPositions()).forEach(function (id) {
+      var b = network.getBoundingBox(id); add(b.left, b.top, b.right, b.bottom);
+    });
+    Object.keys(network.body.edges).forEach(function (id) {
+      var e = network.body.edges[id], t = e.edgeType;
+      if (!t || typeof t._getViaCoordinates !== "function" || !e.from || !e.to) return;
+      var v = t._getViaCoordinates();
+      if (!v || typeof v.x !== "number") return;
+      // a quadratic curve's point at t = 1/2, where vis-network puts the label
+      var x = 0.25 * e.from.x + 0.5 * v.x + 0.25 * e.to.x, y = 0.25 * e.from.y + 0.5 * v.y + 0.25 * e.to.y;
+      add(x - 75, y - 24, x + 75, y + 24);
+    });
+    if (!box) return;
+    var frame = document.getElementById("mynetwork"), pad = 18;
+    var scale = Math.min((frame.clientWidth - 2 * pad) / Math.max(box.x1 - box.x0, 1),
+                         (frame.clientHeight - 2 * pad) / Math.max(box.y1 - box.y0, 1), 1.6);
+    network.moveTo({position: {x: (box.x0 + box.x1) / 2, y: (box.y0 + box.y1) / 2}, scale: scale, animation: false});
   }
-  if (typeof network !== "undefined") { network.once("afterDrawing", fit); }
+  // the layout is computed when the network is built (before this script runs), so fit now; again after
+  // the first drawing and whenever the frame is resized (Streamlit sizes its iframe after loading)
+  if (typeof network !== "undefined") { fit(); network.once("afterDrawing", fit); }
   window.addEventListener("resize", fit);
   document.getElementById("png").addEventListener("click", function () {
     var src = document.querySelector("#mynetwork canvas");

@@ -67,11 +67,11 @@ def render() -> None:
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
                 f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed with ←: a fact walked backwards; "
-                "thickness: the link's own importance on a log scale (thin and dotted: none). Hover a link for the "
-                "fact in words.",
+                "thickness: the link's own importance on a log scale (thin and dotted: none); ×n: n facts of one "
+                "relation drawn as one link (as thick as the strongest). Hover a link for the facts in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
     html = evidence_html(e, paths=shown, dark=dark)
-    st.iframe(html, height=graph_height(shown) + 20, alt="Temporal paths to the answer")
+    st.iframe(html, height=graph_height(shown) + 4, alt="Temporal paths to the answer")
     paths_ui(e, shown)
     what_if_ui(sel, e, shown)
     ex.sync_url()
