@@ -74,7 +74,9 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         if caveats:
             lines += caveats + [""]
     if ckpt.history:
-        lines += ["## Validation history (seeded subset, realistic MRR %)", "",
+        n_valid = ckpt.config.train.max_valid_queries
+        which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
+        lines += [f"## Validation history ({which}, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
     return "\n".join(lines)
 
