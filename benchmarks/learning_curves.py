@@ -1,4 +1,4 @@
-"""A learning curve per shipped checkpoint: validation MRR after each epoch (the seeded valid subset the
+"""A learning curve per shipped checkpoint: validation MRR after each epoch (the valid questions the
 run selected on) against the training questions seen so far, from the checkpoint's own history.
 
     python benchmarks/learning_curves.py        # benchmarks/results/learning_curves.md + one SVG per model
@@ -46,7 +46,7 @@ def chained_history(ck: Checkpoint) -> tuple[list[dict], int]:
 
 def main() -> None:
     lines = ["# Learning curves of the shipped checkpoints", "",
-             "Validation MRR % (realistic, on the seeded valid subset each run selected on) after each epoch, "
+             "Validation MRR % (realistic, on the valid questions each run selected on: a seeded subset, or all of valid -- the cards say which; a unified stage scores the mean of its two settings) after each epoch, "
              "against the training questions seen; the orange dot is the epoch kept (selection on valid only). "
              "`python benchmarks/learning_curves.py`.", "",
              "| checkpoint | epochs | kept | valid MRR per epoch |", "|---|---|---|---|"]
