@@ -240,7 +240,8 @@ def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, in
 #: fit the drawing to its frame, arcs and their labels included (not zoomed past 1.6x for a short path), again when the
 #: frame is resized; a button that saves the canvas as PNG (with the background painted in)
 _FIT_AND_EXPORT = """
-<style>body { margin: 0; } center { display: none; } /* pyvis's empty heading and the body margin pushed the frame's bottom out of view */</style>
+<style>body { margin: 0; } center { display: none; } #mynetwork { box-sizing: border-box; }
+/* pyvis's empty heading and the body margin pushed the frame's bottom out of view; its border, its right edge */</style>
 <button id="png" style="position:absolute;top:6px;right:6px;z-index:5;font:13px sans-serif;padding:3px 8px;
   border:1px solid #9ca3af;border-radius:4px;background:#f9fafb;color:#111827;cursor:pointer"
   title="Save the graph as a PNG image">PNG</button>
