@@ -54,3 +54,24 @@ def test_expand_empty_and_find():
     assert e.numel() == 0 and o.numel() == 0
     hit = ix.find(torch.tensor([0, 1, 0, 0]), torch.tensor([0, 1, 0, 0]), torch.tensor([1, 0, 1, 2]), torch.tensor([2, 2, 3, 2]))
     assert hit.tolist() == [True, True, False, False]
+
+
+def test_repeat_bounds_name_the_mth_later_and_earlier_repeat_of_each_fact():
+    """For every edge, the time of the m-th later / earlier edge of the same (src, rel, dst), checked
+    against a per-edge count in plain Python (both directions of every fact)."""
+    import numpy as np
+
+    from tpar.graph.index import TemporalGraphIndex
+
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 4, size=(12, 3))
+    facts = np.unique(np.array([(s, r % 2, o, t) for s, r, o in base for t in rng.choice(20, 4, replace=False)]), axis=0)
+    ix = TemporalGraphIndex(facts, 4, 2)
+    edges = list(zip(ix.src.tolist(), ix.rel.tolist(), ix.dst.tolist(), ix.time.tolist()))
+    for m in (1, 2, 3):
+        nxt, prv = ix.repeat_bounds(m)
+        for i, (s, r, o, t) in enumerate(edges):
+            same = sorted(x[3] for x in edges if x[:3] == (s, r, o))
+            later, earlier = [x for x in same if x > t], [x for x in same if x < t][::-1]
+            assert nxt[i] == (later[m - 1] if len(later) >= m else ix.NO_LATER_REPEAT)
+            assert prv[i] == (earlier[m - 1] if len(earlier) >= m else ix.NO_EARLIER_REPEAT)

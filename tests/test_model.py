@@ -48,8 +48,9 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
     """Per query, per link, in plain Python: Eqs. 2-3 (time), 5 (message), 6-7 (attention), 8
     (aggregation), 9 (score), with self-loops (identity relation 2R, Δt = 0); and the pruning of the
     model's config, from its definitions: a history window W, a cap of M links per entity nearest t_q
-    (ties in time broken by relation, then entity, as the index sorts them), and top-K expansion by
-    the provisional score w·h^ℓ (ties by entity id)."""
+    (ties in time broken by relation, then entity, as the index sorts them), the m repeats of a fact
+    (s, r, o) nearest t_q on each side of it, and top-K expansion by the provisional score w·h^ℓ (ties by
+    entity id); none of them in the first ``exact_steps`` steps."""
     cfg = model.cfg
     links = sorted([(s, r, o, t) for s, r, o, t in bg_facts.tolist()] + [(o, r + R, s, t) for s, r, o, t in bg_facts.tolist()],
                    key=lambda x: (x[0], x[3], x[1], x[2]))
@@ -59,8 +60,23 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
     for qi, (s_q, r_q, a_q, t_q) in enumerate(queries):
         r_inv = r_q + R if r_q < R else r_q - R
 
-        def admitted(e: int, bound: int) -> list[tuple[int, int, int, int]]:
+        def recent(x: tuple[int, int, int, int]) -> bool:
+            """x is among the m repeats of its fact nearest t_q on its side (strictly: t_q itself never counts)."""
+            if x[3] == t_q:
+                return True
+            lo, hi = sorted((x[3], t_q))
+            between = [y for y in links if y[:3] == x[:3] and lo < y[3] < hi]
+            return len(between) < cfg.recent_repeats
+
+        def admitted(e: int, bound: int, step: int) -> list[tuple[int, int, int, int]]:
             mine = [x for x in links if x[0] == e]
+            if step < cfg.exact_steps:  # exact leading steps: every admitted link
+                if setting == "extrapolation":
+                    return [x for x in mine if x[3] < min(t_q, bound)]
+                own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
+                return [x for x in mine if x not in own]
+            if cfg.recent_repeats:
+                mine = [x for x in mine if recent(x)]
             if setting == "extrapolation":
                 mine = [x for x in mine if x[3] < min(t_q, bound)]
                 if cfg.history_window:
@@ -79,7 +95,7 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
 
         states = {(s_q, t_q): torch.zeros(cfg.dim, dtype=torch.float64)}
         sending = set(states)
-        for layer in model.layers:
+        for step, layer in enumerate(model.layers):
             new = defaultdict(lambda: torch.zeros(cfg.dim, dtype=torch.float64))
 
             def send(h, rel, dt, dest):
@@ -90,11 +106,11 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
             for (e, bound), h in states.items():
                 send(h, ident, 0, (e, bound))  # self-loop
                 if (e, bound) in sending:
-                    for (_, rel, v, t) in admitted(e, bound):
+                    for (_, rel, v, t) in admitted(e, bound, step):
                         send(h, rel, t - t_q, (v, t + 1 if chronological else bound))
             states = {k: act(layer.W.weight @ v) for k, v in new.items()}  # Eq. 8
             sending = set(states)
-            if cfg.top_k:  # the K best provisional scores w·h^ℓ send in the next step
+            if cfg.top_k and step + 1 >= cfg.exact_steps:  # the K best provisional scores w·h^ℓ send next
                 best = sorted(states, key=lambda k: (-float(model.score.weight[0] @ states[k]), k))
                 sending = set(best[:cfg.top_k])
         for (e, _), h in states.items():
@@ -309,14 +325,30 @@ def test_cuda_matches_cpu():
     assert torch.allclose(cpu, gpu, atol=1e-4)
 
 
-PRUNINGS = [dict(history_window=3), dict(link_cap=2), dict(top_k=3), dict(history_window=4, link_cap=3, top_k=2)]
+PRUNINGS = [dict(history_window=3), dict(link_cap=2), dict(top_k=3), dict(history_window=4, link_cap=3, top_k=2),
+            dict(recent_repeats=1), dict(recent_repeats=2, top_k=3), dict(recent_repeats=1, top_k=2, exact_steps=1),
+            dict(history_window=3, recent_repeats=1, exact_steps=2)]
+
+
+def repeating_kg(seed: int = 9):
+    """small_kg plus 30 facts (s, r, o) each repeated at 2-6 times: what ``recent_repeats`` prunes.
+    A repeat of a test fact lies in train, before and after it, so the own fact's neighbours count."""
+    kg = small_kg(seed, dup_test_in_train=True)
+    rng = np.random.default_rng(seed)
+    extra = []
+    for s_, r_, o_, _ in list(kg.facts("train")[rng.choice(120, 26, replace=False)]) + list(kg.facts("test")[:4]):
+        for t in rng.choice(12, rng.integers(2, 7), replace=False):
+            extra.append((s_, r_, o_, t))
+    train = np.unique(np.concatenate([kg.facts("train"), np.array(extra)]), axis=0)
+    return make_kg(train, kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
 
 
 @pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
 @pytest.mark.parametrize("options", PRUNINGS, ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))
 def test_pruned_forward_equals_reference(setting, options, kernel):
-    """Window, cap and top-K (score priority) as the reference defines them, in both kernels."""
-    kg = small_kg(9, dup_test_in_train=True)
+    """Window, cap, repeat limit, top-K (score priority) and exact leading steps as the reference
+    defines them, in both kernels."""
+    kg = repeating_kg(9)
     model = pruned(build(), **options)
     bg = Background.for_evaluation(kg, setting)
     batch = make_queries(kg.facts("test"), R)[:10]
@@ -386,7 +418,7 @@ def test_kernels_agree_on_scores_and_gradients(options):
     """C++ and torch kernels: the same scores and gradients, exact and with every pruning option."""
     if not compiler_available():
         pytest.skip("no C++ compiler or ninja here")
-    kg = small_kg(13, dup_test_in_train=True)
+    kg = repeating_kg(13)
     batch = make_queries(kg.facts("test"), R)[:10]
     results = {}
     for name in KERNELS:
@@ -530,3 +562,57 @@ def test_torch_kernel_chunks_do_not_change_the_result(monkeypatch):
     assert torch.allclose(out[0][0], out[1][0], atol=1e-12)
     assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(out[0][1], out[1][1]))
     assert kernels._chunk(torch.zeros(1)) == 3  # CPU tensors use the CPU chunk
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_repeat_limit_reaches_exactly_the_entities_exact_propagation_reaches(setting, kernel):
+    """``recent_repeats`` drops older copies of a fact, never a fact: every entity exact propagation
+    reaches is reached, with fewer links walked."""
+    kg = repeating_kg(15)
+    batch = make_queries(kg.facts("test"), R)
+    bg = Background.for_evaluation(kg, setting)
+    exact, limited = build(), pruned(build(), recent_repeats=1)
+    with torch.no_grad():
+        _, reach_exact = exact.scores_and_reach(batch, bg)
+        _, reach_limited = limited.scores_and_reach(batch, bg)
+        tr_exact, tr_limited = PropagationTrace(), PropagationTrace()
+        with kernels.kernel("torch"):
+            exact(batch, bg, trace=tr_exact)
+            limited(batch, bg, trace=tr_limited)
+    assert torch.equal(reach_exact, reach_limited)
+    assert sum(tr_limited.num_links) < sum(tr_exact.num_links)
+
+
+def test_exact_leading_steps_keep_every_direct_fact_of_the_subject():
+    """With ``exact_steps=1`` the first step walks every link of the subject however old, whatever the
+    window; the window applies from the second step on."""
+    kg = repeating_kg(16)
+    batch = make_queries(kg.facts("test"), R)
+    bg = Background.for_evaluation(kg, "extrapolation")
+    tr_exact, tr_first = PropagationTrace(), PropagationTrace()
+    with torch.no_grad():
+        build()(batch, bg, trace=tr_exact)
+        pruned(build(), history_window=1, exact_steps=1)(batch, bg, trace=tr_first)
+    assert torch.equal(tr_first.links[0], tr_exact.links[0])
+    later = torch.cat(tr_first.links[1:])
+    assert ((batch.time[later[:, 0]] - later[:, 4]) <= 1).all()
+    assert sum(tr_first.num_links[1:]) < sum(tr_exact.num_links[1:])
+
+
+def test_a_model_can_be_tested_without_the_pruning_it_was_trained_with(tmp_path):
+    """``Checkpoint.build_model(exact_propagation=True)``: the same weights with every pruning off
+    (a learned priority's weights are set aside), equal to a model built exact from those weights."""
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import RunConfig, TrainConfig
+
+    kg = repeating_kg(17)
+    model = pruned(build(), history_window=2, top_k=2, priority="learned", exact_steps=1).float()
+    ck = from_model(model, RunConfig(model.cfg, TrainConfig()), kg, "extrapolation")
+    exact = ck.build_model(exact_propagation=True)
+    assert exact.cfg.propagation == "exact" and exact.priority is None
+    assert ck.build_model().cfg.propagation == "window=2+top_k=2(learned) from step 2"
+    batch = make_queries(kg.facts("test"), R)[:8]
+    bg = Background.for_evaluation(kg, "extrapolation")
+    reference = pruned(build(), history_window=0).float()
+    with torch.no_grad():
+        assert torch.allclose(exact(batch, bg), reference(batch, bg), atol=1e-5)

@@ -103,7 +103,8 @@ def cmd_train(args) -> int:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.train, key, val)
-    for key in ("dim", "num_layers", "history_window", "link_cap", "top_k", "priority", "gate", "activation"):
+    for key in ("dim", "num_layers", "history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority",
+                "gate", "activation"):
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.model, key, val)
@@ -174,7 +175,11 @@ def cmd_evaluate(args) -> int:
         settings = ["extrapolation"]
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
               file=sys.stderr)
-    model = ckpt.build_model()
+    trained = ckpt.config.model.propagation
+    model = ckpt.build_model(exact_propagation=args.propagation == "exact")
+    used = model.cfg.propagation
+    print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
+                                     else f" (the model was trained and selected with {trained})"), file=sys.stderr)
     from tpar.model.distributed import current, evaluate_everywhere
 
     dist = current()
@@ -182,7 +187,8 @@ def cmd_evaluate(args) -> int:
         ranker = ModelRanker(model, args.device, micro_batch=args.micro_batch)
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
                                   params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
-                                          "trained_on": ckpt.data_name, "config": ckpt.config.to_dict()})
+                                          "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
+                                          "propagation": used, "trained_propagation": trained})
         print(res.summary())
         if dist is not None and not dist.main:
             continue
@@ -496,8 +502,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="propagation: only links within W time steps of the question's time (0 = exact)")
     sp.add_argument("--link-cap", type=int, metavar="M", help="propagation: at most M links per entity, those nearest "
                     "the question's time (0 = exact)")
+    sp.add_argument("--recent-repeats", type=int, metavar="M", help="propagation: of a fact repeated at several times, "
+                    "only the M repeats nearest the question's time (0 = every repeat)")
     sp.add_argument("--top-k", type=int, metavar="K", help="propagation: only the K highest-priority entities of each "
                     "step send messages in the next (0 = exact)")
+    sp.add_argument("--exact-steps", type=int, metavar="N", help="propagation: the first N steps walk every link "
+                    "(no window, cap, repeat limit or top-K); the pruning applies from step N+1 (0 = from the first)")
     sp.add_argument("--priority", choices=["score", "learned"], help="how --top-k ranks entities (default: score)")
     sp.add_argument("--activation", choices=["identity", "tanh", "relu"], help="δ of Eq. 8 (default: the config's)")
     sp.add_argument("--gate", action="store_true", default=None,
@@ -511,6 +521,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
     sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
     sp.add_argument("--quiet", action="store_true")
     data_args(sp)
@@ -525,8 +537,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--micro-batch", type=int, default=16)
+    sp.add_argument("--propagation", default="trained", choices=["trained", "exact"],
+                    help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
+                         "exact: every temporal link, no pruning")
     sp.add_argument("--no-calibration", action="store_true",
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
     sp.add_argument("--quiet", action="store_true")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
@@ -537,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
     sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
     sp.add_argument("--micro-batch", type=int, default=16)
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--json", action="store_true")
@@ -605,7 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data-dir", help="benchmark root (default: $TPAR_DATA_DIR or ../shared/datasets)")
     sp.add_argument("--quick", action="store_true", help="one small configuration only")
     sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
-    sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: torch's)")
+    sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
+                    "when the bench starts, so another busy process slows it in proportion)")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sp.add_argument("--json", metavar="FILE")
     sp.add_argument("--quiet", action="store_true")
@@ -635,6 +655,10 @@ def _run(args, torchrun: bool) -> int:
             dist = init_from_env()
             if not dist.main:  # one voice: rank 0 prints, the others stay silent unless they fail
                 sys.stdout = open(os.devnull, "w")
+        elif getattr(args, "threads", None) is not None and args.command != "bench":  # bench: per measurement
+            from tpar.runtime.threads import apply_threads
+
+            apply_threads(args.threads)
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)

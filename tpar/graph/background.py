@@ -29,21 +29,30 @@ class LinkLimits:
       |t − t_q| ≤ W (interpolation);
     * ``cap`` M > 0: at most M links per node, those nearest t_q in time: the M most recent before
       t_q (extrapolation); M // 2 before t_q and M − M // 2 at or after it (interpolation).
+    * ``repeats`` m > 0: of the links that repeat one fact (s, r, o) at several times, only the m
+      nearest t_q on each side: the m most recent before t_q, and (interpolation) the m earliest after
+      it. Every fact that exact propagation can walk is still walked, at its most recent times, so the
+      entities reached are exactly the exact propagation's; only older copies of a fact are dropped.
+      A link exactly at t_q is never dropped, and the question's own fact never counts as a repeat
+      (the bounds are strict), so what a question sees never depends on its answer.
 
-    Both are cut straight from a node's time-sorted slice of the index, so they cost nothing; the
-    leakage rules (t < t_q; never the query's own fact) hold whatever the limits.
+    Window and cap are cut straight from a node's time-sorted slice of the index, so they cost
+    nothing; ``repeats`` is one comparison per link against per-link bounds computed once
+    (:meth:`~tpar.graph.index.TemporalGraphIndex.repeat_bounds`). The leakage rules (t < t_q; never
+    the query's own fact) hold whatever the limits.
     """
 
     window: int = 0
     cap: int = 0
+    repeats: int = 0
 
     def __post_init__(self) -> None:
-        if self.window < 0 or self.cap < 0:
-            raise ValueError("window and cap must be >= 0 (0 = off)")
+        if self.window < 0 or self.cap < 0 or self.repeats < 0:
+            raise ValueError("window, cap and repeats must be >= 0 (0 = off)")
 
     @property
     def exact(self) -> bool:
-        return self.window == 0 and self.cap == 0
+        return self.window == 0 and self.cap == 0 and self.repeats == 0
 
 
 NO_LIMITS = LinkLimits()
@@ -130,7 +139,22 @@ class Background:
         if own is not None and edges.numel():
             keep = ~self._is_own_fact(edges, query[owner], batch)
             edges, owner = edges[keep], owner[keep]
+        if limits.repeats and edges.numel():
+            keep = self.recent_repeat(edges, batch.time.index_select(0, query.index_select(0, owner)), limits.repeats)
+            edges, owner = edges[keep], owner[keep]
         return edges, owner
+
+    def recent_repeat(self, edges: torch.Tensor, t_q: torch.Tensor, m: int) -> torch.Tensor:
+        """(M,) bool: link ``edges[j]`` is among the m repeats of its fact nearest ``t_q[j]`` on its side
+        of t_q (see :class:`LinkLimits` ``repeats``); links at t_q are kept."""
+        nxt, prv = self.index.repeat_bounds(m)
+        t = self.index.time.index_select(0, edges)
+        return torch.where(t < t_q, nxt.index_select(0, edges) >= t_q,
+                           torch.where(t > t_q, prv.index_select(0, edges) <= t_q, torch.ones_like(t_q, dtype=torch.bool)))
+
+    def repeat_bounds(self, limits: LinkLimits) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The per-link bounds of ``limits.repeats`` for a kernel that reads the index directly, or None."""
+        return self.index.repeat_bounds(limits.repeats) if limits.repeats else None
 
     def _is_own_fact(self, edges: torch.Tensor, q: torch.Tensor, batch: QueryBatch) -> torch.Tensor:
         """(M,) bool: link ``edges[j]`` is query ``q[j]``'s own fact or that fact's inverse."""

@@ -47,6 +47,41 @@ class TemporalGraphIndex:
         self._key = self.src * self.time_span + (self.time - self.time_min)  # sorted ascending
         # the distinct link times and each edge's rank among them (time encodings per distinct time)
         self.distinct_times, self.time_rank = torch.unique(self.time, return_inverse=True)
+        self._repeat_bounds: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    #: no m-th later (earlier) repeat: a time after (before) every time a question can have
+    NO_LATER_REPEAT = 2 ** 62
+    NO_EARLIER_REPEAT = -(2 ** 62)
+
+    def repeat_bounds(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every edge, the time of the m-th *later* and the m-th *earlier* edge with the same
+        (src, rel, dst) -- the same fact repeated -- as two (2N,) int64 tensors (``NO_LATER_REPEAT`` /
+        ``NO_EARLIER_REPEAT`` where the fact repeats fewer than m times on that side).
+
+        Edge e is then among the m most recent repeats before t_q iff ``next[e] >= t_q`` and among the m
+        earliest after t_q iff ``prev[e] <= t_q``: a per-edge test with no per-question sort
+        (:class:`tpar.graph.background.LinkLimits`' ``repeats``). Computed once per m and kept."""
+        if m < 1:
+            raise ValueError("m must be >= 1")
+        if m not in self._repeat_bounds:
+            n = self.num_edges
+            # group edges by (src, rel, dst), time order kept inside a group: edges are sorted by
+            # (src, time, ...), so a stable sort by (rel, dst) then by src keeps time order per group
+            order = torch.sort(self.rel * self.num_entities + self.dst, stable=True).indices
+            order = order[torch.sort(self.src.index_select(0, order), stable=True).indices]
+            group = (self.src * (2 * self.num_relations) + self.rel).index_select(0, order) * self.num_entities \
+                + self.dst.index_select(0, order)
+            t = self.time.index_select(0, order)
+            nxt = torch.full((n,), self.NO_LATER_REPEAT, dtype=torch.int64, device=t.device)
+            prv = torch.full((n,), self.NO_EARLIER_REPEAT, dtype=torch.int64, device=t.device)
+            if n > m:
+                same = group[m:] == group[:-m]  # position i and i + m hold the same fact
+                nxt[:-m] = torch.where(same, t[m:], nxt[:-m])
+                prv[m:] = torch.where(same, t[:-m], prv[m:])
+            nxt_e, prv_e = torch.empty_like(nxt), torch.empty_like(prv)
+            nxt_e[order], prv_e[order] = nxt, prv
+            self._repeat_bounds[m] = (nxt_e, prv_e)
+        return self._repeat_bounds[m]
 
     def to(self, device: str | torch.device) -> "TemporalGraphIndex":
         """A copy whose tensors live on ``device`` (this one if already there)."""
@@ -55,6 +90,7 @@ class TemporalGraphIndex:
             return self
         other = object.__new__(TemporalGraphIndex)
         other.__dict__.update({k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in self.__dict__.items()})
+        other._repeat_bounds = {m: (a.to(device), b.to(device)) for m, (a, b) in self._repeat_bounds.items()}
         return other
 
     @property

@@ -21,6 +21,14 @@ def trained_per_epoch(ckpt: Checkpoint) -> str:
     return f"{counts[-1]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
 
 
+def propagation_note(propagation: str) -> str:
+    """The card's words on the propagation a model was trained, selected and tested with."""
+    if propagation == "exact":
+        return "propagation exact"
+    return (f"propagation {propagation} (trained, selected on valid and tested with it; "
+            "`tpar evaluate --propagation exact` tests it without pruning)")
+
+
 def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
     """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper."""
     m, t = ckpt.config.model, ckpt.config.train
@@ -30,7 +38,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
              f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
-             f"propagation {m.propagation}" + (", GRU gate between steps" if m.gate else ""),
+             + propagation_note(m.propagation) + (", GRU gate between steps" if m.gate else ""),
              f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
              f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "

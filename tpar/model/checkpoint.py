@@ -96,10 +96,16 @@ class Checkpoint:
     version: str = __version__
 
     # -- building ---------------------------------------------------------------------------------
-    def build_model(self, device: str | torch.device = "cpu") -> TPAR:
+    def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
+        """The model with its weights; ``exact_propagation``: with every pruning switched off instead of
+        the propagation it was trained with (a learned top-K priority is then unused)."""
         self._check_shapes()  # before allocating anything the config asks for
-        model = TPAR(self.config.model)
-        missing, unexpected = model.load_state_dict(self.weights, strict=False)
+        cfg = self.config.model.with_exact_propagation() if exact_propagation else self.config.model
+        model = TPAR(cfg)
+        weights = self.weights
+        if exact_propagation:
+            weights = {k: v for k, v in weights.items() if not k.startswith("priority.")}
+        missing, unexpected = model.load_state_dict(weights, strict=False)
         if missing or unexpected:
             raise DataError(f"checkpoint weights do not match the model: missing {missing[:3]}, unexpected {unexpected[:3]}")
         return model.to(device).eval()

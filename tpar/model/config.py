@@ -19,6 +19,10 @@ DeviceChoice = Literal["auto", "cpu", "cuda"]
 Priority = Literal["score", "learned"]
 LRSchedule = Literal["constant", "cosine", "plateau"]
 ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
+#: the default sparse propagation (both settings): the first step exact -- every fact of the question's
+#: subject, however old -- then links within 30 time steps of t_q, sent by the 128 entities of each
+#: question with the highest provisional score. Chosen in benchmarks/results/propagation.md.
+SPARSE_PROPAGATION: dict = {"history_window": 30, "top_k": 128, "exact_steps": 1}
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
 
@@ -55,6 +59,15 @@ class ModelConfig:
     link_cap: int = 0
     """Propagation, M > 0: each entity sends along at most its M links nearest t_q (the M most recent
     before t_q when extrapolating; half before, half at or after t_q when interpolating). 0: exact."""
+    recent_repeats: int = 0
+    """Propagation, m > 0: of the links that repeat one fact (s, r, o) at several times, each entity
+    sends along only the m nearest t_q (the m most recent before t_q; when interpolating, also the m
+    earliest after it). Every fact exact propagation walks is still walked at its latest times, so
+    the same entities are reached; older copies of a fact are dropped. 0: every repeat."""
+    exact_steps: int = 0
+    """Propagation: the first N recursive steps are exact (no window, cap, repeat limit or top-K);
+    the pruning applies from step N + 1 on. The first step leaves only the question's subject, so
+    keeping it exact keeps every direct fact of the subject, however old, at almost no cost."""
     top_k: int = 0
     """Propagation, K > 0: after each step only the K highest-priority entities of each query send
     messages in the next step; the others keep their state through their self-loop. 0: exact."""
@@ -72,8 +85,18 @@ class ModelConfig:
         """``exact``, or the pruning in use, e.g. ``window=60+top_k=200(score)``."""
         parts = [f"window={self.history_window}" if self.history_window else "",
                  f"cap={self.link_cap}" if self.link_cap else "",
+                 f"repeats={self.recent_repeats}" if self.recent_repeats else "",
                  f"top_k={self.top_k}({self.priority})" if self.top_k else ""]
-        return "+".join(x for x in parts if x) or "exact"
+        pruning = "+".join(x for x in parts if x)
+        if not pruning:
+            return "exact"
+        return pruning + (f" from step {self.exact_steps + 1}" if self.exact_steps else "")
+
+    def with_exact_propagation(self) -> "ModelConfig":
+        """The same model with every pruning switched off (exact propagation)."""
+        from dataclasses import replace
+
+        return replace(self, history_window=0, link_cap=0, recent_repeats=0, exact_steps=0, top_k=0)
 
     def __post_init__(self) -> None:
         if self.activation not in ACTIVATIONS:
@@ -82,8 +105,8 @@ class ModelConfig:
             raise ValueError("dim, attn_dim and num_layers must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
-        if min(self.history_window, self.link_cap, self.top_k) < 0:
-            raise ValueError("history_window, link_cap and top_k must be >= 0 (0 = off)")
+        if min(self.history_window, self.link_cap, self.top_k, self.recent_repeats, self.exact_steps) < 0:
+            raise ValueError("history_window, link_cap, recent_repeats, top_k and exact_steps must be >= 0 (0 = off)")
         if self.priority not in get_args(Priority):
             raise ValueError(f"priority must be one of {get_args(Priority)}, got {self.priority!r}")
 

@@ -225,31 +225,42 @@ class _CsrStep(torch.autograd.Function):
         return (*grads[:9], g_gate, None, None)
 
 
+def _repeat_args(index, repeat, q_time) -> tuple[torch.Tensor, ...]:
+    """The kernel's (rep_next, rep_prev, raw edge times, raw question times), empty when unused."""
+    if repeat is None:
+        empty = torch.empty(0, dtype=torch.long)
+        return empty, empty, empty, empty
+    return repeat[0].contiguous(), repeat[1].contiguous(), index.time, q_time.contiguous()
+
+
 def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: AttentionTerms, *, start, end,
              node_e, node_ptr, index, time_code, q_offset, own, pos, num_out: int,
-             node_gate: torch.Tensor | None = None) -> torch.Tensor:
+             node_gate: torch.Tensor | None = None, repeat: tuple[torch.Tensor, torch.Tensor] | None = None,
+             q_time: torch.Tensor | None = None) -> torch.Tensor:
     """Summed weighted messages (num_out, d) of every admitted link, read from the CSR ``index``:
     node p's links are index edges start[p]:end[p] minus each query's ``own`` fact (B, 4) and its
     inverse (its time given as a code); Δt-table row = time_code[e] − q_offset[q]; destination row =
     pos[q·E + dst entity];
-    ``node_gate`` (P,): optional factor on the α of node p's links (takes gradients)."""
+    ``node_gate`` (P,): optional factor on the α of node p's links (takes gradients);
+    ``repeat``: the index's per-edge repeat bounds (LinkLimits.repeats) with ``q_time`` (B,) each
+    question's t_q -- older repeats of a fact are skipped."""
     empty = torch.empty(0, dtype=torch.long)
     graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
              time_code.contiguous(), q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
-             int(index.num_entities), int(index.num_relations))
+             *_repeat_args(index, repeat, q_time), int(index.num_entities), int(index.num_relations))
     steps_run["cpp"] += 1
     gate = node_gate if node_gate is not None else h.new_empty(0)
     return _CsrStep.apply(h, terms.node, h_rel, terms.relation, terms.query, h_time, terms.time, terms.w, terms.b,
                           gate, graph, num_out)
 
 
-def csr_mark(start, end, node_e, node_ptr, index, time_code, own) -> torch.Tensor:
+def csr_mark(start, end, node_e, node_ptr, index, time_code, own, repeat=None, q_time=None) -> torch.Tensor:
     """(B·E,) bool: the (query, entity) pairs that one step reaches (links and self-loops); ``own``'s
-    times are codes comparable with ``time_code``."""
+    times are codes comparable with ``time_code``; ``repeat`` / ``q_time`` as in :func:`csr_step`."""
     empty = torch.empty(0, dtype=torch.long)
     return cpp_kernel().csr_mark(start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(),
                                  index.dst, index.rel, time_code.contiguous(), own.contiguous() if own is not None else empty,
-                                 int(index.num_entities), int(index.num_relations))
+                                 *_repeat_args(index, repeat, q_time), int(index.num_entities), int(index.num_relations))
 
 
 def _chunk(like: torch.Tensor) -> int:

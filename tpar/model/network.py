@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tpar.graph.background import Background, LinkLimits
+from tpar.graph.background import NO_LIMITS, Background, LinkLimits
 from tpar.graph.queries import QueryBatch
 from tpar.model.config import ModelConfig
 from tpar.model.kernels import csr_mark, csr_step, links, use_fused
@@ -123,7 +123,7 @@ class TPAR(nn.Module):
         self.layers = nn.ModuleList(TPARLayer(cfg, first=(i == 0)) for i in range(cfg.num_layers))
         self.score = nn.Linear(cfg.dim, 1, bias=False)  # w of Eq. 9
         self.priority = LearnedPriority(cfg) if cfg.top_k and cfg.priority == "learned" else None
-        self.limits = LinkLimits(cfg.history_window, cfg.link_cap)
+        self.limits = LinkLimits(cfg.history_window, cfg.link_cap, cfg.recent_repeats)
         self.gate = nn.GRUCell(cfg.dim, cfg.dim) if cfg.gate else None  # optional, see ModelConfig.gate
 
     @property
@@ -162,15 +162,17 @@ class TPAR(nn.Module):
         fused = use_fused(dev, h.dtype, per_link_output=trace is not None or chrono)
         active = gate = None  # top-K: which nodes send along links, and the learned priority's weight
         for step, layer in enumerate(self.layers):
+            limits = NO_LIMITS if step < self.cfg.exact_steps else self.limits  # exact leading steps
+            repeat = background.repeat_bounds(limits)
             old_q, old_e = node_q, node_e
             node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=dev))  # nodes are sorted by query
             terms = layer.attention_terms(h, batch.relation, h_time)  # Eqs. 6-7, split
             h_rel = layer.relation_embeddings
             if fused:
-                start, end, own = background.link_ranges(old_e, old_q, batch, limits=self.limits, active=active)
+                start, end, own = background.link_ranges(old_e, old_q, batch, limits=limits, active=active)
                 if own is not None:  # the kernel compares the own fact's time in the table's codes
                     own = torch.cat([own[:, :3], rows.code_of(own[:, 3]).unsqueeze(1)], 1)
-                mark = csr_mark(start, end, old_e, node_ptr, ix, rows.code, own)
+                mark = csr_mark(start, end, old_e, node_ptr, ix, rows.code, own, repeat, q_time)
                 uniq = torch.nonzero(mark).squeeze(1)
                 pos = torch.empty(B * E, dtype=torch.long)
                 pos[uniq] = torch.arange(uniq.shape[0])
@@ -178,11 +180,10 @@ class TPAR(nn.Module):
                 loop_dst = pos.index_select(0, old_q * E + old_e)
                 summed = csr_step(h, h_rel, h_time, terms, start=start, end=end, node_e=old_e, node_ptr=node_ptr,
                                   index=ix, time_code=rows.code, q_offset=rows.offset, own=own, pos=pos,
-                                  num_out=node_q.shape[0],
-                                  node_gate=gate)
+                                  num_out=node_q.shape[0], node_gate=gate, repeat=repeat, q_time=q_time)
             else:
                 edges, owner = background.edges_from(old_e, old_q, batch, before=node_bound if chrono else None,
-                                                     limits=self.limits, active=active)
+                                                     limits=limits, active=active)
                 # per-link gathers, each from a per-node or per-link table (no per-link query ids needed)
                 e_time = ix.time.index_select(0, edges)
                 rel = ix.rel.index_select(0, edges)
@@ -229,7 +230,7 @@ class TPAR(nn.Module):
             h = h_new
             if trace is not None:
                 trace.states.append(h.detach())
-            if self.cfg.top_k and step < len(self.layers) - 1:
+            if self.cfg.top_k and self.cfg.exact_steps <= step + 1 < len(self.layers):
                 active, gate = self._top_k(h, node_q, batch)
         node_score = self.score(h).squeeze(-1)  # Eq. 9
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)

@@ -19,12 +19,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-#: the pruned propagation the paper configs and the app use (chosen from benchmarks/results/propagation.md)
-DEFAULT_PRUNING = {"history_window": 30, "top_k": 128}
+from tpar.model.config import SPARSE_PROPAGATION
+
+#: the default sparse propagation (tpar.model.config.SPARSE_PROPAGATION, chosen in benchmarks/results/propagation.md)
+DEFAULT_PRUNING = SPARSE_PROPAGATION
 EXACT: dict = {}
 CONFIGS = [  # (data folder under the benchmark root, L, d, propagation options); exact and pruned side by side
     ("extrapolation/ICEWS14", 5, 64, EXACT),
     ("extrapolation/ICEWS14", 5, 64, DEFAULT_PRUNING),
+    ("extrapolation/ICEWS14", 3, 64, {"gate": True}),  # the shipped extrapolation model's shape
+    ("extrapolation/ICEWS14", 3, 64, {"gate": True, **DEFAULT_PRUNING}),
     ("extrapolation/ICEWS18", 5, 64, EXACT),
     ("extrapolation/ICEWS18", 5, 64, DEFAULT_PRUNING),
 ]
@@ -96,7 +100,8 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
-            "propagation": cfg.propagation,
+            "propagation": cfg.propagation, "gate": cfg.gate, "propagation_options": {
+                k: getattr(cfg, k) for k in ("history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority")},
             "device": str(dev), "kernel": kernel_status() if dev.type == "cpu" else "torch",
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
@@ -122,6 +127,7 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
     """Each configuration in a fresh process (its own peak memory); exact and pruned propagation of
     the same data, L and d run one after the other, so their ratio is taken on one machine state."""
     from tpar.data.benchmarks import find_data_dir
+    from tpar.runtime.threads import choose_threads
 
     root = Path(data_dir) if data_dir else find_data_dir()
     if root is None or not root.is_dir():
@@ -135,7 +141,8 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
             continue
         if progress:
             print(f"bench {folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
-        res = _measure_in_process([str(path), layers, dim, options, queries, device, threads])
+        # chosen per measurement, just before it starts: the idle cores unless pinned (tpar.runtime.threads)
+        res = _measure_in_process([str(path), layers, dim, options, queries, device, choose_threads(threads)])
         if "error" in res:
             res = {"data": folder, "L": layers, "d": dim, **res}
         results.append(res)

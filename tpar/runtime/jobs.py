@@ -44,7 +44,7 @@ class JobSpec:
     name: str = ""                # shown in lists
     data_label: str = ""          # the data set's label in the app's catalog
     eval_test: bool = False
-    threads: int = 0              # torch threads for the worker (0: torch's default)
+    threads: int = 0              # torch threads for the worker (0: the idle cores when it starts)
 
 
 @dataclass
@@ -229,8 +229,9 @@ def run_job(folder: str | Path) -> int:
     last = [0.0]
     try:
         spec = job.spec()
-        if spec.threads:
-            torch.set_num_threads(spec.threads)
+        from tpar.runtime.threads import apply_threads
+
+        apply_threads(spec.threads)  # 0: the idle cores (tpar.runtime.threads)
         emit("start", pid=os.getpid())
         kg = load_dataset(spec.data)
         run = RunConfig.from_dict(spec.run, "job spec")

@@ -19,10 +19,19 @@
 namespace {
 
 // Node p's range is already cut at t < t_q when extrapolating. With `own` (B x 4: s, r, answer, t_q) the
-// query's own fact and its inverse are skipped (interpolation).
+// query's own fact and its inverse are skipped (interpolation). With `rep_next` / `rep_prev` (per edge: the
+// time of the m-th later / earlier repeat of the same fact, tpar.graph.index.repeat_bounds) only the m repeats
+// of a fact nearest t_q on each side are walked (LinkLimits.repeats); `raw_time` holds the edges' times and
+// `q_raw` the questions' t_q in the data's own units.
 struct Csr {
   const int64_t *start, *end, *node_e, *node_ptr, *ix_dst, *ix_rel, *ix_time, *qt, *own, *pos;
+  const int64_t *rep_next, *rep_prev, *raw_time, *q_raw;
   int64_t E, R;
+  inline bool dropped_repeat(int64_t q, int64_t e) const {
+    if (!rep_next) return false;
+    const int64_t t = raw_time[e], tq = q_raw[q];
+    return (t < tq && rep_next[e] < tq) || (t > tq && rep_prev[e] > tq);
+  }
   inline bool own_fact(int64_t q, int64_t src_e, int64_t r, int64_t dst_e, int64_t t) const {
     if (!own) return false;
     const int64_t *o = own + q * 4;
@@ -32,13 +41,20 @@ struct Csr {
   }
 };
 
+inline const int64_t* ptr_or_null(const at::Tensor& x) { return x.numel() ? x.data_ptr<int64_t>() : nullptr; }
+
 Csr make_csr(const at::Tensor& start, const at::Tensor& end, const at::Tensor& node_e, const at::Tensor& node_ptr,
              const at::Tensor& ix_dst, const at::Tensor& ix_rel, const at::Tensor& ix_time, const at::Tensor& qt,
-             const at::Tensor& own, const at::Tensor& pos, int64_t E, int64_t R) {
+             const at::Tensor& own, const at::Tensor& pos, const at::Tensor& rep_next, const at::Tensor& rep_prev,
+             const at::Tensor& raw_time, const at::Tensor& q_raw, int64_t E, int64_t R) {
+  const bool rep = rep_next.numel() > 0;
+  TORCH_CHECK(!rep || (rep_prev.numel() == rep_next.numel() && raw_time.numel() == rep_next.numel() && q_raw.numel() > 0),
+              "repeat bounds, edge times and question times must come together");
   return Csr{start.data_ptr<int64_t>(), end.data_ptr<int64_t>(), node_e.data_ptr<int64_t>(),
              node_ptr.data_ptr<int64_t>(), ix_dst.data_ptr<int64_t>(), ix_rel.data_ptr<int64_t>(),
-             ix_time.data_ptr<int64_t>(), qt.data_ptr<int64_t>(), own.numel() ? own.data_ptr<int64_t>() : nullptr,
-             pos.numel() ? pos.data_ptr<int64_t>() : nullptr, E, R};
+             ix_time.data_ptr<int64_t>(), ptr_or_null(qt), ptr_or_null(own), ptr_or_null(pos),
+             rep ? rep_next.data_ptr<int64_t>() : nullptr, rep ? rep_prev.data_ptr<int64_t>() : nullptr,
+             rep ? raw_time.data_ptr<int64_t>() : nullptr, rep ? q_raw.data_ptr<int64_t>() : nullptr, E, R};
 }
 
 template <typename scalar_t>
@@ -61,7 +77,7 @@ inline void for_each_link(const Csr& c, int64_t q, F&& f) {
     const int64_t src_e = c.node_e[p];
     for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
       const int64_t r = c.ix_rel[e], dst_e = c.ix_dst[e];
-      if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e])) continue;
+      if (c.own_fact(q, src_e, r, dst_e, c.ix_time[e]) || c.dropped_repeat(q, e)) continue;
       f(p, r, dst_e, c.ix_time[e] - tq);
     }
   }
@@ -183,11 +199,13 @@ void csr_backward_impl(const Csr& c, int64_t B, const at::Tensor& grad_out, cons
 
 // Marks every (query, entity) that a link from the frontier (or a self-loop) reaches: mark[q*E + e] = 1.
 at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst,
-                    at::Tensor ix_rel, at::Tensor ix_time, at::Tensor own, int64_t E, int64_t R) {
+                    at::Tensor ix_rel, at::Tensor ix_time, at::Tensor own, at::Tensor rep_next, at::Tensor rep_prev,
+                    at::Tensor raw_time, at::Tensor q_raw, int64_t E, int64_t R) {
   const int64_t B = node_ptr.size(0) - 1;
   auto mark = at::zeros({B * E}, start.options().dtype(at::kBool));
   auto empty = at::empty({0}, start.options());
-  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, empty, own, empty, E, R);
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, empty, own, empty, rep_next, rep_prev,
+                         raw_time, q_raw, E, R);
   bool* M = mark.data_ptr<bool>();
   at::parallel_for(0, B, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
@@ -196,7 +214,7 @@ at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Ten
         const int64_t src_e = c.node_e[p];
         M[base + src_e] = true;  // self-loop
         for (int64_t e = c.start[p]; e < c.end[p]; ++e) {
-          if (c.own_fact(q, src_e, c.ix_rel[e], c.ix_dst[e], c.ix_time[e])) continue;
+          if (c.own_fact(q, src_e, c.ix_rel[e], c.ix_dst[e], c.ix_time[e]) || c.dropped_repeat(q, e)) continue;
           M[base + c.ix_dst[e]] = true;
         }
       }
@@ -208,9 +226,11 @@ at::Tensor csr_mark(at::Tensor start, at::Tensor end, at::Tensor node_e, at::Ten
 at::Tensor csr_forward(at::Tensor h, at::Tensor a_node, at::Tensor h_rel, at::Tensor a_rel, at::Tensor a_query,
                        at::Tensor h_time, at::Tensor a_time, at::Tensor w, at::Tensor b, at::Tensor gate, at::Tensor start,
                        at::Tensor end, at::Tensor node_e, at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel,
-                       at::Tensor ix_time, at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R,
+                       at::Tensor ix_time, at::Tensor qt, at::Tensor own, at::Tensor pos, at::Tensor rep_next,
+                       at::Tensor rep_prev, at::Tensor raw_time, at::Tensor q_raw, int64_t E, int64_t R,
                        int64_t num_out) {
-  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, rep_next, rep_prev,
+                         raw_time, q_raw, E, R);
   auto out = at::zeros({num_out, h.size(1)}, h.options());
   AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "csr_forward", [&] {
     csr_forward_impl<scalar_t>(c, node_ptr.size(0) - 1, h, a_node, h_rel, a_rel, a_query, h_time, a_time, w, b, gate,
@@ -224,9 +244,11 @@ std::vector<at::Tensor> csr_backward(at::Tensor grad_out, at::Tensor h, at::Tens
                                      at::Tensor w, at::Tensor b, at::Tensor gate, at::Tensor start, at::Tensor end,
                                      at::Tensor node_e,
                                      at::Tensor node_ptr, at::Tensor ix_dst, at::Tensor ix_rel, at::Tensor ix_time,
-                                     at::Tensor qt, at::Tensor own, at::Tensor pos, int64_t E, int64_t R) {
+                                     at::Tensor qt, at::Tensor own, at::Tensor pos, at::Tensor rep_next,
+                                     at::Tensor rep_prev, at::Tensor raw_time, at::Tensor q_raw, int64_t E, int64_t R) {
   grad_out = grad_out.contiguous();
-  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, E, R);
+  const Csr c = make_csr(start, end, node_e, node_ptr, ix_dst, ix_rel, ix_time, qt, own, pos, rep_next, rep_prev,
+                         raw_time, q_raw, E, R);
   auto g_h = at::zeros_like(h), g_anode = at::zeros_like(a_node), g_hrel = at::zeros_like(h_rel),
        g_arel = at::zeros_like(a_rel), g_aquery = at::zeros_like(a_query), g_htime = at::zeros_like(h_time),
        g_atime = at::zeros_like(a_time), g_w = at::zeros_like(w), g_b = at::zeros({1}, h.options()),
