@@ -50,12 +50,20 @@ OPTIONS = {
     "window30+topk128-learned": {"history_window": 30, "top_k": 128, "priority": "learned"},
     "window120+topk128-learned": {"history_window": 120, "top_k": 128, "priority": "learned"},
     "cap64": {"link_cap": 64},
+    # the first step exact (every fact of the subject, however old), the pruning from step 2 on
+    "first-exact+window30+topk128": {"history_window": 30, "top_k": 128, "exact_steps": 1},
+    "first-exact+window60+topk64": {"history_window": 60, "top_k": 64, "exact_steps": 1},
+    "first-exact+topk32": {"top_k": 32, "exact_steps": 1},
+    # only the most recent copy of each repeated fact (s, r, o): the same entities as exact are reached
+    "repeats1": {"recent_repeats": 1},
+    "first-exact+repeats1+topk128": {"recent_repeats": 1, "top_k": 128, "exact_steps": 1},
 }
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"
 #: the candidate default and exact first (the comparison that matters), both settings, then the rest
-FIRST = ("window30+topk128", "exact", EQUAL_TIME, "window120+topk128", "window250+topk256")
+FIRST = ("window30+topk128", "exact", EQUAL_TIME, "first-exact+window30+topk128", "first-exact+window60+topk64",
+         "window120+topk128", "window250+topk256")
 ORDER = ([f"{s}:{o}" for s in DATA for o in FIRST]
          + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in FIRST])
 
@@ -131,6 +139,52 @@ def svg_plot(rows: list[dict], path: Path) -> None:
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
+CONVERGENCE = RESULTS / "convergence"
+
+
+def record_convergence(name: str, checkpoint: Path, command: str, test_json: Path | None = None) -> dict:
+    """A model trained to convergence (its whole schedule, selected on all valid questions), as one row:
+    its propagation, the optimiser-step seconds and questions of the whole run (warm starts included),
+    the valid history and the test figures (``tpar evaluate --json``, else the checkpoint's own)."""
+    ck = Checkpoint.load(checkpoint)
+    seconds, questions, warm = ck.extra.get("seconds", 0.0), sum(h.get("queries", 0) for h in ck.history), ck.extra.get("warm_start")
+    while warm:  # a chain of warm starts counts whole
+        seconds += warm.get("seconds") or 0.0
+        questions += sum(h.get("queries", 0) for h in warm.get("history") or [])
+        warm = warm.get("before")
+    test = json.loads(test_json.read_text())["realistic"] if test_json else \
+        ck.metrics.get(f"test_{ck.setting}", {}).get("realistic", {})
+    hw = ck.extra.get("hardware", {})
+    row = {"name": name, "setting": ck.setting, "propagation": ck.config.model.propagation, "config": ck.config.to_dict(),
+           "fingerprint": ck.data_fingerprint, "train_seconds": round(seconds, 1), "train_questions": questions,
+           "train_ms_per_question": round(1000 * seconds / max(questions, 1), 2), "threads": hw.get("cpu_threads"),
+           "valid_history": [round(100 * h["valid_mrr"], 2) for h in ck.history if "valid_mrr" in h],
+           "best_epoch": ck.extra.get("best_epoch"), "test": test, "command": command, "checkpoint": str(checkpoint)}
+    CONVERGENCE.mkdir(parents=True, exist_ok=True)
+    (CONVERGENCE / f"{name}.json").write_text(json.dumps(row, indent=2))
+    return row
+
+
+def convergence_lines() -> list[str]:
+    rows = [json.loads(p.read_text()) for p in sorted(CONVERGENCE.glob("*.json"))]
+    if not rows:
+        return []
+    lines = ["", "## Trained to convergence", "",
+             "The same model, schedule and questions for each propagation, each selected on **all** valid questions; "
+             "test = every test question, both directions, time-aware filter, realistic ties. Training ms/question is "
+             "the whole run's optimiser-step time over its questions (one thread; the runs shared the 2 cores with "
+             "other work, so compare the speed ratios in the `tpar bench` table below, measured in one run).", "",
+             "| model | setting | propagation | training questions | train ms/question | valid MRR by epoch | "
+             "test MRR | H@1 | H@10 | command |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["setting"], r["propagation"] != "exact", r["name"])):
+        t = r["test"]
+        lines.append(f"| {r['name']} | {r['setting']} | {r['propagation']} | {r['train_questions']:,} | "
+                     f"{r['train_ms_per_question']} | {', '.join(f'{v:.2f}' for v in r['valid_history'])} | "
+                     f"{100 * t.get('mrr', float('nan')):.2f} | {100 * t.get('hits@1', float('nan')):.2f} | "
+                     f"{100 * t.get('hits@10', float('nan')):.2f} | `{r['command']}` |")
+    return lines
+
+
 def report(bench_file: Path | None) -> None:
     rows = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
     rows.sort(key=lambda r: (r["setting"], list(OPTIONS).index(r["option"]) if r["option"] in OPTIONS else 1.5))
@@ -150,6 +204,7 @@ def report(bench_file: Path | None) -> None:
     missing = [k for k in ORDER if not (RESULTS / f"{k.replace(':', '-')}.json").is_file()]
     if missing:
         lines += ["", "Not yet run (or still running): " + ", ".join(missing) + "."]
+    lines += convergence_lines()
     if bench_file and bench_file.is_file():
         bench = json.loads(bench_file.read_text())
         lines += ["", f"## Speed (`tpar bench`, {bench_file.name})", "",
@@ -176,10 +231,17 @@ def main() -> None:
     r.add_argument("--threads", type=int, default=1)
     rp = sub.add_parser("report")
     rp.add_argument("--bench", type=Path, default=ROOT / "results" / "bench.json")
+    cv = sub.add_parser("converged", help="record a model trained to convergence as a row of the report")
+    cv.add_argument("--name", required=True)
+    cv.add_argument("--checkpoint", type=Path, required=True)
+    cv.add_argument("--train-command", required=True, help="the command that trained it (shown in the report)")
+    cv.add_argument("--test-json", type=Path, help="`tpar evaluate --json` output of its test evaluation")
     args = ap.parse_args()
     if args.command == "run":
         for key in args.only or ORDER:
             run_one(key, args.threads)
+    elif args.command == "converged":
+        print(json.dumps(record_convergence(args.name, args.checkpoint, args.train_command, args.test_json), indent=2))
     else:
         report(args.bench)
 
