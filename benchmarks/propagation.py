@@ -57,6 +57,13 @@ OPTIONS = {
     # only the most recent copy of each repeated fact (s, r, o): the same entities as exact are reached
     "repeats1": {"recent_repeats": 1},
     "first-exact+repeats1+topk128": {"recent_repeats": 1, "top_k": 128, "exact_steps": 1},
+    # the first step exact, then per node its 12 / 16 / 24 / 32 links nearest t_q, repeats thinned
+    "first-exact+repeats1+cap12": {"recent_repeats": 1, "link_cap": 12, "exact_steps": 1},
+    "first-exact+repeats1+cap16": {"recent_repeats": 1, "link_cap": 16, "exact_steps": 1},
+    "first-exact+repeats1+cap24": {"recent_repeats": 1, "link_cap": 24, "exact_steps": 1},
+    "first-exact+repeats1+cap32": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
+    "first-exact+cap32": {"link_cap": 32, "exact_steps": 1},
+    "first-exact+repeats1+cap32+topk64": {"recent_repeats": 1, "link_cap": 32, "top_k": 64, "exact_steps": 1},
 }
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
@@ -140,6 +147,81 @@ def svg_plot(rows: list[dict], path: Path) -> None:
 
 
 CONVERGENCE = RESULTS / "convergence"
+PROBE = RESULTS / "probe.json"
+
+
+def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batches: int, threads: int) -> dict:
+    """A cheap screen of propagation options before any is trained: one trained checkpoint scored on a
+    seeded subset of valid questions under each option (its weights unchanged; a model trained with the
+    option adapts to it, so this bounds its loss from above), and each option's training cost per
+    question (forward + backward of the checkpoint's architecture on the same training batches),
+    all in one process, options interleaved batch by batch so machine noise hits them alike."""
+    from dataclasses import replace
+
+    from tpar.evaluation.protocol import evaluate
+    from tpar.graph.background import Background
+    from tpar.model.network import TPAR, multiclass_log_loss
+    from tpar.model.ranker import ModelRanker
+    from tpar.model.training import _Plan
+
+    torch.set_num_threads(threads)
+    ck = Checkpoint.load(checkpoint)
+    kg = load_dataset(data)
+    base = ck.config.model.with_exact_propagation()
+    weights = {k: v for k, v in ck.weights.items() if not k.startswith("priority.")}
+    names = ["exact"] + [o for o in options if o != "exact"]
+    models = {}
+    for name in names:
+        models[name] = TPAR(replace(base, **OPTIONS[name]))
+        models[name].load_state_dict(weights, strict=False)
+    rows = {n: {"option": n, "propagation": models[n].cfg.propagation} for n in names}
+    for n in names:  # accuracy of the trained weights under each option
+        t0 = time.perf_counter()
+        res = evaluate(kg, ModelRanker(models[n].eval(), "cpu", micro_batch=16), ck.setting, "valid",
+                       max_queries=questions, seed=0, progress=False)
+        rows[n]["valid_mrr_subset"] = round(100 * res.metrics().mrr, 2)
+        rows[n]["inference_q_per_s"] = round(len(res.queries) / (time.perf_counter() - t0), 1)
+    run = RunConfig(base, TrainConfig(setting=ck.setting, batch_size=10, micro_batch=10, epochs=1, seed=0))
+    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, ck.setting) \
+        if ck.setting == "extrapolation" else None
+    plan = _Plan(kg, run, 0, train_bg)
+    spent = dict.fromkeys(names, 0.0)
+    for i in range(batches):  # training cost, interleaved
+        kind, batch = plan.batch(i, 10)
+        for n in names:
+            m = models[n].train()
+            t0 = time.perf_counter()
+            multiclass_log_loss(m(batch, plan.backgrounds[kind]), batch.answer).backward()
+            spent[n] += time.perf_counter() - t0
+            m.zero_grad(set_to_none=True)
+    for n in names:
+        rows[n]["train_ms_per_question"] = round(1000 * spent[n] / (10 * batches), 2)
+        rows[n]["train_speedup"] = round(spent["exact"] / spent[n], 2)
+    out = {"checkpoint": str(checkpoint), "setting": ck.setting, "fingerprint": ck.data_fingerprint,
+           "valid_questions": questions, "train_batches": batches, "threads": threads,
+           "platform": platform.platform(), "rows": list(rows.values()),
+           "command": "python benchmarks/propagation.py probe " + " ".join(sys.argv[2:])}
+    PROBE.write_text(json.dumps(out, indent=2))
+    return out
+
+
+def probe_lines() -> list[str]:
+    if not PROBE.is_file():
+        return []
+    p = json.loads(PROBE.read_text())
+    ex = next(r for r in p["rows"] if r["option"] == "exact")
+    lines = ["", "## Screening options on a trained model", "",
+             f"`{Path(p['checkpoint']).name}` ({p['setting']}) scored under each option without retraining, on "
+             f"{p['valid_questions']:,} seeded valid questions; training cost = forward + backward on the same "
+             f"{p['train_batches']} training batches of 10, options interleaved, {p['threads']} thread. A model trained "
+             "with an option adapts to it, so its loss here is an upper bound. "
+             f"Command: `{p['command']}`.", "",
+             "| propagation | valid MRR (subset) | vs exact | inference q/s | train ms/question | training speed-up |",
+             "|---|---|---|---|---|---|"]
+    for r in p["rows"]:
+        lines.append(f"| {r['propagation']} | {r['valid_mrr_subset']:.2f} | {r['valid_mrr_subset'] - ex['valid_mrr_subset']:+.2f} | "
+                     f"{r['inference_q_per_s']} | {r['train_ms_per_question']} | {r['train_speedup']}x |")
+    return lines
 
 
 def record_convergence(name: str, checkpoint: Path, command: str, test_json: Path | None = None) -> dict:
@@ -205,6 +287,7 @@ def report(bench_file: Path | None) -> None:
     if missing:
         lines += ["", "Not yet run (or still running): " + ", ".join(missing) + "."]
     lines += convergence_lines()
+    lines += probe_lines()
     if bench_file and bench_file.is_file():
         bench = json.loads(bench_file.read_text())
         lines += ["", f"## Speed (`tpar bench`, {bench_file.name})", "",
@@ -236,8 +319,18 @@ def main() -> None:
     cv.add_argument("--checkpoint", type=Path, required=True)
     cv.add_argument("--train-command", required=True, help="the command that trained it (shown in the report)")
     cv.add_argument("--test-json", type=Path, help="`tpar evaluate --json` output of its test evaluation")
+    pb = sub.add_parser("probe", help="screen options on one trained checkpoint: accuracy without retraining, training cost")
+    pb.add_argument("--checkpoint", type=Path, required=True)
+    pb.add_argument("--data", type=Path, required=True)
+    pb.add_argument("--options", nargs="+", choices=list(OPTIONS), required=True)
+    pb.add_argument("--questions", type=int, default=1000)
+    pb.add_argument("--batches", type=int, default=30)
+    pb.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    if args.command == "run":
+    if args.command == "probe":
+        out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads)
+        print("\n".join(probe_lines()))
+    elif args.command == "run":
         for key in args.only or ORDER:
             run_one(key, args.threads)
     elif args.command == "converged":

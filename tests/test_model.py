@@ -75,21 +75,22 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
                     return [x for x in mine if x[3] < min(t_q, bound)]
                 own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
                 return [x for x in mine if x not in own]
-            if cfg.recent_repeats:
-                mine = [x for x in mine if recent(x)]
+            # window and cap cut the node's time-sorted links; the repeat limit then thins what they kept
             if setting == "extrapolation":
                 mine = [x for x in mine if x[3] < min(t_q, bound)]
                 if cfg.history_window:
                     mine = [x for x in mine if x[3] >= t_q - cfg.history_window]
                 if cfg.link_cap:
                     mine = mine[max(0, len(mine) - cfg.link_cap):]
-                return mine
+                return [x for x in mine if recent(x)] if cfg.recent_repeats else mine
             if cfg.history_window:
                 mine = [x for x in mine if abs(x[3] - t_q) <= cfg.history_window]
             if cfg.link_cap:
                 before = [x for x in mine if x[3] < t_q]
                 after = [x for x in mine if x[3] >= t_q]
                 mine = before[max(0, len(before) - cfg.link_cap // 2):] + after[:cfg.link_cap - cfg.link_cap // 2]
+            if cfg.recent_repeats:
+                mine = [x for x in mine if recent(x)]
             own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
             return [x for x in mine if x not in own]
 
@@ -327,18 +328,23 @@ def test_cuda_matches_cpu():
 
 PRUNINGS = [dict(history_window=3), dict(link_cap=2), dict(top_k=3), dict(history_window=4, link_cap=3, top_k=2),
             dict(recent_repeats=1), dict(recent_repeats=2, top_k=3), dict(recent_repeats=1, top_k=2, exact_steps=1),
-            dict(history_window=3, recent_repeats=1, exact_steps=2)]
+            dict(history_window=3, recent_repeats=1, exact_steps=2),
+            dict(recent_repeats=1, link_cap=2, exact_steps=1), dict(recent_repeats=1, link_cap=3)]
 
 
-def repeating_kg(seed: int = 9):
+def repeating_kg(seed: int = 9, dense: bool = False):
     """small_kg plus 30 facts (s, r, o) each repeated at 2-6 times: what ``recent_repeats`` prunes.
-    A repeat of a test fact lies in train, before and after it, so the own fact's neighbours count."""
+    A repeat of a test fact lies in train, before and after it, so the own fact's neighbours count.
+    ``dense``: also runs of copies just before a fact, so a cap's most recent links hold repeats."""
     kg = small_kg(seed, dup_test_in_train=True)
     rng = np.random.default_rng(seed)
     extra = []
     for s_, r_, o_, _ in list(kg.facts("train")[rng.choice(120, 26, replace=False)]) + list(kg.facts("test")[:4]):
         for t in rng.choice(12, rng.integers(2, 7), replace=False):
             extra.append((s_, r_, o_, t))
+    if dense:  # runs of copies at consecutive times: the most recent links of a node repeat each other
+        for s_, r_, o_, t_ in list(kg.facts("train")[rng.choice(120, 20, replace=False)]) + list(kg.facts("test")[:10]):
+            extra += [(s_, r_, o_, t) for t in range(max(0, t_ - 3), t_)]
     train = np.unique(np.concatenate([kg.facts("train"), np.array(extra)]), axis=0)
     return make_kg(train, kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
 
@@ -348,7 +354,7 @@ def repeating_kg(seed: int = 9):
 def test_pruned_forward_equals_reference(setting, options, kernel):
     """Window, cap, repeat limit, top-K (score priority) and exact leading steps as the reference
     defines them, in both kernels."""
-    kg = repeating_kg(9)
+    kg = repeating_kg(9, dense=bool(options.get("link_cap") and options.get("recent_repeats")))
     model = pruned(build(), **options)
     bg = Background.for_evaluation(kg, setting)
     batch = make_queries(kg.facts("test"), R)[:10]

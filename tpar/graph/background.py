@@ -36,6 +36,8 @@ class LinkLimits:
       A link exactly at t_q is never dropped, and the question's own fact never counts as a repeat
       (the bounds are strict), so what a question sees never depends on its answer.
 
+    Window and cap come first; ``repeats`` then thins the links they kept (with a cap M and m = 1: the
+    distinct facts among the node's M links nearest t_q, each at its most recent time there).
     Window and cap are cut straight from a node's time-sorted slice of the index, so they cost
     nothing; ``repeats`` is one comparison per link against per-link bounds computed once
     (:meth:`~tpar.graph.index.TemporalGraphIndex.repeat_bounds`). The leakage rules (t < t_q; never
