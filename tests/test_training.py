@@ -151,6 +151,33 @@ def test_checkpoint_refusals(world, tmp_path):
         Checkpoint.load(out).check_fits(load_dataset(other))
 
 
+def test_cli_train_propagation_default(world, tmp_path, capsys):
+    """A new model trains with the sparse default unless its config file names a propagation or
+    --propagation exact says otherwise; the choice is printed and saved in the checkpoint."""
+    from tpar.model.config import sparse_propagation
+
+    d = tiny_run("extrapolation", epochs=1).to_dict()
+    bare = {**d, "model": {k: v for k, v in d["model"].items()
+                           if k not in ("history_window", "link_cap", "recent_repeats", "exact_steps", "top_k", "priority")}}
+    cfg, named = tmp_path / "bare.json", tmp_path / "named.json"
+    cfg.write_text(json.dumps(bare))
+    named.write_text(json.dumps({**bare, "model": {**bare["model"], "link_cap": 0}}))
+    base = ["train", "--data", str(world), "--setting", "extrapolation", "--quiet"]
+    runs = {"default": ["--config", str(cfg)], "exact": ["--config", str(cfg), "--propagation", "exact"],
+            "named": ["--config", str(named)], "refined": ["--config", str(cfg), "--link-cap", "4"]}
+    got = {}
+    for name, extra in runs.items():
+        out = tmp_path / f"{name}.tpar"
+        assert main(base + extra + ["--out", str(out)]) == 0
+        got[name] = Checkpoint.load(out).config.model
+        got[name + "_said"] = capsys.readouterr().err
+    want = sparse_propagation("extrapolation")
+    assert {k: getattr(got["default"], k) for k in want} == want
+    assert "the sparse default" in got["default_said"] and got["default"].propagation in got["default_said"]
+    assert got["exact"].propagation == "exact" and got["named"].propagation == "exact"
+    assert got["refined"].link_cap == 4 and got["refined"].exact_steps == want["exact_steps"]
+
+
 def test_cli_train_evaluate_predict(world, tmp_path, capsys):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(tiny_run("unified", epochs=1).to_dict()))

@@ -81,7 +81,8 @@ def _warnings(kg, setting: str) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig, paper_config_path
+    from tpar.model.config import (ModelConfig, RunConfig, TrainConfig, apply_propagation, names_propagation,
+                                   paper_config_path)
     from tpar.model.training import train
 
     kg = _load(args)
@@ -89,15 +90,23 @@ def cmd_train(args) -> int:
     if args.init:
         from tpar.model.checkpoint import Checkpoint
         init = Checkpoint.load(args.init)
+    config_file = None
     if args.config:
+        config_file = Path(args.config)
         run = RunConfig.load(args.config)
     elif init is not None:  # a warm start continues with the checkpoint's own configuration
         run = RunConfig.from_dict(init.config.to_dict(), str(args.init))
     else:
-        path = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
-        run = RunConfig.load(path) if path else RunConfig(ModelConfig(), TrainConfig())
-        print(f"config: {path if path else 'defaults'}", file=sys.stderr)
+        config_file = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
+        run = RunConfig.load(config_file) if config_file else RunConfig(ModelConfig(), TrainConfig())
+        print(f"config: {config_file if config_file else 'defaults'}", file=sys.stderr)
     run.train.setting = args.setting
+    # propagation: --propagation, else the config file's own choice, else (a new model) the sparse default
+    choice = args.propagation
+    if choice is None and init is None and not (config_file and names_propagation(_model_section(config_file))):
+        choice = "sparse"
+    if choice is not None:
+        run.model = apply_propagation(run.model, args.setting, choice)
     for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
                 "device", "lr_schedule", "background_fraction"):
         val = getattr(args, key, None)
@@ -111,6 +120,10 @@ def cmd_train(args) -> int:
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
+    if not args.resume:
+        print(f"propagation: {run.model.propagation}"
+              + (" (the sparse default; --propagation exact walks every link)" if choice == "sparse" else ""),
+              file=sys.stderr)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                    init=init, init_name=Path(args.init).name if args.init else "")
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
@@ -126,6 +139,12 @@ def cmd_train(args) -> int:
         return 0
     print(train_summary(result))
     return 0
+
+
+def _model_section(path: Path) -> dict:
+    """The ``model`` section of a config file already read (and validated) by RunConfig.load."""
+    section = json.loads(Path(path).read_text(encoding="utf-8")).get("model", {})
+    return section if isinstance(section, dict) else {}
 
 
 def _pct(x) -> str:
@@ -498,6 +517,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--patience", type=int)
     sp.add_argument("--dim", type=int, help="override the model dimension d")
     sp.add_argument("--num-layers", type=int, help="override L")
+    sp.add_argument("--propagation", choices=["sparse", "exact"],
+                    help="sparse (the default for a new model whose config names no propagation): the first step "
+                         "exact, then each entity's links nearest the question's time, repeats thinned "
+                         "(benchmarks/results/propagation.md); exact: every link. The options below refine either")
     sp.add_argument("--history-window", type=int, metavar="W",
                     help="propagation: only links within W time steps of the question's time (0 = exact)")
     sp.add_argument("--link-cap", type=int, metavar="M", help="propagation: at most M links per entity, those nearest "

@@ -19,10 +19,20 @@ DeviceChoice = Literal["auto", "cpu", "cuda"]
 Priority = Literal["score", "learned"]
 LRSchedule = Literal["constant", "cosine", "plateau"]
 ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
-#: the default sparse propagation (both settings): the first step exact -- every fact of the question's
-#: subject, however old -- then links within 30 time steps of t_q, sent by the 128 entities of each
-#: question with the highest provisional score. Chosen in benchmarks/results/propagation.md.
-SPARSE_PROPAGATION: dict = {"history_window": 30, "top_k": 128, "exact_steps": 1}
+#: the sparse propagation new models train with unless told otherwise (``--propagation exact``): the
+#: first step exact -- every fact of the question's subject, however old -- then each entity sends
+#: along its M links nearest t_q, each repeated fact (s, r, o) once, at its time nearest t_q. M = 16
+#: in extrapolation; interpolation (and unified models, which answer both) keep M = 32, which its
+#: converged comparison needed. Chosen in benchmarks/results/propagation.md (models trained to
+#: convergence, exact and sparse, on the same schedule).
+SPARSE_PROPAGATION_BY_SETTING: dict[str, dict] = {
+    "extrapolation": {"recent_repeats": 1, "link_cap": 16, "exact_steps": 1},
+    "interpolation": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
+    "unified": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
+}
+SPARSE_PROPAGATION: dict = SPARSE_PROPAGATION_BY_SETTING["extrapolation"]
+#: the ModelConfig fields that make up a propagation (all 0 / "score": exact)
+PROPAGATION_FIELDS: tuple[str, ...] = ("history_window", "link_cap", "recent_repeats", "exact_steps", "top_k", "priority")
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
 
@@ -210,6 +220,25 @@ def _build(cls, d: dict, source: str):
         return cls(**d)
     except (TypeError, ValueError) as e:
         raise DataError(str(e), file=source) from None
+
+
+def sparse_propagation(setting: str) -> dict:
+    """The default sparse propagation's ModelConfig fields for a training setting (a copy)."""
+    return dict(SPARSE_PROPAGATION_BY_SETTING.get(setting, SPARSE_PROPAGATION_BY_SETTING["unified"]))
+
+
+def names_propagation(model_section: dict) -> bool:
+    """Whether a config file's ``model`` section chooses a propagation itself (any propagation field)."""
+    return any(k in model_section for k in PROPAGATION_FIELDS)
+
+
+def apply_propagation(model: ModelConfig, setting: str, choice: str) -> ModelConfig:
+    """``model`` with the propagation ``choice`` (``"sparse"``: :func:`sparse_propagation` of the
+    setting; ``"exact"``: every link) in place of its propagation fields."""
+    from dataclasses import replace
+
+    exact = replace(model.with_exact_propagation(), priority="score")
+    return exact if choice == "exact" else replace(exact, **sparse_propagation(setting))
 
 
 def builtin_config(name: str) -> RunConfig:
