@@ -133,6 +133,11 @@ def test_train_progress_finish_then_ask(workspace):
         raise AssertionError("training did not finish")
     assert seen_progress and seen_progress[-1] == 100
     assert (workspace / "runs_dir" / "tiny-model.tpar").is_file()
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.config import sparse_propagation
+
+    trained = Checkpoint.load(workspace / "runs_dir" / "tiny-model.tpar").config.model  # the page's default: sparse
+    assert {k: getattr(trained, k) for k in sparse_propagation("unified")} == sparse_propagation("unified")
     epochs = at.dataframe[-1].value  # one row per epoch, readable names, MRR in %
     assert "Valid MRR % (extrapolation)" in epochs.columns and "Training questions" in epochs.columns
     assert epochs["Valid MRR % (extrapolation)"].between(0, 100).all() and (epochs["Training questions"] == 80).all()
