@@ -85,7 +85,8 @@ def _warnings(kg, setting: str) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig, paper_config_path
+    from tpar.model.config import RunConfig, paper_config_path
+    from tpar.model.defaults import describe_run, training_defaults
     from tpar.model.training import train
 
     kg = _load(args)
@@ -93,14 +94,19 @@ def cmd_train(args) -> int:
     if args.init:
         from tpar.model.checkpoint import Checkpoint
         init = Checkpoint.load(args.init)
-    if args.config:
-        run = RunConfig.load(args.config)
-    elif init is not None:  # a warm start continues with the checkpoint's own configuration
-        run = RunConfig.from_dict(init.config.to_dict(), str(args.init))
-    else:
+    if args.config == "paper":
         path = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
-        run = RunConfig.load(path) if path else RunConfig(ModelConfig(), TrainConfig())
-        print(f"config: {path if path else 'defaults'}", file=sys.stderr)
+        if path is None:
+            raise DataError(f"no paper configuration for {kg.name!r} ({args.setting}); the paper's are for its "
+                            "benchmarks (tpar/configs/paper/)")
+        run, source = RunConfig.load(path), str(path)
+    elif args.config:
+        run, source = RunConfig.load(args.config), args.config
+    elif init is not None:  # a warm start continues with the checkpoint's own configuration
+        run, source = RunConfig.from_dict(init.config.to_dict(), str(args.init)), f"{args.init} (warm start)"
+    else:
+        defaults = training_defaults(kg, args.setting)
+        run, source = defaults.run, f"defaults for a {defaults.size} data set: {defaults.reason}"
     run.train.setting = args.setting
     for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
                 "device", "lr_schedule", "background_fraction"):
@@ -115,6 +121,13 @@ def cmd_train(args) -> int:
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
+    overridden = [k for k in vars(args) if getattr(args, k) is not None and k in (
+        "epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience", "device",
+        "lr_schedule", "background_fraction", "dim", "num_layers", "history_window", "link_cap", "recent_repeats",
+        "top_k", "exact_steps", "priority", "gate", "activation", "train_seed")]
+    # the whole configuration, before any time is spent (on stderr: --json output stays clean)
+    print(describe_run(run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")),
+          file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                    init=init, init_name=Path(args.init).name if args.init else "")
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
@@ -129,7 +142,31 @@ def cmd_train(args) -> int:
                           "metrics": result.checkpoint.metrics}, indent=2))
         return 0
     print(train_summary(result))
+    if args.eval_test:
+        for line in baseline_comparison(kg, result.checkpoint.metrics):
+            print(line)
     return 0
+
+
+def baseline_comparison(kg, metrics: dict) -> list[str]:
+    """The model's test MRR beside the frequency baseline's, per tested setting, and what to do when the
+    model does not beat it."""
+    from tpar.evaluation.baselines import FrequencyBaseline
+    from tpar.evaluation.protocol import evaluate
+
+    lines = []
+    for key, modes in metrics.items():
+        if not key.startswith("test_") or "mrr" not in modes.get("realistic", {}):
+            continue
+        setting = key[len("test_"):]
+        model = modes["realistic"]["mrr"]
+        base = evaluate(kg, FrequencyBaseline(), setting, "test", progress=False).metrics("realistic").mrr
+        lines.append(f"{setting}: the frequency baseline scores test MRR {_pct(base).strip()}%; the model "
+                     + (f"beats it by {100 * (model - base):.2f} points" if model > base else
+                        f"does not beat it ({100 * (model - base):+.2f} points): on this data the answers repeat "
+                        "earlier facts more than temporal paths explain them. Try more epochs (--epochs, "
+                        "--patience), or answer with `tpar baseline` here"))
+    return lines
 
 
 def _pct(x) -> str:
@@ -579,7 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
                     help=SETTING_HELP + "; unified: both kinds of questions")
-    sp.add_argument("--config", help="JSON with 'model' and 'train' sections (default: the paper's for known benchmarks)")
+    sp.add_argument("--config", help="JSON with 'model' and 'train' sections, or 'paper' for the paper's configuration "
+                    "of a known benchmark (default: sized to the data, tpar.model.defaults; printed at the start)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
