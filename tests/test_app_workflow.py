@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import torch  # noqa: E402
 
 from conftest import tiny_world_csv  # noqa: E402
+from tpar.model.defaults import defaults_for_size  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
 
@@ -100,12 +101,16 @@ def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("views/train.py").run()
     assert at.text_input(key="train_name").value == "chronological-unified"  # the sample world's suggestion
+    at.slider(key="train_layers").set_value(5).run()  # a value chosen for the sample world ...
     upload(at, tiny_world_csv().encode())
     at.text_input(key="upload_name").set_value("tiny").run()
     at.button(key="upload_save").click().run()
     at.switch_page("views/train.py").run()
     assert not at.exception and at.session_state["data"] == "upload: tiny"
     assert at.text_input(key="train_name").value == "tiny-unified"  # suggested for this data set, not the last one
+    small = defaults_for_size(120).run  # the upload's 120 facts: a small data set
+    assert at.slider(key="train_layers").value == small.model.num_layers == 3  # ... is not kept for another
+    assert at.number_input(key="train_epochs").value == small.train.epochs  # the small-data schedule
     at.slider(key="train_layers").set_value(2)
     at.select_slider(key="train_dim").set_value(8)
     at.number_input(key="train_epochs").set_value(2)

@@ -102,3 +102,109 @@ def test_a_bad_csv_row_stops_the_cli_with_a_hint_or_is_dropped_and_reported(tmp_
     assert "row 3 dropped: expected 4 columns, found 2" in out
     assert "row 5 dropped: time '2024-02-30' is not a real date" in out
     assert "3 facts" in out
+
+
+def test_version_names_the_package(capsys):
+    import tpar
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and f"tpar {tpar.__version__}" in capsys.readouterr().out
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from tpar.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"app", "bench", "train", "predict", "explain", "sample-world"} <= set(commands)
+    missing = [f"{name} {a.option_strings or a.dest}" for name, sp in commands.items() for a in sp._actions
+               if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("top", ["0", "-3", "ten"])
+def test_top_below_one_or_not_a_number_is_a_clear_usage_error(top, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["predict", "--checkpoint", "m.tpar", "--data", "d", "--subject", "a", "--relation", "r",
+              "--time", "1", "--top", top])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --top" in err and "Traceback" not in err
+
+
+def test_top_takes_a_number_or_all():
+    from tpar.cli import top_answers
+
+    assert top_answers("3") == 3 and top_answers("ALL") == "all"
+
+
+def test_sample_world_refuses_a_folder_with_files_unless_forced(tmp_path, capsys):
+    keep = tmp_path / "mine.txt"
+    keep.write_text("my notes")
+    assert main(["sample-world", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not empty" in err and "--force" in err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["mine.txt"]
+    assert main(["sample-world", "--out", str(tmp_path), "--force", "--countries", "12"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "chronological" / "train.csv").is_file() and keep.read_text() == "my notes"
+    assert len(out.strip().splitlines()) <= 5 and "facts" in out and "{" not in out
+    assert main(["sample-world", "--out", str(tmp_path / "new"), "--countries", "12", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["countries"] == 12
+
+
+def test_app_runs_streamlit_on_the_checkouts_app_from_its_root(monkeypatch, capsys):
+    import os
+
+    import tpar.cli as cli
+
+    calls = {}
+    monkeypatch.setattr(os, "chdir", lambda d: calls.setdefault("cwd", str(d)))
+    monkeypatch.setattr(os, "execv", lambda exe, argv: calls.setdefault("argv", argv))
+    assert cli.main(["app", "--port", "8611"]) == 0
+    argv = calls["argv"]
+    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4].endswith("app/streamlit_app.py")
+    assert argv[argv.index("--server.port") + 1] == "8611"
+    assert (cli.app_script().parents[1] / ".streamlit" / "config.toml").is_file()
+    assert calls["cwd"] == str(cli.app_script().parents[1])  # where streamlit finds that config
+    assert cli.main(["app", "--port", "0"]) == 2 and "not a TCP port" in capsys.readouterr().err
+
+
+def test_bench_summary_shows_skipped_and_failed_rows():
+    from tpar.cli import bench_summary
+
+    text = bench_summary({"results": [{"data": "extrapolation/ICEWS18", "L": 5, "d": 64, "skipped": "data not found"},
+                                      {"data": "x", "L": 3, "d": 32, "error": "boom"}], "note": "why"})
+    assert "skipped: data not found" in text and "error: boom" in text and "note: why" in text
+
+
+def test_bench_plans_the_sample_world_without_benchmarks_and_refuses_a_root_without_them(tmp_path, monkeypatch):
+    from tpar.errors import DataError
+    from tpar.runtime import bench
+
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "absent"))
+    root, configs, note = bench.plan(quick=True)
+    assert root == bench.SAMPLE_WORLD and (root / "train.csv").is_file()
+    assert [c[1:] for c in configs] == bench.shapes(True) and "sample world" in note
+    with pytest.raises(DataError, match="no benchmark data set here"):
+        bench.plan(data_dir=str(tmp_path), quick=True)
+    root, configs, note = bench.plan(data=str(tmp_path), quick=False)
+    assert root == tmp_path and len(configs) == len(bench.shapes(False)) == 4 and note == ""
+    with pytest.raises(DataError, match="no such file"):
+        bench.plan(data=str(tmp_path / "nope.csv"))
+
+
+def test_bench_runs_on_a_small_csv(tmp_path):
+    """Any data set can be benchmarked; a small one (here 400 rows) times the questions it has."""
+    from tpar.runtime import bench
+
+    rows = ["subject,relation,object,time"] + [f"e{i % 13},r{i % 3},e{(i * 7) % 11},2024-01-{1 + i // 15:02d}"
+                                               for i in range(400)]
+    data = tmp_path / "small.csv"
+    data.write_text("\n".join(rows) + "\n")
+    report = bench.run_benchmarks(data_dir=str(data), queries=200, progress=False, threads=1,
+                                  configs=[(".", 2, 8, {})])
+    (row,) = report["results"]
+    assert "error" not in row, row
+    assert 5 <= row["queries_timed"] < 200 and row["train_ms_per_query"] > 0

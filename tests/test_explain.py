@@ -311,6 +311,15 @@ def test_names_match_ignoring_case_and_unknown_ones_suggest_the_closest(sample_k
     assert e.subject == "Orora Front" and e.answer == exact.answers[0].entity
 
 
+def test_asking_about_the_subject_itself_says_why_no_path_is_listed(world_explainer):
+    """A path starts at the subject and never re-enters a visited entity: the subject as the answer has
+    no path to list, and the explanation says so instead of printing only its header."""
+    exp = world_explainer.explain("Orora Front", "Mobilize against", "2025-12-20", "orora front",
+                                  setting="extrapolation", num_paths=3)
+    assert exp.reached and exp.paths == []
+    assert any("own subject" in w and "no path explains" in w for w in exp.warnings)
+
+
 def test_an_answer_without_meaningful_evidence_says_so():
     """With w = 0 (Eq. 9) every score and every gradient is 0: paths still reach the answer, but
     none carries weight, and the explanation must not present them as evidence."""

@@ -244,3 +244,22 @@ def test_a_split_column_not_chosen_is_named_with_how_to_use_it():
     assert any("split column is not used: the random split" in n and "the file's split column" in n for n in rep.notes)
     rep, kg = inspect_upload(text + "\n", "mine.csv", split_policy="column")
     assert not any("not used" in n for n in rep.notes) and len(kg.facts("test")) > 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc (Linux)")
+def test_finished_workers_are_reaped_not_left_as_zombies(tmp_path):
+    """A long-lived parent (the app) lists jobs on every rerun: the workers it started that have
+    ended are waited for there, so none stays a zombie."""
+    import subprocess
+    import sys
+
+    from tpar.runtime import jobs
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    jobs._workers.append(proc)
+    deadline = time.time() + 30
+    while time.time() < deadline and open(f"/proc/{proc.pid}/stat").read().split(")")[1].split()[0] != "Z":
+        time.sleep(0.05)  # ended but not waited for: a zombie
+    list_jobs(tmp_path)
+    assert proc not in jobs._workers and proc.returncode == 0
+    assert not os.path.exists(f"/proc/{proc.pid}")  # gone from the process table

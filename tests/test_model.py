@@ -5,6 +5,7 @@ gradients; leakage; determinism."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import importlib.util
 import os
 import shutil
@@ -489,30 +490,66 @@ def test_time_table_is_bounded_whatever_the_span_or_the_question_time():
     assert rows.dt.shape[0] <= 12 * 2 + 1
 
 
-def test_a_build_lock_left_by_a_dead_builder_is_removed_at_once(tmp_path):
-    """A C++ build killed midway (e.g. the app stopped during its first start) leaves torch's bare lock
-    file; with the builder's pid recorded beside it, the next process removes it at once instead of
-    waiting ten minutes, and waits while a live builder holds it."""
-    import subprocess
+def test_the_kernel_cache_key_follows_what_the_build_depends_on(tmp_path, monkeypatch):
+    """Source, torch version, compiler flags, compiler and Python ABI each change the key; the checkout's
+    location does not (two checkouts of the same source share one build)."""
+    inputs = kernels.build_inputs()
+    assert set(inputs) >= {"source_sha256", "torch", "flags", "python_abi", "compiler", "cpu_sha1"}
+    key = kernels.build_key(inputs)
+    for field, value in (("source_sha256", "0" * 64), ("torch", "0.0.1"), ("flags", "-O0"),
+                         ("python_abi", "cpython-39"), ("compiler", "clang++")):
+        assert kernels.build_key({**inputs, field: value}) != key, field
+    copy = tmp_path / "elsewhere" / "links.cpp"
+    copy.parent.mkdir()
+    copy.write_bytes(kernels.CPP_SOURCE.read_bytes())
+    assert kernels.build_key(kernels.build_inputs(copy)) == key
+    copy.write_text(copy.read_text() + "\n// changed\n")
+    assert kernels.build_key(kernels.build_inputs(copy)) != key
+    monkeypatch.setenv(kernels.CACHE_ENV, str(tmp_path / "cache"))
+    assert kernels.cache_root() == tmp_path / "cache"
+
+
+def test_many_concurrent_builders_build_once_and_a_killed_build_is_cleaned(tmp_path):
+    """Eight builders (threads: each takes the file lock through its own open file, as processes do)
+    ask at once: one compiles, the others wait and load its finished folder. A temporary folder left by
+    a killed build is removed by the next build and never served."""
     import threading
     import time
-    import warnings
 
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    (tmp_path / "lock").touch()
-    (tmp_path / "tpar-builder.pid").write_text(str(dead.pid))
-    t0 = time.time()
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        kernels._clear_stale_build_lock(tmp_path)
-    assert not (tmp_path / "lock").exists() and time.time() - t0 < 2
-    (tmp_path / "lock").touch()  # a live builder (this test's parent): wait until it releases the lock
-    (tmp_path / "tpar-builder.pid").write_text(str(os.getppid()))
-    threading.Timer(1.0, lambda: (tmp_path / "lock").unlink()).start()
-    t0 = time.time()
-    kernels._clear_stale_build_lock(tmp_path)
-    assert 0.8 < time.time() - t0 < 5
+    root, name = tmp_path / "cache", "tpar_links_test"
+    root.mkdir()
+    stale = root / f"{name}.build-dead"
+    stale.mkdir()
+    (stale / "half.so").write_text("half")
+    compiled = []
+
+    def compile_into(tmp):
+        compiled.append(tmp)
+        time.sleep(0.3)
+        (tmp / "lib.so").write_text("built")
+        return "module from " + tmp.name
+
+    def load_built(folder):
+        assert (folder / "build.json").is_file()
+        return "module: " + (folder / "lib.so").read_text()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        kernels.build_once(root, name, compile_into, load_built, {"k": "v"}))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(compiled) == 1 and len(results) == 8
+    assert results.count("module: built") == 7 and not stale.exists()
+    assert sorted(x.name for x in root.iterdir()) == [name, f"{name}.lock"]
+    assert json.loads((root / name / "build.json").read_text()) == {"k": "v"}
+    # a failed build leaves nothing behind, and the next call tries again
+    def failing(tmp):
+        raise RuntimeError("no compiler")
+    with pytest.raises(RuntimeError):
+        kernels.build_once(root, "other", failing, load_built)
+    assert not any(x.name.startswith("other.build-") for x in root.iterdir()) and not (root / "other").exists()
 
 
 def gated(model: TPAR) -> TPAR:

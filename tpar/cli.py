@@ -12,6 +12,10 @@ from tpar.errors import DataError, describe_internal_error, log_internal_error
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+DATA_HELP = "a data set: benchmark folder, folder of train/valid/test.csv, or one CSV/TSV file"
+CHECKPOINT_HELP = "a trained model (.tpar file from tpar train or checkpoints/)"
+SETTING_HELP = "extrapolation: questions after the known facts (forecasting); interpolation: within them"
+DEVICE_HELP = "auto: CUDA when available, else the CPU"
 
 
 def _load(args):
@@ -81,8 +85,8 @@ def _warnings(kg, setting: str) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    from tpar.model.config import (ModelConfig, RunConfig, TrainConfig, apply_propagation, names_propagation,
-                                   paper_config_path)
+    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
+    from tpar.model.defaults import describe_run, training_defaults
     from tpar.model.training import train
 
     kg = _load(args)
@@ -91,15 +95,20 @@ def cmd_train(args) -> int:
         from tpar.model.checkpoint import Checkpoint
         init = Checkpoint.load(args.init)
     config_file = None
-    if args.config:
-        config_file = Path(args.config)
-        run = RunConfig.load(args.config)
-    elif init is not None:  # a warm start continues with the checkpoint's own configuration
-        run = RunConfig.from_dict(init.config.to_dict(), str(args.init))
-    else:
+    if args.config == "paper":
         config_file = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
-        run = RunConfig.load(config_file) if config_file else RunConfig(ModelConfig(), TrainConfig())
-        print(f"config: {config_file if config_file else 'defaults'}", file=sys.stderr)
+        if config_file is None:
+            raise DataError(f"no paper configuration for {kg.name!r} ({args.setting}); the paper's are for its "
+                            "benchmarks (tpar/configs/paper/)")
+        run, source = RunConfig.load(config_file), str(config_file)
+    elif args.config:
+        config_file = Path(args.config)
+        run, source = RunConfig.load(args.config), args.config
+    elif init is not None:  # a warm start continues with the checkpoint's own configuration
+        run, source = RunConfig.from_dict(init.config.to_dict(), str(args.init)), f"{args.init} (warm start)"
+    else:
+        defaults = training_defaults(kg, args.setting)
+        run, source = defaults.run, f"defaults for a {defaults.size} data set: {defaults.reason}"
     run.train.setting = args.setting
     # propagation: --propagation, else the config file's own choice, else (a new model) the sparse default
     choice = args.propagation
@@ -120,10 +129,15 @@ def cmd_train(args) -> int:
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
-    if not args.resume:
-        print(f"propagation: {run.model.propagation}"
-              + (" (the sparse default; --propagation exact walks every link)" if choice == "sparse" else ""),
-              file=sys.stderr)
+    overridden = [k for k in vars(args) if getattr(args, k) is not None and k in (
+        "epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience", "device",
+        "lr_schedule", "background_fraction", "dim", "num_layers", "history_window", "link_cap", "recent_repeats",
+        "top_k", "exact_steps", "priority", "gate", "activation", "train_seed", "propagation")]
+    if choice == "sparse" and args.propagation is None:
+        source += "; propagation: the sparse default (--propagation exact walks every link)"
+    # the whole configuration, before any time is spent (on stderr: --json output stays clean)
+    print(describe_run(run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")),
+          file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                    init=init, init_name=Path(args.init).name if args.init else "")
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
@@ -138,6 +152,9 @@ def cmd_train(args) -> int:
                           "metrics": result.checkpoint.metrics}, indent=2))
         return 0
     print(train_summary(result))
+    if args.eval_test:
+        for line in baseline_comparison(kg, result.checkpoint.metrics):
+            print(line)
     return 0
 
 
@@ -145,6 +162,27 @@ def _model_section(path: Path) -> dict:
     """The ``model`` section of a config file already read (and validated) by RunConfig.load."""
     section = json.loads(Path(path).read_text(encoding="utf-8")).get("model", {})
     return section if isinstance(section, dict) else {}
+
+
+def baseline_comparison(kg, metrics: dict) -> list[str]:
+    """The model's test MRR beside the frequency baseline's, per tested setting, and what to do when the
+    model does not beat it."""
+    from tpar.evaluation.baselines import FrequencyBaseline
+    from tpar.evaluation.protocol import evaluate
+
+    lines = []
+    for key, modes in metrics.items():
+        if not key.startswith("test_") or "mrr" not in modes.get("realistic", {}):
+            continue
+        setting = key[len("test_"):]
+        model = modes["realistic"]["mrr"]
+        base = evaluate(kg, FrequencyBaseline(), setting, "test", progress=False).metrics("realistic").mrr
+        lines.append(f"{setting}: the frequency baseline scores test MRR {_pct(base).strip()}%; the model "
+                     + (f"beats it by {100 * (model - base):.2f} points" if model > base else
+                        f"does not beat it ({100 * (model - base):+.2f} points): on this data the answers repeat "
+                        "earlier facts more than temporal paths explain them. Try more epochs (--epochs, "
+                        "--patience), or answer with `tpar baseline` here"))
+    return lines
 
 
 def _pct(x) -> str:
@@ -290,7 +328,7 @@ def cmd_predict(args) -> int:
 
     ckpt, kg = _checkpoint_and_data(args)
     pred = Predictor(ckpt, kg, args.device)
-    top = None if args.top == "all" else int(args.top)
+    top = None if args.top == "all" else args.top
     p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
                      coverage=args.coverage, without=_fact_file(args.without), extra=_fact_file(args.with_facts))
     if args.json:
@@ -420,8 +458,10 @@ def cmd_explain(args) -> int:
 def cmd_bench(args) -> int:
     from tpar.runtime.bench import run_benchmarks
 
+    if args.queries < 1:
+        raise DataError(f"--queries {args.queries}: need at least 1 question to time")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
-                            progress=not args.quiet, threads=args.threads)
+                            progress=not args.quiet, threads=args.threads, data=args.data)
     text = json.dumps(report, indent=2)
     if args.json:
         Path(args.json).write_text(text)
@@ -434,30 +474,115 @@ def bench_summary(report: dict) -> str:
     m = report.get("machine", {})
     lines = [f"machine: {m.get('platform', '?')}, {m.get('cpu_threads', '?')} CPU threads, torch {m.get('torch', '?')}"
              + (f", CUDA {m['cuda']}" if m.get("cuda") else ""), "",
-             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':30s} {'kernel':7s} {'train ms/q':>10s} "
+             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':40s} {'kernel':7s} {'train ms/q':>10s} "
              f"{'answers/s':>9s} {'peak MB':>8s} threads"]
     for r in report.get("results", []):
-        if "error" in r:
-            lines.append(f"{r.get('data', '?'):26s} error: {r['error']}")
+        if "error" in r or "skipped" in r:
+            lines.append(f"{r.get('data', '?'):26s} {r.get('L', '?'):>2} {r.get('d', '?'):>4}  "
+                         + (f"error: {r['error']}" if "error" in r else f"skipped: {r['skipped']}"))
             continue
-        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):30s} "
+        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):40s} "
                      f"{r.get('kernel', '?'):7s} {r['train_ms_per_query']:10.2f} {r['infer_queries_per_s']:9.1f} "
                      f"{r['peak_memory_mb']:8.0f} {r.get('threads', '?')}")
+    if report.get("note"):
+        lines += ["", f"note: {report['note']}"]
     return "\n".join(lines)
 
 
 def cmd_sample_world(args) -> int:
     from tpar.data.sample_world import write_world
 
-    summary = write_world(args.out, seed=args.seed, n_countries=args.countries)
-    print(json.dumps(summary, indent=2))
-    print(f"wrote {args.out}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise DataError("exists and is not a folder", file=out)
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise DataError("the folder is not empty: writing the sample world there would overwrite its files; "
+                        "choose an empty or new folder, or add --force to overwrite", file=out)
+    summary = write_world(out, seed=args.seed, n_countries=args.countries)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(sample_world_summary(summary, out))
     return 0
 
 
+def sample_world_summary(summary: dict, out: Path) -> str:
+    """A few lines on a generated sample world (``--json`` prints every figure)."""
+    splits = summary.get("splits", {})
+    parts = "; ".join(f"{name}/: " + ", ".join(f"{k} {v:,}" for k, v in sp.items()) for name, sp in splits.items())
+    rules = summary.get("facts_per_rule", {})
+    return "\n".join([
+        f"wrote the sample world to {out} (seed {summary.get('seed')}, {summary.get('countries')} countries)",
+        f"  {summary.get('facts', 0):,} facts, {summary.get('entities', 0):,} entities, "
+        f"{summary.get('relations', 0)} relations; {len(rules)} planted rules, {summary.get('noise', 0):,} noise facts",
+        f"  splits: {parts}",
+        f"  rules and their measured rates: {out / 'rules.json'}; every figure: --json"])
+
+
+def app_script() -> Path:
+    """The Streamlit app's entry script of this checkout (``app/streamlit_app.py`` beside ``tpar/``)."""
+    return Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+
+
+def cmd_app(args) -> int:
+    """Replace this process by ``python -m streamlit run app/streamlit_app.py``, run from the checkout's
+    root so that its ``.streamlit/config.toml`` applies (local address, headless); the sample world opens."""
+    import importlib.util
+
+    script = app_script()
+    if not script.is_file():
+        raise DataError("the app is not here: `tpar app` runs from a source checkout (pip install -e .)", file=script)
+    if importlib.util.find_spec("streamlit") is None:
+        raise DataError("streamlit is not installed: pip install -r requirements.txt")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
+    if args.port is not None:
+        if not 0 < args.port < 65536:
+            raise DataError(f"--port {args.port} is not a TCP port (1-65535)")
+        cmd += ["--server.port", str(args.port)]
+    if args.address:
+        cmd += ["--server.address", args.address]
+    for var in ("TPAR_WORKSPACE", "TPAR_DATA_DIR"):  # relative paths keep their meaning after the chdir
+        if os.environ.get(var):
+            os.environ[var] = str(Path(os.environ[var]).resolve())
+    root = script.parents[1]
+    print(f"starting the app: {' '.join(cmd[1:])} (in {root}; Ctrl+C stops it)", file=sys.stderr, flush=True)
+    os.chdir(root)
+    os.execv(sys.executable, cmd)
+    return 0  # not reached
+
+
+def top_answers(text: str) -> int | str:
+    """``--top``: a positive number of answers, or ``all``."""
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of answers (a positive number, or 'all')") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: at least 1 answer (or 'all')")
+    return n
+
+
+def positive_int(text: str) -> int:
+    """An option that counts something: 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: must be at least 1")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from tpar import __version__
+
     p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version",
+                   version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
+                   help="print the version and where the package is, then exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def data_args(sp):
         sp.add_argument("--time-format", default="auto",
@@ -472,14 +597,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     def question_args(sp):
         """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
-        sp.add_argument("--checkpoint", required=True)
-        sp.add_argument("--data", required=True)
+        sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
+        sp.add_argument("--data", required=True, help=DATA_HELP)
         sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
-        sp.add_argument("--relation", required=True)
+        sp.add_argument("--relation", required=True, help="relation name (as in the data; case and spaces are "
+                        "forgiven, and a near miss is suggested)")
         sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
         sp.add_argument("--direction", default="object", choices=["object", "subject"],
                         help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
-        sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"])
+        sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
+                        help="auto: interpolation for times within the data, extrapolation after it")
 
     sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
@@ -488,10 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_info)
 
     sp = sub.add_parser("baseline", help="rank a split with a baseline under the evaluation protocol")
-    sp.add_argument("--data", required=True, help="benchmark folder, folder of train/valid/test.csv, or a CSV file")
-    sp.add_argument("--method", required=True, choices=["frequency", "recurrency"])
-    sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation"])
-    sp.add_argument("--split", default="test", choices=["valid", "test"])
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--method", required=True, choices=["frequency", "recurrency"],
+                    help="frequency: how often each answer occurred with the question's entity and relation before; "
+                         "recurrency: recency-weighted repeats, (lambda, alpha) fitted on valid")
+    sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation"], help=SETTING_HELP)
+    sp.add_argument("--split", default="test", choices=["valid", "test"], help="split to rank (default: test)")
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     sp.add_argument("--global-params", action="store_true",
                     help="recurrency: one (lambda, alpha) for all relations instead of per relation")
@@ -500,21 +629,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_baseline)
 
     sp = sub.add_parser("train", help="train a TPAR model")
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"])
-    sp.add_argument("--config", help="JSON with 'model' and 'train' sections (default: the paper's for known benchmarks)")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
+                    help=SETTING_HELP + "; unified: both kinds of questions")
+    sp.add_argument("--config", help="JSON with 'model' and 'train' sections, or 'paper' for the paper's configuration "
+                    "of a known benchmark (default: sized to the data, tpar.model.defaults; printed at the start)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
                     help="warm start: begin with this checkpoint's weights (same data and model configuration; "
                          "without --config its configuration is used) and a fresh optimiser")
-    sp.add_argument("--epochs", type=int)
-    sp.add_argument("--lr", type=float)
-    sp.add_argument("--batch-size", type=int)
-    sp.add_argument("--micro-batch", type=int)
+    sp.add_argument("--epochs", type=int, help="maximum epochs (default: the config's)")
+    sp.add_argument("--lr", type=float, help="Adam learning rate (default: the config's)")
+    sp.add_argument("--batch-size", type=int, help="questions per optimiser step (default: the config's)")
+    sp.add_argument("--micro-batch", type=int, help="questions per forward/backward pass (bounds memory; gradients "
+                    "are accumulated up to --batch-size)")
     sp.add_argument("--max-train-queries", type=int, help="queries sampled per epoch (0 = all)")
     sp.add_argument("--max-valid-queries", type=int, help="validation queries per epoch (0 = all)")
-    sp.add_argument("--patience", type=int)
+    sp.add_argument("--patience", type=int, help="epochs without a better valid MRR before stopping early")
     sp.add_argument("--dim", type=int, help="override the model dimension d")
     sp.add_argument("--num-layers", type=int, help="override L")
     sp.add_argument("--propagation", choices=["sparse", "exact"],
@@ -541,25 +673,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--background-fraction", type=float, metavar="F",
                     help="interpolation: share of training facts kept as background each epoch, the rest "
                          "asked as questions (paper 0.75)")
-    sp.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--device", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
     sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
-    sp.add_argument("--quiet", action="store_true")
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_train)
 
     sp = sub.add_parser("evaluate", help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
-    sp.add_argument("--checkpoint", required=True)
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--split", default="test", choices=["valid", "test"])
+    sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--split", default="test", choices=["valid", "test"], help="split to evaluate (default: test)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"], help="default: the checkpoint's")
-    sp.add_argument("--json", metavar="FILE")
+    sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON (same format as tpar baseline)")
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    sp.add_argument("--micro-batch", type=int, default=16)
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
     sp.add_argument("--propagation", default="trained", choices=["trained", "exact"],
                     help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
                          "exact: every temporal link, no pruning")
@@ -567,41 +699,42 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--quiet", action="store_true")
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
 
     sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
-    sp.add_argument("--data", required=True)
+    sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
     sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--micro-batch", type=int, default=16)
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
     data_args(sp)
     sp.set_defaults(func=cmd_calibrate)
 
     sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
-    sp.add_argument("--top", default="10", help="number of answers or 'all'")
+    sp.add_argument("--top", default=10, type=top_answers, help="number of answers to list (at least 1), or 'all' "
+                    "(default 10)")
     sp.add_argument("--without", metavar="FILE", help="what-if: answer as if these facts (CSV: subject, relation, "
                     "object, time) were not in the data")
     sp.add_argument("--with", dest="with_facts", metavar="FILE", help="what-if: answer as if these facts were added")
     sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     data_args(sp)
     sp.set_defaults(func=cmd_predict)
 
     sp = sub.add_parser("complete", help="propose the missing subject or object of incomplete rows of a CSV "
                         "(the interpolation half of the paper's pipeline)")
-    sp.add_argument("--checkpoint", required=True)
+    sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help="the data set whose facts the proposals are reasoned from")
     sp.add_argument("--input", required=True, metavar="FILE",
                     help="CSV/TSV: subject, relation, object, time; a row with an empty subject or object is completed")
@@ -616,42 +749,51 @@ def build_parser() -> argparse.ArgumentParser:
                          "only (when the completed facts will join this data set's training facts, so that its "
                          "valid and test facts cannot leak into training)")
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     data_args(sp)
     sp.set_defaults(func=cmd_complete)
 
     sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
-    sp.add_argument("--paths", type=int, default=5, help="number of paths")
+    sp.add_argument("--paths", type=positive_int, default=5, help="number of paths (default 5)")
     sp.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
                     help="path importance: the gradient of Eq. 14 (one backward pass) or integrated gradients "
                          "(16 passes; complete: they sum to the score)")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
-    sp.add_argument("--top-links", type=int, default=5, help="links per layer in --trace")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
+    sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     data_args(sp)
     sp.set_defaults(func=cmd_explain)
 
     sp = sub.add_parser("sample-world", help="generate the embedded sample world (deterministic)")
-    sp.add_argument("--out", required=True, help="folder to write (e.g. sample_data/world)")
-    sp.add_argument("--seed", type=int, default=7)
-    sp.add_argument("--countries", type=int, default=120)
+    sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
+    sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
+    sp.add_argument("--seed", type=int, default=7, help="generator seed (default 7: the shipped world)")
+    sp.add_argument("--countries", type=positive_int, default=120, help="number of countries (default 120)")
+    sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
     sp.set_defaults(func=cmd_sample_world)
 
-    sp = sub.add_parser("bench", help="speed benchmark (JSON): training ms/query, inference q/s, memory, links")
-    sp.add_argument("--data-dir", help="benchmark root (default: $TPAR_DATA_DIR or ../shared/datasets)")
-    sp.add_argument("--quick", action="store_true", help="one small configuration only")
+    sp = sub.add_parser("app", help="start the Streamlit app (it opens on the sample world)")
+    sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
+    sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
+    sp.set_defaults(func=cmd_app)
+
+    sp = sub.add_parser("bench", help="speed benchmark: training ms/query, inference q/s, memory, links")
+    sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
+    sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
+                    "../shared/datasets, else the sample world)")
+    sp.add_argument("--quick", action="store_true", help="one small shape only (L=3, d=32, exact and pruned)")
     sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
     sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    sp.add_argument("--json", metavar="FILE")
-    sp.add_argument("--quiet", action="store_true")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    sp.add_argument("--json", metavar="FILE", help="write every measurement as JSON")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_bench)
     return p
 

@@ -18,14 +18,16 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
-from tpar.model.config import RunConfig, apply_propagation, builtin_config
+from tpar.model.config import RunConfig, apply_propagation
+from tpar.model.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
 from tpar.model.training import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
-#: the page's defaults (those of the shipped sample-world model); the form overrides a few of them
-DEFAULTS = builtin_config("app/train-page")
+#: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
+POLICY_FIELDS = ("train_layers", "train_dim", "train_epochs", "train_per_epoch", "train_lr", "train_window",
+                 "train_top_k")
 
 
 def render() -> None:
@@ -36,7 +38,7 @@ def render() -> None:
     split_size = {s: len(kg.facts(s)) if s in kg.splits else 0 for s in ("train", "valid", "test")}
     st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {split_size['train']:,} training facts; "
                f"valid {split_size['valid']:,}, test {split_size['test']:,}.")
-    form = form_ui(sel.source.path.name, split_size["train"])
+    form = form_ui(sel.source.path.name, split_size["train"], kg.fingerprint)
     if form is not None:
         name, run, eval_test, action = form
         estimate = estimate_ui(kg, run, eval_test and "test" in kg.splits)
@@ -54,10 +56,19 @@ def render() -> None:
     ex.sync_url(("data",))
 
 
-def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
-    """The training form; on submit: (model name, run config, evaluate on test when done)."""
-    m, t = DEFAULTS.model, DEFAULTS.train
+def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, RunConfig, bool] | None:
+    """The training form, its defaults from the policy shared with ``tpar train`` (tpar.model.defaults);
+    on submit: (model name, run config, evaluate on test when done)."""
     ss = st.session_state
+    policy: TrainingDefaults = defaults_for_size(n_train, ss.get("train_setting") or "unified")
+    m, t = policy.run.model, policy.run.train
+    if ss.get("train_defaults_for") != fingerprint:  # another data set: its own defaults, not the last one's values
+        for key in POLICY_FIELDS:
+            ss.pop(key, None)
+        ss["train_defaults_for"] = fingerprint
+    st.caption(f"Defaults for a {policy.size} data set ({policy.reason}): L={m.num_layers}, d={m.dim}, "
+               f"up to {t.epochs} epochs, validation on at most {t.max_valid_queries:,} questions per setting -- "
+               "the same as `tpar train`.")
     # the suggested name follows the data set and setting until the user types one of their own (a model
     # trained on an upload must not keep the name suggested for the sample world)
     suggested = f"{data_name}-{ss.get('train_setting') or 'unified'}"
@@ -76,7 +87,7 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
         per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
                                     min(t.max_train_queries, 2 * n_train), step=1000, key="train_per_epoch",
                                     persist_state="session")
-        lr = c6.select_slider("Learning rate", [0.0005, 0.001, 0.002, 0.005, 0.01], value=t.lr, key="train_lr",
+        lr = c6.select_slider("Learning rate", sorted({0.0005, 0.001, 0.002, 0.005, 0.01, t.lr}), value=t.lr, key="train_lr",
                               persist_state="session")
         c7, c8, c9 = st.columns(3)
         propagation = c7.selectbox(
@@ -101,7 +112,7 @@ def form_ui(data_name: str, n_train: int) -> tuple[str, RunConfig, bool] | None:
     if not is_valid_name(name or ""):
         st.error(f"Model name: {NAME_RULE}.")
         return None
-    run = RunConfig.from_dict(DEFAULTS.to_dict(), "app/train-page")  # a fresh copy
+    run = RunConfig.from_dict(policy.run.to_dict(), "training defaults")  # a fresh copy
     run.model.num_layers, run.model.dim = int(layers), int(dim)
     run.model = apply_propagation(run.model, setting, propagation)
     if int(window):

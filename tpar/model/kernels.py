@@ -6,7 +6,8 @@
 with the tables of :class:`tpar.model.layers.AttentionTerms`. Two interchangeable implementations:
 
 * ``cpp`` -- :func:`csr_step` / :func:`csr_mark`: a fused C++ kernel (``csrc/links.cpp``), compiled on
-  first use with ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja; cached afterwards).
+  first use with ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja), once per build key --
+  source, torch, compiler flags, Python ABI, CPU -- in :func:`cache_root`, shared by every checkout.
   It reads each node's links straight from the CSR index, threads own whole queries, and nothing of
   size links × d is stored: the backward pass recomputes attention and messages. CPU, float32/64,
   and only where no per-link output is needed (no trace, no chronological ablation).
@@ -22,20 +23,24 @@ fails), ``cpp`` (the C++ kernel wherever it applies; an error if it cannot be bu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
+import shutil
+import sys
+import tempfile
 import threading
-import time
 import warnings
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal, TypeVar
 
 import torch
 
-from tpar.data.locks import pid_alive
 from tpar.model.layers import AttentionTerms
+
+T = TypeVar("T")
 
 KernelChoice = Literal["auto", "cpp", "torch"]
 KERNEL_CHOICES: tuple[KernelChoice, ...] = ("auto", "cpp", "torch")
@@ -71,54 +76,128 @@ def kernel(choice: str) -> Iterator[None]:
 select_kernel(os.environ.get("TPAR_KERNEL", "auto").lower() or "auto")
 
 
-def _build_name() -> str:
-    """The extension's name carries a hash of this CPU's description: it is built with -march=native,
-    so a cache shared with another kind of CPU never serves it code it cannot run."""
+#: the compiler flags of the C++ kernel (part of its cache key)
+CPP_FLAGS: tuple[str, ...] = ("-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native")
+CPP_SOURCE = Path(__file__).resolve().parent / "csrc" / "links.cpp"
+#: where built kernels are kept (default ``~/.cache/tpar/kernels``, or under ``$XDG_CACHE_HOME``)
+CACHE_ENV = "TPAR_KERNEL_CACHE"
+
+
+def cache_root() -> Path:
+    """The folder of built kernels, one sub-folder per build key, shared by every checkout and venv."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpar" / "kernels"
+
+
+def _cpu_description() -> str:
+    """This CPU's feature flags: the kernel is built with -march=native, so a cache shared with another
+    kind of CPU must never serve it code it cannot run."""
     try:
         cpu = Path("/proc/cpuinfo").read_text(errors="replace")
-        cpu = next((line for line in cpu.splitlines() if line.startswith("flags")), cpu[:2000])
+        return next((line for line in cpu.splitlines() if line.startswith("flags")), cpu[:2000])
     except OSError:
-        cpu = ""
-    return "tpar_links_" + hashlib.sha1((platform.machine() + cpu).encode()).hexdigest()[:10]
+        return platform.processor()
 
 
-#: a build takes about a minute here; torch's build lock (a bare file, no owner) older than this was left
-#: by a build that was killed, and would make every later process wait for it forever
-STALE_BUILD_LOCK_SECONDS = 600
+def build_inputs(source: Path = CPP_SOURCE) -> dict[str, str]:
+    """Everything the built kernel depends on: its source, torch (version and C++ ABI), the compiler
+    and its flags, the Python ABI and the CPU. Two checkouts or venvs agreeing on these share one build."""
+    import sysconfig
+
+    return {"source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+            "torch": torch.__version__,
+            "torch_cxx11_abi": str(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", "?")),
+            "compiler": os.environ.get("CXX", "c++"),
+            "flags": " ".join(CPP_FLAGS),
+            "python_abi": f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}",
+            "machine": platform.machine(),
+            "cpu_sha1": hashlib.sha1(_cpu_description().encode()).hexdigest()}
 
 
-def _clear_stale_build_lock(build_dir: Path) -> None:
-    """Before waiting on torch's build lock (a bare file): remove it when the tpar process that took
-    it has died (its pid is in ``tpar-builder.pid``) or when it is older than
-    STALE_BUILD_LOCK_SECONDS (a lock of unknown origin); while its builder lives, wait for it here."""
-    lock, owner = build_dir / "lock", build_dir / "tpar-builder.pid"
-    while True:
-        try:
-            age = time.time() - lock.stat().st_mtime
-        except FileNotFoundError:
-            return
-        try:
-            pid = int(owner.read_text().strip())
-        except (OSError, ValueError):
-            pid = None
-        if (pid is not None and pid != os.getpid() and not pid_alive(pid)) or age > STALE_BUILD_LOCK_SECONDS:
-            try:
-                lock.unlink()
-                warnings.warn(f"removed a stale C++ build lock left by an interrupted build ({lock})", stacklevel=3)
-            except FileNotFoundError:
-                pass
-            return
-        if pid is None:  # not ours to judge: torch waits for it (until it is stale)
-            return
-        time.sleep(0.5)
+def build_key(inputs: dict[str, str] | None = None) -> str:
+    """A short hash of :func:`build_inputs`: the cache folder's (and the module's) name."""
+    text = json.dumps(inputs or build_inputs(), sort_keys=True)
+    return "tpar_links_" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _mark_builder(build_dir: Path) -> None:
+def _build_name() -> str:
+    return build_key()
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` across processes (and threads: each call opens its own file). The
+    operating system releases it when its holder dies, so a killed build never leaves a stale lock.
+    Where ``fcntl`` is missing (Windows) there is no lock; the atomic rename still keeps builds whole."""
     try:
-        build_dir.mkdir(parents=True, exist_ok=True)
-        (build_dir / "tpar-builder.pid").write_text(str(os.getpid()))
-    except OSError:
-        pass
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def build_once(root: Path, name: str, compile_into: Callable[[Path], T], load_built: Callable[[Path], T],
+               inputs: dict[str, str] | None = None) -> T:
+    """The module ``name`` from ``root/name/``, built at most once however many processes ask.
+
+    A finished build is loaded with ``load_built(folder)`` without any lock. Otherwise, under a file
+    lock, ``compile_into(tmp)`` builds (and loads) it in a fresh temporary folder that is then renamed
+    to ``root/name`` -- a reader sees a complete build or none. Temporary folders left by builds
+    that were killed are removed first (a live builder would hold the lock). ``inputs`` are written
+    beside the build (``build.json``) to say what it was built from."""
+    final = root / name
+    if (final / "build.json").is_file():
+        return load_built(final)
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / f"{name}.lock"):
+        if (final / "build.json").is_file():  # built by another process while this one waited
+            return load_built(final)
+        for old in root.glob(f"{name}.build-*"):  # left by a killed build: nobody else holds the lock
+            shutil.rmtree(old, ignore_errors=True)
+        if final.exists():  # an incomplete folder (e.g. from an older layout): rebuild
+            shutil.rmtree(final, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{name}.build-", dir=root))
+        try:
+            tmp.chmod(0o755)  # mkdtemp's 0700 would keep a shared cache from other users
+            module = compile_into(tmp)
+            (tmp / "build.json").write_text(json.dumps(inputs or {}, indent=2, sort_keys=True) + "\n")
+            os.rename(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return module
+
+
+def _compile_kernel(name: str, build_dir: Path):
+    """Build the C++ kernel in ``build_dir`` (its source copied there: the build does not depend on
+    which checkout asked) and load it."""
+    from torch.utils.cpp_extension import load
+
+    src = build_dir / "links.cpp"
+    shutil.copyfile(CPP_SOURCE, src)
+    return load(name=name, sources=[str(src)], extra_cflags=list(CPP_FLAGS), build_directory=str(build_dir),
+                verbose=False)
+
+
+def _load_kernel(name: str, folder: Path):
+    """Import a finished build's extension module."""
+    import importlib.util
+    from torch.utils.cpp_extension import LIB_EXT
+
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}{LIB_EXT}")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the built kernel from {folder}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 _build_lock = threading.Lock()  # guards starting the background thread
@@ -127,7 +206,7 @@ _build_thread: threading.Thread | None = None
 
 
 def build_in_background() -> bool:
-    """Start building (or loading from torch's cache) the C++ kernel in a thread and return at once;
+    """Start building (or loading from the kernel cache) the C++ kernel in a thread and return at once;
     until it is ready, ``auto`` runs the torch kernel instead of waiting (an app's first question is
     answered meanwhile). Returns whether a build is running."""
     global _build_thread
@@ -167,14 +246,10 @@ def _build():
     if _cpp_module is not None or _cpp_failed is not None:
         return _cpp_module
     try:
-        from torch.utils.cpp_extension import _get_build_directory, load
-
-        build_dir = Path(_get_build_directory(_build_name(), verbose=False))
-        _clear_stale_build_lock(build_dir)
-        _mark_builder(build_dir)  # a later process can tell a dead builder's lock from a live one's
-        src = Path(__file__).resolve().parent / "csrc" / "links.cpp"
-        flags = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native"]
-        _cpp_module = load(name=_build_name(), sources=[str(src)], extra_cflags=flags, verbose=False)
+        inputs = build_inputs()
+        name = build_key(inputs)
+        _cpp_module = build_once(cache_root(), name, lambda tmp: _compile_kernel(name, tmp),
+                                 lambda folder: _load_kernel(name, folder), inputs)
     except Exception as e:  # no compiler, no ninja, a failed build: the torch kernel serves instead
         _cpp_failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         if _choice == "auto":

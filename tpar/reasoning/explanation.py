@@ -339,6 +339,14 @@ class Explainer:
         warnings = list(p.warnings) + extra_warnings
         if not reached:
             warnings.append(f"no temporal path of length ≤ {len(trace.links)} reaches {answer!r}: its score is 0")
+        if reached and a == s:
+            warnings.append(f"{answer!r} is the question's own subject: every path starts there, and a path never "
+                            f"re-enters an entity it has visited, so no path explains this answer (its score comes "
+                            f"from the subject staying put through its self-loops and from walks that leave and come "
+                            f"back, which are not listed)")
+        elif reached and not paths and simple:
+            warnings.append(f"no path found that reaches {answer!r} without revisiting an entity: its score comes from "
+                            f"walks that revisit one, which are not listed")
         for path in paths:
             path.meaningful = abs(path.importance) >= floor
         if paths and not any(path.meaningful for path in paths):

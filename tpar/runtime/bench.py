@@ -33,6 +33,51 @@ CONFIGS = [  # (data folder under the benchmark root, L, d, propagation options)
     ("extrapolation/ICEWS18", 5, 64, DEFAULT_PRUNING),
 ]
 QUICK = [("extrapolation/ICEWS14", 3, 32, EXACT), ("extrapolation/ICEWS14", 3, 32, DEFAULT_PRUNING)]
+#: the embedded sample world: what ``tpar bench`` measures when no public benchmark is found
+SAMPLE_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world" / "chronological"
+
+
+def shapes(quick: bool) -> list[tuple[int, int, dict]]:
+    """The (L, d, propagation options) measured on one data set: those of the quick or full list."""
+    out: list[tuple[int, int, dict]] = []
+    for _, layers, dim, options in QUICK if quick else CONFIGS:
+        if (layers, dim, options) not in out:
+            out.append((layers, dim, options))
+    return out
+
+
+def plan(data: str | None = None, data_dir: str | None = None,
+         quick: bool = False) -> tuple[Path, list[tuple[str, int, int, dict]], str]:
+    """What to measure: (root, configurations, a note for the user, empty when there is nothing to say).
+
+    ``data`` (a data set: folder or CSV) runs every shape on it; ``data_dir`` the benchmark list
+    under that root (a :class:`DataError` when none of its data sets is there); neither: the benchmark
+    list under ``$TPAR_DATA_DIR`` / ``../shared/datasets``, or the sample world when that has none."""
+    from tpar.data.benchmarks import find_data_dir
+    from tpar.errors import DataError
+
+    wanted = QUICK if quick else CONFIGS
+    if data:
+        if not Path(data).exists():
+            raise DataError("no such file or folder", file=data)
+        return Path(data), [(".", layers, dim, opts) for layers, dim, opts in shapes(quick)], ""
+    if data_dir:
+        root = Path(data_dir)
+        if not root.is_dir():
+            raise DataError("--data-dir is not a folder", file=data_dir)
+        if not any((root / folder).is_dir() for folder, *_ in wanted):
+            needed = ", ".join(sorted({folder for folder, *_ in wanted}))
+            raise DataError(f"no benchmark data set here (the benchmark list needs {needed}); benchmark another "
+                            f"data set with --data FOLDER_OR_CSV, or leave out --data-dir for the sample world",
+                            file=data_dir)
+        return root, list(wanted), ""
+    root = find_data_dir()
+    if root is not None and any((root / folder).is_dir() for folder, *_ in wanted):
+        return root, list(wanted), ""
+    why = f"no public benchmark in {root}" if root is not None else (
+        "no public benchmark found ($TPAR_DATA_DIR or ../shared/datasets)")
+    return SAMPLE_WORLD, [(".", layers, dim, opts) for layers, dim, opts in shapes(quick)], (
+        f"{why}: benchmarking the sample world ({SAMPLE_WORLD}); --data DATA benchmarks another data set")
 
 
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
@@ -56,9 +101,13 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     rng = np.random.default_rng(seed)
     train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation").to(dev)
     train_q = make_queries(kg.facts("train"), kg.num_relations)
-    train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + 5, replace=False))]
     eval_bg = Background.for_evaluation(kg, "extrapolation").to(dev)
     test_q = make_queries(kg.facts("test"), kg.num_relations)
+    # a small data set times what it has: at most `queries`, after the warm-up questions
+    queries = min(queries, len(train_q) - 5, len(test_q) - 16)
+    if queries < 5:
+        raise ValueError(f"too few questions to time ({len(train_q)} train, {len(test_q)} test; need 10 and 21)")
+    train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + 5, replace=False))]
     test_q = test_q[torch.from_numpy(rng.choice(len(test_q), queries + 16, replace=False))]
 
     def sync():
@@ -123,24 +172,25 @@ def _measure_in_process(args: list) -> dict:
 
 def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 200,
                    progress: bool = True, configs: list[tuple[str, int, int, dict]] | None = None,
-                   threads: int = 0) -> dict:
+                   threads: int = 0, data: str | None = None) -> dict:
     """Each configuration in a fresh process (its own peak memory); exact and pruned propagation of
-    the same data, L and d run one after the other, so their ratio is taken on one machine state."""
-    from tpar.data.benchmarks import find_data_dir
+    the same data, L and d run one after the other, so their ratio is taken on one machine state.
+    Which data (:func:`plan`): ``data``, else the benchmarks under ``data_dir`` or found, else the
+    sample world (the report's ``note`` says so)."""
     from tpar.runtime.threads import choose_threads
 
-    root = Path(data_dir) if data_dir else find_data_dir()
-    if root is None or not root.is_dir():
-        from tpar.errors import DataError
-        raise DataError("benchmarks not found: pass --data-dir or set TPAR_DATA_DIR")
+    if configs is not None:
+        root, note = Path(data_dir) if data_dir else Path("."), ""
+    else:
+        root, configs, note = plan(data, data_dir, quick)
     results = []
-    for folder, layers, dim, options in configs or (QUICK if quick else CONFIGS):
+    for folder, layers, dim, options in configs:
         path = root / folder
-        if not path.is_dir():
+        if not path.exists():
             results.append({"data": folder, "L": layers, "d": dim, "skipped": "data not found"})
             continue
         if progress:
-            print(f"bench {folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
+            print(f"bench {path if folder == '.' else folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
         # chosen per measurement, just before it starts: the idle cores unless pinned (tpar.runtime.threads)
         res = _measure_in_process([str(path), layers, dim, options, queries, device, choose_threads(threads)])
         if "error" in res:
@@ -149,7 +199,7 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
     return {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
                         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
-            "results": results}
+            "results": results, **({"note": note} if note else {})}
 
 
 if __name__ == "__main__":  # one measurement: argv[1] = JSON list of _measure's arguments; prints JSON

@@ -198,11 +198,25 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
         proc = subprocess.Popen([sys.executable, "-m", "tpar.runtime.jobs", str(folder)], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     (folder / "pid").write_text(str(proc.pid))
+    _workers.append(proc)
+    reap_workers()
     return TrainingJob(folder)
 
 
+#: worker processes this process started and has not yet reaped
+_workers: list[subprocess.Popen] = []
+
+
+def reap_workers() -> int:
+    """Collect the exit status of finished workers this process started, so none stays a zombie under
+    a long-lived parent (the app); returns how many are still running."""
+    _workers[:] = [w for w in _workers if w.poll() is None]
+    return len(_workers)
+
+
 def list_jobs(root: str | Path) -> list[TrainingJob]:
-    """Jobs under ``root``, newest first."""
+    """Jobs under ``root``, newest first (finished workers of this process are reaped on the way)."""
+    reap_workers()
     root = Path(root)
     if not root.is_dir():
         return []

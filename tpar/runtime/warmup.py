@@ -1,5 +1,5 @@
 """Getting a long-running process (the app) ready: the fast C++ kernel is built, or loaded from
-torch's cache, in the background while the torch kernel answers (``tpar.model.kernels``)."""
+the kernel cache, in the background while the torch kernel answers (``tpar.model.kernels``)."""
 
 from __future__ import annotations
 
