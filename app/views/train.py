@@ -26,8 +26,7 @@ from tpar.model.training import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
 #: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
-POLICY_FIELDS = ("train_layers", "train_dim", "train_epochs", "train_per_epoch", "train_lr", "train_window",
-                 "train_top_k")
+POLICY_FIELDS = ("train_layers", "train_dim", "train_epochs", "train_per_epoch", "train_lr", "train_window")
 
 
 def render() -> None:
@@ -92,7 +91,7 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
         c7, c8, c9 = st.columns(3)
         propagation = c7.selectbox(
             "Propagation", ["sparse", "exact"], key="train_propagation", persist_state="session",
-            format_func=lambda v: {"sparse": "sparse (default, faster)", "exact": "exact (every link)"}[v],
+            format_func=lambda v: {"sparse": "sparse (default)", "exact": "exact"}[v],
             help="sparse: the first step walks every fact of the question's subject, later steps each entity's "
                  "links nearest the question's time, repeated facts once -- several times cheaper, as accurate "
                  "within a few tenths of MRR on ICEWS14. exact: every link.")
