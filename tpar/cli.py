@@ -22,7 +22,7 @@ def _load(args):
     from tpar.data.loading import load_dataset
 
     kg = load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed,
-                      on_bad_rows="drop" if args.drop_bad_rows else "raise")
+                      on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
     dropped = [n for n in kg.notes if " dropped" in n]
     if dropped and getattr(args, "command", "") != "info":
         for note in dropped:
@@ -366,7 +366,7 @@ def cmd_complete(args) -> int:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
     ckpt, kg = _checkpoint_and_data(args)
     q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
-                           on_bad_rows="drop" if args.drop_bad_rows else "raise")
+                           on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
     for r, problem in q.report.problems:
         print(f"warning: {args.input}, row {r} dropped: {problem}", file=sys.stderr)
     if not q.incomplete:
@@ -594,6 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--drop-bad-rows", action="store_true",
                         help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
                              "the first")
+        order = sp.add_mutually_exclusive_group()
+        order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
+                           help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
+                                "by a day over 12; asked for when nothing shows it)")
+        order.add_argument("--month-first", dest="day_first", action="store_false",
+                           help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
 
     def question_args(sp):
         """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
@@ -827,7 +833,8 @@ def _run(args, torchrun: bool) -> int:
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
-        if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows:
+        if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows \
+                and type(e).__name__ != "AmbiguousDates":  # a whole file's date order, not a row to drop
             print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -9,7 +9,8 @@ import streamlit as st
 import explorer as ex
 from tpar.data.catalog import SAMPLE_DIR
 from tpar.data.kg import TemporalKG
-from tpar.data.upload import UploadReport, inspect_upload, save_dataset
+from tpar.data.textfile import decode_text
+from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.registry import matching_checkpoints
@@ -23,10 +24,11 @@ def render() -> None:
     st.title("Upload your data")
     st.markdown(
         "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
-        "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`); "
-        "other columns are skipped, and the report names them. "
-        "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
-        "integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
+        "`time` (any order, any case, or names such as `head`/`actor`, `predicate`/`event`, `tail`/`target`, "
+        "`date`/`timestamp`; separated by commas, semicolons, tabs or pipes; UTF-8 or UTF-16), and optionally "
+        "`split` (`train`/`valid`/`test`); other columns are skipped, and the report names them. "
+        "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), dates such as `25/03/2014`, "
+        "`03/25/2014`, `2014/03/25` or `25.03.2014`, months (`2014-02`), years or integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
         "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
     example = SAMPLE_DIR / "world" / "facts.csv"
     if example.is_file():
@@ -55,17 +57,15 @@ def file_ui() -> tuple[str, str]:
         st.error(ex.md(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB ")
                  + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
         st.stop()
-    raw = up.getvalue()
     try:
-        return up.name, raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        row = raw[: e.start].count(b"\n") + 1
-        st.error(ex.md(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8."))
+        return up.name, decode_text(up.getvalue(), up.name)
+    except DataError as e:
+        st.error(ex.md(f"{e}."))
         st.stop()
 
 
-def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
-    """How to read times and how to split: (time format, split policy, seed, split fractions)."""
+def options_ui() -> tuple[str, str, int, tuple[float, float, float], bool | None]:
+    """How to read times and how to split: (time format, split policy, seed, split fractions, day first)."""
     c1, c2, c3 = st.columns(3)
     with c1:
         time_format = st.selectbox("Read times as", ["auto", "date", "datetime", "month", "year", "int"],
@@ -81,21 +81,29 @@ def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
     with c3:
         seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed",
                                persist_state="session", disabled=policy != "random")
-    f1, f2 = st.columns(2)
+    f1, f2, f3 = st.columns(3)
     train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", persist_state="session",
                           disabled=policy == "column")
     valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", persist_state="session",
                           disabled=policy == "column")
+    order = f3.selectbox("Dates like 03/04/2024", ["file", "day", "month"], key="upload_day_first",
+                         persist_state="session",
+                         format_func={"file": "as the file shows", "day": "day first (DD/MM/YYYY)",
+                                      "month": "month first (MM/DD/YYYY)"}.get,
+                         help="as the file shows: a date whose first number is over 12 shows day first, its second "
+                              "month first; when no date shows it, you are asked to choose here.")
     if train_pct + valid_pct >= 100:
         st.error("Train and valid shares must leave some facts for test.")
         st.stop()
-    return time_format, policy, int(seed), (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100)
+    return (time_format, policy, int(seed), (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100),
+            {"file": None, "day": True, "month": False}[order])
 
 
 @st.cache_data(show_spinner="Checking the file…", max_entries=4)
-def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, exclude_outliers: bool):
+def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, day_first: bool | None,
+          exclude_outliers: bool):
     return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions,
-                          exclude_outliers=exclude_outliers)
+                          day_first=day_first, exclude_outliers=exclude_outliers)
 
 
 def report_ui(report: UploadReport) -> None:
@@ -226,7 +234,15 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     name = st.text_input("Data set name", value=default_name or "upload", key="upload_name")
     exists = f"upload: {name}" in {s.label for s in ex.datasets()}
     replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
-    if st.button("Save data set", type="primary", disabled=exists and not replace, key="upload_save"):
+    accepted_loss = True
+    if report.needs_confirmation:  # more than DROP_CONFIRM_SHARE of the file is lost: say so, and ask
+        st.warning(ex.md(f"More than {DROP_CONFIRM_SHARE:.0%} of the file would be lost. " + report.loss_text()
+                         + ". The table of dropped rows above lists each; the options above "
+                         "(time reading, date order) may read them."))
+        accepted_loss = st.checkbox(f"Save without these {len(report.dropped):,} rows", key=f"upload_accept_loss_"
+                                    f"{file_name}_{len(report.dropped)}_{report.rows_read}")
+    if st.button("Save data set", type="primary", disabled=(exists and not replace) or not accepted_loss,
+                 key="upload_save"):
         try:
             save_dataset(kg, ex.UPLOAD_DIR, name, overwrite=replace)
         except DataError as e:
