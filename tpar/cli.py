@@ -310,14 +310,14 @@ def calibration_text(c: dict) -> str:
             f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
 
 
-def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
+def _fact_file(path: str | None, day_first: bool | None = None) -> list[tuple[str, str, str, str]]:
     """Facts for a what-if: a CSV/TSV with the header subject, relation, object, time, read by the
     data sets' own reader (a :class:`DataError` naming the file and row); at most 10,000."""
     if not path:
         return []
     from tpar.data.tables import read_quadruple_csv
 
-    q = read_quadruple_csv(path)
+    q = read_quadruple_csv(path, day_first=day_first)
     if len(q.subjects) > 10_000:
         raise DataError(f"{len(q.subjects):,} facts; a what-if takes at most 10,000", file=path)
     return list(zip(q.subjects, q.relations, q.objects, q.raw_times))
@@ -330,7 +330,8 @@ def cmd_predict(args) -> int:
     pred = Predictor(ckpt, kg, args.device)
     top = None if args.top == "all" else args.top
     p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
-                     coverage=args.coverage, without=_fact_file(args.without), extra=_fact_file(args.with_facts))
+                     coverage=args.coverage, without=_fact_file(args.without, args.day_first),
+                     extra=_fact_file(args.with_facts, args.day_first))
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
         return 0
