@@ -404,7 +404,7 @@ def cmd_complete(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.explanation import RANKING_TEXT, Explainer
     from tpar.reasoning.prediction import Predictor
 
     ckpt, kg = _checkpoint_and_data(args)
@@ -425,15 +425,16 @@ def cmd_explain(args) -> int:
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
-          f"paths ranked by {e.importance} importance")
+          f"{e.importance} importance")
+    print(f"  {RANKING_TEXT[e.ranking]}")
     if e.importance == "integrated":
-        print(f"  integrated over {e.integration_steps} points: shares add up to f − f₀ = "
-              f"{e.score - e.baseline_score:.4f} (f₀ = {e.baseline_score:.4f}, the score with every link off; "
-              f"gap {e.completeness_gap:+.2g})")
+        print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
+    if e.decomposition is not None:
+        print(f"  {e.decomposition.text()}")
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
-        print(f"{i:3d}. importance {path.importance:+.4f}  {path.describe()}"
+        print(f"{i:3d}. adds {path.importance:+.4f} (alone {path.total:+.4f})  {path.describe()}"
               + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
     if e.facts:
         print(f"facts by their share of the score ({e.importance}):")
