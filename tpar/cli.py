@@ -361,11 +361,17 @@ def cmd_predict(args) -> int:
 
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
-    from tpar.reasoning.completion import complete_with_checkpoint, write_completed_csv
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.completion import (apply_thresholds, complete_with_checkpoint, fit_thresholds,
+                                           relation_view, write_completed_csv)
 
-    if not 0.0 <= args.min_probability <= 1.0:
+    if args.min_probability is not None and not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
-    ckpt, kg = _checkpoint_and_data(args)
+    if not 0.0 < args.precision <= 1.0:
+        raise DataError(f"--precision {args.precision} is not between 0 (excluded) and 1")
+    ckpt, kg = Checkpoint.load(args.checkpoint), _load(args)
+    for w in ckpt.check_fits(relation_view(kg, ckpt.relations)):  # any model whose relations cover the rows'
+        print(f"warning: {w}", file=sys.stderr)
     q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
                            on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
     for r, problem in q.report.problems:
@@ -375,20 +381,34 @@ def cmd_complete(args) -> int:
               "nothing to complete; the output repeats the input", file=sys.stderr)
     comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
                                      evidence=args.evidence)
-    n = write_completed_csv(args.out, q, comps, args.min_probability)
+    fits = {}
+    if args.min_probability is None:  # only confident proposals: a threshold fitted on valid per setting used
+        fits = fit_thresholds(ckpt, kg, [c.setting for c in comps if c.entity is not None], args.precision,
+                              device=args.device, seed=args.seed)
+        apply_thresholds(comps, fits)
+    else:
+        for c in comps:
+            c.threshold = args.min_probability
+    n = write_completed_csv(args.out, q, comps)
     if args.json:
-        print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
-                           "calibrated": c.calibrated, "setting": c.setting, "ties": c.ties,
-                           "known_answers": c.known_answers, "accepted": c.accepted(args.min_probability),
-                           "alternatives": [[a.entity, a.probability] for a in c.alternatives],
-                           "problem": c.problem} for c in comps], indent=2))
+        print(json.dumps({"thresholds": {s: f.to_dict() for s, f in fits.items()},
+                          "min_probability": args.min_probability,
+                          "rows": [{"row": c.row.row, "missing": c.row.missing, "fact": c.fact,
+                                    "probability": c.probability, "calibrated": c.calibrated, "setting": c.setting,
+                                    "ties": c.ties, "known_answers": c.known_answers, "accepted": c.accepted(),
+                                    "threshold": c.threshold if c.threshold != float("inf") else None,
+                                    "alternatives": [[a.entity, a.probability] for a in c.alternatives],
+                                    "problem": c.problem} for c in comps]}, indent=2))
         return 0
-    accepted = [c for c in comps if c.accepted(args.min_probability)]
+    accepted = [c for c in comps if c.accepted()]
     unanswerable = [c for c in comps if c.entity is None]
-    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed"
-          + (f" with p ≥ {args.min_probability:g}" if args.min_probability else "")
-          + f", {len(comps) - len(accepted) - len(unanswerable):,} left incomplete (below the threshold), "
-          f"{len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+    how = (f"with p ≥ {args.min_probability:g} (--min-probability)" if args.min_probability is not None else
+           f"confidently (a threshold fitted on valid for {100 * args.precision:g}% precision)")
+    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed {how}, "
+          f"{len(comps) - len(accepted) - len(unanswerable):,} left empty (below the threshold: their best guesses "
+          f"are in the alternatives column), {len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+    for fit in fits.values():
+        print(f"  threshold {fit.text()}")
     outside = [c for c in comps if c.setting and ckpt.setting not in (c.setting, "unified")]
     if outside:
         print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
@@ -397,7 +417,8 @@ def cmd_complete(args) -> int:
         print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")
     for c in comps[: args.show]:
         alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)
-        print(f"  row {c.row.row}: {c.note()}" + (f"  (then: {alt})" if alt else ""))
+        state = "" if c.entity is None else "filled: " if c.accepted() else "left empty, best guess "
+        print(f"  row {c.row.row}: {state}{c.note()}" + (f"  (then: {alt})" if alt else ""))
     if len(comps) > args.show:
         print(f"  … {len(comps) - args.show:,} more in {args.out}")
     return 0
@@ -748,8 +769,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="CSV/TSV: subject, relation, object, time; a row with an empty subject or object is completed")
     sp.add_argument("--out", required=True, metavar="FILE", help="the completed CSV (same rows, the missing field "
                     "filled, plus probability, completed and alternatives columns)")
-    sp.add_argument("--min-probability", type=float, default=0.0,
-                    help="fill only proposals at least this probable; the others stay incomplete (default 0)")
+    sp.add_argument("--precision", type=float, default=0.9,
+                    help="fill only confident proposals: those at or above the probability threshold at which the "
+                         "model's first proposals on the data's valid questions were right this often (default "
+                         "0.9); the others stay empty, their best guesses listed")
+    sp.add_argument("--min-probability", type=float, default=None,
+                    help="instead of the fitted threshold, fill every proposal at least this probable (0: all)")
     sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                     help="auto: interpolation for times within the data, extrapolation after it")
     sp.add_argument("--evidence", default="all", choices=["all", "train"],

@@ -214,6 +214,71 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1])
 
 
+#: a precision threshold rests on at least this many split questions above it (fewer: none is fitted)
+MIN_PRECISION_SUPPORT = 10
+
+
+@dataclass
+class PrecisionThreshold:
+    """The lowest top-1 probability at which a model's first proposals on ``split`` were right at least
+    ``target`` of the time: proposals at or above ``threshold`` are the confident ones (``tpar complete``
+    fills only those). ``threshold`` is ``inf`` when no threshold reaches the target on at least
+    :data:`MIN_PRECISION_SUPPORT` questions."""
+
+    setting: str
+    target: float            # the precision asked for
+    threshold: float         # calibrated probability a proposal needs (inf: none reaches the target)
+    precision: float         # on ``split``: share right among the proposals at or above it (nan: none)
+    filled: int              # ``split`` questions whose proposal is at or above it
+    questions: int           # ``split`` questions asked
+    split: str = "valid"
+
+    @property
+    def reached(self) -> bool:
+        return math.isfinite(self.threshold)
+
+    def text(self) -> str:
+        """One line: the threshold, and what it did on the split."""
+        if not self.questions:
+            return (f"{self.setting}: no {self.split} questions to fit a threshold on, so no proposal counts as "
+                    f"confident")
+        if not self.reached:
+            return (f"{self.setting}: no probability threshold reaches {100 * self.target:g}% precision on "
+                    f"{self.questions:,} {self.split} questions (at least {MIN_PRECISION_SUPPORT} above it), so no "
+                    "proposal counts as confident")
+        return (f"{self.setting}: p ≥ {self.threshold:.3g}, fitted on {self.questions:,} {self.split} questions for "
+                f"{100 * self.target:g}% precision: {self.filled:,} of them ({100 * self.filled / self.questions:.0f}%) "
+                f"passed it, {100 * self.precision:.1f}% of those right")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"threshold": self.threshold if self.reached else None}
+
+
+def precision_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, target: float, *,
+                        setting: str = "", split: str = "valid",
+                        min_support: int = MIN_PRECISION_SUPPORT) -> PrecisionThreshold:
+    """The lowest top-1 probability p* (under softmax(logits / T)) such that the questions whose top probability
+    is ≥ p* number at least ``min_support`` and their first proposals are right at least ``target`` of the time
+    (questions tied at p* are all in or all out)."""
+    if not 0 < target <= 1:
+        raise ValueError(f"precision {target} is not in (0, 1]")
+    n = len(answers)
+    if n == 0:
+        return PrecisionThreshold(setting, target, math.inf, math.nan, 0, 0, split)
+    conf, top = probabilities(logits, temperature).max(1)
+    correct = (top == answers).double()
+    order = torch.argsort(conf, descending=True, stable=True)
+    c_sorted, right = conf[order], torch.cumsum(correct[order], 0)
+    count = torch.arange(1, n + 1, dtype=torch.float64)
+    group_end = torch.ones(n, dtype=torch.bool)  # the last question of each run of equal probabilities
+    group_end[:-1] = c_sorted[:-1] != c_sorted[1:]
+    ok = group_end & (right / count >= target) & (count >= min_support)
+    if not ok.any():
+        return PrecisionThreshold(setting, target, math.inf, math.nan, 0, n, split)
+    k = int(torch.nonzero(ok).max())
+    return PrecisionThreshold(setting, target, float(c_sorted[k]), float(right[k] / (k + 1)), k + 1, n, split)
+
+
 @dataclass
 class HeldOutReport:
     """Calibration figures on held-out questions (test): before and after scaling, the reliability
