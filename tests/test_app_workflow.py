@@ -362,7 +362,19 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
     at.toggle(key="upload_complete_on").set_value(True).run()
     assert not at.exception
-    at.slider(key="upload_complete_min").set_value(0).run()  # accept every proposal
+    # by default only the proposals above the threshold fitted on valid for 90% precision are ticked
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    fitted = re.search(r"p ≥ ([0-9.e-]+), fitted on ([\d,]+) valid questions for 90% precision", captions)
+    assert fitted, captions
+    table = next(d.value for d in at.dataframe if "accept" in d.value.columns)
+    p_min = float(fitted.group(1))
+    assert all(ok == (p / 100 >= p_min) or abs(p / 100 - p_min) < 1e-3  # the table rounds to 0.01%
+               for ok, p in zip(table["accept"], table["probability %"]))
+    # these rows lie past the training facts (the only evidence an upload's completion may use): near-uniform
+    # guesses (~1/280), which the old default (accept above 80%, or everything at 0) would have let through
+    assert table["probability %"].max() / 100 < p_min and not table["accept"].any()
+    assert all("below the threshold" in h for h in table["how sure"])
+    at.selectbox(key="upload_complete_precision").set_value("all").run()  # accept every proposal
     captions = " ".join(c.value for c in at.caption)
     m = re.search(r"(\d+) of (\d+) proposals accepted", captions)
     assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 15, captions
@@ -406,3 +418,18 @@ def test_upload_asks_for_the_date_order_and_confirms_a_lossy_save(workspace):
 
     kg = load_dataset(workspace / "upload_dir" / "export")
     assert kg.time_axis.label(int(kg.all_facts()[:, 3].max())) == "2024-01-12"  # read day first
+
+
+def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspace):
+    """A batch with a relation the shipped model never saw: the model is still offered for the rows whose
+    relations it knows, and says that the other relation's facts are no evidence to it (issue #33)."""
+    extra = "\n".join(f"Port {i},Fines,Harbor Express,2025-0{1 + i}-01" for i in range(5)) + "\n"
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    upload(at, gappy_sample_world(6) + extra.encode(), "gappy-plus.csv")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
+    assert any("facts of the others are no evidence to it" in c.value for c in at.caption)
+    at.toggle(key="upload_complete_on").set_value(True).run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "accept" in d.value.columns)
+    assert 1 <= len(table) <= 6 and "Fines" not in set(table["relation"])  # rows with no evidence get no proposal

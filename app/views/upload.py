@@ -13,8 +13,9 @@ from tpar.data.textfile import decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
-from tpar.model.registry import matching_checkpoints
-from tpar.reasoning.completion import Completion, complete_with_checkpoint, with_completions
+from tpar.model.registry import covering_checkpoints
+from tpar.reasoning.completion import (Completion, apply_thresholds, complete_with_checkpoint, fit_thresholds,
+                                       with_completions)
 
 #: incomplete rows proposed for in one go (each is a model query)
 MAX_COMPLETIONS = 5000
@@ -161,6 +162,19 @@ def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path
                                     evidence="train")
 
 
+@st.cache_data(show_spinner="Fitting the threshold on the valid questions…", max_entries=8)
+def thresholds(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int,
+               settings: tuple, precision: float) -> dict:
+    """The probability threshold per setting at which the model's proposals on this data's valid questions
+    were right ``precision`` of the time (:func:`tpar.reasoning.completion.fit_thresholds`)."""
+    _, kg = check(text, name, *options, exclude)
+    return fit_thresholds(Checkpoint.load(checkpoint_path), kg, list(settings), precision)
+
+
+#: precisions offered for the proposals ticked by default ("all": every proposal)
+PRECISIONS = ("0.8", "0.9", "0.95", "0.99", "all")
+
+
 def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: UploadReport,
                   kg: TemporalKG) -> TemporalKG:
     """Incomplete rows: a model proposes each missing entity; the user accepts all above a probability
@@ -179,17 +193,22 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         st.dataframe(pd.DataFrame([{"row": r.row, "subject": r.subject or "?", "relation": r.relation,
                                     "object": r.object or "?", "time": r.time} for r in rows[:1000]]), hide_index=True)
     infos, _ = ex.checkpoints()
-    matches = matching_checkpoints(kg, infos)
+    needed = sorted({r.relation for r in rows})
+    matches = covering_checkpoints(kg, infos, needed)
     if not matches:
-        st.info("No model here knows this file's relations, so none can propose the missing entities yet. Save the "
-                "complete rows, train a model on them (Train page), then upload this file again: that model will "
-                "then be offered here.")
+        shown = ", ".join(repr(r) for r in needed[:5]) + (" …" if len(needed) > 5 else "")
+        st.info(ex.md(f"No model here knows every relation of the incomplete rows ({shown}), so none can propose "
+                      "the missing entities yet. Save the complete rows, train a model on them (Train page), then "
+                      "upload this file again: a model that knows those relations is then offered here."))
         return kg
-    by_label = {m.info.summary(): m.info for m in matches}
+    by_label = {m.info.summary(): m for m in matches}
     label = st.selectbox("Model that proposes the missing entities", list(by_label), key="upload_complete_model",
-                         help="Models whose relations match this file's. A calibrated model's probabilities say how "
-                              "often its proposals are right.")
-    info = by_label[label]
+                         help="Models that know every relation of the incomplete rows. A calibrated model's "
+                              "probabilities say how often its proposals are right.")
+    info = by_label[label].info
+    for w in by_label[label].warnings:
+        if "no evidence" in w:
+            st.caption(ex.md(f"This model {w}."))
     if len(rows) > MAX_COMPLETIONS:
         st.warning(f"Only the first {MAX_COMPLETIONS:,} incomplete rows are proposed for; the others are left out.")
     if not st.toggle("Propose the missing entities", key="upload_complete_on"):
@@ -205,25 +224,42 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     if not calibrated:
         st.warning("This model is not calibrated: its probabilities are raw softmax values, not how often it is "
                    "right (`tpar calibrate` fixes that).")
-    threshold = st.slider("Accept every proposal with probability at least (%)", 0, 100, 80, key="upload_complete_min",
-                          help="Then tick or untick single rows in the table.")
+    precision = st.selectbox("Tick the confident proposals", PRECISIONS, index=1, key="upload_complete_precision",
+                             format_func=lambda p: "every proposal (no threshold)" if p == "all" else
+                             f"right {100 * float(p):g}% of the time on valid",
+                             help="A probability threshold is fitted on this data's valid questions so that the "
+                                  "model's proposals at or above it were right this often; proposals below it stay "
+                                  "unticked (their rows are left out unless you tick them). Then tick or untick "
+                                  "single rows in the table.")
+    if precision == "all":
+        for c in proposed:
+            c.threshold = 0.0
+    else:
+        fits = thresholds(text, name, options, exclude, str(info.path), ex.version(info.path),
+                          tuple(sorted({c.setting for c in proposed})), float(precision))
+        apply_thresholds(proposed, fits)
+        for fit in fits.values():
+            st.caption(ex.md("Threshold " + fit.text() + "."))
     table = pd.DataFrame([{
-        "accept": c.accepted(threshold / 100), "row": c.row.row,
+        "accept": c.accepted(), "row": c.row.row,
         "subject": c.row.subject or f"➜ {c.entity}", "relation": c.row.relation,
         "object": c.row.object or f"➜ {c.entity}", "time": c.row.time,
         "probability %": round(100 * (c.probability or 0.0), 2),
-        "how sure": "; ".join(x for x in (f"ties with {c.ties}" if c.ties else "",
+        "how sure": "; ".join(x for x in ("" if c.accepted() else "below the threshold",
+                                           f"ties with {c.ties}" if c.ties else "",
                                            f"{c.known_answers} known answer(s) excluded" if c.known_answers else "",
                                            "" if calibrated else "uncalibrated") if x) or "–",
         "alternatives": ", ".join(f"{a.entity} ({100 * a.probability:.2g}%)" for a in c.alternatives)}
         for c in proposed])
     edited = st.data_editor(table, hide_index=True, disabled=[c for c in table.columns if c != "accept"],
-                            key=f"upload_complete_table_{threshold}", width="stretch",
+                            key=f"upload_complete_table_{precision}", width="stretch",
                             column_config={"accept": st.column_config.CheckboxColumn("Accept", width="small"),
                                            "probability %": st.column_config.NumberColumn(format="%.2f")})
     accepted = [c for c, ok in zip(proposed, edited["accept"]) if ok]
-    st.caption(f"➜ marks the proposed entity. {len(accepted):,} of {len(proposed):,} proposals accepted.")
-    return with_completions(kg, accepted) if accepted else kg
+    confident = sum(c.accepted() for c in proposed)
+    st.caption(f"➜ marks the proposed entity. {len(accepted):,} of {len(proposed):,} proposals accepted "
+               f"({confident:,} above the threshold); rows not accepted are left out, their best guesses listed.")
+    return with_completions(kg, accepted, 0.0) if accepted else kg
 
 
 def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
