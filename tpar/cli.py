@@ -342,6 +342,9 @@ def cmd_predict(args) -> int:
           f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
     for w in p.warnings:
         print(f"warning: {w}")
+    if p.no_evidence:  # a ranking would present a guess as an answer
+        print(f"no evidence: {p.no_evidence}. No ranking is shown (--json still lists the scores).")
+        return 0
     width = max([len(a.rank_text()) for a in p.answers] + [4])
     for a in p.answers:
         tie = f"  tied with {a.ties}" if a.ties else ""

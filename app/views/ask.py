@@ -39,10 +39,20 @@ def render() -> None:
     why = ""
     if ss["setting"] == "auto":
         why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"
+    elif pred.setting == "extrapolation" and pred.time_step <= t_max:  # e.g. a showcase forecast
+        why = (f", chosen although {pred.time} lies inside the known time range: a forecast from the facts before "
+               f"{pred.time} only, the later ones hidden as if not yet known")
+    elif pred.setting == "interpolation" and pred.time_step > t_max:
+        why = f", chosen although {pred.time} lies after the last known fact: only earlier facts exist to use"
     st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
                f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
     for w in pred.warnings:
         st.warning(ex.md(w))
+    if pred.no_evidence:  # a ranking would present a guess as an answer
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. No ranking is shown; try a time closer "
+                      "to the known facts, or another entity or relation."))
+        ex.sync_url()
+        st.stop()
     if not pred.answers:
         st.info("No answers.")
         st.stop()
@@ -88,7 +98,8 @@ def examples_ui(sel: ex.Selection) -> None:
         ss["example"] = None  # the question was changed since: the box must not name a question not being asked
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
-                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
+                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}"
+                 + (f" (asked as {labels[k]['setting']})" if labels[k].get("setting") else ""))
     if not ss.get("subject"):
         ex.default_question_into_state(sel)
 
