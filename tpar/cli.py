@@ -262,7 +262,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from tpar.evaluation.calibration import calibrate
+    from tpar.evaluation.calibration import calibrate, set_size_text
     from tpar.model.checkpoint import Checkpoint
     from tpar.model.ranker import ModelRanker
 
@@ -283,7 +283,9 @@ def cmd_calibrate(args) -> int:
         print("            ECE    Brier    NLL   top-1 acc  mean conf")
         for tag, m in (("before", c.before), ("after", c.after)):
             print(f"  {tag:7s} {m.ece:7.4f} {m.brier:7.4f} {m.nll:7.3f}   {100 * m.accuracy:6.2f}%   {100 * m.confidence:6.2f}%")
-        print("  answer sets: " + ", ".join(f"{100 * float(k):g}% -> p ≥ {v:.2e}" for k, v in c.thresholds.items()))
+        print("  answer sets (sizes on valid): " + "; ".join(
+            f"{100 * float(k):g}% -> p ≥ {v:.2e}, {set_size_text(c.set_sizes[k], c.entities)}"
+            for k, v in c.thresholds.items()))
     print(f"wrote the calibration into {args.checkpoint}")
     return 0
 
@@ -304,7 +306,11 @@ def calibration_report(kg, ranker, ckpt, setting: str, split: str) -> dict:
 
 def calibration_text(c: dict) -> str:
     b, a = c["before"], c["after"]
-    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, mean size {c['mean_set_size'][k]:.1f}"
+    from tpar.evaluation.calibration import set_size_text
+
+    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, size "
+                      + (set_size_text(c["set_sizes"][k]) if k in c.get("set_sizes", {}) else
+                         f"mean {c['mean_set_size'][k]:.1f}")
                       for k, v in c["coverage"].items())
     return (f"calibration (T = {c['temperature']:.3f}, {c['fitted_on']['source']}): ECE {b['ece']:.4f} -> {a['ece']:.4f}, "
             f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
@@ -359,6 +365,13 @@ def cmd_predict(args) -> int:
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
         print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
+        from tpar.evaluation.calibration import set_size_text
+
+        cal = pred.calibration(p.setting)
+        sizes = cal.set_sizes.get(f"{p.coverage:g}") if cal else None
+        if sizes:
+            print(f"  on the {cal.queries:,} {cal.split} questions the calibration was fitted on, such sets held "
+                  f"{set_size_text(sizes, p.num_entities)} entities")
     return 0
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
-from tpar.evaluation.calibration import Calibration
+from tpar.evaluation.calibration import Calibration, set_size_text
 from tpar.evaluation.reports import csv_text
 from tpar.errors import DataError
 from tpar.graph.queries import check_question_time, default_question
@@ -196,6 +196,13 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
         st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}"
                 + (" — a set this large says the model cannot narrow it down." if
                    pred.answer_set_size > max(25, pred.num_entities // 4) else ""))
+        sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
+        if sizes:  # what such sets are like, beside what they promise
+            st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "
+                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities)} entities.")
+        else:
+            st.caption("The sizes of such sets on valid are not stored with this model's calibration (`tpar "
+                       "calibrate` adds them).")
 
 
 def answers_ui(pred: Prediction) -> pd.DataFrame:
