@@ -581,3 +581,49 @@ def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_aga
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "ranked by what each adds beyond the paths above it" in out and "listed paths +" in out
+
+
+def test_the_facts_towards_an_answer_are_those_on_walks_that_reach_it():
+    """The fidelity benchmark's random baseline draws from these (issue #33): a fact is in the pool iff a link
+    walking it lies on some L-step walk (links or stays) from the question's entity to the answer -- checked
+    against every walk enumerated here -- and removing a fact outside the pool leaves the answer's score as it
+    is, which is why drawing from all admitted links gave a random baseline of 0."""
+    from tpar.reasoning.explanation import facts_towards
+
+    ex, kg = toy_explainer()
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:6].tolist():
+        prepared = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t))
+        trace = PropagationTrace()
+        with torch.no_grad():
+            ex.predictor.model(prepared.batch, prepared.background, trace=trace)
+        L = len(trace.links)
+        steps = [[(int(x[1]), int(x[3]), (int(x[3]), int(x[2]) - R, int(x[1]), int(x[4])) if int(x[2]) >= R else
+                   (int(x[1]), int(x[2]), int(x[3]), int(x[4]))) for x in trace.links[layer]] for layer in range(L)]
+        want: set = set()
+
+        def walk(layer, ent, facts):
+            if layer == L:
+                if ent == o:
+                    want.update(facts)
+                return
+            walk(layer + 1, ent, facts)  # stay (every reached entity has a self-loop)
+            for src, dst, fact in steps[layer]:
+                if src == ent:
+                    walk(layer + 1, dst, facts + [fact])
+
+        walk(0, s, [])
+        got = facts_towards(trace, o, R)
+        assert set(got) == want and len(got) == len(set(got))
+        admitted = {f for layer in steps for _, _, f in layer}
+        if want and admitted - want:
+            outside = sorted(admitted - want)[0]
+            data, _ = ex.predictor.what_if_facts([(kg.entities.name(outside[0]), kg.relations.name(outside[1]),
+                                                   kg.entities.name(outside[2]), kg.time_axis.label(outside[3]))], ())
+            other = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t), data)
+            with torch.no_grad():
+                before = float(ex.predictor.model(prepared.batch, prepared.background)[0, o])
+                after = float(ex.predictor.model(other.batch, other.background)[0, o])
+            assert after == pytest.approx(before, abs=1e-6)
+            checked += 1
+    assert checked >= 2

@@ -776,3 +776,18 @@ class Explainer:
             masks[l] = torch.isin(links[:, 3], reach) if links.numel() else torch.zeros(0, dtype=torch.bool)
             reach = torch.unique(torch.cat([reach, links[masks[l], 1]]))
         return masks
+
+
+def facts_towards(trace: PropagationTrace, answer: int, num_relations: int) -> list[tuple[int, int, int, int]]:
+    """The facts (s, r, o, t) walked by a link on some L-step walk (links and stays) from the question's entity
+    to ``answer`` (:meth:`Explainer._towards`), each once, in layer then link order; ``[]`` when no walk reaches
+    it. Only these facts can move the answer's score: the pool a fair random deletion draws from."""
+    masks = Explainer._towards(trace, answer)
+    if masks is None:
+        return []
+    R = num_relations
+    out: dict[tuple[int, int, int, int], None] = {}
+    for links, mask in zip(trace.links, masks):
+        for _, src, rel, dst, t in links[mask].tolist():
+            out[(dst, rel - R, src, t) if rel >= R else (src, rel, dst, t)] = None
+    return list(out)
