@@ -88,6 +88,7 @@ def main() -> None:
     drops = {m: [] for m in ("paths", "attention", "random")}
     rises = {m: [] for m in ("paths", "attention", "random")}
     used = 0
+    pool_sizes = []  # facts on walks that reach the answer, per question (the random order's pool)
     for i in order:
         if used >= args.questions:
             break
@@ -120,6 +121,7 @@ def main() -> None:
             alphas += alpha.tolist()
         by_alpha = list(dict.fromkeys(f for _, f in sorted(zip(alphas, admitted), key=lambda z: -z[0])))
         pool = facts_towards(trace, o, R)  # facts on walks that reach the answer: removing others changes nothing
+        pool_sizes.append(len(pool))
         shuffled = [pool[j] for j in rng.permutation(len(pool))]
         def score(background: np.ndarray) -> float:
             pk = p.prepare(q, background)
@@ -137,7 +139,12 @@ def main() -> None:
             drops[method].append(drop)
             rises[method].append(rise)
     result = {"data": kg.name, "setting": args.setting, "questions": used, "importance": args.importance,
-              "within_path": args.within_path, "measure": args.measure if args.within_path == "removal" else 0}
+              "within_path": args.within_path, "measure": args.measure if args.within_path == "removal" else 0,
+              "random_pool": {"mean": float(np.mean(pool_sizes)) if pool_sizes else 0.0,
+                              "median": float(np.median(pool_sizes)) if pool_sizes else 0.0}}
+    if pool_sizes:
+        print(f"random order: drawn from the facts on walks that reach the answer, {np.mean(pool_sizes):,.0f} per "
+              f"question on average (median {np.median(pool_sizes):,.0f})")
     for test, values, verb in (("deletion", drops, "drop of f(q, a) after removing"),
                                ("insertion", rises, "rise of f(q, a) over the empty background after inserting")):
         mean = {m: np.mean(np.array(v), axis=0).tolist() for m, v in values.items() if v}
