@@ -83,7 +83,8 @@ def test_the_ask_and_evidence_pages_say_no_evidence_instead_of_ranking(app_test)
     assert not at.exception
     assert "No evidence for this question" in shown(at.info) and not at.dataframe
     at.switch_page("views/evidence.py").run()
-    assert not at.exception and "There is no answer to explain" in shown(at.info)
+    assert not at.exception and "No evidence for this question" in shown(at.info)
+    assert "not told apart from the others" in shown(at.info)
     at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2025-12-20"}).run()
     assert "No evidence" not in shown(at.info) and at.dataframe[0].value.iloc[0]["entity"] == "Island"
 

@@ -23,10 +23,9 @@ def render() -> None:
         st.info("Showing an example question; change it on the Ask page.")
     pred = ex.current_prediction(sel)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
-    if pred.no_evidence:
-        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. There is no answer to explain."))
-        ex.sync_url()
-        st.stop()
+    if pred.no_evidence:  # the Ask page shows no ranking; here the paths show why
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The answer explained below is not told "
+                      "apart from the others."))
     if not pred.answers:
         st.info("No answers.")
         st.stop()
