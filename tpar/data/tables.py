@@ -763,4 +763,5 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
         if q.report.duplicates:
             notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
         notes += dropped_rows_notes(f"{split}.csv", q.report)
+        notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
     return build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
