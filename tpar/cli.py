@@ -425,6 +425,10 @@ def cmd_complete(args) -> int:
           f"are in the alternatives column), {len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
     for fit in fits.values():
         print(f"  threshold {fit.text()}")
+    if any(not f.questions for f in fits.values()):
+        print("  (no valid facts to fit on: --min-probability P fills every proposal at least P likely)")
+    elif any(not f.reached for f in fits.values()):
+        print("  (a lower --precision, or --min-probability P to fill every proposal at least P likely, fills more)")
     outside = [c for c in comps if c.setting and ckpt.setting not in (c.setting, "unified")]
     if outside:
         print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
