@@ -388,3 +388,19 @@ def test_a_model_whose_relations_cover_the_rows_completes_them(planted, tmp_path
     # a data set with fewer relations than the model (only the calls): the model serves it too
     calls = load_csv(write_csv(tmp_path / "calls.csv", [r for r in known if r[1] == "calls"]), split_policy="random")
     assert complete_with_checkpoint(ck, calls, rows[:3], device="cpu")[0].entity is not None
+
+
+def test_without_valid_facts_to_fit_on_no_row_is_filled_by_default(planted, tmp_path, capsys):
+    folder = tmp_path / "train-only"
+    folder.mkdir()
+    write_csv(folder / "train.csv", [r for r in planted_rows() if r not in planted["hidden"]])
+    inp = write_csv(tmp_path / "in.csv", [(s, r, "", t) for s, r, o, t in planted["hidden"][:6]])
+    out = tmp_path / "out.csv"
+    argv = ["complete", "--checkpoint", str(planted["checkpoint"]), "--data", str(folder), "--input", str(inp),
+            "--out", str(out), "--setting", "interpolation"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "0 completed confidently" in text and "no valid questions to fit a threshold on" in text
+    assert "--min-probability P fills" in text
+    back = read_quadruple_csv(out, incomplete="keep")
+    assert not back.subjects and len(back.incomplete) == 6  # nothing guessed into the data
