@@ -589,6 +589,42 @@ def test_gate_carries_each_nodes_previous_state(setting, kernel):
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in g2.gate.parameters())
 
 
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_fused_gate_equals_the_gru_cell(setting):
+    """The C++ gate pass (element-wise GRU; W_hh only for nodes that existed before the step, since a
+    new node's h_prev is 0) gives GRUCell's scores and every parameter's gradient, and it is the one
+    that ran: ``cpp-gate`` counts one call per step, and none under the torch kernel."""
+    if not compiler_available():
+        pytest.skip("no C++ compiler or ninja here")
+    kg = small_kg(12)
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    results = {}
+    for name in KERNELS:
+        torch.manual_seed(7)
+        model = gated(small_model("tanh", seed=5)).train()
+        with torch.no_grad():  # a gate far from its initialisation: every term matters
+            for p in model.gate.parameters():
+                p.normal_(0, 0.7)
+        with kernels.kernel(name):
+            before = kernels.steps_run["cpp-gate"]
+            scores = model(batch, bg)
+            (scores.pow(2) * torch.linspace(0.5, 2, scores.shape[1], dtype=scores.dtype)).sum().backward()
+            assert kernels.steps_run["cpp-gate"] - before == (model.cfg.num_layers if name == "cpp" else 0)
+        results[name] = (scores.detach(), {n: p.grad for n, p in model.named_parameters()})
+    assert results["cpp"][0].abs().max() > 0
+    assert torch.allclose(results["cpp"][0], results["torch"][0], atol=1e-10)
+    for n, g in results["cpp"][1].items():
+        assert g is not None and torch.allclose(g, results["torch"][1][n], atol=1e-8), n
+    # the autograd function alone, new and old rows mixed: analytical gradients match numerical ones
+    cell = torch.nn.GRUCell(4, 4).double()
+    x = torch.randn(9, 4, dtype=torch.double, requires_grad=True)
+    h_old = torch.randn(4, 4, dtype=torch.double, requires_grad=True)
+    old_row = torch.full((9,), -1, dtype=torch.long).index_copy(0, torch.tensor([0, 3, 4, 8]), torch.arange(4))
+    assert torch.autograd.gradcheck(lambda x, h, *w: kernels._GateStep.apply(x, h, old_row, *w),
+                                    (x, h_old, *cell.parameters()))
+
+
 def test_torch_kernel_chunks_do_not_change_the_result(monkeypatch):
     """The torch kernel processes links in chunks (larger on a GPU): any chunk size, same scores and gradients."""
     kg = small_kg(12)
