@@ -695,3 +695,23 @@ def test_a_model_can_be_tested_without_the_pruning_it_was_trained_with(tmp_path)
     reference = pruned(build(), history_window=0).float()
     with torch.no_grad():
         assert torch.allclose(exact(batch, bg), reference(batch, bg), atol=1e-5)
+
+
+def test_dropout_drops_a_share_p_and_keeps_the_mean():
+    """The layers' dropout: inactive in evaluation; while training it zeroes a share p of the values
+    and scales the rest by 1/(1 − p), so the expectation is unchanged; gradients follow the mask."""
+    from tpar.model.layers import dropout
+
+    torch.manual_seed(0)
+    x = torch.rand(400, 250, dtype=torch.double) + 1.0
+    assert dropout(x, 0.2, training=False) is x
+    assert dropout(x, 0.0, training=True) is x
+    y = dropout(x.requires_grad_(), 0.2, training=True)
+    dropped = (y == 0).double().mean().item()
+    assert abs(dropped - 0.2) < 0.005
+    kept = y != 0
+    assert torch.allclose(y[kept], x[kept] / 0.8)
+    assert abs(y.mean().item() / x.mean().item() - 1) < 0.01
+    y.sum().backward()
+    assert torch.equal(x.grad != 0, kept) and torch.allclose(x.grad[kept], torch.full_like(x.grad[kept], 1.25))
+    assert (dropout(x.detach(), 1.0, training=True) == 0).all()
