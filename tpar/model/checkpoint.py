@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import platform
-import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,15 +222,24 @@ class Checkpoint:
 
 
 def atomic_torch_save(obj, path: str | Path) -> None:
+    """``torch.save`` to a temporary file renamed over ``path``; a file system error (read-only, full)
+    is a :class:`DataError` naming ``path``, and ``path`` keeps its old content."""
+    from tpar.data.outputs import writing
+
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.{int(time.time() * 1e6)}.tmp")
     try:
-        torch.save(obj, tmp)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DataError(f"cannot create the checkpoint's folder ({e.strerror or e})", file=p.parent) from None
+    with writing(p, "checkpoint") as tmp:
+        try:
+            torch.save(obj, tmp)
+        except RuntimeError as e:  # torch's writer reports a failed open or write (disk full ...) so
+            msg = str(e)
+            if "failed" not in msg and "writ" not in msg.lower():
+                raise
+            why = msg.split("strerror:", 1)[1].strip() if "strerror:" in msg else msg.splitlines()[0][:160]
+            raise OSError(0, why) from None
 
 
 def from_model(model: TPAR, run: RunConfig, kg: TemporalKG, setting: str, **kw) -> Checkpoint:

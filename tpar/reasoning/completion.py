@@ -247,18 +247,13 @@ def completed_rows(q, completions: Sequence[Completion], min_probability: float 
 
 
 def write_completed_csv(path, q, completions: Sequence[Completion], min_probability: float = 0.0) -> int:
-    """Write :func:`completed_rows` as CSV (names unchanged: a data file that reads back with the
-    inferred flags, as :func:`tpar.data.upload.save_dataset` writes data sets); the number of rows."""
-    import csv
-    from pathlib import Path
+    """Write :func:`completed_rows` as CSV through the one formula-safe writer
+    (:func:`tpar.data.outputs.write_csv`: a cell that would start a spreadsheet formula gets a leading
+    apostrophe, which the table reader takes off again, so the file reads back as data with its
+    inferred flags); atomic. Returns the number of rows."""
+    from tpar.data.outputs import write_csv
 
     rows = completed_rows(q, completions, min_probability)
     header = list(COMPLETED_COLUMNS[:4]) + (["split"] if q.splits is not None else []) + list(COMPLETED_COLUMNS[4:])
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        w = csv.DictWriter(fh, header, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(path)  # an existing file is replaced only by a complete one
+    write_csv(path, rows, header, "completed CSV")
     return len(rows)
