@@ -245,7 +245,7 @@ def _checkpoint_and_data(args):
 
     ckpt = Checkpoint.load(args.checkpoint)
     kg = _load(args)
-    for w in ckpt.check_fits(kg):
+    for w in ckpt.load_notes + ckpt.check_fits(kg):
         print(f"warning: {w}", file=sys.stderr)
     return ckpt, kg
 
@@ -364,10 +364,12 @@ def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
         return []
     from tpar.data.tables import read_quadruple_csv
 
+    from tpar.reasoning.prediction import FactRows
+
     q = read_quadruple_csv(path)
     if len(q.subjects) > 10_000:
         raise DataError(f"{len(q.subjects):,} facts; a what-if takes at most 10,000", file=path)
-    return list(zip(q.subjects, q.relations, q.objects, q.raw_times))
+    return FactRows(zip(q.subjects, q.relations, q.objects, q.raw_times), file=path, rows=q.rows)
 
 
 def cmd_predict(args) -> int:
