@@ -409,7 +409,7 @@ def cmd_predict(args) -> int:
 
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
-    from tpar.reasoning.completion import complete_with_checkpoint, write_completed_csv
+    from tpar.reasoning.completion import check_row_limit, complete_with_checkpoint, write_completed_csv
 
     if not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
@@ -422,8 +422,13 @@ def cmd_complete(args) -> int:
     if not q.incomplete:
         print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
               "nothing to complete; the output repeats the input", file=sys.stderr)
-    comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
-                                     evidence=args.evidence)
+    check_row_limit(len(q.incomplete), args.input)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(q.incomplete), desc="completing", unit="row", disable=args.quiet or not q.incomplete,
+              mininterval=1.0, file=sys.stderr) as bar:
+        comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
+                                         evidence=args.evidence, on_progress=lambda done, total: bar.update(done - bar.n))
     n = write_completed_csv(args.out, q, comps, args.min_probability)
     if args.json:
         print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
@@ -805,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "only (when the completed facts will join this data set's training facts, so that its "
                          "valid and test facts cannot leak into training)")
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     data_args(sp)
