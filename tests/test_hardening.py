@@ -313,3 +313,22 @@ def test_the_same_fact_twice_or_under_an_alias_counts_once(sample_kg, sample_che
     assert [(a.entity, a.score) for a in gone_twice.answers] == [(a.entity, a.score) for a in gone_once.answers]
     with pytest.raises(DataError, match="also among the facts to remove"):
         p.predict(**ask, without=[known], extra=[known])
+
+
+# ---------------------------------------------------------------- a model card belongs to its weights
+def test_a_card_is_shown_only_beside_the_checkpoint_it_was_written_for(tmp_path):
+    from tpar.model.card import card_for, write_card
+
+    path = tmp_path / "m.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, path)
+    write_card(path)
+    ck = Checkpoint.load(path)
+    text, why = card_for(ck, path)
+    assert why == "" and text == path.with_suffix(".md").read_text(encoding="utf-8").rsplit("\n\n<!--", 1)[0] + "\n"
+    ck.extra["calibration"]["extrapolation"]["seed"] = 99  # calibrated again: metadata, and so the digest, change
+    ck.save(path)
+    text, why = card_for(Checkpoint.load(path), path)
+    assert "m.md was written for another model saved as m.tpar" in why and "sha256" not in text
+    path.with_suffix(".md").write_text("# Model card: m\n\nMRR 99%\n")  # a card without its mark
+    text, why = card_for(Checkpoint.load(path), path)
+    assert "carries no checksum" in why and "MRR 99%" not in text

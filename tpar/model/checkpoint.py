@@ -143,6 +143,8 @@ class Checkpoint:
     version: str = __version__
     #: what loading set aside and the user must be told (a stored calibration that was not usable ...)
     load_notes: list[str] = field(default_factory=list)
+    #: the sha256 recorded in the file (over metadata and weights) when loaded or saved; "" before
+    digest: str = ""
 
     # -- building ---------------------------------------------------------------------------------
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
@@ -227,6 +229,7 @@ class Checkpoint:
     def save(self, path: str | Path, *, optimizer: dict | None = None, position: dict | None = None) -> None:
         meta = self.meta()
         meta["sha256"] = content_digest(meta, self.weights)
+        self.digest = meta["sha256"]
         payload: dict = {"format": FORMAT, "meta": json.dumps(meta),
                          "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}
         if optimizer is not None:
@@ -296,6 +299,7 @@ class Checkpoint:
                        data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
                        metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
             ckpt._check_shapes()
+            ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
             problems = stored_number_problems(meta)
             if problems:
                 raise DataError("refused: stored figures out of range (file altered or corrupt): "
