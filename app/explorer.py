@@ -216,7 +216,7 @@ def take_name(key: str, vocab, kind: str, fallback: str, shown: str = "this page
     ss[key] = fallback
     if problem:
         st.warning(md(f"{problem[:1].upper()}{problem[1:]} It is not in this data set, so {shown} "
-                      f"{fallback!r} instead (choose another below)."))
+                      f"{fallback!r} instead."))
     return fallback
 
 

@@ -352,3 +352,19 @@ def test_a_model_retrained_under_the_same_name_never_shows_the_old_card(tmp_path
     shown = texts(at)
     assert "mine.md was written for another model saved as mine.tpar" in shown
     assert "1: 12.34" in shown and "sha256" not in shown  # the new model's own history, no mark line
+
+
+def test_the_reasoning_page_names_an_unknown_answer_instead_of_silently_tracing_another():
+    """A link to /reasoning opens that page first (AppTest opens Ask first, which mends the answer
+    itself; so the answer is put into the session as the URL would put it)."""
+    for given, said_here in (("Hugo of Zanistn", True), ("hugo of zanistan", False)):
+        at = app(QUESTION).run()
+        at.session_state["answer"], at.session_state["answer_question"] = given, "from the URL"
+        at.switch_page("views/teach.py").run()
+        assert not at.exception
+        said = plain(at.warning)
+        assert ("Unknown answer 'Hugo of Zanistn'; did you mean 'Hugo of Zanistan'" in said) == said_here, said
+        assert ("this page traces" in said) == said_here
+        assert at.session_state["answer"] != given or not said_here
+        if not said_here:
+            assert at.session_state["answer"] == "Hugo of Zanistan"
