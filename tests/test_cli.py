@@ -322,3 +322,110 @@ def test_calibrate_on_a_read_only_checkpoint_is_refused_before_the_fit(tmp_path,
     err = capsys.readouterr().err
     assert f"{ckpt}: cannot write the checkpoint in its folder (Read-only file system)" in err and "internal error" not in err
     assert ckpt.read_bytes() == before
+
+
+# ---------------------------------------------------------------- hostile checkpoints and fact files (every command that reads one)
+QUESTION_ARGS = ["--subject", "Ann", "--relation", "meets", "--time", "2024-02-27"]
+#: every option that reads a checkpoint, with the rest of a minimal command line
+CHECKPOINT_OPTIONS = {
+    ("train", "init"): ["train", "--data", "{data}", "--setting", "extrapolation", "--out", "{tmp}/m.tpar",
+                        "--init", "{ckpt}"],
+    ("evaluate", "checkpoint"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}"],
+    ("calibrate", "checkpoint"): ["calibrate", "--checkpoint", "{ckpt}", "--data", "{data}"],
+    ("predict", "checkpoint"): ["predict", "--checkpoint", "{ckpt}", "--data", "{data}", *QUESTION_ARGS],
+    ("complete", "checkpoint"): ["complete", "--checkpoint", "{ckpt}", "--data", "{data}", "--input", "{data}",
+                                 "--out", "{tmp}/out.csv"],
+    ("explain", "checkpoint"): ["explain", "--checkpoint", "{ckpt}", "--data", "{data}", *QUESTION_ARGS,
+                                "--answer", "Bob"],
+}
+#: every option that reads a file of facts (subject, relation, object, time), with a command line whose
+#: other inputs are good: a bad row of it must be named with the file and the row
+FACT_FILE_OPTIONS = {
+    ("predict", "without"): ["predict", "--checkpoint", "{ckpt}", "--data", "{world}", "--subject", "Orora Front",
+                             "--relation", "Mobilize against", "--time", "2025-12-20", "--without", "{facts}"],
+    ("predict", "with_facts"): ["predict", "--checkpoint", "{ckpt}", "--data", "{world}", "--subject", "Orora Front",
+                                "--relation", "Mobilize against", "--time", "2025-12-20", "--with", "{facts}"],
+    ("complete", "input"): ["complete", "--checkpoint", "{ckpt}", "--data", "{world}", "--input", "{facts}",
+                            "--out", "{tmp}/out.csv"],
+}
+
+
+def _options(test) -> set[tuple[str, str]]:
+    import argparse
+
+    from tpar.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return {(name, a.dest) for name, sp in commands.items() for a in sp._actions
+            if a.option_strings and a.nargs != 0 and test(a)}
+
+
+def test_every_checkpoint_and_fact_file_option_is_in_the_hostile_tables():
+    assert _options(lambda a: a.dest in ("checkpoint", "init")) == set(CHECKPOINT_OPTIONS)
+    assert _options(lambda a: a.metavar == "FILE" and (a.dest not in ("json", "out") and not a.dest.endswith("_csv"))) \
+        == set(FACT_FILE_OPTIONS)
+
+
+def _hostile_checkpoints(tmp_path) -> dict[str, tuple]:
+    """(file, what the refusal says) of checkpoints a tamperer or a newer tpar would hand over."""
+    import json as js
+    import zipfile
+
+    import torch
+
+    from conftest import SAMPLE_CHECKPOINT
+    from tpar.model import checkpoint as ckmod
+
+    def variant(name, edit_meta=None, edit_payload=None):
+        payload = torch.load(SAMPLE_CHECKPOINT, weights_only=True)
+        meta = js.loads(payload["meta"])
+        if edit_meta:
+            edit_meta(meta)
+        if edit_payload:
+            edit_payload(payload)
+        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+        payload["meta"] = js.dumps(meta)
+        torch.save(payload, tmp_path / name)
+        return tmp_path / name
+
+    def nan_mrr(meta):
+        meta["metrics"][next(k for k in meta["metrics"] if k.startswith("test_"))]["realistic"]["mrr"] = float("nan")
+
+    bomb = tmp_path / "bomb.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, bomb)
+    with zipfile.ZipFile(bomb, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("sample-world-unified/data/1000", "w", force_zip64=True) as f:
+            for _ in range(4):
+                f.write(bytes(2 ** 24))
+    return {"newer format": (variant("v9.tpar", edit_payload=lambda p: p.__setitem__("format", "tpar-checkpoint-v9")),
+                             "written by a newer tpar"),
+            "NaN metric": (variant("nan.tpar", nan_mrr), "stored figures out of range"),
+            "archive bomb": (bomb, "would inflate")}
+
+
+@pytest.mark.parametrize("key", sorted(CHECKPOINT_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_a_hostile_checkpoint_is_refused_by_name_in_every_command(key, tmp_path, csv_file, capsys):
+    for case, (ckpt, says) in _hostile_checkpoints(tmp_path).items():
+        before = ckpt.read_bytes()
+        argv = [a.format(data=csv_file, ckpt=ckpt, tmp=tmp_path) for a in CHECKPOINT_OPTIONS[key]]
+        assert main(argv) == 2, case
+        err = capsys.readouterr().err
+        assert f"{ckpt}: " in err and says in err and "internal error" not in err, (case, err)
+        assert ckpt.read_bytes() == before  # nothing saved is lost or changed
+
+
+@pytest.mark.parametrize("key", sorted(FACT_FILE_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_a_bad_row_of_a_fact_file_is_named_with_file_and_row_in_every_command(key, tmp_path, capsys):
+    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+
+    facts = tmp_path / "facts.csv"
+    for rows, says in ((["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten"],
+                        "row 3: expected 4 columns, found 2"),
+                       (["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten,,2025-02-30"],
+                        "row 3: ")):
+        facts.write_text("subject,relation,object,time\n" + "\n".join(rows) + "\n")
+        argv = [a.format(ckpt=SAMPLE_CHECKPOINT, world=SAMPLE_WORLD, facts=facts, tmp=tmp_path)
+                for a in FACT_FILE_OPTIONS[key]]
+        assert main(argv) == 2, rows
+        err = capsys.readouterr().err
+        assert f"{facts}, {says}" in err and "internal error" not in err, err
