@@ -409,7 +409,7 @@ def cmd_predict(args) -> int:
 
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
-    from tpar.reasoning.completion import check_row_limit, complete_with_checkpoint, write_completed_csv
+    from tpar.reasoning.completion import complete_with_checkpoint, write_completed_csv
 
     if not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
@@ -422,8 +422,11 @@ def cmd_complete(args) -> int:
     if not q.incomplete:
         print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
               "nothing to complete; the output repeats the input", file=sys.stderr)
-    check_row_limit(len(q.incomplete), args.input)
     from tqdm.auto import tqdm
+
+    from tpar.reasoning.completion import check_row_limit
+
+    check_row_limit(len(q.incomplete), args.input)
 
     with tqdm(total=len(q.incomplete), desc="completing", unit="row", disable=args.quiet or not q.incomplete,
               mininterval=1.0, file=sys.stderr) as bar:
