@@ -226,11 +226,14 @@ def test_stored_thresholds_and_figures_out_of_range_set_the_calibration_aside(tm
     assert list(ck.extra["calibration"]) == ["extrapolation"] and "interpolation calibration was ignored" in ck.load_notes[0]
 
 
-@pytest.mark.parametrize("where,value", [("mrr", 7.0), ("mrr", float("nan")), ("count", -5), ("loss", float("inf"))])
+@pytest.mark.parametrize("where,value", [("mrr", 7.0), ("mrr", float("nan")), ("count", -5), ("loss", float("inf")),
+                                         ("seconds", -60.0), ("seconds", float("nan"))])
 def test_stored_metrics_out_of_range_refuse_the_checkpoint_by_name(tmp_path, where, value):
     def bad(meta):
         if where == "loss":
             meta["history"][0]["loss"] = value
+        elif where == "seconds":
+            meta["extra"]["seconds"] = value
         else:
             key = next(k for k in meta["metrics"] if k.startswith("test_"))
             meta["metrics"][key]["realistic"][where] = value

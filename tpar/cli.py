@@ -297,6 +297,8 @@ def cmd_calibrate(args) -> int:
     from tpar.evaluation.calibration import calibrate
     from tpar.model.ranker import ModelRanker
 
+    if not Path(args.checkpoint).is_file():  # an input first: "not found" rather than an output's complaint
+        raise DataError("checkpoint not found", file=args.checkpoint)
     _output(args.checkpoint, "checkpoint")  # written back at the end: refused now, not after the fit
     ckpt, kg = _checkpoint_and_data(args)
     settings = [args.setting] if args.setting else (

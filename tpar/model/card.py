@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tpar.data.outputs import write_text
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
@@ -128,7 +129,7 @@ def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:
 def write_card(ckpt_path: str | Path, **kw) -> Path:
     p = Path(ckpt_path)
     card = p.with_suffix(".md")
-    card.write_text(render(Checkpoint.load(p), p.stem, **kw), encoding="utf-8")
+    write_text(card, render(Checkpoint.load(p), p.stem, **kw), "model card")  # atomic: never half a card
     return card
 
 

@@ -76,12 +76,14 @@ def _number_problem(path: str, value: object, lo: float | None = None, hi: float
 
 #: stored figures that are shares (MRR, Hits@k, accuracies): 0..1; counts and durations: at least 0
 _SHARES = ("mrr", "hits@", "valid_mrr", "accuracy", "acc")
-_COUNTS = ("count", "queries", "epoch", "seconds", "best_epoch", "valid_subset", "batches")
+_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "best_epoch", "valid_subset", "batches",
+           "cpu_threads")
 
 
 def stored_number_problems(meta: dict) -> list[str]:
-    """Every stored figure of the metadata's ``metrics`` and ``history`` that is not a finite number in
-    its range (shares 0..1, counts at least 0, anything else finite), by its path (``metrics.x.mrr``)."""
+    """Every stored figure of the metadata's ``metrics``, ``history`` and ``extra`` (training time,
+    warm starts, ranks ...; its calibration is checked apart) that is not a finite number in its range
+    (shares 0..1, counts and durations at least 0, anything else finite), by its path (``metrics.x.mrr``)."""
     problems: list[str] = []
 
     def walk(path: str, value: object, depth: int = 0) -> None:
@@ -106,6 +108,7 @@ def stored_number_problems(meta: dict) -> list[str]:
 
     walk("metrics", meta.get("metrics", {}))
     walk("history", meta.get("history", []))
+    walk("extra", {k: v for k, v in meta.get("extra", {}).items() if k != "calibration"})
     return problems
 
 

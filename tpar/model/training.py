@@ -329,7 +329,10 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         raise DataError(f"only {free / 2 ** 20:.0f} MB free; training needs at least "
                         f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
     dist = current_dist()
-    if (dist is not None and not dist.main) or reserved:  # rank 0 (or the caller) holds the output's lock
+    if reserved:  # the caller holds the output's lock
+        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test,
+                      init=init, init_name=init_name)
+    if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
         return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test, init=init,
                       init_name=init_name)
     try:
