@@ -7,10 +7,12 @@ without write permission ends with a :class:`DataError` naming the path instead 
 The writes themselves (:func:`write_text`, :func:`write_csv`, :func:`writing`) replace the target only
 with a complete file and turn a failure (disk full, file system gone read-only) into the same error.
 
-Every CSV written for a person goes through :func:`spreadsheet_safe`: a text cell that a spreadsheet
-would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a
-leading apostrophe, so a name from an untrusted file can never become a formula (OWASP's advice).
-Data set files (``save_dataset``) are the user's own data and round-trip unchanged."""
+Every CSV this project writes goes through :func:`spreadsheet_safe`: a text cell that a spreadsheet
+would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, after
+any apostrophes) gets a leading apostrophe, so a name from an untrusted file can never become a
+formula (OWASP's advice). The table reader takes exactly one such apostrophe off again
+(:func:`tpar.data.tables.unescape_cell`), so data files written this way (saved data sets, completed
+CSVs) read back unchanged."""
 
 from __future__ import annotations
 
@@ -115,9 +117,10 @@ def write_text(path: str | Path, text: str, what: str = "output file") -> Path:
 
 
 def spreadsheet_safe(value):
-    """``value`` for a CSV cell: text that would start a formula gets a leading apostrophe; anything
-    else (numbers included) is returned unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    """``value`` for a CSV cell: text that would start a formula gets a leading apostrophe (also when it
+    already starts with apostrophes, so that taking one off restores it exactly); anything else
+    (numbers included) is returned unchanged."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_START):
         return "'" + value
     return value
 

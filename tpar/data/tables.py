@@ -56,7 +56,7 @@ def clean_name(name: str) -> str:
 
 def unescape_cell(value: str) -> str:
     """A cell as written before :func:`tpar.data.outputs.spreadsheet_safe` neutralised it ("'=x" -> "=x")."""
-    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_START) else value
+    return value[1:] if value.startswith("'") and value.lstrip("'").startswith(FORMULA_START) else value
 
 
 def reading_notes(report: CsvReport) -> list[str]:
