@@ -365,7 +365,6 @@ def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
     if not path:
         return []
     from tpar.data.tables import read_quadruple_csv
-
     from tpar.reasoning.prediction import FactRows
 
     q = read_quadruple_csv(path)
