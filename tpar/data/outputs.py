@@ -125,10 +125,13 @@ def spreadsheet_safe(value):
     return value
 
 
-def csv_text(rows: Sequence[dict] | Sequence[Sequence], header: Sequence[str] | None = None) -> str:
-    """A CSV document of ``rows`` (dicts, or lists with ``header``) with every cell spreadsheet-safe."""
+def csv_text(rows: Sequence[dict] | Sequence[Sequence], header: Sequence[str] | None = None, *,
+             lineterminator: str = "\r\n") -> str:
+    """A CSV document of ``rows`` (dicts, or lists with ``header``) with every cell spreadsheet-safe.
+    RFC 4180 line ends by default: a cell holding a CR or LF is then quoted, never split; ``"\n"`` only
+    for text known to hold neither (the generated sample world)."""
     buf = io.StringIO()
-    w = csv.writer(buf)  # RFC 4180 line ends: a cell holding \r or \n is quoted, never split
+    w = csv.writer(buf, lineterminator=lineterminator)
     if rows and isinstance(rows[0], dict):
         header = list(header or rows[0])
         rows = [[r.get(k) for k in header] for r in rows]  # type: ignore[union-attr]
