@@ -335,3 +335,14 @@ def test_a_card_is_shown_only_beside_the_checkpoint_it_was_written_for(tmp_path)
     path.with_suffix(".md").write_text("# Model card: m\n\nMRR 99%\n")  # a card without its mark
     text, why = card_for(Checkpoint.load(path), path)
     assert "carries no checksum" in why and "MRR 99%" not in text
+
+
+# ---------------------------------------------------------------- one formula-safe CSV writer
+def test_every_csv_is_written_by_the_one_formula_safe_writer():
+    """No module writes CSV but tpar.data.outputs (spreadsheet_safe on every cell): a new writer of CSV
+    elsewhere fails here."""
+    own = ROOT / "tpar" / "data" / "outputs.py"
+    found = [f"{p.relative_to(ROOT)}:{i}" for folder in ("tpar", "app", "benchmarks") for p in (ROOT / folder).rglob("*.py")
+             if p != own for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if any(w in line for w in ("csv.writer(", "csv.DictWriter(", ".to_csv("))]
+    assert found == []
