@@ -122,6 +122,11 @@ def test_train_progress_finish_then_ask(workspace):
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
+    from tpar.model.timing import TrainingEstimate
+
+    spec = json.loads(next((workspace / "jobs_dir").glob("*/spec.json")).read_text())
+    est = TrainingEstimate.from_dict(spec["estimate"])  # the shown estimate travels with the job: its live time left starts there
+    assert est is not None and est.seconds_per_question > 0 and est.epochs == 2
     at.get("form_submit_button")[0].click().run()  # pressed again at once: never an error (it runs, or exists)
     assert not at.exception and not at.error, [e.value for e in at.error]
     seen_progress, t0 = [], time.time()
@@ -378,3 +383,48 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     at.switch_page("views/timeline.py").run()
     assert not at.exception
     assert any("inferred by a model (completed), not observed" in i.value for i in at.info)
+
+
+def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
+    """A job cancelled after 0.1 epoch (never validated): the Train page offers its model only with the
+    warning, and the model lists, Data and model and Ask all say UNFINISHED."""
+    from conftest import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    kg = load_dataset(SAMPLE_WORLD)
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
+    out = workspace / "runs_dir" / "cut.tpar"
+    out.parent.mkdir(parents=True)
+    torch.manual_seed(0)
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=4)), kg, "unified",
+               extra={"stopped": "cancelled", "best_epoch": -1, "epochs_trained": 0.1}).save(out)
+    job = workspace / "jobs_dir" / "20260101-000000-cccccc"
+    job.mkdir(parents=True)
+    (job / "spec.json").write_text(json.dumps({"data": str(SAMPLE_WORLD), "setting": "unified", "run": {"train": {"epochs": 4}},
+                                              "out": str(out), "name": "cut", "data_label": "sample world (chronological)"}))
+    (job / "events.jsonl").write_text(
+        json.dumps({"type": "start", "time": 1.0}) + "\n"
+        + json.dumps({"type": "cancelled", "time": 9.0, "checkpoint": str(out), "seconds": 8.0,
+                      "message": "cancelled: the model so far was saved"}) + "\n")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/train.py").run()
+    assert not at.exception and not at.success
+    warned = shown(at)
+    assert "an UNFINISHED model (cancelled after 0.1 of 4 epochs, never validated (best epoch -1))" in warned
+    label = at.selectbox(key="w_job")
+    assert label.format_func(label.value).endswith("cancelled, UNFINISHED")
+    use = at.button(key="use-20260101-000000-cccccc")
+    assert use.label == "Use this unfinished model in Ask"
+    use.click().run()
+    assert not at.exception and at.session_state["model"] == "cut"
+    assert "Model 'cut' is UNFINISHED (cancelled after 0.1 of 4 epochs" in shown(at)
+    assert at.dataframe  # it still answers, under the warning
+    for page in ("views/data_model.py", "views/evaluate.py"):
+        at.switch_page(page).run()
+        box = at.selectbox(key="w_model")
+        assert "UNFINISHED: cancelled after 0.1 of 4 epochs" in box.format_func("cut"), page
+        assert "UNFINISHED" not in box.format_func("sample-world-unified"), page

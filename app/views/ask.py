@@ -28,6 +28,7 @@ def render() -> None:
                f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
                f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
+    ex.unfinished_warning(sel)
     examples_ui(sel)
     fill_question(kg)
     question_ui(kg)

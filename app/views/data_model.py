@@ -40,6 +40,7 @@ def model_ui(sel: ex.Selection) -> None:
         m = sel.match
         for w in m.warnings:
             st.info(ex.md(w))
+        ex.unfinished_warning(sel)
         ck = m.info.checkpoint
         c = ck.config.model
         cols = st.columns(2) + st.columns(2)  # two by two: the values fit at 800 px

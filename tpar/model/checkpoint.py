@@ -147,6 +147,20 @@ class Checkpoint:
                             "so the model can still answer (TPAR does not embed entities)")
         return warnings
 
+    def unfinished(self) -> str:
+        """Why this model is not a finished training run, in a few words; "" when it is one. A run
+        cancelled or interrupted before its planned epochs is unfinished, e.g. "cancelled after 0.1 of 4
+        epochs, never validated (best epoch -1)"."""
+        stopped = self.extra.get("stopped")
+        if stopped not in ("cancelled", "interrupted"):
+            return ""
+        done = self.extra.get("epochs_trained")
+        done = f"{done:.2g}" if isinstance(done, (int, float)) else f"{len(self.history)}"
+        best = self.extra.get("best_epoch")
+        checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
+                   else f"never validated (best epoch {best})")
+        return f"{stopped} after {done} of {self.config.train.epochs} epochs, {checked}"
+
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,
                 "setting": self.setting, "data_name": self.data_name, "data_fingerprint": self.data_fingerprint,
