@@ -195,8 +195,51 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     assert any("follows the rule" in m.value and "does not" not in m.value and "2 days before" in m.value
                for m in at.markdown)
     assert not any("has not learned" in w.value for w in at.warning)
-    at.slider(key="teach_layer").set_value(1).run()
-    assert not at.exception
+
+
+def test_teaching_page_walks_through_the_steps_with_one_control():
+    """The page opens at the question (nothing reached yet); Next, Back and the step control move one
+    stop; Play moves the same control on, step by step, and stops at the last step, where the model's
+    answer is named with its score and probability. At every stop an answer, or "nothing reached yet",
+    is named (never "None"), with the stop's equations."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and at.session_state["teach_step"] == 0
+    control = at.segmented_control(key="teach_step")
+    assert control.value == 0 and control.options == [
+        "the question", "step 1", "step 2", "step 3"]
+
+    def standing() -> str:
+        return re.sub(r"\\(.)", r"\1", " ".join([b.value for b in at.info] + [b.value for b in at.success])).replace("\u2060", "")
+
+    assert "Nothing reached yet" in standing() and "None" not in standing()
+    assert [e.label for e in at.expander if "equations" in e.label] == ["The paper's equations in this stop (Eqs. 2, 3)"]
+    assert not any("after step" in c.proto.spec or "after the last step" in c.proto.spec
+                   for c in at.get("plotly_chart"))  # no scores before the first step
+    seen = []
+    for step in (1, 2, 3):
+        at.button(key="teach_next").click().run()
+        assert not at.exception and at.session_state["teach_step"] == step
+        said = standing()
+        assert "None" not in said
+        seen.append(said)
+        spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # the bars follow the same control
+        assert f"after step {step}" in spec["layout"]["title"]["text"] or "after the last step" in spec["layout"]["title"]["text"]
+    assert all("Best candidate after step" in s for s in seen[:2])
+    assert "The model's answer:" in seen[2] and "probability" in seen[2]
+    assert at.button(key="teach_next").disabled
+    at.button(key="teach_back").click().run()
+    assert at.session_state["teach_step"] == 2
+    at.segmented_control(key="teach_step").set_value(0).run()
+    assert at.session_state["teach_step"] == 0
+    # Play: the same control moves on each tick of the fragment's timer (a tick is due when teach_next_at has passed)
+    at.button(key="teach_play").click().run()
+    assert at.session_state["teach_playing"] and at.button(key="teach_stop")
+    for step in (1, 2, 3):
+        at.session_state["teach_next_at"] = 0.0
+        at.run()
+        assert not at.exception and at.session_state["teach_step"] == step
+    assert not at.session_state["teach_playing"] and at.button(key="teach_play")  # stopped at the last step
 
 
 def test_teaching_page_from_a_url_checks_the_rules_timing():
@@ -209,7 +252,8 @@ def test_teaching_page_from_a_url_checks_the_rules_timing():
         at.query_params[k] = v
     at.run().switch_page("views/teach.py").run()
     assert not at.exception and not at.error
-    assert any("(Keleth, Meet, ?, 2025-12-20) → Quenara" in m.value.replace("\\", "") for m in at.markdown)
+    assert any("(Keleth, Meet, ?, 2025-12-20)" in m.value.replace("\\", "") for m in at.markdown)
+    assert any("answer followed through the steps (orange): **Quenara**" in c.value for c in at.caption)
     verdict = next(m.value for m in at.markdown if "most important path" in m.value)
     assert "does not follow the rule" in verdict and "14 days before" in verdict and "7 days" in verdict
     assert any("has not learned the weekly" in w.value.replace("\\", "") for w in at.warning)
