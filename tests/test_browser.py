@@ -145,6 +145,22 @@ def test_ask_answer_evidence_offline(server):
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 
 
+def test_ask_answers_are_above_the_fold_at_1400_by_820(server):
+    """On a laptop screen the first answers show without scrolling: the answer table's header and top
+    three rows lie inside the 820 px high window."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 820})
+        with diagnosed(page):
+            page.goto(server)
+            table = page.locator("[data-testid='stDataFrame']").first
+            page.locator("[data-testid='stDataFrame'] [role='gridcell']").first.wait_for(state="attached",
+                                                                                        timeout=90_000)
+            box = table.bounding_box()
+            assert box is not None and box["y"] + 36 + 3 * 35 <= 820, box  # header row + three answers
+        browser.close()
+
+
 def test_upload_train_ask(server, tmp_path):
     rows = ["subject,relation,object,time"]
     for day in range(60):

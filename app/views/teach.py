@@ -65,7 +65,7 @@ def render() -> None:
 #: the walk-through's step control (0: the question, 1..L: the recursive steps)
 STEP_KEY = "teach_step"
 #: seconds per step while the walk-through plays
-PLAY_SECONDS = 2.0
+PLAY_SECONDS = 3.0
 
 
 def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
