@@ -168,7 +168,8 @@ def progress_time(s: JobStatus, now: float | None = None) -> str:
     now = dt.datetime.now().timestamp() if now is None else now
     so_far = max(0.0, now - s.started) if s.started else s.seconds
     if s.finished:
-        return f"{duration(s.seconds)} of training"
+        wall = f"{duration(s.ended - s.started)} in all, " if s.ended and s.started else ""
+        return f"{wall}{duration(s.seconds)} of it optimiser steps"
     left = s.time_left(now)
     if left is None:
         return f"{duration(so_far)} so far"
@@ -256,7 +257,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     shows the finished job's buttons)."""
     ss = st.session_state
     job_id = job.id
-    running = f"running, epoch {s.epoch} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
+    running = f"running, epoch {max(s.epoch, 1)} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
     label = {"starting": "starting…", "running": running,
              "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
@@ -331,22 +332,27 @@ def mrr_axis_range(epochs: list[dict]) -> list[float] | None:
 
 
 def epochs_table(epochs: list[dict]) -> None:
-    """One row per finished epoch: readable names, MRR and Hits in %."""
-    table = pd.DataFrame(epochs).drop(columns=["type", "time"], errors="ignore")
-    for c in table.columns:
-        if c.startswith("valid_"):
-            table[c] = 100 * table[c]
-    names = {"epoch": "Epoch", "loss": "Loss", "queries": "Training questions", "seconds": "Seconds"}
-    for c in table.columns:
-        if c.startswith("valid_"):
-            what = c[len("valid_"):]
-            kind, _, metric = what.rpartition("_")
-            label = {"mrr": "MRR", "hits@1": "Hits@1", "hits@10": "Hits@10"}.get(metric or what, metric or what)
-            names[c] = f"Valid {label} %" + (f" ({kind})" if kind else "")
-    if "valid_mrr" in table.columns and len(setting_kinds(epochs)) > 1:
-        names["valid_mrr"] = SELECTION_LABEL
-    st.dataframe(table.rename(columns=names), hide_index=True, column_config={
-        v: st.column_config.NumberColumn(v, format="%.2f") for v in names.values() if "%" in v or v == "Loss"})
+    """Two narrow tables that fit an 820 px window: one row per finished epoch (loss, questions, time, the
+    valid MRR that selects the model), then one row per epoch and setting (MRR and Hits in %)."""
+    kinds = sorted(setting_kinds(epochs))
+    rows = [{"Epoch": e.get("epoch"), "Loss": e.get("loss"), "Training questions": e.get("queries"),
+             "Seconds": e.get("seconds"), "Valid MRR %": 100 * e["valid_mrr"] if "valid_mrr" in e else None}
+            for e in epochs]
+    mrr_help = ("Realistic MRR on the validation questions" + (", the mean of the settings'; it selects the model "
+                "and stops the run early" if len(kinds) > 1 else "; it selects the model and stops the run early"))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+        "Loss": st.column_config.NumberColumn("Loss", format="%.3f"),
+        "Training questions": st.column_config.NumberColumn("Questions", help="training questions in the epoch"),
+        "Seconds": st.column_config.NumberColumn("Seconds", format="%.1f", help="the epoch's steps and validation"),
+        "Valid MRR %": st.column_config.NumberColumn("Valid MRR %", format="%.2f", help=mrr_help)})
+    per_setting = [{"Epoch": e.get("epoch"), "Setting": kind,
+                    **{label: 100 * e[f"valid_{kind}_{metric}"] for metric, label in
+                       (("mrr", "MRR %"), ("hits@1", "Hits@1 %"), ("hits@10", "Hits@10 %")) if f"valid_{kind}_{metric}" in e}}
+                   for e in epochs for kind in kinds]
+    if per_setting:
+        st.caption("Validation per setting:")
+        st.dataframe(pd.DataFrame(per_setting), hide_index=True, width="stretch", column_config={
+            c: st.column_config.NumberColumn(c, format="%.2f") for c in ("MRR %", "Hits@1 %", "Hits@10 %")})
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -69,6 +69,7 @@ class JobStatus:
     validations: int = 0          # validation passes finished
     validation_seconds: float = 0.0  # their time (from the phase events that announce them)
     phase_started: float = 0.0    # when the current phase began (for the finish: the first finish phase)
+    ended: float = 0.0            # when it finished (done, cancelled or failed), 0 before
 
     @property
     def finished(self) -> bool:
@@ -180,7 +181,7 @@ class TrainingJob:
                 if st.phase == "validating":
                     st.phase = ""  # done: the next epoch's steps, or the finish, come next
             elif kind in ("done", "cancelled", "failed"):
-                st.state, st.phase = kind, ""
+                st.state, st.phase, st.ended = kind, "", e.get("time", 0.0)
                 st.message = e.get("message", "")
                 st.checkpoint = e.get("checkpoint", "")
                 st.seconds = e.get("seconds", st.seconds)
