@@ -265,3 +265,22 @@ def test_finished_workers_are_reaped_not_left_as_zombies(tmp_path):
     list_jobs(tmp_path)
     assert proc not in jobs._workers and proc.returncode == 0
     assert not os.path.exists(f"/proc/{proc.pid}")  # gone from the process table
+
+
+def test_a_saved_data_set_never_holds_a_spreadsheet_formula_and_reads_back_exactly(tmp_path):
+    """Names from an upload go through the one formula-safe CSV writer; the reader takes exactly one
+    neutralising apostrophe off (so "''=x" in a file is the name "'=x"), and a saved data set reads
+    back with the names it was saved with."""
+    import csv as csvmod
+
+    names = ['=HYPERLINK("http://evil.example")', "+1", "@here", "''=already", "'s-Hertogenbosch", "-x"]
+    rows = "".join(f'"{n.replace(chr(34), chr(34) * 2)}",meets,P{i},2024-01-{1 + i:02d}\n' for i, n in enumerate(names))
+    _, kg = inspect_upload("subject,relation,object,time\n" + rows + tiny_world_csv().split("\n", 1)[1], "x.csv")
+    assert "'=already" in kg.entities and "'s-Hertogenbosch" in kg.entities
+    saved = save_dataset(kg, tmp_path, "hostile")
+    cells = [c for f in saved.glob("*.csv") for row in csvmod.reader(f.read_text(encoding="utf-8").splitlines())
+             for c in row]
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert "''=already" in cells and "'s-Hertogenbosch" in cells and "'=HYPERLINK(\"http://evil.example\")" in cells
+    back = load_dataset(saved)
+    assert sorted(back.entities.names) == sorted(kg.entities.names) and back.fingerprint == kg.fingerprint

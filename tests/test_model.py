@@ -589,6 +589,42 @@ def test_gate_carries_each_nodes_previous_state(setting, kernel):
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in g2.gate.parameters())
 
 
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_fused_gate_equals_the_gru_cell(setting):
+    """The C++ gate pass (element-wise GRU; W_hh only for nodes that existed before the step, since a
+    new node's h_prev is 0) gives GRUCell's scores and every parameter's gradient, and it is the one
+    that ran: ``cpp-gate`` counts one call per step, and none under the torch kernel."""
+    if not compiler_available():
+        pytest.skip("no C++ compiler or ninja here")
+    kg = small_kg(12)
+    bg = Background.for_evaluation(kg, setting)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    results = {}
+    for name in KERNELS:
+        torch.manual_seed(7)
+        model = gated(small_model("tanh", seed=5)).train()
+        with torch.no_grad():  # a gate far from its initialisation: every term matters
+            for p in model.gate.parameters():
+                p.normal_(0, 0.7)
+        with kernels.kernel(name):
+            before = kernels.steps_run["cpp-gate"]
+            scores = model(batch, bg)
+            (scores.pow(2) * torch.linspace(0.5, 2, scores.shape[1], dtype=scores.dtype)).sum().backward()
+            assert kernels.steps_run["cpp-gate"] - before == (model.cfg.num_layers if name == "cpp" else 0)
+        results[name] = (scores.detach(), {n: p.grad for n, p in model.named_parameters()})
+    assert results["cpp"][0].abs().max() > 0
+    assert torch.allclose(results["cpp"][0], results["torch"][0], atol=1e-10)
+    for n, g in results["cpp"][1].items():
+        assert g is not None and torch.allclose(g, results["torch"][1][n], atol=1e-8), n
+    # the autograd function alone, new and old rows mixed: analytical gradients match numerical ones
+    cell = torch.nn.GRUCell(4, 4).double()
+    x = torch.randn(9, 4, dtype=torch.double, requires_grad=True)
+    h_old = torch.randn(4, 4, dtype=torch.double, requires_grad=True)
+    old_row = torch.full((9,), -1, dtype=torch.long).index_copy(0, torch.tensor([0, 3, 4, 8]), torch.arange(4))
+    assert torch.autograd.gradcheck(lambda x, h, *w: kernels._GateStep.apply(x, h, old_row, *w),
+                                    (x, h_old, *cell.parameters()))
+
+
 def test_torch_kernel_chunks_do_not_change_the_result(monkeypatch):
     """The torch kernel processes links in chunks (larger on a GPU): any chunk size, same scores and gradients."""
     kg = small_kg(12)
@@ -659,3 +695,23 @@ def test_a_model_can_be_tested_without_the_pruning_it_was_trained_with(tmp_path)
     reference = pruned(build(), history_window=0).float()
     with torch.no_grad():
         assert torch.allclose(exact(batch, bg), reference(batch, bg), atol=1e-5)
+
+
+def test_dropout_drops_a_share_p_and_keeps_the_mean():
+    """The layers' dropout: inactive in evaluation; while training it zeroes a share p of the values
+    and scales the rest by 1/(1 − p), so the expectation is unchanged; gradients follow the mask."""
+    from tpar.model.layers import dropout
+
+    torch.manual_seed(0)
+    x = torch.rand(400, 250, dtype=torch.double) + 1.0
+    assert dropout(x, 0.2, training=False) is x
+    assert dropout(x, 0.0, training=True) is x
+    y = dropout(x.requires_grad_(), 0.2, training=True)
+    dropped = (y == 0).double().mean().item()
+    assert abs(dropped - 0.2) < 0.005
+    kept = y != 0
+    assert torch.allclose(y[kept], x[kept] / 0.8)
+    assert abs(y.mean().item() / x.mean().item() - 1) < 0.01
+    y.sum().backward()
+    assert torch.equal(x.grad != 0, kept) and torch.allclose(x.grad[kept], torch.full_like(x.grad[kept], 1.25))
+    assert (dropout(x.detach(), 1.0, training=True) == 0).all()

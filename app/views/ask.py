@@ -102,19 +102,7 @@ def fill_question(kg: TemporalKG) -> None:
     ss = st.session_state
     default = default_question(kg)
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
-        problem = ""
-        if ss.get(key) and ss[key] not in vocab:
-            try:  # the data's own spelling of a name given in another case (e.g. from a shared URL)
-                ss[key] = vocab.resolve(ss[key], kind)
-            except DataError as e:
-                problem = str(e) if str(e).endswith(("?", ".")) else f"{e}."
-        if ss.get(key) not in vocab:
-            ss[key] = default.subject if key == "subject" else default.relation
-            if key == "subject":
-                ss.setdefault("relation", default.relation)
-            if problem:  # what was asked, the closest names, and what is shown instead
-                st.warning(ex.md(f"{problem[:1].upper()}{problem[1:]} It is not in this data set, so the question "
-                                 f"uses {ss[key]!r} instead (choose another below)."))
+        ex.take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
         check_question_time(kg, t_q)

@@ -36,6 +36,8 @@ def render() -> None:
         st.error("This data set has no valid or test facts to evaluate on.")
         st.stop()
     ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
+    for note in ck.load_notes:  # e.g. a stored calibration set aside: calibrated on valid now instead
+        st.warning(ex.md(note))
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):

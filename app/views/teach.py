@@ -37,7 +37,7 @@ def render() -> None:
         st.info("No answers.")
         st.stop()
     ex.keep_or_reset_answer(pred.answers[0].entity)
-    answer = ss.get("answer") if ss.get("answer") in kg.entities else pred.answers[0].entity
+    answer = ex.take_name("answer", kg.entities, "answer", pred.answers[0].entity, "this page traces")
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
     st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; the answer followed through the steps "
                f"(orange): **{ex.md(answer)}**. Change the question on the Ask page and the answer on the Evidence page.")

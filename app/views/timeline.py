@@ -16,7 +16,7 @@ def render() -> None:
     ss = st.session_state
     kg = ex.require_selection().kg
     entities = sorted(kg.entities.names, key=str.casefold)
-    ex.keep_valid("subject", entities)
+    ex.take_name("subject", kg.entities, "entity", entities[0])  # an unknown or look-alike name is named
     ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
     facts = kg.entity_facts(ss["subject"])
     if not facts:
@@ -27,7 +27,7 @@ def render() -> None:
                           placeholder="all relations")
     if pick:
         df = df[df["relation"].isin(pick)]
-    t_q = query_time(kg)
+    t_q = ex.take_time(kg)
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
     n_subject = int((df["role"] == "subject").sum())  # of the facts shown (the relation filter applied)
@@ -61,15 +61,6 @@ def timeline_frame(kg: TemporalKG, df: pd.DataFrame) -> pd.DataFrame:
     else:
         df["when"] = df["time_step"] if axis.origin is None else pd.to_numeric(df["time"], errors="coerce")
     return df.rename(columns={"other": "other entity"})
-
-
-def query_time(kg: TemporalKG) -> int | None:
-    """The current question's time step, if it fits this data set."""
-    time = st.session_state.get("time")
-    try:
-        return kg.time_axis.parse(time) if time else None
-    except ValueError:
-        return None
 
 
 def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:

@@ -77,6 +77,16 @@ class AttentionTerms:
         return torch.sigmoid(torch.relu(pre) @ self.w + self.b)
 
 
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Inverted dropout, as ``nn.functional.dropout``, with the mask drawn by ``rand_like`` (on the CPU
+    about 1.4x cheaper, forward and backward, than the Bernoulli sampler on the node states' sizes)."""
+    if not training or p <= 0:
+        return x
+    if p >= 1:
+        return x * 0
+    return x * (torch.rand_like(x) >= p).to(x.dtype).mul_(1 / (1 - p))
+
+
 class TPARLayer(nn.Module):
     """One recursive step ℓ: relation embeddings h_r^ℓ (+ the identity relation of self-loops),
     attention W_α^ℓ / w_α^ℓ (Eq. 7), W^ℓ and δ (Eq. 8)."""
@@ -118,7 +128,7 @@ class TPARLayer(nn.Module):
 
     def aggregate(self, summed: torch.Tensor) -> torch.Tensor:
         """Eq. 8: h^ℓ = δ(W^ℓ Σ α·M) from the summed weighted messages (P', d); dropout while training."""
-        return self.dropout(self.activation(self.W(summed)))
+        return dropout(self.activation(self.W(summed)), self.dropout.p, self.training)
 
 
 class LearnedPriority(nn.Module):

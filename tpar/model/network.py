@@ -29,7 +29,7 @@ from torch import nn
 from tpar.graph.background import NO_LIMITS, Background, LinkLimits
 from tpar.graph.queries import QueryBatch
 from tpar.model.config import ModelConfig
-from tpar.model.kernels import csr_mark, csr_step, links, use_fused
+from tpar.model.kernels import csr_mark, csr_step, gate_step, links, use_fused
 from tpar.model.layers import LearnedPriority, RelativeTimeEncoding, TPARLayer
 
 
@@ -160,6 +160,7 @@ class TPAR(nn.Module):
         rows = TimeRows.for_batch(ix, q_time)
         h_time = self.time_encoding(rows.dt)
         fused = use_fused(dev, h.dtype, per_link_output=trace is not None or chrono)
+        fused_gate = self.gate is not None and use_fused(dev, h.dtype, per_link_output=False)
         active = gate = None  # top-K: which nodes send along links, and the learned priority's weight
         for step, layer in enumerate(self.layers):
             limits = NO_LIMITS if step < self.cfg.exact_steps else self.limits  # exact leading steps
@@ -225,8 +226,7 @@ class TPAR(nn.Module):
             loop_msg = loop_alpha.unsqueeze(1) * layer.message(h, loops, identity, zero, h_time)
             h_new = layer.aggregate(summed.index_add(0, loop_dst, loop_msg))  # Eq. 8
             if self.gate is not None:  # each node's previous state reaches its new row by its self-loop
-                h_prev = h_new.new_zeros(h_new.shape).index_copy(0, loop_dst, h.to(h_new.dtype))
-                h_new = self.gate(h_new, h_prev)
+                h_new = gate_step(self.gate, h_new, h, loop_dst, fused_gate)
             h = h_new
             if trace is not None:
                 trace.states.append(h.detach())

@@ -34,7 +34,7 @@ from tpar.graph.background import Background
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.data.kg import TemporalKG
-from tpar.data.locks import acquire, release
+from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
 from tpar.evaluation.calibration import calibrate
 from tpar.evaluation.protocol import evaluate
@@ -319,7 +319,7 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
           callbacks: TrainingCallbacks | None = None, eval_test: bool = False,
-          init: Checkpoint | None = None, init_name: str = "") -> TrainResult:
+          init: Checkpoint | None = None, init_name: str = "", reserved: bool = False) -> TrainResult:
     """Train (or resume training) and write the best model to ``out``; see the module docstring.
 
     ``init``: a warm start -- the model begins with this checkpoint's weights (same data fingerprint and
@@ -328,7 +328,8 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     (``extra["warm_start"]``, with ``init_name``). Ignored by ``resume``, whose file already holds the warm-started weights.
 
     ``out`` is reserved for the run (``out.lock``): a second run writing the same checkpoint is refused
-    with a message, as is an output folder that cannot be written or has too little free space."""
+    with a message, as is an output folder that cannot be written or has too little free space;
+    ``reserved``: the caller already holds that lock (``tpar train`` takes it before loading the data)."""
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -339,11 +340,14 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         raise DataError(f"only {free / 2 ** 20:.0f} MB free; training needs at least "
                         f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
     dist = current_dist()
+    if reserved:  # the caller holds the output's lock
+        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test,
+                      init=init, init_name=init_name)
     if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
         return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test, init=init,
                       init_name=init_name)
     try:
-        lock = acquire(out.with_name(out.name + ".lock"), f"checkpoint {out.name}")
+        lock = acquire(lock_path(out), f"checkpoint {out.name}")
     except PermissionError as e:
         raise DataError(f"cannot write there ({e.strerror})", file=out.parent) from None
     try:

@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tpar.data.locks import exclusive
 from tpar.data.names import check_name
 from tpar.errors import DataError
 from tpar.model.timing import FINISH_PHASES, RunProgress, TimeLeft, TrainingEstimate, time_left
@@ -208,6 +209,14 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     """Create the job folder and launch its worker process (detached from the caller's session)."""
     root = Path(root)
     check_name("model", spec.name or Path(spec.out).stem)
+    root.mkdir(parents=True, exist_ok=True)
+    # the check and the new job folder under one lock: two starts at once (two browser tabs, two
+    # sessions) cannot both pass the check
+    with exclusive(root / ".start.lock", "the training job list", wait=10.0):
+        return _start_job(root, spec)
+
+
+def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
     out = Path(spec.out).resolve()
     if str(out) in running_outputs(root):
         raise DataError(f"another running job is already writing {out.name}; choose another name")

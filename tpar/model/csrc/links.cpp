@@ -261,8 +261,117 @@ std::vector<at::Tensor> csr_backward(at::Tensor grad_out, at::Tensor h, at::Tens
   return {g_h, g_anode, g_hrel, g_arel, g_aquery, g_htime, g_atime, g_w, g_b, g_gate};
 }
 
+
+// The GRU gate between steps (tpar.model.network; ModelConfig.gate):
+//   r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r * gh_n), out = n + z * (h_prev - n)
+// with gi = x W_ih^T + b_ih for every node (P x 3d). A node reached for the first time at this step has
+// h_prev = 0, so its gh is just b_hh: gh is computed (by the caller, one matmul) only for the P_old nodes
+// that existed before; old_row[p] is node p's row among them, or -1 for a new node. The sigmoid and tanh
+// stay in ATen's vectorised ops (tpar.model.kernels._GateStep); these passes do the rest.
+
+// gi[:, :2d] += gh[:, :2d] in place; returns gh_n (P x d).
+at::Tensor gate_pre(at::Tensor gi, at::Tensor gh_old, at::Tensor old_row, at::Tensor b_hh) {
+  TORCH_CHECK(gi.is_contiguous() && gh_old.is_contiguous() && b_hh.is_contiguous(), "gate_pre: contiguous inputs");
+  const int64_t P = gi.size(0), d = gi.size(1) / 3;
+  auto ghn = at::empty({P, d}, gi.options());
+  const int64_t* OLD = old_row.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(gi.scalar_type(), "gate_pre", [&] {
+    scalar_t *GI = gi.data_ptr<scalar_t>(), *N = ghn.data_ptr<scalar_t>();
+    const scalar_t *GH = gh_old.data_ptr<scalar_t>(), *BH = b_hh.data_ptr<scalar_t>();
+    at::parallel_for(0, P, 256, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t o = OLD[p];
+        const scalar_t* gh = o >= 0 ? GH + o * 3 * d : BH;
+        scalar_t* g = GI + p * 3 * d;
+        scalar_t* n = N + p * d;
+        for (int64_t j = 0; j < 2 * d; ++j) g[j] += gh[j];
+        for (int64_t j = 0; j < d; ++j) n[j] = gh[2 * d + j];
+      }
+    });
+  });
+  return ghn;
+}
+
+// out = n + z * (h_prev - n); rz holds r, z in its first 2d columns (row stride 3d).
+at::Tensor gate_mix(at::Tensor n, at::Tensor rz, at::Tensor h_old, at::Tensor old_row) {
+  TORCH_CHECK(n.is_contiguous() && rz.is_contiguous() && h_old.is_contiguous(), "gate_mix: contiguous inputs");
+  const int64_t P = n.size(0), d = n.size(1), stride = rz.size(1);
+  auto out = at::empty({P, d}, n.options());
+  const int64_t* OLD = old_row.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(n.scalar_type(), "gate_mix", [&] {
+    const scalar_t *N = n.data_ptr<scalar_t>(), *RZ = rz.data_ptr<scalar_t>(), *HO = h_old.data_ptr<scalar_t>();
+    scalar_t* O = out.data_ptr<scalar_t>();
+    at::parallel_for(0, P, 256, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t o = OLD[p];
+        const scalar_t *np = N + p * d, *z = RZ + p * stride + d;
+        scalar_t* op = O + p * d;
+        if (o >= 0) {
+          const scalar_t* hp = HO + o * d;
+          for (int64_t j = 0; j < d; ++j) op[j] = np[j] + z[j] * (hp[j] - np[j]);
+        } else {
+          for (int64_t j = 0; j < d; ++j) op[j] = np[j] - z[j] * np[j];
+        }
+      }
+    });
+  });
+  return out;
+}
+
+// Backward of the gate: d(gi) for every node (P x 3d), d(gh) of the old nodes (P_old x 3d), the gradient
+// reaching h_prev directly (z * grad) for the old nodes (P_old x d), and d(b_hh) (3d), which also collects
+// the new nodes' share. No transcendental: r, z, n are the forward's.
+std::vector<at::Tensor> gate_backward(at::Tensor grad, at::Tensor rz, at::Tensor n, at::Tensor ghn,
+                                      at::Tensor old_row, at::Tensor h_old) {
+  grad = grad.contiguous();
+  TORCH_CHECK(rz.is_contiguous() && n.is_contiguous() && ghn.is_contiguous() && h_old.is_contiguous(),
+              "gate_backward: contiguous inputs");
+  const int64_t P = n.size(0), d = n.size(1), stride = rz.size(1), P_old = h_old.size(0);
+  auto g_gi = at::empty({P, 3 * d}, n.options());
+  auto g_gh = at::empty({P_old, 3 * d}, n.options());
+  auto g_hp = at::empty({P_old, d}, n.options());
+  const int64_t* OLD = old_row.data_ptr<int64_t>();
+  const int threads = at::get_num_threads();
+  auto g_bh_t = at::zeros({threads, 3 * d}, n.options());  // the new nodes' d(b_hh), per thread
+  AT_DISPATCH_FLOATING_TYPES(n.scalar_type(), "gate_backward", [&] {
+    const scalar_t *G = grad.data_ptr<scalar_t>(), *RZ = rz.data_ptr<scalar_t>(), *N = n.data_ptr<scalar_t>(),
+                   *GHN = ghn.data_ptr<scalar_t>(), *HO = h_old.data_ptr<scalar_t>();
+    scalar_t *DGI = g_gi.data_ptr<scalar_t>(), *DGH = g_gh.data_ptr<scalar_t>(), *DHP = g_hp.data_ptr<scalar_t>(),
+             *DBH = g_bh_t.data_ptr<scalar_t>();
+    at::parallel_for(0, P, 256, [&](int64_t p0, int64_t p1) {
+      scalar_t* dbh = DBH + at::get_thread_num() * 3 * d;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t o = OLD[p];
+        const scalar_t *r = RZ + p * stride, *z = r + d, *np = N + p * d, *ghn_p = GHN + p * d, *gp = G + p * d;
+        const scalar_t* hp = o >= 0 ? HO + o * d : nullptr;
+        scalar_t* dgi = DGI + p * 3 * d;
+        for (int64_t j = 0; j < d; ++j) {
+          const scalar_t h_prev = hp ? hp[j] : scalar_t(0);
+          const scalar_t dn = gp[j] * (scalar_t(1) - z[j]) * (scalar_t(1) - np[j] * np[j]);
+          dgi[j] = dn * ghn_p[j] * r[j] * (scalar_t(1) - r[j]);
+          dgi[d + j] = gp[j] * (h_prev - np[j]) * z[j] * (scalar_t(1) - z[j]);
+          dgi[2 * d + j] = dn;
+        }
+        if (o >= 0) {
+          scalar_t* dgh = DGH + o * 3 * d;
+          for (int64_t j = 0; j < 2 * d; ++j) dgh[j] = dgi[j];
+          for (int64_t j = 0; j < d; ++j) { dgh[2 * d + j] = dgi[2 * d + j] * r[j]; DHP[o * d + j] = gp[j] * z[j]; }
+        } else {
+          for (int64_t j = 0; j < 2 * d; ++j) dbh[j] += dgi[j];
+          for (int64_t j = 0; j < d; ++j) dbh[2 * d + j] += dgi[2 * d + j] * r[j];
+        }
+      }
+    });
+  });
+  auto g_bh = g_bh_t.sum(0) + g_gh.sum(0);
+  return {g_gi, g_gh, g_hp, g_bh};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("csr_mark", &csr_mark, "mark (query, entity) pairs reached by one step (CPU)");
   m.def("csr_forward", &csr_forward, "TPAR fused step reading links from the CSR index (CPU)");
   m.def("csr_backward", &csr_backward, "backward of csr_forward (CPU)");
+  m.def("gate_pre", &gate_pre, "GRU gate between steps: old nodes' W_hh h_prev into the pre-activations (CPU)");
+  m.def("gate_mix", &gate_mix, "GRU gate between steps: the new state from n, z and h_prev (CPU)");
+  m.def("gate_backward", &gate_backward, "backward of gate_forward (CPU)");
 }
