@@ -76,7 +76,7 @@ def _number_problem(path: str, value: object, lo: float | None = None, hi: float
 
 #: stored figures that are shares (MRR, Hits@k, accuracies): 0..1; counts and durations: at least 0
 _SHARES = ("mrr", "hits@", "valid_mrr", "accuracy", "acc")
-_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "best_epoch", "valid_subset", "batches",
+_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "valid_subset", "batches",
            "cpu_threads")
 
 
@@ -99,6 +99,8 @@ def stored_number_problems(meta: dict) -> list[str]:
             key = path.rsplit(".", 1)[-1].lower()
             if key.startswith(_SHARES) or key.endswith("_mrr") or "hits@" in key:
                 why = _number_problem(path, value, 0.0, 1.0)
+            elif key == "best_epoch":  # -1: a run cancelled before its first validation (never validated)
+                why = _number_problem(path, value, -1.0)
             elif key in _COUNTS:
                 why = _number_problem(path, value, 0.0)
             else:
