@@ -85,16 +85,16 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
         "best candidate": steps[x.layer].best or "nothing reached yet",
         "its w·h": steps[x.layer].best_score,
         "answer's w·h": x.answer_score, "answer's rank": x.answer_rank} for x in tr.layers]),
-                 hide_index=True, width="stretch", column_config={
+                 hide_index=True, width="stretch", placeholder="not reached", column_config={
                      "reached": st.column_config.NumberColumn("reached", help="entities with a state after the step"),
                      "links": st.column_config.NumberColumn("links", help="temporal links admitted in the step"),
                      "its w·h": st.column_config.NumberColumn("its w·h", format="%.3f",
                                                               help="the best candidate's w·h (the last step: its score f)"),
                      "answer's w·h": st.column_config.NumberColumn(
                          f"w·h of {answer}"[:40], format="%.3f",
-                         help="the answer being explained (empty while it is not reached; only the last step's is f)"),
+                         help="the answer being explained (\"not reached\" before a path reaches it; only the last step's is f)"),
                      "answer's rank": st.column_config.NumberColumn(
-                         "its rank", help="among the entities reached so far (realistic ties); empty: not reached")})
+                         "its rank", help="among the entities reached so far (realistic ties)")})
 
 
 def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: bool) -> None:
