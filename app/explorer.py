@@ -358,6 +358,14 @@ def data_set_ui(help: str | None = None) -> Selection:
     return require_selection()
 
 
+def unfinished_warning(sel: Selection) -> None:
+    """A warning when the chosen model comes from a cancelled or interrupted training run."""
+    why = sel.match.info.checkpoint.unfinished() if sel.match else ""
+    if why:
+        st.warning(md(f"Model {sel.match.info.name!r} is UNFINISHED ({why}): its answers and probabilities come "
+                      "from a model that did not finish training."))
+
+
 def require_model(sel: Selection | None) -> Selection:
     if sel is None:
         st.stop()

@@ -4,6 +4,8 @@ shows messages, never a traceback."""
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 import re
 from pathlib import Path
@@ -93,6 +95,9 @@ def test_pick_answer_explain():
     assert not at.exception and not at.error
     assert at.get("plotly_chart")
     assert "query time 2025-12-20" in texts(at)
+    traces = {t["name"]: t["marker"] for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
+    subj, obj = traces["as subject"], traces["as object"]  # told apart by colour and by shape, at a readable size
+    assert subj["color"] != obj["color"] and subj["symbol"] != obj["symbol"] and min(subj["size"], obj["size"]) >= 10
 
 
 def test_question_from_the_url():

@@ -48,6 +48,8 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     s = wait(job)
     assert s.state == "done", s.message
     assert s.progress == 1.0 and len(s.epochs_done) == 2 and s.steps
+    assert s.started <= s.ended and s.ended - s.started >= s.seconds  # the job's wall time covers its steps
+    assert s.validations == 2 and s.validation_seconds > 0 and s.time_left() is None  # finished: nothing left
     assert all(0 < e["loss"] for e in s.steps) and "valid_mrr" in s.epochs_done[-1]
     assert out.is_file() and out.with_suffix(".md").is_file()  # checkpoint and model card
     assert [j.id for j in list_jobs(tmp_path / "jobs")] == [job.id]

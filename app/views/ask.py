@@ -28,6 +28,7 @@ def render() -> None:
                f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
                f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
+    ex.unfinished_warning(sel)
     examples_ui(sel)
     fill_question(kg)
     question_ui(kg)
@@ -56,17 +57,19 @@ def render() -> None:
     if not pred.answers:
         st.info("No answers.")
         st.stop()
-    answer_set_ui(pred, calibrated)
-    answers = answers_ui(pred)
+    answers = answers_ui(pred)  # first after the question: the answers sit above the fold at 1400 x 820
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
             st.warning(ex.md(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead."))
         ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], ex.question_key()
     else:
         ex.keep_or_reset_answer(answers.iloc[0]["entity"])
-    st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-    st.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
+    c1, c2 = st.columns([3, 2], vertical_alignment="center")
+    c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
+    c2.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
                  icon=":material/account_tree:")
+    answer_set_ui(pred, calibrated)
+    downloads_ui(pred, answers)
     ex.sync_url()
 
 
@@ -228,6 +231,11 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         st.caption(f"Not reached by any temporal path: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
                    f"all at score 0 (tied at rank{'s' if hi > lo else ''} {lo if hi == lo else f'{lo}–{hi}'}, "
                    f"together {probability_text(pred.unreached_probability)}); they are not listed.")
+    return answers
+
+
+def downloads_ui(pred: Prediction, answers: pd.DataFrame) -> None:
+    """The answers as CSV, and a chart of the top probabilities (folded)."""
     out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting, rank=answers["rank_text"],
                          probability=answers["probability"], known=answers["known"].map(bool))
     csv = csv_text(out[["question", "setting", "rank", "entity", "score", "probability", "ties", "known"]]
@@ -241,7 +249,6 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title="probability (%) — green: known fact")
         st.plotly_chart(fig, config={"displaylogo": False})
-    return answers
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

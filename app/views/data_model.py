@@ -43,6 +43,7 @@ def model_ui(sel: ex.Selection) -> None:
         m = sel.match
         for w in m.warnings:
             st.info(ex.md(w))
+        ex.unfinished_warning(sel)
         try:  # fresh from disk: a model retrained under this name replaces the file (the listing is cached)
             ck = Checkpoint.load(m.info.path)
         except DataError as e:

@@ -28,7 +28,8 @@ def render() -> None:
     ss = st.session_state
     sel = ex.require_model(ex.selection())
     kg = sel.kg
-    ex.bind(st.selectbox, "Checkpoint", "model", options=[m.info.name for m in sel.matches])
+    marks = {m.info.name: m.info.marker() for m in sel.matches}  # an unfinished run says so in the list
+    ex.bind(st.selectbox, "Checkpoint", "model", options=list(marks), format_func=lambda n: n + marks[n])
     sel = ex.selection()
     splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
     if not splits:

@@ -57,6 +57,9 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
              f"- tpar version {ckpt.version}", "",
              "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
+    if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
+        lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
+                      "training.", ""]
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
         lines.append("No test metrics recorded.")

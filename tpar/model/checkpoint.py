@@ -76,7 +76,7 @@ def _number_problem(path: str, value: object, lo: float | None = None, hi: float
 
 #: stored figures that are shares (MRR, Hits@k, accuracies): 0..1; counts and durations: at least 0
 _SHARES = ("mrr", "hits@", "valid_mrr", "accuracy", "acc")
-_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "best_epoch", "valid_subset", "batches",
+_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "valid_subset", "batches",
            "cpu_threads")
 
 
@@ -99,6 +99,8 @@ def stored_number_problems(meta: dict) -> list[str]:
             key = path.rsplit(".", 1)[-1].lower()
             if key.startswith(_SHARES) or key.endswith("_mrr") or "hits@" in key:
                 why = _number_problem(path, value, 0.0, 1.0)
+            elif key == "best_epoch":  # -1: a run cancelled before its first validation (never validated)
+                why = _number_problem(path, value, -1.0)
             elif key in _COUNTS:
                 why = _number_problem(path, value, 0.0)
             else:
@@ -222,6 +224,20 @@ class Checkpoint:
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
                             "so the model can still answer (TPAR does not embed entities)")
         return warnings
+
+    def unfinished(self) -> str:
+        """Why this model is not a finished training run, in a few words; "" when it is one. A run
+        cancelled or interrupted before its planned epochs is unfinished, e.g. "cancelled after 0.1 of 4
+        epochs, never validated (best epoch -1)"."""
+        stopped = self.extra.get("stopped")
+        if stopped not in ("cancelled", "interrupted"):
+            return ""
+        done = self.extra.get("epochs_trained")
+        done = f"{done:.2g}" if isinstance(done, (int, float)) else f"{len(self.history)}"
+        best = self.extra.get("best_epoch")
+        checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
+                   else f"never validated (best epoch {best})")
+        return f"{stopped} after {done} of {self.config.train.epochs} epochs, {checked}"
 
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,
