@@ -1,7 +1,7 @@
 """Record test metrics into the shipped checkpoints (metadata only; weights untouched) and write a
 model card beside each. Run after the evaluations listed in benchmarks/results/tpar.md:
 
-    python benchmarks/model_cards.py
+    python benchmarks/model_cards.py [--only icews14-extrapolation ...]
 """
 
 from __future__ import annotations
@@ -52,7 +52,14 @@ SHIPPED = {
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="record test metrics into the shipped checkpoints and write their cards")
+    ap.add_argument("--only", nargs="*", choices=sorted(SHIPPED), help="these checkpoints only (default: all)")
+    only = ap.parse_args().only
     for name, (tests, bases, paper) in SHIPPED.items():
+        if only and name not in only:
+            continue
         path = ROOT / "checkpoints" / f"{name}.tpar"
         missing = [str(f) for f in list(tests.values()) + list(bases.values()) if not f.is_file()]
         if name == "sample-world-unified" and not (RES / "tpar/sample-world-rules.json").is_file():
