@@ -133,13 +133,14 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
 
 def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[IncompleteRow], *, setting: str = "auto",
                              device: str = "auto", evidence: str = "all") -> list[Completion]:
-    """:func:`complete` with a TPAR checkpoint (refused by ``check_fits`` when its relations differ
-    from ``kg``'s), its probabilities calibrated with the checkpoint's stored temperature per setting."""
+    """:func:`complete` with a TPAR checkpoint (``kg`` with other relations is matched to the model's by
+    :meth:`~tpar.model.checkpoint.Checkpoint.fit`, or refused below its coverage), its probabilities
+    calibrated with the checkpoint's stored temperature per setting."""
     from tpar.evaluation.calibration import stored
     from tpar.model.device import resolve_device
     from tpar.model.ranker import ModelRanker
 
-    checkpoint.check_fits(kg)
+    kg = checkpoint.fit(kg)
     dev = resolve_device(device)
     ranker = ModelRanker(checkpoint.build_model(dev), dev)
     return complete(kg, ranker, rows, setting=setting, evidence=evidence,
