@@ -155,3 +155,11 @@ def test_fit_refuses_below_the_coverage_and_accepts_a_lower_minimum(sample_kg, s
     fitted = sample_checkpoint.fit(other, min_coverage=0.8)
     assert 0.8 < fitted.match.fact_coverage < 0.95
     assert sample_checkpoint.fit(sample_kg) is sample_kg            # its own vocabulary: served as it is
+
+
+def test_the_card_says_what_the_model_was_trained_on_and_how_it_serves_other_data(sample_checkpoint):
+    from tpar.model.card import render
+
+    card = render(sample_checkpoint, "m")
+    assert f"- trained on `{sample_checkpoint.data_name}` only. Other data:" in card
+    assert "match its 20 by name" in card and "`--relation-map`" in card

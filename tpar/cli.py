@@ -59,6 +59,16 @@ def cmd_baseline(args) -> int:
     from tpar.evaluation.protocol import evaluate
 
     kg = _load(args)
+    if args.questions_of:  # the questions (and background) a checkpoint from other data is asked on this data
+        from tpar.data.relation_matching import read_relation_map
+        from tpar.model.checkpoint import Checkpoint
+
+        ck = Checkpoint.load(args.questions_of)
+        kg = ck.fit(kg, read_relation_map(args.relation_map) if args.relation_map else None, args.min_coverage)
+        if getattr(kg, "match", None) is not None:
+            print(kg.match.report(args.split), file=sys.stderr)
+            print(f"note: ranking the questions {args.questions_of} can be asked on {kg.name} (relations matched "
+                  "to its own); facts with an unmatched relation are left out", file=sys.stderr)
     progress = not args.quiet
     if args.method == "frequency":
         ranker = FrequencyBaseline()
@@ -68,8 +78,13 @@ def cmd_baseline(args) -> int:
                                 progress=progress, seed=args.seed)
     for w in _warnings(kg, args.setting):
         print(f"warning: {w}", file=sys.stderr)
-    result = evaluate(kg, ranker, args.setting, args.split, progress=progress, params=ranker.params())
+    result = evaluate(kg, ranker, args.setting, args.split, progress=progress, params=ranker.params(),
+                      max_queries=args.max_queries, seed=args.seed)
     print(result.summary())
+    if getattr(kg, "match", None) is not None:
+        result.params["relation_match"] = kg.match.to_dict()
+        result.params["all_questions"] = kg.match.all_question_metrics(result, args.split)
+        print(result.params["all_questions"]["text"])
     if args.json:
         result.write_json(args.json)
         print(f"wrote {args.json}")
@@ -211,12 +226,20 @@ def train_summary(result) -> str:
 
 
 def _checkpoint_and_data(args):
+    """The checkpoint and the data, the data's relations matched to the model's when they differ
+    (``--relation-map``, ``--min-coverage``): the match's report goes to stderr."""
+    from tpar.data.relation_matching import MatchedKG, read_relation_map
     from tpar.model.checkpoint import Checkpoint
 
     ckpt = Checkpoint.load(args.checkpoint)
     kg = _load(args)
+    rmap = read_relation_map(args.relation_map) if getattr(args, "relation_map", None) else None
+    kg = ckpt.fit(kg, rmap, getattr(args, "min_coverage", 0.95))
+    if isinstance(kg, MatchedKG):
+        print(kg.match.report(getattr(args, "split", "test")), file=sys.stderr)
     for w in ckpt.check_fits(kg):
-        print(f"warning: {w}", file=sys.stderr)
+        if not (isinstance(kg, MatchedKG) and w.startswith(kg.match.describe())):  # reported just above
+            print(f"warning: {w}", file=sys.stderr)
     return ckpt, kg
 
 
@@ -242,11 +265,18 @@ def cmd_evaluate(args) -> int:
     dist = current()
     for setting in settings:
         ranker = ModelRanker(model, args.device, micro_batch=args.micro_batch)
+        params = {"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
+                  "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
+                  "propagation": used, "trained_propagation": trained}
+        match = getattr(kg, "match", None)
+        if match is not None:
+            params["relation_match"] = match.to_dict()
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
-                                  params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
-                                          "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
-                                          "propagation": used, "trained_propagation": trained})
+                                  max_queries=args.max_queries, seed=args.seed, params=params)
         print(res.summary())
+        if match is not None:
+            res.params["all_questions"] = match.all_question_metrics(res, args.split)
+            print(res.params["all_questions"]["text"])
         if dist is not None and not dist.main:
             continue
         if args.split != "valid" and not args.no_calibration and dist is None:
@@ -564,6 +594,19 @@ def top_answers(text: str) -> int | str:
     return n
 
 
+def coverage_share(text: str) -> float:
+    """A share for --min-coverage: '95%', '95' (a percentage above 1) or 0.95."""
+    t = text.strip()
+    try:
+        x = float(t.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (e.g. 95%, 0.95)") from None
+    share = x / 100 if t.endswith("%") or x > 1 else x
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"not between 0% and 100%: {text!r}")
+    return share
+
+
 def positive_int(text: str) -> int:
     """An option that counts something: 1 or more."""
     try:
@@ -595,6 +638,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
                              "the first")
 
+    def transfer_args(sp):
+        """A checkpoint on data with other relations: how they are matched and how much must match."""
+        sp.add_argument("--relation-map", metavar="FILE",
+                        help="CSV of 'data relation, model relation' rows for relations whose names do not match "
+                             "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
+        sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
+                        help="refuse data whose facts use the model's relations less than this (default 95%%; "
+                             "'90%%' or 0.9)")
+
     def question_args(sp):
         """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
         sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
@@ -607,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
         sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                         help="auto: interpolation for times within the data, extrapolation after it")
+        transfer_args(sp)
 
     sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
@@ -624,6 +677,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     sp.add_argument("--global-params", action="store_true",
                     help="recurrency: one (lambda, alpha) for all relations instead of per relation")
+    sp.add_argument("--questions-of", metavar="CHECKPOINT",
+                    help="rank only the questions this checkpoint (trained on other data) can be asked here, on the "
+                         "background it sees: a baseline beside a transferred model on the same questions")
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    transfer_args(sp)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_baseline)
@@ -699,6 +758,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    transfer_args(sp)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
@@ -748,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="facts the proposals are reasoned from: all known facts (default), or the training facts "
                          "only (when the completed facts will join this data set's training facts, so that its "
                          "valid and test facts cannot leak into training)")
+    transfer_args(sp)
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)

@@ -184,6 +184,28 @@ class RelationMatch:
                 "matched": [vars(m) for m in self.matched if m.how != "exact"],
                 "unmatched": [vars(u) for u in self.unmatched], "min_coverage": self.min_coverage}
 
+    def all_question_metrics(self, result, split: str = "test", mode: str = "realistic") -> dict:
+        """Metrics of an evaluation on the matched data (``result``: an EvaluationResult, which ranks
+        answerable questions only) both ways: over the answerable questions, and over all of the
+        split's questions with each unanswerable one (unmatched relation) counted as a miss (reciprocal
+        rank 0, no hit). On a seeded subset of the answerable questions the second is the subset's
+        figure scaled by the whole split's answerable share (its expected value), and says so."""
+        ans, total = self.questions(split)
+        share = ans / total if total else 1.0
+        m = result.metrics(mode)
+        sub = "subset" in getattr(result, "params", {})
+        scaled = {"mrr": m.mrr * share, **{f"hits@{k}": v * share for k, v in m.hits.items()}}
+        text = (f"relations: {self.describe()}; metrics above are over the {m.count:,} "
+                f"{'sampled ' if sub else ''}answerable questions; over all {total:,} {split} questions, "
+                f"the {total - ans:,} with an unmatched relation counted as misses"
+                + (" (scaled by the split's answerable share)" if sub else "")
+                + f": MRR {100 * scaled['mrr']:.2f}, H@1 {100 * scaled['hits@1']:.2f}, "
+                  f"H@3 {100 * scaled['hits@3']:.2f}, H@10 {100 * scaled['hits@10']:.2f} ({mode})")
+        return {"answerable_questions": ans, "all_questions": total, "answerable_share": share,
+                "ranked": m.count, "sampled": sub, "mode": mode,
+                "answerable": {"mrr": m.mrr, **{f"hits@{k}": v for k, v in m.hits.items()}},
+                "unanswerable_as_misses": scaled, "text": text}
+
     def check(self, min_coverage: float | None = None) -> None:
         """Refuse (:class:`DataError`) when fewer than ``min_coverage`` of the facts are covered."""
         need = self.min_coverage if min_coverage is None else min_coverage

@@ -170,7 +170,8 @@ class Checkpoint:
         warnings = []
         if isinstance(kg, MatchedKG) and kg.match is not None:
             warnings.append(f"{kg.match.describe()}: the model answers over data it was not trained on "
-                            "(zero-shot; TPAR does not embed entities, so new entities are fine)")
+                            "(zero-shot; TPAR embeds no entities, so new entities are fine, but its accuracy and "
+                            f"calibration were measured on {self.data_name}, not on this data)")
         elif kg.fingerprint != self.data_fingerprint:
             warnings.append(f"data fingerprint {kg.fingerprint[:12]} differs from the training data's "
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
