@@ -48,7 +48,7 @@ def test_match_report_counts_matches_unmatched_facts_and_questions():
     # applied: the model's ids, the data's names, unmatched facts out, entities untouched
     a = m.apply(kg)
     assert isinstance(a, MatchedKG) and a.entities is kg.entities
-    assert a.relations.names == ("Consult", "make statement", "Threaten")
+    assert a.relations.names == ("Consult", "make statement", "Threaten (model only)")
     assert a.facts("train").tolist() == [[0, 1, 1, 0], [1, 1, 2, 1], [2, 0, 0, 1]]
     assert a.facts("test").tolist() == [[0, 1, 1, 3]]
     # a question about the unmatched relation is answered by a message naming it

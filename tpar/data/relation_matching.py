@@ -154,7 +154,7 @@ class RelationMatch:
     def describe(self) -> str:
         """One line: "trained on ICEWS14, applied to ICEWS18: 223 of 256 relations matched, 99.9% of facts"."""
         return (f"trained on {self.model_name}, applied to {self.data_name}: {len(self.matched)} of "
-                f"{len(self.data_relations)} relations matched, {_share(self.fact_coverage)} of facts")
+                f"{len(self.data_relations)} relations matched, {share_text(self.fact_coverage)} of facts")
 
     def report(self, split: str = "test", top: int = 10) -> str:
         """Several lines: the summary, how the matches were made, test question coverage, the unmatched."""
@@ -164,10 +164,10 @@ class RelationMatch:
                  f"  matched: {hows['exact']} by the same name, {hows['normalised']} by normalised name, "
                  f"{hows['mapping']} by the relation map; {len(self.model_relations) - len(self.matched)} of the "
                  f"model's {len(self.model_relations)} relations unused",
-                 f"  facts: {self.facts_covered:,} of {self.facts_total:,} kept ({_share(self.fact_coverage)}); "
+                 f"  facts: {self.facts_covered:,} of {self.facts_total:,} kept ({share_text(self.fact_coverage)}); "
                  f"{self.facts_total - self.facts_covered:,} with an unmatched relation left out of the background"]
         if total:
-            lines.append(f"  {split} questions: {ans:,} of {total:,} answerable ({_share(ans / total)})")
+            lines.append(f"  {split} questions: {ans:,} of {total:,} answerable ({share_text(ans / total)})")
         if self.unmatched:
             shown = ", ".join(f"{u.data_relation!r} ({u.facts:,} facts)" for u in self.unmatched[:top])
             more = f", … {len(self.unmatched) - top} more" if len(self.unmatched) > top else ""
@@ -215,8 +215,8 @@ class RelationMatch:
             worst = ", ".join(f"{u.data_relation!r} ({u.facts:,} facts)" for u in self.unmatched[:5])
             raise DataError(
                 f"the model trained on {self.model_name} does not cover {self.data_name}: its relations match "
-                f"{len(self.matched)} of {len(self.data_relations)} relations, {_share(self.fact_coverage)} of the "
-                f"facts, below the required {_share(need)}" + (f"; unmatched: {worst}" if worst else "")
+                f"{len(self.matched)} of {len(self.data_relations)} relations, {share_text(self.fact_coverage)} of the "
+                f"facts, below the required {share_text(need)}" + (f"; unmatched: {worst}" if worst else "")
                 + ". Map the rest with a relation map CSV (data relation, model relation) or lower the minimum coverage")
 
     def apply(self, kg: TemporalKG) -> "MatchedKG":
@@ -229,8 +229,8 @@ class RelationMatch:
         for m, model_name in enumerate(self.model_relations):
             if m in m2d:
                 names.append(kg.relations.name(m2d[m]))
-            else:  # a model relation without data: its own name, kept apart from the data's names
-                name = model_name
+            else:  # a model relation without data: its own name marked, kept apart from the data's names
+                name = f"{model_name} (model only)"
                 while name in used or name in names:
                     name = f"{name} (model only)"
                 names.append(name)
@@ -358,7 +358,7 @@ def match_relations(model_relations: list[str] | tuple[str, ...], kg: TemporalKG
                          min_coverage=min_coverage)
 
 
-def _share(x: float) -> str:
+def share_text(x: float) -> str:
     """A share as a percentage that never rounds a shortfall up to 100%."""
     pct = 100 * x
     if pct < 100 and round(pct, 1) >= 100:

@@ -146,6 +146,9 @@ class Checkpoint:
             self.check_fits(kg)
             return kg
         base = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+        problem = self.time_unit_problem(base)
+        if problem:
+            raise DataError(problem)
         m = self.match(base, relation_map, min_coverage)
         m.check()
         out = m.apply(base)
@@ -162,11 +165,9 @@ class Checkpoint:
                 raise DataError(f"checkpoint does not fit data {kg.name!r} as it is: its relations differ "
                                 f"({m.describe()}); match them first with Checkpoint.fit "
                                 "(the CLI and the app do it for you)")
-        ta = kg.time_axis.to_dict()
-        if (ta["granularity"], ta["step"]) != (self.time_axis.get("granularity"), self.time_axis.get("step")):
-            raise DataError(f"checkpoint does not fit data {kg.name!r}: it was trained with time steps of "
-                            f"{self.time_axis.get('step')} {self.time_axis.get('granularity')}, the data has "
-                            f"{ta['step']} {ta['granularity']}")
+        problem = self.time_unit_problem(kg)
+        if problem:
+            raise DataError(problem)
         warnings = []
         if isinstance(kg, MatchedKG) and kg.match is not None:
             warnings.append(f"{kg.match.describe()}: the model answers over data it was not trained on "
@@ -177,6 +178,15 @@ class Checkpoint:
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
                             "so the model can still answer (TPAR does not embed entities)")
         return warnings
+
+    def time_unit_problem(self, kg: TemporalKG) -> str | None:
+        """Why ``kg``'s time unit does not fit the model's, or None when it does."""
+        ta = kg.time_axis.to_dict()
+        if (ta["granularity"], ta["step"]) != (self.time_axis.get("granularity"), self.time_axis.get("step")):
+            return (f"checkpoint does not fit data {kg.name!r}: it was trained with time steps of "
+                    f"{self.time_axis.get('step')} {self.time_axis.get('granularity')}, the data has "
+                    f"{ta['step']} {ta['granularity']}")
+        return None
 
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,
