@@ -63,12 +63,22 @@ def test_baseline_on_the_questions_a_foreign_checkpoint_is_asked(renamed, tmp_pa
     out = tmp_path / "b.json"
     rc = main(["baseline", "--data", str(renamed), "--method", "frequency", "--setting", "extrapolation",
                "--questions-of", str(SAMPLE_CHECKPOINT), "--max-queries", "40", "--seed", "1", "--quiet",
-               "--json", str(out)])
+               "--json", str(out), "--ranks-csv", str(tmp_path / "b.csv")])
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert "applied to renamed" in cap.err
     d = json.loads(out.read_text())
     assert d["num_queries"] == 40 and d["params"]["relation_match"]["relations"]["matched"] == 20
+    # the very questions `tpar evaluate` ranks with the same --max-queries and --seed
+    assert main(["evaluate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(renamed), "--setting",
+                 "extrapolation", "--max-queries", "40", "--seed", "1", "--threads", "1", "--no-calibration",
+                 "--quiet", "--ranks-csv", str(tmp_path / "m.csv")]) == 0
+    capsys.readouterr()
+    questions = [[r[c] for c in ("subject", "relation", "object", "time", "direction")]
+                 for r in csv.DictReader((tmp_path / "b.csv").open(encoding="utf-8"))]
+    assert len(questions) == 40 and questions == [
+        [r[c] for c in ("subject", "relation", "object", "time", "direction")]
+        for r in csv.DictReader((tmp_path / "m.csv").open(encoding="utf-8"))]
 
 
 def test_predict_and_explain_say_they_run_on_other_data(renamed, capsys):

@@ -85,6 +85,11 @@ def cmd_baseline(args) -> int:
         result.params["relation_match"] = kg.match.to_dict()
         result.params["all_questions"] = kg.match.all_question_metrics(result, args.split)
         print(result.params["all_questions"]["text"])
+    if args.ranks_csv:
+        from tpar.evaluation.reports import write_ranks_csv
+
+        write_ranks_csv(result, kg, args.ranks_csv)
+        print(f"wrote {args.ranks_csv}")
     if args.json:
         result.write_json(args.json)
         print(f"wrote {args.json}")
@@ -677,6 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     sp.add_argument("--global-params", action="store_true",
                     help="recurrency: one (lambda, alpha) for all relations instead of per relation")
+    sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
     sp.add_argument("--questions-of", metavar="CHECKPOINT",
                     help="rank only the questions this checkpoint (trained on other data) can be asked here, on the "
                          "background it sees: a baseline beside a transferred model on the same questions")
