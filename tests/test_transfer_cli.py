@@ -111,3 +111,10 @@ def test_complete_on_other_data_with_a_relation_map(renamed, tmp_path, capsys):
     assert rc == 0, cap.err
     assert "1 by the relation map" in cap.err and "20 of 21 relations matched" in cap.err
     assert "2 incomplete row(s)" in cap.out and "2 completed" in cap.out
+
+
+def test_calibrate_refuses_other_data(renamed, capsys):
+    """The stored calibration describes the model on its own data: never overwritten from other data."""
+    rc = main(["calibrate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(renamed), "--threads", "1"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "needs the data the model was trained on (chronological)" in err

@@ -302,6 +302,10 @@ def cmd_calibrate(args) -> int:
     from tpar.model.ranker import ModelRanker
 
     ckpt, kg = _checkpoint_and_data(args)
+    if getattr(kg, "match", None) is not None:  # the stored calibration describes the model on its own data
+        raise DataError(f"calibrate stores the calibration in the checkpoint, so it needs the data the model was "
+                        f"trained on ({ckpt.data_name}); {kg.name} has other relations ({kg.match.describe()})",
+                        file=args.data)
     settings = [args.setting] if args.setting else (
         ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)

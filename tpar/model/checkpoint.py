@@ -163,8 +163,8 @@ class Checkpoint:
             if m is None or m.model_relations != tuple(self.relations):
                 m = self.match(kg)
                 raise DataError(f"checkpoint does not fit data {kg.name!r} as it is: its relations differ "
-                                f"({m.describe()}); match them first with Checkpoint.fit "
-                                "(the CLI and the app do it for you)")
+                                f"({m.describe()}); to answer over this data, match them with Checkpoint.fit "
+                                "(tpar predict, explain, evaluate, complete and the app do)")
         problem = self.time_unit_problem(kg)
         if problem:
             raise DataError(problem)
