@@ -67,3 +67,7 @@ def test_a_foreign_checkpoint_is_offered_with_its_coverage_and_answers_say_so(re
     assert "PROVIDE_AID_TO" in at.selectbox(key="w_relation").options
     assert "Invented relation" not in at.selectbox(key="w_relation").options
     assert "applied to renamed" in plain(at.warning) + plain(at.info) + plain(at.caption)
+    # its calibration describes the data it was trained on: no promise of calibrated frequencies here
+    captions = plain(at.caption)
+    assert "of chronological, the data the model was trained on; on this data they are not calibrated" in captions
+    assert "are right about 70% of the time" not in captions
