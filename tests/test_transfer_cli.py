@@ -87,6 +87,7 @@ def test_predict_and_explain_say_they_run_on_other_data(renamed, capsys):
     assert main(["predict", *q, "--top", "3", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "(Arovia, PROVIDE_AID_TO, ?, 2025-12-01)" in out and "applied to renamed" in out
+    assert "fitted on chronological's valid questions (the training data); not calibrated on this data" in out
     answer = out.splitlines()[2].split(".", 1)[1].split("  ")[0].strip()
     assert main(["explain", *q, "--answer", answer, "--paths", "2", "--device", "cpu"]) == 0
     assert "applied to renamed" in capsys.readouterr().out

@@ -389,8 +389,12 @@ def cmd_predict(args) -> int:
         lo, hi = p.unreached_rank
         print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
-    print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
-                               else "raw softmax, not calibrated"))
+    if p.temperature and getattr(kg, "match", None) is not None:
+        print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
+              "training data); not calibrated on this data: read them as a ranking, not as frequencies")
+    else:
+        print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
+                                   else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
         print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
