@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,6 +168,13 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
 
 #: facts listed in a merged link's tooltip (then a count)
 MAX_FACTS_IN_TOOLTIP = 12
+#: characters per line of a link's relation label (longer relation names wrap, keeping labels narrow)
+LABEL_CHARS = 18
+
+
+def relation_label(text: str) -> str:
+    """A link's relation label, wrapped at word breaks to lines of at most :data:`LABEL_CHARS` characters."""
+    return "\n".join(textwrap.wrap(text, LABEL_CHARS, break_long_words=False)) or text
 
 
 def merged_links(edges: dict[tuple, dict]) -> dict[tuple[str, str], list[dict]]:
@@ -220,11 +228,11 @@ def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, in
                 f"∂f/∂link {signed(e['gradient'])}" + (" (no meaningful weight)" if abs(e["gradient"]) < floor else ""))
 
     if len(facts) == 1:
-        label = f"{link.arrow_label}\n{link.delta_label}"
+        label = f"{relation_label(link.arrow_label)}\n{link.delta_label}"
         title = line(facts[0])
     else:
         last = facts[-1]["link"]
-        label = f"{link.arrow_label} ×{len(facts)}\n{link.delta_label} … {last.delta_label}"
+        label = f"{relation_label(f'{link.arrow_label} ×{len(facts)}')}\n{link.delta_label} … {last.delta_label}"
         shown = facts[:MAX_FACTS_IN_TOOLTIP]
         more = len(facts) - len(shown)
         title = (f"{len(facts)} facts drawn as one link (width: the strongest, ∂f/∂link {signed(strongest)}):\n"
@@ -250,27 +258,98 @@ _FIT_AND_EXPORT = """
   // a narrow frame (a phone, a half-width window) draws the levels closer together, down to a label's width,
   // rather than shrinking the whole drawing; arcs get a rounder bend to keep their bulge in px
   var SEPARATION = __SEPARATION__, DEPTH = __DEPTH__, separation = SEPARATION, roundness = null;
+  // label and node sizes as vis-network draws them (edge labels 14 px, node labels 16 px, arial)
+  var ruler = document.createElement("canvas").getContext("2d");
+  function textSize(text, px) {
+    ruler.font = px + "px arial";
+    var lines = String(text || "").split("\\n");
+    return {w: Math.max.apply(null, lines.map(function (l) { return ruler.measureText(l).width; })) + 6,
+            h: lines.length * px * 1.15 + 6};
+  }
+  function nodeWidth(id) { return textSize(network.body.nodes[id].options.label, 16).w + 12; }
+  function labelled() {
+    return Object.keys(network.body.edges).filter(function (id) {
+      var e = network.body.edges[id]; return e.from && e.to && e.options.label;
+    });
+  }
+  // the level distance at which every straight link's label fits between its two nodes' boxes
+  function labelsNeed() {
+    var need = 0;
+    labelled().forEach(function (id) {
+      var e = network.body.edges[id], s = e.options.smooth;
+      if (s && s.enabled) return;
+      need = Math.max(need, (nodeWidth(e.fromId) + nodeWidth(e.toId)) / 2 + textSize(e.options.label, 14).w + 16);
+    });
+    return Math.ceil(need);
+  }
   function relayout() {
     var width = document.getElementById("mynetwork").clientWidth;
     var want = Math.round(Math.max(160, Math.min(SEPARATION, (width - 180) / Math.max(DEPTH, 1))));
-    if (Math.abs(want - separation) < 8) return;
+    want = Math.max(want, labelsNeed());  // never so close that a label covers a node (the view scales instead)
+    if (Math.abs(want - separation) < 8) return false;
     var edges = network.body.data.edges;
-    if (roundness === null) {
-      roundness = {};
-      edges.get().forEach(function (e) { if (e.smooth && e.smooth.enabled) roundness[e.id] = e.smooth; });
-    }
+    if (roundness === null) saveRoundness();
     separation = want;
     edges.update(Object.keys(roundness).map(function (id) {
       var s = roundness[id];
       return {id: id, smooth: {enabled: true, type: s.type, roundness: Math.min(1.5, s.roundness * SEPARATION / want)}};
     }));
     network.setOptions({layout: {hierarchical: {levelSeparation: want}}});
+    return true;
+  }
+  function saveRoundness() {
+    roundness = {};
+    network.body.data.edges.get().forEach(function (e) { if (e.smooth && e.smooth.enabled) roundness[e.id] = e.smooth; });
+  }
+  // where vis-network puts an edge's label: the middle of the line, or of the quadratic curve (t = 1/2)
+  function labelBox(e) {
+    var x = (e.from.x + e.to.x) / 2, y = (e.from.y + e.to.y) / 2, t = e.edgeType;
+    if (e.options.smooth && e.options.smooth.enabled && t && typeof t._getViaCoordinates === "function") {
+      var v = t._getViaCoordinates();
+      if (v && typeof v.x === "number") {
+        x = 0.25 * e.from.x + 0.5 * v.x + 0.25 * e.to.x; y = 0.25 * e.from.y + 0.5 * v.y + 0.25 * e.to.y;
+      }
+    }
+    var s = textSize(e.options.label, 14);
+    return {x0: x - s.w / 2, x1: x + s.w / 2, y0: y - s.h / 2, y1: y + s.h / 2};
+  }
+  function overlaps(a, b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; }
+  // labels never overlap each other or a node: straight links keep theirs (the level distance made room);
+  // an arc whose label would land on another label or a node bends further out until it is clear
+  function declutter() {
+    var taken = [], updates = [];
+    Object.keys(network.getPositions()).forEach(function (id) {
+      var b = network.getBoundingBox(id); taken.push({x0: b.left - 4, y0: b.top - 4, x1: b.right + 4, y1: b.bottom + 4});
+    });
+    var ids = labelled();
+    function bend(id) { var s = network.body.edges[id].options.smooth; return s && s.enabled ? s.roundness : -1; }
+    ids.sort(function (a, b) { return bend(a) - bend(b); });
+    ids.forEach(function (id) {
+      var e = network.body.edges[id], s = e.options.smooth, box = labelBox(e);
+      if (s && s.enabled) {
+        var r = s.roundness, tries = 0;
+        while (tries < 25 && taken.some(function (o) { return overlaps(o, box); })) {
+          r += 0.06; tries += 1;
+          e.setOptions({smooth: {enabled: true, type: s.type, roundness: r}});
+          box = labelBox(e);
+        }
+        if (tries) updates.push({id: id, smooth: {enabled: true, type: s.type, roundness: r}});
+      }
+      taken.push(box);
+    });
+    if (updates.length) network.body.data.edges.update(updates);
   }
   function fit() {
     if (typeof network === "undefined") return;
-    relayout();
+    if (roundness === null) saveRoundness();
+    try {
+      if (relayout()) {  // the new level distance takes effect with the next drawing: declutter and fit after it
+        network.once("afterDrawing", fit); network.redraw(); return;
+      }
+      declutter();
+    } catch (err) { console.warn("evidence graph layout: " + err); }  // still fit the view
     // network.fit() frames the nodes only; arcs (parallel links, links that skip a level) and their
-    // labels bulge past them. Frame the nodes, each arc's apex and its label instead.
+    // labels bulge past them. Frame the nodes and every label instead.
     var box = null;
     function add(x0, y0, x1, y1) {
       if (!box) { box = {x0: x0, y0: y0, x1: x1, y1: y1}; return; }
@@ -280,15 +359,7 @@ _FIT_AND_EXPORT = """
     Object.keys(network.getPositions()).forEach(function (id) {
       var b = network.getBoundingBox(id); add(b.left, b.top, b.right, b.bottom);
     });
-    Object.keys(network.body.edges).forEach(function (id) {
-      var e = network.body.edges[id], t = e.edgeType;
-      if (!t || typeof t._getViaCoordinates !== "function" || !e.from || !e.to) return;
-      var v = t._getViaCoordinates();
-      if (!v || typeof v.x !== "number") return;
-      // a quadratic curve's point at t = 1/2, where vis-network puts the label
-      var x = 0.25 * e.from.x + 0.5 * v.x + 0.25 * e.to.x, y = 0.25 * e.from.y + 0.5 * v.y + 0.25 * e.to.y;
-      add(x - 75, y - 24, x + 75, y + 24);
-    });
+    labelled().forEach(function (id) { var b = labelBox(network.body.edges[id]); add(b.x0, b.y0, b.x1, b.y1); });
     if (!box) return;
     var frame = document.getElementById("mynetwork"), pad = 18;
     var scale = Math.min((frame.clientWidth - 2 * pad) / Math.max(box.x1 - box.x0, 1),

@@ -42,6 +42,8 @@ CHOICES = {"direction": ("object", "subject"), "setting": ("auto", "extrapolatio
            "importance": ("integrated", "gradient"),
            "coverage": ("off", "0.8", "0.9", "0.95")}
 URL_ANSWER = "from the URL"
+#: query parameters Streamlit itself reads (not the question's): never reported as ignored
+STREAMLIT_PARAMS = ("embed", "embed_options")
 #: evidence facts (largest share first) whose removal the Evidence page measures (a forward pass each)
 MEASURED_FACTS = 5
 
@@ -155,12 +157,16 @@ def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_ve
 
 # -- state and URL -------------------------------------------------------------------------------
 def init_state() -> None:
-    """On a session's first run, take the question from the URL (values outside what the widgets
-    allow are ignored, with a warning)."""
+    """On a session's first run, take the question from the URL. The one URL policy of every page:
+    each value not taken as given is named (:func:`url_ignored_ui` shows the list): a parameter the
+    app does not know, a number outside its widget's range (clamped), a choice not offered; names and
+    times are checked against the data set by the page that uses them (:func:`take_name`,
+    :func:`take_time`), which names what it shows instead."""
     ss = st.session_state
     if ss.get("_initialised"):
         return
-    ignored = []
+    ignored = [f"{key}={str(st.query_params[key])[:80]!r} (not a parameter of this app; ignored)"
+               for key in st.query_params if key not in URL_KEYS and key not in STREAMLIT_PARAMS]
     for key in URL_KEYS:
         if key in st.query_params:
             value = st.query_params[key]
@@ -184,6 +190,58 @@ def init_state() -> None:
         ss["answer_question"] = URL_ANSWER
     ss["url_ignored"] = ignored
     ss["_initialised"] = True
+
+
+def url_ignored_ui() -> None:
+    """The URL values not taken, as one warning on whichever page a shared link opens; kept until a
+    page has run to its end (:func:`url_ignored_seen`), so a page that reruns or switches on its
+    first run does not swallow it."""
+    if st.session_state.get("url_ignored"):
+        st.warning(md("Not taken from the URL as given: " + "; ".join(st.session_state["url_ignored"]) + "."))
+
+
+def url_ignored_seen() -> None:
+    """A page has been drawn to its end (or stopped on purpose) under the warning: it is not repeated."""
+    st.session_state.pop("url_ignored", None)
+
+
+def take_name(key: str, vocab, kind: str, fallback: str, shown: str = "this page shows") -> str:
+    """``st.session_state[key]`` as a name of ``vocab`` (the data's own spelling of a name given in
+    another case or spacing); an unknown or look-alike name is replaced by ``fallback`` with a warning
+    that names it, the closest names and what is shown instead -- never silently another one."""
+    ss = st.session_state
+    given = ss.get(key)
+    if given in vocab:
+        return given
+    problem = ""
+    if given:
+        try:
+            ss[key] = vocab.resolve(given, kind)
+            return ss[key]
+        except DataError as e:
+            problem = str(e) if str(e).endswith(("?", ".")) else f"{e}."
+    ss[key] = fallback
+    if problem:
+        st.warning(md(f"{problem[:1].upper()}{problem[1:]} It is not in this data set, so {shown} "
+                      f"{fallback!r} instead."))
+    return fallback
+
+
+def take_time(kg: TemporalKG, what: str = "no query time is marked") -> int | None:
+    """The question's time as a step of ``kg``; a time that cannot be one (not a time of this axis, or
+    far outside the data) is named with ``what`` the page does instead, and None returned."""
+    from tpar.graph.queries import check_question_time
+
+    time = st.session_state.get("time")
+    if not time:
+        return None
+    try:
+        t = kg.time_axis.parse(time)
+        check_question_time(kg, t)
+        return t
+    except (ValueError, DataError) as e:
+        st.warning(md(f"Time {str(time)[:80]!r} does not fit this data set ({e}); {what}."))
+        return None
 
 
 def keep_or_reset_answer(top_answer: str) -> None:
@@ -318,6 +376,14 @@ def data_set_ui(help: str | None = None) -> Selection:
     require_selection()  # the default data set, or a message and a stop
     bind(st.selectbox, "Data set", "data", options=[s.label for s in datasets()], help=help)
     return require_selection()
+
+
+def unfinished_warning(sel: Selection) -> None:
+    """A warning when the chosen model comes from a cancelled or interrupted training run."""
+    why = sel.match.info.checkpoint.unfinished() if sel.match else ""
+    if why:
+        st.warning(md(f"Model {sel.match.info.name!r} is UNFINISHED ({why}): its answers and probabilities come "
+                      "from a model that did not finish training."))
 
 
 def require_model(sel: Selection | None) -> Selection:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import WORKSPACE, init_state, md
+from explorer import WORKSPACE, init_state, md, url_ignored_seen, url_ignored_ui
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
 from tpar.errors import DataError, describe_internal_error, log_internal_error
 from tpar.runtime.warmup import start_warmup, warming_up
 
@@ -54,12 +56,15 @@ pages = {
     ],
 }
 nav = st.navigation(pages)
-if st.session_state.get("url_ignored"):  # whichever page a shared link opens says what it did not take
-    st.warning(md("Not taken from the URL as given: " + "; ".join(st.session_state.pop("url_ignored")) + "."))
+url_ignored_ui()  # whichever page a shared link opens says what it did not take
 st.sidebar.caption("TPAR: temporal-path reasoning for interpolation and extrapolation "
                    "(Chen et al., ACL 2024).")
 try:
     nav.run()
+    url_ignored_seen()
+except StopException:  # st.stop(): the page said what it had to; a rerun or page switch keeps the warning
+    url_ignored_seen()
+    raise
 except DataError as e:  # bad input that a page did not catch itself: a message, never a traceback
     st.error(md(e))
 except Exception as e:  # a bug: a short message naming the log (st.stop / st.rerun are not Exceptions)

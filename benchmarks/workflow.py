@@ -42,17 +42,15 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tpar-workflow-"))
     if args.from_benchmark:
-        import csv
+        from tpar.data.outputs import write_csv
 
         src = load_dataset(args.from_benchmark)
         facts = src.all_facts()
         facts = facts[facts[:, 3].argsort(kind="stable")][: args.facts]
         csv_path = work / f"{src.name.lower()}-{len(facts)}.csv"
-        with open(csv_path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["subject", "relation", "object", "time"])
-            for s_, r_, o_, t_ in facts.tolist():
-                w.writerow([src.entities.name(s_), src.relations.name(r_), src.entities.name(o_), src.time_axis.label(t_)])
+        write_csv(csv_path, [[src.entities.name(s_), src.relations.name(r_), src.entities.name(o_),
+                              src.time_axis.label(t_)] for s_, r_, o_, t_ in facts.tolist()],
+                  ["subject", "relation", "object", "time"])
     else:
         csv_path = Path(args.csv)
     text = csv_path.read_text(encoding="utf-8")

@@ -4,6 +4,8 @@ shows messages, never a traceback."""
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 import re
 from pathlib import Path
@@ -93,6 +95,9 @@ def test_pick_answer_explain():
     assert not at.exception and not at.error
     assert at.get("plotly_chart")
     assert "query time 2025-12-20" in texts(at)
+    traces = {t["name"]: t["marker"] for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
+    subj, obj = traces["as subject"], traces["as object"]  # told apart by colour and by shape, at a readable size
+    assert subj["color"] != obj["color"] and subj["symbol"] != obj["symbol"] and min(subj["size"], obj["size"]) >= 10
 
 
 def test_question_from_the_url():
@@ -267,3 +272,104 @@ def test_evidence_what_if_and_counterfactual():
     assert at.multiselect(key="whatif_off").value == []
     at.slider(key="w_paths").set_value(4).run()
     assert not at.exception and not any("Hypothetical" in w.value for w in at.warning)
+
+
+# ---------------------------------------------------------------- one URL policy on every page (issue #32)
+def test_every_url_value_not_taken_is_named_on_the_ask_page():
+    at = app({**QUESTION, "k": "-1", "paths": "10^23", "subjct": "Keleth"}).run()
+    assert not at.exception
+    said = plain(at.warning)
+    assert "k=-1 (shown as 1: it goes from 1 to 50)" in said and "paths='10^23' (not a whole number; ignored)" in said
+    assert "subjct='Keleth' (not a parameter of this app; ignored)" in said
+    assert at.session_state["k"] == 1 and at.session_state["paths"] == 5 and at.session_state["subject"] == "Orora Front"
+    at = app({**QUESTION, "paths": "1" + "0" * 23}).run()
+    assert "paths=100000000000000000000000 (shown as 10: it goes from 1 to 10)" in plain(at.warning)
+
+
+def test_the_url_warning_outlives_a_page_that_reruns_on_its_first_run(monkeypatch):
+    """A page that reruns or switches before it is drawn (the /ask path switches to /) must not swallow
+    the list of URL values not taken: it stays until a page has run to its end, then is said once."""
+    import streamlit as st
+
+    import explorer
+
+    real, calls = explorer.require_model, []
+
+    def rerun_first(sel):
+        if not calls:
+            calls.append(1)
+            st.rerun()
+        return real(sel)
+
+    monkeypatch.setattr(explorer, "require_model", rerun_first)
+    at = app({**QUESTION, "k": "-1"}).run()
+    assert calls and not at.exception
+    assert "k=-1 (shown as 1" in plain(at.warning)
+    at.run()
+    assert "k=-1" not in plain(at.warning)
+
+
+@pytest.mark.parametrize("name", ["Orora Frnt", "Orora\u200bFront", "Оrora Front"])  # typo, zero-width, Cyrillic О
+def test_the_timeline_names_an_unknown_or_look_alike_entity_instead_of_silently_showing_another(name):
+    at = app({"subject": name, "relation": "Threaten", "time": "2025-12-20"})
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception
+    said = plain(at.warning)
+    shown = at.session_state["subject"]
+    assert f"Unknown entity {name!r}" in said and f"this page shows {shown!r} instead" in said
+    assert "did you mean 'Orora Front'" in said
+
+
+def test_the_timeline_takes_another_spelling_and_names_an_impossible_time():
+    at = app({"subject": "orora front", "time": "2025-02-30"})
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception and at.session_state["subject"] == "Orora Front"
+    said = plain(at.warning)
+    assert "Time '2025-02-30' does not fit this data set" in said and "no query time is marked" in said
+    assert "query time" not in " ".join(c.value for c in at.caption)
+    at = app({"subject": "Orora Front", "time": "2025-12-20"})
+    at.switch_page("views/timeline.py").run()
+    assert not at.warning and "query time 2025-12-20" in texts(at)
+
+
+def test_a_model_retrained_under_the_same_name_never_shows_the_old_card(tmp_path, monkeypatch):
+    import shutil
+
+    import explorer
+
+    from tpar.model.card import write_card
+    from tpar.model.checkpoint import Checkpoint
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    ckpt = runs / "mine.tpar"
+    shutil.copy(Path(APP).parent.parent / "checkpoints" / "sample-world-unified.tpar", ckpt)
+    write_card(ckpt)
+    retrained = Checkpoint.load(ckpt)  # the same name, other weights and history
+    retrained.history = [{**h, "valid_mrr": 0.1234} for h in retrained.history]
+    retrained.weights = {k: v * 1.01 if v.is_floating_point() else v for k, v in retrained.weights.items()}
+    retrained.save(ckpt)
+    monkeypatch.setattr(explorer, "RUNS_DIR", runs)
+    explorer.checkpoints.clear()
+    at = app({**QUESTION, "model": "mine"}).run()
+    at.switch_page("views/data_model.py").run()
+    assert not at.exception and at.session_state["model"] == "mine"
+    shown = texts(at)
+    assert "mine.md was written for another model saved as mine.tpar" in shown
+    assert "1: 12.34" in shown and "sha256" not in shown  # the new model's own history, no mark line
+
+
+def test_the_reasoning_page_names_an_unknown_answer_instead_of_silently_tracing_another():
+    """A link to /reasoning opens that page first (AppTest opens Ask first, which mends the answer
+    itself; so the answer is put into the session as the URL would put it)."""
+    for given, said_here in (("Hugo of Zanistn", True), ("hugo of zanistan", False)):
+        at = app(QUESTION).run()
+        at.session_state["answer"], at.session_state["answer_question"] = given, "from the URL"
+        at.switch_page("views/teach.py").run()
+        assert not at.exception
+        said = plain(at.warning)
+        assert ("Unknown answer 'Hugo of Zanistn'; did you mean 'Hugo of Zanistan'" in said) == said_here, said
+        assert ("this page traces" in said) == said_here
+        assert at.session_state["answer"] != given or not said_here
+        if not said_here:
+            assert at.session_state["answer"] == "Hugo of Zanistan"

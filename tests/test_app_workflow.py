@@ -122,6 +122,11 @@ def test_train_progress_finish_then_ask(workspace):
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
+    from tpar.model.timing import TrainingEstimate
+
+    spec = json.loads(next((workspace / "jobs_dir").glob("*/spec.json")).read_text())
+    est = TrainingEstimate.from_dict(spec["estimate"])  # the shown estimate travels with the job: its live time left starts there
+    assert est is not None and est.seconds_per_question > 0 and est.epochs == 2
     at.get("form_submit_button")[0].click().run()  # pressed again at once: never an error (it runs, or exists)
     assert not at.exception and not at.error, [e.value for e in at.error]
     seen_progress, t0 = [], time.time()
@@ -137,21 +142,26 @@ def test_train_progress_finish_then_ask(workspace):
     else:
         raise AssertionError("training did not finish")
     assert seen_progress and seen_progress[-1] == 100
+    assert re.search(r"in all, .* of it optimiser steps", at.get("progress")[0].proto.text)  # wall time and step time
     assert (workspace / "runs_dir" / "tiny-model.tpar").is_file()
     from tpar.model.checkpoint import Checkpoint
     from tpar.model.config import sparse_propagation
 
     trained = Checkpoint.load(workspace / "runs_dir" / "tiny-model.tpar").config.model  # the page's default: sparse
     assert {k: getattr(trained, k) for k in sparse_propagation("unified")} == sparse_propagation("unified")
-    epochs = at.dataframe[-1].value  # one row per epoch, readable names, MRR in %
-    assert "Valid MRR % (extrapolation)" in epochs.columns and "Training questions" in epochs.columns
-    assert epochs["Valid MRR % (extrapolation)"].between(0, 100).all() and (epochs["Training questions"] == 80).all()
+    epochs, per_setting = at.dataframe[-2].value, at.dataframe[-1].value  # narrow tables: they fit 820 px
+    assert list(epochs.columns) == ["Epoch", "Loss", "Training questions", "Seconds", "Valid MRR %"]
+    assert list(per_setting.columns) == ["Epoch", "Setting", "MRR %", "Hits@1 %", "Hits@10 %"]
+    assert sorted(set(per_setting["Setting"])) == ["extrapolation", "interpolation"]  # one row per epoch and setting
+    assert per_setting["MRR %"].between(0, 100).all() and (epochs["Training questions"] == 80).all()
+    for _, row in epochs.iterrows():  # the selection MRR is the mean of the settings' (a unified run)
+        mine = per_setting[per_setting["Epoch"] == row["Epoch"]]["MRR %"]
+        assert row["Valid MRR %"] == pytest.approx(mine.mean())
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch
     low, high = spec["layout"]["yaxis2"]["range"]
-    plotted = [c for c in epochs.columns if c.startswith("Valid MRR % (mean")] or ["Valid MRR % (extrapolation)"]
-    mrr = list(epochs[plotted[0]].dropna())  # the axis carries the selection MRR (a unified run: the mean)
+    mrr = list(epochs["Valid MRR %"].dropna())  # the axis carries the selection MRR (a unified run: the mean)
     assert 0 <= low <= min(mrr) and max(mrr) <= high <= 100  # an MRR axis never runs past 100 %
     at.button(key=f"use-{at.session_state['job']}").click().run()
     assert not at.exception and not at.error
@@ -190,8 +200,51 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     assert any("follows the rule" in m.value and "does not" not in m.value and "2 days before" in m.value
                for m in at.markdown)
     assert not any("has not learned" in w.value for w in at.warning)
-    at.slider(key="teach_layer").set_value(1).run()
-    assert not at.exception
+
+
+def test_teaching_page_walks_through_the_steps_with_one_control():
+    """The page opens at the question (nothing reached yet); Next, Back and the step control move one
+    stop; Play moves the same control on, step by step, and stops at the last step, where the model's
+    answer is named with its score and probability. At every stop an answer, or "nothing reached yet",
+    is named (never "None"), with the stop's equations."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and at.session_state["teach_step"] == 0
+    control = at.segmented_control(key="teach_step")
+    assert control.value == 0 and control.options == [
+        "the question", "step 1", "step 2", "step 3"]
+
+    def standing() -> str:
+        return re.sub(r"\\(.)", r"\1", " ".join([b.value for b in at.info] + [b.value for b in at.success])).replace("\u2060", "")
+
+    assert "Nothing reached yet" in standing() and "None" not in standing()
+    assert [e.label for e in at.expander if "equations" in e.label] == ["The paper's equations in this stop (Eqs. 2, 3)"]
+    assert not any("after step" in c.proto.spec or "after the last step" in c.proto.spec
+                   for c in at.get("plotly_chart"))  # no scores before the first step
+    seen = []
+    for step in (1, 2, 3):
+        at.button(key="teach_next").click().run()
+        assert not at.exception and at.session_state["teach_step"] == step
+        said = standing()
+        assert "None" not in said
+        seen.append(said)
+        spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # the bars follow the same control
+        assert f"after step {step}" in spec["layout"]["title"]["text"] or "after the last step" in spec["layout"]["title"]["text"]
+    assert all("Best candidate after step" in s for s in seen[:2])
+    assert "The model's answer:" in seen[2] and "probability" in seen[2]
+    assert at.button(key="teach_next").disabled
+    at.button(key="teach_back").click().run()
+    assert at.session_state["teach_step"] == 2
+    at.segmented_control(key="teach_step").set_value(0).run()
+    assert at.session_state["teach_step"] == 0
+    # Play: the same control moves on each tick of the fragment's timer (a tick is due when teach_next_at has passed)
+    at.button(key="teach_play").click().run()
+    assert at.session_state["teach_playing"] and at.button(key="teach_stop")
+    for step in (1, 2, 3):
+        at.session_state["teach_next_at"] = 0.0
+        at.run()
+        assert not at.exception and at.session_state["teach_step"] == step
+    assert not at.session_state["teach_playing"] and at.button(key="teach_play")  # stopped at the last step
 
 
 def test_teaching_page_from_a_url_checks_the_rules_timing():
@@ -204,7 +257,8 @@ def test_teaching_page_from_a_url_checks_the_rules_timing():
         at.query_params[k] = v
     at.run().switch_page("views/teach.py").run()
     assert not at.exception and not at.error
-    assert any("(Keleth, Meet, ?, 2025-12-20) → Quenara" in m.value.replace("\\", "") for m in at.markdown)
+    assert any("(Keleth, Meet, ?, 2025-12-20)" in m.value.replace("\\", "") for m in at.markdown)
+    assert any("answer followed through the steps (orange): **Quenara**" in c.value for c in at.caption)
     verdict = next(m.value for m in at.markdown if "most important path" in m.value)
     assert "does not follow the rule" in verdict and "14 days before" in verdict and "7 days" in verdict
     assert any("has not learned the weekly" in w.value.replace("\\", "") for w in at.warning)
@@ -378,3 +432,48 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     at.switch_page("views/timeline.py").run()
     assert not at.exception
     assert any("inferred by a model (completed), not observed" in i.value for i in at.info)
+
+
+def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
+    """A job cancelled after 0.1 epoch (never validated): the Train page offers its model only with the
+    warning, and the model lists, Data and model and Ask all say UNFINISHED."""
+    from conftest import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    kg = load_dataset(SAMPLE_WORLD)
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
+    out = workspace / "runs_dir" / "cut.tpar"
+    out.parent.mkdir(parents=True)
+    torch.manual_seed(0)
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=4)), kg, "unified",
+               extra={"stopped": "cancelled", "best_epoch": -1, "epochs_trained": 0.1}).save(out)
+    job = workspace / "jobs_dir" / "20260101-000000-cccccc"
+    job.mkdir(parents=True)
+    (job / "spec.json").write_text(json.dumps({"data": str(SAMPLE_WORLD), "setting": "unified", "run": {"train": {"epochs": 4}},
+                                              "out": str(out), "name": "cut", "data_label": "sample world (chronological)"}))
+    (job / "events.jsonl").write_text(
+        json.dumps({"type": "start", "time": 1.0}) + "\n"
+        + json.dumps({"type": "cancelled", "time": 9.0, "checkpoint": str(out), "seconds": 8.0,
+                      "message": "cancelled: the model so far was saved"}) + "\n")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/train.py").run()
+    assert not at.exception and not at.success
+    warned = shown(at)
+    assert "an UNFINISHED model (cancelled after 0.1 of 4 epochs, never validated (best epoch -1))" in warned
+    label = at.selectbox(key="w_job")
+    assert label.format_func(label.value).endswith("cancelled, UNFINISHED")
+    use = at.button(key="use-20260101-000000-cccccc")
+    assert use.label == "Use this unfinished model in Ask"
+    use.click().run()
+    assert not at.exception and at.session_state["model"] == "cut"
+    assert "Model 'cut' is UNFINISHED (cancelled after 0.1 of 4 epochs" in shown(at)
+    assert at.dataframe  # it still answers, under the warning
+    for page in ("views/data_model.py", "views/evaluate.py"):
+        at.switch_page(page).run()
+        box = at.selectbox(key="w_model")
+        assert "UNFINISHED: cancelled after 0.1 of 4 epochs" in box.format_func("cut"), page
+        assert "UNFINISHED" not in box.format_func("sample-world-unified"), page

@@ -208,3 +208,228 @@ def test_bench_runs_on_a_small_csv(tmp_path):
     (row,) = report["results"]
     assert "error" not in row, row
     assert 5 <= row["queries_timed"] < 200 and row["train_ms_per_query"] > 0
+
+
+# ---------------------------------------------------------------- hostile output paths (every command that writes)
+#: every option that names a file or folder a command writes, with the rest of a minimal command line
+#: (the output is checked before any data is read, so these never run a model)
+OUTPUT_OPTIONS = {
+    ("baseline", "json"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting", "extrapolation",
+                           "--json", "{out}"],
+    ("baseline", "ranks_csv"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting",
+                                "extrapolation", "--ranks-csv", "{out}"],
+    ("evaluate", "json"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}", "--json", "{out}"],
+    ("evaluate", "ranks_csv"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}", "--ranks-csv", "{out}"],
+    ("train", "out"): ["train", "--data", "{data}", "--setting", "extrapolation", "--out", "{out}"],
+    ("calibrate", "checkpoint"): ["calibrate", "--checkpoint", "{out}", "--data", "{data}"],
+    ("complete", "out"): ["complete", "--checkpoint", "{ckpt}", "--data", "{data}", "--input", "{data}", "--out", "{out}"],
+    ("bench", "json"): ["bench", "--quick", "--json", "{out}"],
+    ("sample-world", "out"): ["sample-world", "--out", "{out}"],
+}
+#: outputs whose missing folders are created (a training run's folder, the sample world's folder)
+CREATES_FOLDERS = {("train", "out"), ("sample-world", "out")}
+
+
+def _writing_options() -> set[tuple[str, str]]:
+    """(command, dest) of every option that writes: named out/json/*_csv and taking a value, or said to
+    be rewritten. A new command's output option lands here and must join OUTPUT_OPTIONS."""
+    import argparse
+
+    from tpar.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return {(name, a.dest) for name, sp in commands.items() for a in sp._actions
+            if a.option_strings and a.nargs != 0
+            and (a.dest in ("out", "json") or a.dest.endswith("_csv") or "rewritten" in (a.help or ""))}
+
+
+def test_every_output_option_is_in_the_hostile_output_table():
+    assert _writing_options() == set(OUTPUT_OPTIONS)
+
+
+def _hostile_outputs(tmp_path, key):
+    (tmp_path / "a-file").write_text("mine")
+    cases = {"a folder": tmp_path / "a-folder", "under a file": tmp_path / "a-file" / "x.out",
+             "a folder no one may write (/sys)": "/sys/tpar-x.out"}
+    (tmp_path / "a-folder").mkdir()
+    if key not in CREATES_FOLDERS:
+        cases["in a missing folder"] = tmp_path / "missing" / "x.out"
+    if key == ("sample-world", "out"):  # its output is a folder: a file is the wrong kind there
+        cases["a folder"] = tmp_path / "a-file"
+    return cases
+
+
+@pytest.mark.parametrize("key", sorted(OUTPUT_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_an_output_that_cannot_be_written_is_named_before_any_work(key, tmp_path, csv_file, capsys, monkeypatch):
+    from conftest import SAMPLE_CHECKPOINT
+    from tpar.data import loading, sample_world
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.runtime import bench
+
+    def work(*a, **kw):
+        raise AssertionError("work started before the output was checked")
+
+    for owner, name in ((loading, "load_dataset"), (sample_world, "write_world"), (bench, "run_benchmarks")):
+        monkeypatch.setattr(owner, name, work)
+    monkeypatch.setattr(Checkpoint, "load", classmethod(work))
+
+    for case, out in _hostile_outputs(tmp_path, key).items():
+        argv = [a.format(data=csv_file, ckpt=SAMPLE_CHECKPOINT, out=out) for a in OUTPUT_OPTIONS[key]]
+        assert main(argv) == 2, case
+        err = capsys.readouterr().err
+        assert "internal error" not in err and "Traceback" not in err, (case, err)
+        assert f"error: {out}: " in err, (case, err)
+    assert (tmp_path / "a-file").read_text() == "mine" and list((tmp_path / "a-folder").iterdir()) == []
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_file_system_that_fails_while_writing_is_named_and_the_old_file_kept(csv_file, tmp_path, monkeypatch,
+                                                                              capsys):
+    import errno
+
+    from tpar.data import outputs
+
+    out = tmp_path / "m.json"
+    out.write_text("the previous run")
+
+    def read_only(src, dst):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(outputs.os, "replace", read_only)
+    assert main(["baseline", "--data", str(csv_file), "--method", "frequency", "--setting", "extrapolation",
+                 "--json", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}: cannot write the JSON file (Read-only file system)" in err and "internal error" not in err
+    assert out.read_text() == "the previous run" and [p.name for p in tmp_path.iterdir() if p.name != "events.csv"] == ["m.json"]
+
+
+def test_calibrate_on_a_read_only_checkpoint_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.data import outputs
+
+    ckpt = tmp_path / "m.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, ckpt)
+    before = ckpt.read_bytes()
+    real_open = outputs.os.open
+
+    def read_only_here(path, *a, **kw):  # the syscall answer of a read-only mount, for this folder only
+        if str(path).startswith(str(tmp_path)):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(outputs.os, "open", read_only_here)
+    assert main(["calibrate", "--checkpoint", str(ckpt), "--data", str(SAMPLE_WORLD)]) == 2
+    err = capsys.readouterr().err
+    assert f"{ckpt}: cannot write the checkpoint in its folder (Read-only file system)" in err and "internal error" not in err
+    assert ckpt.read_bytes() == before
+
+
+# ---------------------------------------------------------------- hostile checkpoints and fact files (every command that reads one)
+QUESTION_ARGS = ["--subject", "Ann", "--relation", "meets", "--time", "2024-02-27"]
+#: every option that reads a checkpoint, with the rest of a minimal command line
+CHECKPOINT_OPTIONS = {
+    ("train", "init"): ["train", "--data", "{data}", "--setting", "extrapolation", "--out", "{tmp}/m.tpar",
+                        "--init", "{ckpt}"],
+    ("evaluate", "checkpoint"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}"],
+    ("calibrate", "checkpoint"): ["calibrate", "--checkpoint", "{ckpt}", "--data", "{data}"],
+    ("predict", "checkpoint"): ["predict", "--checkpoint", "{ckpt}", "--data", "{data}", *QUESTION_ARGS],
+    ("complete", "checkpoint"): ["complete", "--checkpoint", "{ckpt}", "--data", "{data}", "--input", "{data}",
+                                 "--out", "{tmp}/out.csv"],
+    ("explain", "checkpoint"): ["explain", "--checkpoint", "{ckpt}", "--data", "{data}", *QUESTION_ARGS,
+                                "--answer", "Bob"],
+    ("baseline", "questions_of"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting",
+                                   "extrapolation", "--questions-of", "{ckpt}"],
+}
+#: every option that reads a file of facts (subject, relation, object, time), with a command line whose
+#: other inputs are good: a bad row of it must be named with the file and the row
+FACT_FILE_OPTIONS = {
+    ("predict", "without"): ["predict", "--checkpoint", "{ckpt}", "--data", "{world}", "--subject", "Orora Front",
+                             "--relation", "Mobilize against", "--time", "2025-12-20", "--without", "{facts}"],
+    ("predict", "with_facts"): ["predict", "--checkpoint", "{ckpt}", "--data", "{world}", "--subject", "Orora Front",
+                                "--relation", "Mobilize against", "--time", "2025-12-20", "--with", "{facts}"],
+    ("complete", "input"): ["complete", "--checkpoint", "{ckpt}", "--data", "{world}", "--input", "{facts}",
+                            "--out", "{tmp}/out.csv"],
+}
+
+
+def _options(test) -> set[tuple[str, str]]:
+    import argparse
+
+    from tpar.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return {(name, a.dest) for name, sp in commands.items() for a in sp._actions
+            if a.option_strings and a.nargs != 0 and test(a)}
+
+
+def test_every_checkpoint_and_fact_file_option_is_in_the_hostile_tables():
+    assert _options(lambda a: a.dest in ("checkpoint", "init", "questions_of")) == set(CHECKPOINT_OPTIONS)
+    assert _options(lambda a: a.metavar == "FILE" and (a.dest not in ("json", "out") and not a.dest.endswith("_csv"))) \
+        == set(FACT_FILE_OPTIONS)
+
+
+def _hostile_checkpoints(tmp_path) -> dict[str, tuple]:
+    """(file, what the refusal says) of checkpoints a tamperer or a newer tpar would hand over."""
+    import json as js
+    import zipfile
+
+    import torch
+
+    from conftest import SAMPLE_CHECKPOINT
+    from tpar.model import checkpoint as ckmod
+
+    def variant(name, edit_meta=None, edit_payload=None):
+        payload = torch.load(SAMPLE_CHECKPOINT, weights_only=True)
+        meta = js.loads(payload["meta"])
+        if edit_meta:
+            edit_meta(meta)
+        if edit_payload:
+            edit_payload(payload)
+        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+        payload["meta"] = js.dumps(meta)
+        torch.save(payload, tmp_path / name)
+        return tmp_path / name
+
+    def nan_mrr(meta):
+        meta["metrics"][next(k for k in meta["metrics"] if k.startswith("test_"))]["realistic"]["mrr"] = float("nan")
+
+    bomb = tmp_path / "bomb.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, bomb)
+    with zipfile.ZipFile(bomb, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("sample-world-unified/data/1000", "w", force_zip64=True) as f:
+            for _ in range(4):
+                f.write(bytes(2 ** 24))
+    return {"newer format": (variant("v9.tpar", edit_payload=lambda p: p.__setitem__("format", "tpar-checkpoint-v9")),
+                             "written by a newer tpar"),
+            "NaN metric": (variant("nan.tpar", nan_mrr), "stored figures out of range"),
+            "archive bomb": (bomb, "would inflate")}
+
+
+@pytest.mark.parametrize("key", sorted(CHECKPOINT_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_a_hostile_checkpoint_is_refused_by_name_in_every_command(key, tmp_path, csv_file, capsys):
+    for case, (ckpt, says) in _hostile_checkpoints(tmp_path).items():
+        before = ckpt.read_bytes()
+        argv = [a.format(data=csv_file, ckpt=ckpt, tmp=tmp_path) for a in CHECKPOINT_OPTIONS[key]]
+        assert main(argv) == 2, case
+        err = capsys.readouterr().err
+        assert f"{ckpt}: " in err and says in err and "internal error" not in err, (case, err)
+        assert ckpt.read_bytes() == before  # nothing saved is lost or changed
+
+
+@pytest.mark.parametrize("key", sorted(FACT_FILE_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_a_bad_row_of_a_fact_file_is_named_with_file_and_row_in_every_command(key, tmp_path, capsys):
+    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+
+    facts = tmp_path / "facts.csv"
+    for rows, says in ((["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten"],
+                        "row 3: expected 4 columns, found 2"),
+                       (["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten,,2025-02-30"],
+                        "row 3: ")):
+        facts.write_text("subject,relation,object,time\n" + "\n".join(rows) + "\n")
+        argv = [a.format(ckpt=SAMPLE_CHECKPOINT, world=SAMPLE_WORLD, facts=facts, tmp=tmp_path)
+                for a in FACT_FILE_OPTIONS[key]]
+        assert main(argv) == 2, rows
+        err = capsys.readouterr().err
+        assert f"{facts}, {says}" in err and "internal error" not in err, err

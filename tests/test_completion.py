@@ -290,3 +290,48 @@ def test_rows_are_completed_in_the_datas_own_spelling(planted):
     kg = planted["kg"]
     (c,) = complete(kg, Spy(), [IncompleteRow(2, "p1", "CALLS", None, "2024-01-05")])
     assert c.fact[:2] == ("P1", "calls") and c.entity in kg.entities
+
+
+def test_completed_csv_cells_never_start_a_formula_and_read_back_as_written(planted, tmp_path):
+    """Names from untrusted files (the input's and the proposals') pass through the one formula-safe
+    CSV writer; the table reader takes the apostrophe off, so the file still reads back as data."""
+    from tpar.reasoning.completion import Completion, Proposal
+
+    hostile = ["=HYPERLINK(\"http://evil.example\")", "+44 20 7946 0000", "-1", "@SUM(A1)"]
+    inp = write_csv(tmp_path / "in.csv", [(hostile[0], "meets", "", "2024-02-20"), (hostile[1], "calls", "P1", "2024-02-21")])
+    q = read_quadruple_csv(inp, incomplete="keep")
+    c = Completion(q.incomplete[0], entity=hostile[2], probability=0.9, calibrated=False, setting="interpolation",
+                   alternatives=[Proposal(hostile[3], 0.05)])
+    out = tmp_path / "out.csv"
+    assert write_completed_csv(out, q, [c]) == 2
+    cells = [cell for row in csv.reader(out.read_text(encoding="utf-8").splitlines()) for cell in row]
+    assert not [x for x in cells if x.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert "'=HYPERLINK(\"http://evil.example\")" in cells and "'-1" in cells
+    assert any(x.startswith("'@SUM(A1)") for x in cells)
+    back = read_quadruple_csv(out, incomplete="keep")
+    assert set(back.subjects) == {hostile[0], hostile[1]} and hostile[2] in back.objects
+
+
+def test_complete_states_its_row_limit_and_reports_progress(planted, tmp_path, monkeypatch, capsys):
+    from tpar.reasoning import completion
+    from tpar.reasoning.completion import MAX_ROWS, complete_with_checkpoint
+
+    assert MAX_ROWS == 20_000
+    hidden = planted["hidden"]
+    inp = write_csv(tmp_path / "in.csv", [(s, r, "", t) for s, r, o, t in hidden])
+    out = tmp_path / "out.csv"
+    argv = ["complete", "--checkpoint", str(planted["checkpoint"]), "--data", str(planted["data"]),
+            "--split-policy", "random", "--input", str(inp), "--out", str(out)]
+    monkeypatch.setattr(completion, "MAX_ROWS", len(hidden) - 1)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"in.csv: {len(hidden):,} incomplete rows; at most {len(hidden) - 1:,} are completed at once" in err
+    assert "split the file" in err and not out.exists()
+    monkeypatch.undo()
+    seen = []
+    q = read_quadruple_csv(inp, incomplete="keep")
+    complete_with_checkpoint(Checkpoint.load(planted["checkpoint"]), planted["kg"], q.incomplete,
+                             on_progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (len(hidden), len(hidden)) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert main(argv) == 0
+    assert "completing" in capsys.readouterr().err  # the progress bar, on stderr

@@ -48,6 +48,8 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     s = wait(job)
     assert s.state == "done", s.message
     assert s.progress == 1.0 and len(s.epochs_done) == 2 and s.steps
+    assert s.started <= s.ended and s.ended - s.started >= s.seconds  # the job's wall time covers its steps
+    assert s.validations == 2 and s.validation_seconds > 0 and s.time_left() is None  # finished: nothing left
     assert all(0 < e["loss"] for e in s.steps) and "valid_mrr" in s.epochs_done[-1]
     assert out.is_file() and out.with_suffix(".md").is_file()  # checkpoint and model card
     assert [j.id for j in list_jobs(tmp_path / "jobs")] == [job.id]
@@ -263,3 +265,22 @@ def test_finished_workers_are_reaped_not_left_as_zombies(tmp_path):
     list_jobs(tmp_path)
     assert proc not in jobs._workers and proc.returncode == 0
     assert not os.path.exists(f"/proc/{proc.pid}")  # gone from the process table
+
+
+def test_a_saved_data_set_never_holds_a_spreadsheet_formula_and_reads_back_exactly(tmp_path):
+    """Names from an upload go through the one formula-safe CSV writer; the reader takes exactly one
+    neutralising apostrophe off (so "''=x" in a file is the name "'=x"), and a saved data set reads
+    back with the names it was saved with."""
+    import csv as csvmod
+
+    names = ['=HYPERLINK("http://evil.example")', "+1", "@here", "''=already", "'s-Hertogenbosch", "-x"]
+    rows = "".join(f'"{n.replace(chr(34), chr(34) * 2)}",meets,P{i},2024-01-{1 + i:02d}\n' for i, n in enumerate(names))
+    _, kg = inspect_upload("subject,relation,object,time\n" + rows + tiny_world_csv().split("\n", 1)[1], "x.csv")
+    assert "'=already" in kg.entities and "'s-Hertogenbosch" in kg.entities
+    saved = save_dataset(kg, tmp_path, "hostile")
+    cells = [c for f in saved.glob("*.csv") for row in csvmod.reader(f.read_text(encoding="utf-8").splitlines())
+             for c in row]
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert "''=already" in cells and "'s-Hertogenbosch" in cells and "'=HYPERLINK(\"http://evil.example\")" in cells
+    back = load_dataset(saved)
+    assert sorted(back.entities.names) == sorted(kg.entities.names) and back.fingerprint == kg.fingerprint

@@ -37,6 +37,10 @@ def test_loads_and_has_a_card(path):
     assert model.cfg.num_relations == len(ck.relations)  # built for the checkpoint's own relation vocabulary
     card = path.with_suffix(".md")
     assert card.is_file() and ck.data_fingerprint in card.read_text()
+    from tpar.model.card import card_for
+
+    assert card_for(ck, path)[1] == "", "the card is not bound to this checkpoint: write it again (model_cards.py)"
+    assert ck.load_notes == []  # every stored figure in range: nothing set aside
     assert path.stat().st_size < 2 * 2 ** 20  # weights only, no data inside
 
 

@@ -450,8 +450,37 @@ def test_the_time_estimate_prices_every_phase_of_the_run(world):
         assert est.questions_per_epoch > 0 and est.seconds_per_question > 0 and est.valid_seconds > 0
         assert est.total_seconds == pytest.approx(3 * est.epoch_seconds + est.finish_seconds)
     n_valid, n_test = 2 * len(kg.facts("valid")), 2 * len(kg.facts("test"))
-    # the finish is priced at the validation pace: calibration answers as many questions as validation here
+    # an evaluation pass of one setting: what it pays once plus a price per answered question, both timed
+    for est in (plain, with_test):
+        assert est.seconds_per_answer > 0 and est.pass_overhead_seconds >= 0 and est.sample_questions > 0
+        assert est.valid_seconds == pytest.approx(2 * (est.pass_overhead_seconds + est.seconds_per_answer * n_valid))
+    # the finish at the same pace: calibration answers as many questions as validation here, then the test split
     assert plain.finish_seconds == pytest.approx(plain.valid_seconds, rel=1e-9)
-    assert with_test.finish_seconds / with_test.valid_seconds == pytest.approx((n_valid + n_test) / n_valid, rel=1e-9)
+    ov, per = with_test.pass_overhead_seconds, with_test.seconds_per_answer
+    assert with_test.finish_seconds == pytest.approx(with_test.valid_seconds + 2 * (ov + per * n_test), rel=1e-9)
     no_calibration = RunConfig.from_dict({**run.to_dict(), "train": {**run.to_dict()["train"], "calibrate": False}})
     assert estimate_training(kg, no_calibration).finish_seconds == 0
+
+
+def test_a_cancelled_run_is_marked_unfinished_wherever_it_is_listed(world, tmp_path):
+    """Cancelled after a few steps of the first epoch: the checkpoint says how far it got and that it was
+    never validated, the checkpoint list and the model card say UNFINISHED; a completed run says nothing."""
+    from tpar.model.card import render
+    from tpar.model.registry import find_checkpoints
+
+    kg = load_dataset(world)
+    out = tmp_path / "cut.tpar"
+    res = train(kg, tiny_run("extrapolation", epochs=4), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 2))
+    assert res.stopped == "cancelled" and res.best_epoch == -1
+    ck = Checkpoint.load(out)
+    nb = len(kg.facts("train")) // 8 + 1  # batches of 8 questions (the last one smaller)
+    assert 0 < ck.extra["epochs_trained"] <= 2 / (nb - 1)
+    why = ck.unfinished()
+    assert why.startswith(f"cancelled after {ck.extra['epochs_trained']:.2g} of 4 epochs")
+    assert "never validated (best epoch -1)" in why
+    assert "**Unfinished run:** cancelled after" in render(ck, "cut")
+    done = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "done.tpar", progress=False).checkpoint
+    assert done.unfinished() == "" and "Unfinished" not in render(done, "done")
+    infos = {i.name: i for i in find_checkpoints([tmp_path])[0]}
+    assert infos["cut"].summary().endswith(" — UNFINISHED: " + why) and infos["done"].marker() == ""

@@ -119,3 +119,29 @@ def test_calibrate_refuses_other_data(renamed, capsys):
     rc = main(["calibrate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(renamed), "--threads", "1"])
     err = capsys.readouterr().err
     assert rc != 0 and "needs the data the model was trained on (chronological)" in err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "predict", "explain", "complete", "baseline"])
+def test_a_bad_relation_map_is_named_with_file_and_row_in_every_command(command, renamed, tmp_path, capsys):
+    import argparse
+
+    from tpar.cli import build_parser
+
+    takes = {name for name, sp in next(a for a in build_parser()._actions
+                                       if isinstance(a, argparse._SubParsersAction)).choices.items()
+             if any(a.dest == "relation_map" for a in sp._actions)}
+    assert takes == {"evaluate", "predict", "explain", "complete", "baseline"}   # every command that takes one
+    rmap = tmp_path / "map.csv"
+    rmap.write_text("Invented relation,Threaten\nInvented relation,Praise\n")
+    base = ["--data", str(renamed), "--relation-map", str(rmap)]
+    ck = ["--checkpoint", str(SAMPLE_CHECKPOINT)]
+    q = ["--subject", "Arovia", "--relation", "provide aid to", "--time", "2025-12-01"]
+    argv = {"evaluate": ["evaluate", *ck, *base, "--quiet"], "predict": ["predict", *ck, *base, *q],
+            "explain": ["explain", *ck, *base, *q, "--answer", "Arovia"],
+            "complete": ["complete", *ck, *base, "--input", str(rmap), "--out", str(tmp_path / "o.csv")],
+            "baseline": ["baseline", *base, "--method", "frequency", "--setting", "extrapolation",
+                         "--questions-of", str(SAMPLE_CHECKPOINT)]}[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{rmap}: 1 bad row(s) in the relation map: row 2: 'Invented relation' is mapped again" in err
+    assert "Traceback" not in err and "internal error" not in err

@@ -12,10 +12,22 @@ from tpar.errors import DataError, describe_internal_error, log_internal_error
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+#: seconds a calibration waits for another writer of its checkpoint (a calibration's write takes
+#: well under a second; a training run holds the file far longer and is reported instead)
+CALIBRATION_LOCK_WAIT = 30.0
 DATA_HELP = "a data set: benchmark folder, folder of train/valid/test.csv, or one CSV/TSV file"
 CHECKPOINT_HELP = "a trained model (.tpar file from tpar train or checkpoints/)"
 SETTING_HELP = "extrapolation: questions after the known facts (forecasting); interpolation: within them"
 DEVICE_HELP = "auto: CUDA when available, else the CPU"
+
+
+def _output(path: str | None, what: str, **kw) -> None:
+    """Refuse an output that cannot be written (a folder, a missing folder, a read-only file system ...)
+    before any work is done: one check for every command that writes (``tpar.data.outputs``)."""
+    if path is not None:
+        from tpar.data.outputs import check_output
+
+        check_output(path, what, **kw)
 
 
 def _load(args):
@@ -58,6 +70,8 @@ def cmd_baseline(args) -> int:
     from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
     from tpar.evaluation.protocol import evaluate
 
+    _output(args.json, "JSON file")
+    _output(args.ranks_csv, "ranks CSV")
     kg = _load(args)
     if args.questions_of:  # the questions (and background) a checkpoint from other data is asked on this data
         from tpar.data.relation_matching import read_relation_map
@@ -105,6 +119,23 @@ def _warnings(kg, setting: str) -> list[str]:
 
 
 def cmd_train(args) -> int:
+    """``tpar train``: the output is reserved first (its lock, shared with ``tpar calibrate``), so a
+    second run on the same output is refused before it loads anything or says it starts."""
+    from tpar.data.locks import acquire, lock_path, release
+    from tpar.model.distributed import current
+
+    _output(args.out, "checkpoint", make_parents=True)
+    dist = current()
+    if dist is not None and not dist.main:
+        return _train(args, reserved=False)
+    lock = acquire(lock_path(args.out), f"checkpoint {Path(args.out).name}")
+    try:
+        return _train(args, reserved=True)
+    finally:
+        release(lock)
+
+
+def _train(args, reserved: bool) -> int:
     from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
     from tpar.model.defaults import describe_run, training_defaults
     from tpar.model.training import train
@@ -159,7 +190,7 @@ def cmd_train(args) -> int:
     print(describe_run(run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")),
           file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
-                   init=init, init_name=Path(args.init).name if args.init else "")
+                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved)
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
         return 0
     if result.stopped == "interrupted":
@@ -242,7 +273,7 @@ def _checkpoint_and_data(args):
     kg = ckpt.fit(kg, rmap, getattr(args, "min_coverage", 0.95))
     if isinstance(kg, MatchedKG):
         print(kg.match.report(getattr(args, "split", "test")), file=sys.stderr)
-    for w in ckpt.check_fits(kg):
+    for w in ckpt.load_notes + ckpt.check_fits(kg):
         if not (isinstance(kg, MatchedKG) and w.startswith(kg.match.describe())):  # reported just above
             print(f"warning: {w}", file=sys.stderr)
     return ckpt, kg
@@ -253,6 +284,8 @@ def cmd_evaluate(args) -> int:
     from tpar.evaluation.reports import write_ranks_csv
     from tpar.model.ranker import ModelRanker
 
+    _output(args.json, "JSON file")
+    _output(args.ranks_csv, "ranks CSV")
     ckpt, kg = _checkpoint_and_data(args)
     settings = [args.setting] if args.setting else (
         ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
@@ -298,9 +331,11 @@ def cmd_evaluate(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from tpar.evaluation.calibration import calibrate
-    from tpar.model.checkpoint import Checkpoint
     from tpar.model.ranker import ModelRanker
 
+    if not Path(args.checkpoint).is_file():  # an input first: "not found" rather than an output's complaint
+        raise DataError("checkpoint not found", file=args.checkpoint)
+    _output(args.checkpoint, "checkpoint")  # written back at the end: refused now, not after the fit
     ckpt, kg = _checkpoint_and_data(args)
     if getattr(kg, "match", None) is not None:  # the stored calibration describes the model on its own data
         raise DataError(f"calibrate stores the calibration in the checkpoint, so it needs the data the model was "
@@ -311,9 +346,7 @@ def cmd_calibrate(args) -> int:
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
     fitted = {s: calibrate(kg, ranker, s, split="valid", max_queries=args.max_queries, seed=args.seed)
               for s in settings}
-    target = Checkpoint.load(args.checkpoint)  # fresh: written back with only the calibration added
-    target.extra.setdefault("calibration", {}).update({s: c.to_dict() for s, c in fitted.items()})
-    target.save(args.checkpoint)
+    store_calibration(args.checkpoint, ckpt, {s: c.to_dict() for s, c in fitted.items()})
     if args.json:
         print(json.dumps({s: c.to_dict() for s, c in fitted.items()}, indent=2))
         return 0
@@ -325,6 +358,23 @@ def cmd_calibrate(args) -> int:
         print("  answer sets: " + ", ".join(f"{100 * float(k):g}% -> p ≥ {v:.2e}" for k, v in c.thresholds.items()))
     print(f"wrote the calibration into {args.checkpoint}")
     return 0
+
+
+def store_calibration(path: str, fitted_on, calibration: dict) -> None:
+    """Add ``calibration`` (per setting) to the checkpoint at ``path``: read fresh, changed and written
+    under the checkpoint's lock (the one training holds), so a concurrent calibration waits its turn
+    and both are kept; refused when the weights there are no longer those it was fitted on."""
+    from tpar.data.locks import exclusive, lock_path
+    from tpar.model.checkpoint import Checkpoint, weights_digest
+
+    with exclusive(lock_path(path), f"checkpoint {Path(path).name}", wait=CALIBRATION_LOCK_WAIT):
+        target = Checkpoint.load(path)
+        if weights_digest(target.weights) != weights_digest(fitted_on.weights):
+            raise DataError("the checkpoint was replaced while it was being calibrated (its weights differ "
+                            "from those the calibration was fitted on); nothing written, run tpar calibrate "
+                            "again", file=path)
+        target.extra.setdefault("calibration", {}).update(calibration)
+        target.save(path)
 
 
 def calibration_report(kg, ranker, ckpt, setting: str, split: str) -> dict:
@@ -355,11 +405,12 @@ def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
     if not path:
         return []
     from tpar.data.tables import read_quadruple_csv
+    from tpar.reasoning.prediction import FactRows
 
     q = read_quadruple_csv(path)
     if len(q.subjects) > 10_000:
         raise DataError(f"{len(q.subjects):,} facts; a what-if takes at most 10,000", file=path)
-    return list(zip(q.subjects, q.relations, q.objects, q.raw_times))
+    return FactRows(zip(q.subjects, q.relations, q.objects, q.raw_times), file=path, rows=q.rows)
 
 
 def cmd_predict(args) -> int:
@@ -407,6 +458,7 @@ def cmd_complete(args) -> int:
 
     if not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
+    _output(args.out, "completed CSV")
     ckpt, kg = _checkpoint_and_data(args)
     q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
                            on_bad_rows="drop" if args.drop_bad_rows else "raise")
@@ -415,8 +467,16 @@ def cmd_complete(args) -> int:
     if not q.incomplete:
         print(f"warning: {args.input} has no incomplete rows (a row lacking its subject or its object): "
               "nothing to complete; the output repeats the input", file=sys.stderr)
-    comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
-                                     evidence=args.evidence)
+    from tqdm.auto import tqdm
+
+    from tpar.reasoning.completion import check_row_limit
+
+    check_row_limit(len(q.incomplete), args.input)
+
+    with tqdm(total=len(q.incomplete), desc="completing", unit="row", disable=args.quiet or not q.incomplete,
+              mininterval=1.0, file=sys.stderr) as bar:
+        comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
+                                         evidence=args.evidence, on_progress=lambda done, total: bar.update(done - bar.n))
     n = write_completed_csv(args.out, q, comps, args.min_probability)
     if args.json:
         print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
@@ -503,11 +563,14 @@ def cmd_bench(args) -> int:
 
     if args.queries < 1:
         raise DataError(f"--queries {args.queries}: need at least 1 question to time")
+    _output(args.json, "JSON file")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet, threads=args.threads, data=args.data)
     text = json.dumps(report, indent=2)
     if args.json:
-        Path(args.json).write_text(text)
+        from tpar.data.outputs import write_text
+
+        write_text(args.json, text, "JSON file")
     print(bench_summary(report) + (f"\nwrote {args.json}" if args.json else ""))
     return 0
 
@@ -541,6 +604,9 @@ def cmd_sample_world(args) -> int:
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise DataError("the folder is not empty: writing the sample world there would overwrite its files; "
                         "choose an empty or new folder, or add --force to overwrite", file=out)
+    from tpar.data.outputs import check_output_folder
+
+    check_output_folder(out, "sample world's folder")
     summary = write_world(out, seed=args.seed, n_countries=args.countries)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -653,7 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def transfer_args(sp):
         """A checkpoint on data with other relations: how they are matched and how much must match."""
-        sp.add_argument("--relation-map", metavar="FILE",
+        sp.add_argument("--relation-map", metavar="MAP_CSV",
                         help="CSV of 'data relation, model relation' rows for relations whose names do not match "
                              "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
         sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
@@ -826,6 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "valid and test facts cannot leak into training)")
     transfer_args(sp)
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
     sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
     data_args(sp)
@@ -911,6 +978,9 @@ def _run(args, torchrun: bool) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug: one line naming the log, the traceback in the log
+        if isinstance(e, OSError) and e.filename is not None:  # the file system refused a named file: not a bug
+            print(f"error: {e.filename}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         if dist is not None and type(e).__name__ in ("RuntimeError", "DistBackendError", "DistNetworkError"):
             print(f"error: rank {dist.rank} of {dist.world}: the process group broke ({str(e).splitlines()[0][:300]}); "
                   "another process probably ended. Rank 0's last resume file is kept: rerun with --resume",

@@ -28,6 +28,7 @@ def render() -> None:
                f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
                f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
+    ex.unfinished_warning(sel)
     examples_ui(sel)
     fill_question(kg)
     question_ui(kg)
@@ -47,17 +48,19 @@ def render() -> None:
         st.info("No answers.")
         st.stop()
     foreign = sel.match.info.checkpoint.data_name if sel.match.relations is not None else None
-    answer_set_ui(pred, calibrated, foreign)
-    answers = answers_ui(pred)
+    answers = answers_ui(pred)  # first after the question: the answers sit above the fold at 1400 x 820
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
             st.warning(ex.md(f"Unknown answer {ss['answer']!r}; the top answer is chosen instead."))
         ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], ex.question_key()
     else:
         ex.keep_or_reset_answer(answers.iloc[0]["entity"])
-    st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-    st.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
+    c1, c2 = st.columns([3, 2], vertical_alignment="center")
+    c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
+    c2.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
                  icon=":material/account_tree:")
+    answer_set_ui(pred, calibrated, foreign)
+    downloads_ui(pred, answers)
     ex.sync_url()
 
 
@@ -100,19 +103,7 @@ def fill_question(kg: TemporalKG) -> None:
     ss = st.session_state
     default = default_question(kg)
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
-        problem = ""
-        if ss.get(key) and ss[key] not in vocab:
-            try:  # the data's own spelling of a name given in another case (e.g. from a shared URL)
-                ss[key] = vocab.resolve(ss[key], kind)
-            except DataError as e:
-                problem = str(e) if str(e).endswith(("?", ".")) else f"{e}."
-        if ss.get(key) not in vocab:
-            ss[key] = default.subject if key == "subject" else default.relation
-            if key == "subject":
-                ss.setdefault("relation", default.relation)
-            if problem:  # what was asked, the closest names, and what is shown instead
-                st.warning(ex.md(f"{problem[:1].upper()}{problem[1:]} It is not in this data set, so the question "
-                                 f"uses {ss[key]!r} instead (choose another below)."))
+        ex.take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
         check_question_time(kg, t_q)
@@ -226,6 +217,11 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         st.caption(f"Not reached by any temporal path: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
                    f"all at score 0 (tied at rank{'s' if hi > lo else ''} {lo if hi == lo else f'{lo}–{hi}'}, "
                    f"together {probability_text(pred.unreached_probability)}); they are not listed.")
+    return answers
+
+
+def downloads_ui(pred: Prediction, answers: pd.DataFrame) -> None:
+    """The answers as CSV, and a chart of the top probabilities (folded)."""
     out = answers.assign(question=ex.prediction_text(pred), setting=pred.setting, rank=answers["rank_text"],
                          probability=answers["probability"], known=answers["known"].map(bool))
     csv = csv_text(out[["question", "setting", "rank", "entity", "score", "probability", "ties", "known"]]
@@ -239,7 +235,6 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title="probability (%) — green: known fact")
         st.plotly_chart(fig, config={"displaylogo": False})
-    return answers
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -10,6 +10,9 @@ import streamlit as st
 import explorer as ex
 from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch, share_text
+from tpar.errors import DataError
+from tpar.model.card import card_for
+from tpar.model.checkpoint import Checkpoint
 
 
 def render() -> None:
@@ -47,7 +50,12 @@ def model_ui(sel: ex.Selection) -> None:
             relation_coverage_ui(m.relations)
         for w in m.warnings:
             st.info(ex.md(w))
-        ck = m.info.checkpoint
+        ex.unfinished_warning(sel)
+        try:  # fresh from disk: a model retrained under this name replaces the file (the listing is cached)
+            ck = Checkpoint.load(m.info.path)
+        except DataError as e:
+            st.error(ex.md(e))
+            return
         c = ck.config.model
         cols = st.columns(2) + st.columns(2)  # two by two: the values fit at 800 px
         cols[0].metric("Setting", ck.setting)
@@ -55,15 +63,16 @@ def model_ui(sel: ex.Selection) -> None:
         cols[2].metric("Propagation", "exact" if c.propagation == "exact" else "pruned", help=c.propagation)
         secs = ck.extra.get("seconds")
         cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
-        card = m.info.path.with_suffix(".md")
+        for note in ck.load_notes:  # e.g. a stored calibration set aside
+            st.warning(ex.md(note))
         with st.expander("Model card", expanded=False):
-            if card.is_file():
-                # our own markdown (HTML is not rendered); its headings demoted below the page's own
-                text = re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ",
-                              card.read_text(encoding="utf-8"))
-                st.markdown(text)
-            else:
-                st.json(ck.metrics or {"metrics": "none recorded"})
+            # the card file only when it was written for these weights (its sha256 mark), else one
+            # written now from the checkpoint, saying why
+            text, why = card_for(ck, m.info.path)
+            if why:
+                st.caption(ex.md(why))
+            # our own markdown (HTML is not rendered); its headings demoted below the page's own
+            st.markdown(re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text))
 
 
 def relation_coverage_ui(rm: RelationMatch) -> None:

@@ -28,13 +28,16 @@ def render() -> None:
     ss = st.session_state
     sel = ex.require_model(ex.selection())
     kg = sel.kg
-    ex.bind(st.selectbox, "Checkpoint", "model", options=[m.info.name for m in sel.matches])
+    marks = {m.info.name: m.info.marker() for m in sel.matches}  # an unfinished run says so in the list
+    ex.bind(st.selectbox, "Checkpoint", "model", options=list(marks), format_func=lambda n: n + marks[n])
     sel = ex.selection()
     splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
     if not splits:
         st.error("This data set has no valid or test facts to evaluate on.")
         st.stop()
     ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
+    for note in ck.load_notes:  # e.g. a stored calibration set aside: calibrated on valid now instead
+        st.warning(ex.md(note))
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):

@@ -4,6 +4,8 @@ path."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -14,7 +16,7 @@ import palette
 from tpar.reasoning.explanation import ATTENTION_FLOOR, ReasoningTrace
 from tpar.reasoning.prediction import Prediction
 from tpar.reasoning.rules import PlantedRules, days_per_step, rule_followed
-from tpar.reasoning.teaching import TimeEncodingCurves, time_encoding_curves
+from tpar.reasoning.teaching import EQUATION_NAMES, EQUATIONS, TimeEncodingCurves, WalkStep, time_encoding_curves, walkthrough
 
 ANSWER_COLOUR, OTHER_COLOUR = palette.CHOSEN, palette.OTHER
 
@@ -35,10 +37,13 @@ def render() -> None:
         st.info("No answers.")
         st.stop()
     ex.keep_or_reset_answer(pred.answers[0].entity)
-    answer = ss.get("answer") if ss.get("answer") in kg.entities else pred.answers[0].entity
-    st.markdown(f"#### {ex.md(ex.prediction_text(pred))} → {ex.md(answer)}")
-    st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}. Change the question on the Ask page "
-               "and the answer on the Evidence page.")
+    answer = ex.take_name("answer", kg.entities, "answer", pred.answers[0].entity, "this page traces")
+    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; the answer followed through the steps "
+               f"(orange): **{ex.md(answer)}**. Change the question on the Ask page and the answer on the Evidence page.")
+    st.markdown("A five-minute walk-through: start at the question and press **Next ▶** (or **Play all**) through the "
+                f"{L} recursive steps; each says what happens, with the paper's equations, and who answers so far. "
+                "Section 2 shows how time enters the model, section 3 (on the sample world) the rule that made the fact.")
     tr = ex.trace(*sel.keys, ex.current_question(), answer)
     steps_ui(tr, pred, answer, L)
     st.subheader("2 · Relative time encoding (Eqs. 2-3)")
@@ -57,85 +62,128 @@ def render() -> None:
     ex.sync_url()
 
 
+#: the walk-through's step control (0: the question, 1..L: the recursive steps)
+STEP_KEY = "teach_step"
+#: seconds per step while the walk-through plays
+PLAY_SECONDS = 3.0
+
+
 def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
-    """Section 1: entities and links per step, the animation of w·h^ℓ, and one step's top links."""
+    """Section 1: the question, then each recursive step, driven by one step control (Back / Next / Play
+    move the same control); each stop says what happens (with the paper's equations), who answers so
+    far, and shows the scores and the links with the most attention. A table of every step follows."""
     st.subheader("1 · Bellman-Ford over temporal paths")
-    st.markdown(
-        f"TPAR starts with every entity's state at zero (h⁰ = 0) and repeats one step L = {L} times. In step ℓ each "
-        "entity reached so far sends a **message** along every temporal link it may use (Eq. 5: its state + the "
-        "relation's vector + the link's **relative time** Δt = t − t_q, encoded by Eqs. 2-3). A small network gives "
-        "each message an **attention** α between 0 and 1 (Eqs. 6-7, a sigmoid, so several links can matter at once), "
-        "and each receiving entity sums its weighted messages (Eq. 8). An entity reached after L steps scores "
-        "f = w·h^L (Eq. 9); entities no path reaches score 0. "
-        + ("Links must lie before t_q (extrapolation)." if pred.setting == "extrapolation"
-           else "Links may lie before or after t_q (interpolation); facts that answer the question itself are hidden."))
-    st.dataframe(pd.DataFrame([{"step ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links,
-                                "answer's w·h": x.answer_score, "answer's rank": x.answer_rank} for x in tr.layers]),
-                 hide_index=True, width="stretch", column_config={
+    ss = st.session_state
+    steps = walkthrough(tr, pred)
+    key = (tr.subject, tr.relation, tr.time, tr.direction, tr.setting, answer, L)
+    if ss.get("teach_for") != key or ss.get(STEP_KEY) not in range(L + 1):  # a new question starts at the question
+        ss[STEP_KEY], ss["teach_playing"], ss["teach_for"] = 0, False, key
+    playing = bool(ss.get("teach_playing"))
+    st.fragment(stepper, run_every=PLAY_SECONDS if playing else None)(steps, tr, answer, playing)
+    st.dataframe(pd.DataFrame([{
+        "step ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links,
+        "best candidate": steps[x.layer].best or "nothing reached yet",
+        "its w·h": steps[x.layer].best_score,
+        "answer's w·h": x.answer_score, "answer's rank": x.answer_rank} for x in tr.layers]),
+                 hide_index=True, width="stretch", placeholder="not reached", column_config={
                      "reached": st.column_config.NumberColumn("reached", help="entities with a state after the step"),
                      "links": st.column_config.NumberColumn("links", help="temporal links admitted in the step"),
-                     "answer's w·h": st.column_config.NumberColumn("answer's w·h", format="%.4f",
-                                                                   help="w·h of the answer after the step (Eq. 9 "
-                                                                        "applied early; only the last step's is f)"),
+                     "its w·h": st.column_config.NumberColumn("its w·h", format="%.3f",
+                                                              help="the best candidate's w·h (the last step: its score f)"),
+                     "answer's w·h": st.column_config.NumberColumn(
+                         f"w·h of {answer}"[:40], format="%.3f",
+                         help="the answer being explained (\"not reached\" before a path reaches it; only the last step's is f)"),
                      "answer's rank": st.column_config.NumberColumn(
-                         "answer's rank", help="among the entities reached so far (realistic ties)")})
-    st.caption(f"Below: w·h^ℓ after each step; only ℓ = {L} is the model's score f. The answer in orange; press ▶ "
-               "to play the steps.")
-    st.plotly_chart(score_animation(tr, answer, L), config={"displaylogo": False})
-    step = st.slider("Look inside step ℓ", 1, L, L, key="teach_layer") if L > 1 else 1
-    x = tr.layers[step - 1]
-    new = (f"; newly reached: {ex.md(', '.join(x.new_entities[:8]))}" + ("…" if len(x.new_entities) > 8 else "")
-           if x.new_entities else "")
-    st.markdown(f"**Step {step}**: {x.entities_reached:,} entities reached, {x.num_links:,} temporal links admitted"
-                f"{new}.")
-    if x.links_towards_answer is None:
-        st.caption("The answer is not reached: the links with the most attention in this step, wherever they lead.")
+                         "its rank", help="among the entities reached so far (realistic ties)")})
+
+
+def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: bool) -> None:
+    """The walk-through's one step control and the stop it shows (a fragment: while playing it reruns
+    every :data:`PLAY_SECONDS` and moves the control on; the last step stops it)."""
+    ss = st.session_state
+    L = len(steps) - 1
+    if ticking != bool(ss.get("teach_playing")):  # Play or Stop was pressed: the fragment's timer must change
+        st.rerun(scope="app")
+    if ticking and time.time() >= ss.get("teach_next_at", 0.0):
+        if ss[STEP_KEY] < L:
+            ss[STEP_KEY] += 1
+            ss["teach_next_at"] = time.time() + PLAY_SECONDS - 0.2
+        if ss[STEP_KEY] >= L:
+            ss["teach_playing"] = False
+            st.rerun(scope="app")
+
+    def stop() -> None:
+        ss["teach_playing"] = False
+
+    def move(by: int) -> None:
+        ss[STEP_KEY] = max(0, min(L, ss[STEP_KEY] + by))
+        stop()
+
+    def play() -> None:
+        if ss[STEP_KEY] >= L:
+            ss[STEP_KEY] = 0
+        ss["teach_playing"], ss["teach_next_at"] = True, time.time() + PLAY_SECONDS
+
+    row = st.container(horizontal=True, vertical_alignment="bottom")  # wraps onto a second line when narrow
+    row.segmented_control("Walk through the reasoning", list(range(L + 1)), key=STEP_KEY, required=True,
+                          format_func=lambda i: "the question" if i == 0 else f"step {i}", on_change=stop)
+    row.button("◀ Back", key="teach_back", on_click=move, args=(-1,), disabled=ss[STEP_KEY] == 0)
+    row.button("Next ▶", key="teach_next", on_click=move, args=(1,), disabled=ss[STEP_KEY] == L, type="primary")
+    if ticking:
+        row.button("■ Stop", key="teach_stop", on_click=stop)
     else:
-        st.caption(f"{x.links_towards_answer:,} of these links lie on a walk to **{ex.md(answer)}** within the "
-                   f"remaining steps; below, those the attention notices (α ≥ {ATTENTION_FLOOR:g}), highest first.")
-    if not x.top_links:
-        st.info(f"No link on the way to the answer gets noticeable attention in step {step}: the model carries its "
-                "states over (self-loops) and uses the evidence in another step.")
+        row.button("Play all", key="teach_play", on_click=play, icon=":material/play_arrow:",
+                   help=f"every step in turn, {PLAY_SECONDS:g} s each, on the same control")
+    x = steps[ss[STEP_KEY]]
+    st.markdown(f"**{ex.md(x.title)}.** {ex.md(x.text)}")
+    box = st.success if x.final else st.info
+    box(ex.md(x.standing()), icon=":material/flag:" if x.final else ":material/search:")
+    if x.answer_standing():
+        st.caption(ex.md(x.answer_standing()))
+    with st.expander(f"The paper's equations in this {'stop' if x.step == 0 else 'step'} "
+                     f"(Eqs. {', '.join(x.equations)})"):
+        for k in x.equations:
+            st.caption(f"Eq. {k}: {EQUATION_NAMES[k]}")
+            st.latex(EQUATIONS[k])
+    if x.step == 0:
+        return
+    layer = tr.layers[x.step - 1]
+    st.plotly_chart(score_bars(layer.scores, answer, x.step, L), config={"displaylogo": False}, key="teach_bars")
+    new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + ("…" if len(layer.new_entities) > 8 else "")
+           if layer.new_entities else "")
+    st.markdown(ex.md(f"Step {x.step}: {layer.entities_reached:,} entities reached, {layer.num_links:,} temporal "
+                      f"links admitted{new}."))
+    if layer.links_towards_answer is None:
+        st.caption(ex.md(f"{answer} is not reached: below, the links with the most attention in this step, "
+                         "wherever they lead."))
+    else:
+        st.caption(ex.md(f"{layer.links_towards_answer:,} of these links lie on a walk to {answer} within the "
+                         f"remaining steps; below, those the attention notices (α ≥ {ATTENTION_FLOOR:g}), highest first."))
+    if not layer.top_links:
+        st.info(ex.md(f"No link on the way to {answer} gets noticeable attention in step {x.step}: the model carries "
+                      "its states over (self-loops) and uses the evidence in another step."))
         return
     st.dataframe(pd.DataFrame([{"α": lk.attention, "from": lk.source, "relation": lk.arrow_label, "to": lk.target,
-                                "when": lk.when or lk.delta_label, "time": lk.time} for lk in x.top_links]),
+                                "when": lk.when or lk.delta_label, "time": lk.time} for lk in layer.top_links]),
                  hide_index=True, width="stretch", column_config={
                      "α": st.column_config.ProgressColumn("attention α", min_value=0.0, max_value=1.0, format="%.3f"),
                      "relation": st.column_config.TextColumn("relation", help="← : the fact walked backwards"),
                      "when": st.column_config.TextColumn("when (before/after the question)")})
 
 
-def score_animation(tr: ReasoningTrace, answer: str, L: int) -> go.Figure:
-    """Bars of the top provisional scores w·h^ℓ after each step (play button and layer slider)."""
-    names = sorted({n for x in tr.layers for n in x.scores} | {answer}, key=str.casefold)
-    frames = []
-    for x in tr.layers:
-        vals = {n: x.scores.get(n) for n in names}
-        frames.append((x.layer, sorted(((v, n) for n, v in vals.items() if v is not None), reverse=True)[:12]))
-
-    def x_range(top: list) -> list[float]:
-        vals = [v for v, _ in top] or [0.0]
-        lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
-        pad = 0.05 * (hi - lo or 1.0)
-        return [lo - pad, hi + pad]
-
-    def bars(top: list) -> go.Bar:
-        return go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
-                      marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top])
-
-    fig = go.Figure(layout={"xaxis": {"range": x_range(frames[0][1])}}, data=[bars(frames[0][1])],
-                    frames=[go.Frame(name=str(lv), data=[bars(top)], layout={"xaxis": {"range": x_range(top)}})
-                            for lv, top in frames])  # each layer on its own scale
-    fig.update_layout(
-        height=460, margin=dict(l=10, r=10, t=20, b=90), yaxis={"autorange": "reversed"},
-        updatemenus=[{"type": "buttons", "x": 0.0, "xanchor": "right", "y": -0.06, "yanchor": "top",
-                      "showactive": False,
-                      "buttons": [{"label": "▶ play", "method": "animate",
-                                   "args": [None, {"frame": {"duration": 1200, "redraw": True}, "fromcurrent": True}]}]}],
-        sliders=[{"currentvalue": {"visible": False}, "x": 0.0, "len": 1.0, "y": -0.04, "yanchor": "top",
-                  "steps": [
-            {"label": str(lv), "method": "animate",
-             "args": [[str(lv)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}]} for lv, _ in frames]}])
+def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.Figure:
+    """The highest w·h after ``step`` (at most 12 entities, the answer being explained in orange)."""
+    top = sorted(((v, n) for n, v in scores.items()), reverse=True)[:12]
+    vals = [v for v, _ in top] or [0.0]
+    lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
+    pad = 0.05 * (hi - lo or 1.0)
+    fig = go.Figure(go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
+                           marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top],
+                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    title = (f"score f = w·h after the last step ({L})" if step == L
+             else f"w·h after step {step} of {L} (provisional)")
+    fig.update_layout(height=max(200, 60 + 26 * len(top)), margin=dict(l=10, r=10, t=36, b=10), title=title,
+                      xaxis={"range": [lo - pad, hi + pad]}, yaxis={"autorange": "reversed"})
     return fig
 
 

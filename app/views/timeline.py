@@ -16,7 +16,7 @@ def render() -> None:
     ss = st.session_state
     kg = ex.require_selection().kg
     entities = sorted(kg.entities.names, key=str.casefold)
-    ex.keep_valid("subject", entities)
+    ex.take_name("subject", kg.entities, "entity", entities[0])  # an unknown or look-alike name is named
     ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
     facts = kg.entity_facts(ss["subject"])
     if not facts:
@@ -27,7 +27,7 @@ def render() -> None:
                           placeholder="all relations")
     if pick:
         df = df[df["relation"].isin(pick)]
-    t_q = query_time(kg)
+    t_q = ex.take_time(kg)
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
     n_subject = int((df["role"] == "subject").sum())  # of the facts shown (the relation filter applied)
@@ -63,34 +63,32 @@ def timeline_frame(kg: TemporalKG, df: pd.DataFrame) -> pd.DataFrame:
     return df.rename(columns={"other": "other entity"})
 
 
-def query_time(kg: TemporalKG) -> int | None:
-    """The current question's time step, if it fits this data set."""
-    time = st.session_state.get("time")
-    try:
-        return kg.time_axis.parse(time) if time else None
-    except ValueError:
-        return None
-
-
 def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
-    """Relations over time, the entity as subject (teal diamonds) or object (slate dots); t_q dashed."""
+    """Relations over time, the entity as subject (teal diamonds) or object (amber dots); t_q dashed."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
     # an inferred fact (completed by a model) is a hollow marker of its role's colour
-    shown["kind"] = [f"{r} (inferred)" if i else r for r, i in zip(shown["role"], shown["inferred"])]
+    shown["kind"] = [f"as {r}" + (" (inferred)" if i else "") for r, i in zip(shown["role"], shown["inferred"])]
     fig = px.scatter(shown, x="when", y="relation", color="kind", symbol="kind",
                      hover_data={"other entity": True, "time": True, "when": False, "kind": True,
                                  **({"Δt": True} if "Δt" in df else {})},
-                     color_discrete_map={"subject": palette.QUERY, "object": palette.OTHER,
-                                         "subject (inferred)": palette.QUERY, "object (inferred)": palette.OTHER},
-                     symbol_map={"subject": "diamond", "object": "circle", "subject (inferred)": "diamond-open",
-                                 "object (inferred)": "circle-open"},
-                     height=max(320, 28 * df["relation"].nunique() + 140))
+                     color_discrete_map={"as subject": palette.QUERY, "as object": palette.AS_OBJECT,
+                                         "as subject (inferred)": palette.QUERY, "as object (inferred)": palette.AS_OBJECT},
+                     symbol_map={"as subject": "diamond", "as object": "circle", "as subject (inferred)": "diamond-open",
+                                 "as object (inferred)": "circle-open"},
+                     category_orders={"kind": ["as subject", "as object", "as subject (inferred)", "as object (inferred)"]},
+                     height=max(320, 30 * df["relation"].nunique() + 150))
+    # large enough to tell apart at a glance; a white rim keeps markers on the same day distinct
+    fig.update_traces(marker={"size": 11, "opacity": 0.9, "line": {"width": 1, "color": "white"}})
+    for trace in fig.data:
+        if "inferred" in trace.name:  # hollow markers draw with their line: their own colour, thicker
+            trace.marker.line = {"width": 2, "color": trace.marker.color}
     if t_q is not None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": palette.T_Q})
-    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None, legend_title=None)
+    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None,
+                      legend={"title": None, "orientation": "h", "yanchor": "bottom", "y": 1.04, "x": 0})
     st.plotly_chart(fig, config={"displaylogo": False})
 
 

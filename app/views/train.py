@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -22,6 +23,7 @@ from tpar.model.config import RunConfig, apply_propagation
 from tpar.model.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
+from tpar.model.timing import TrainingEstimate, time_left
 from tpar.model.training import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
@@ -42,7 +44,7 @@ def render() -> None:
         name, run, eval_test, action = form
         estimate = estimate_ui(kg, run, eval_test and "test" in kg.splits)
         if action == "start" and estimate is not None:
-            start_ui(sel, kg, name, run, eval_test)
+            start_ui(sel, kg, name, run, eval_test, estimate)
     jobs = list_jobs(ex.JOBS_DIR)
     if not jobs:
         st.info("No training jobs yet.")
@@ -150,22 +152,51 @@ def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
     if est.finish_seconds:
         finish = (f", then {duration(est.finish_seconds)} to calibrate on valid"
                   + (" and evaluate on test" if eval_test else ""))
+    total = time_left(est).seconds  # the same function prices the live time left once the run starts
     st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
-            f"{1000 * est.seconds_per_question:.0f} ms each plus {duration(est.valid_seconds)} of validation: "
-            f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(est.total_seconds)}** in all "
+            f"{1000 * est.seconds_per_question:.1f} ms each plus {duration(est.valid_seconds)} of validation: "
+            f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(total)}** in all "
             f"({est.epochs} epoch{'s' if est.epochs != 1 else ''}{finish}; plus a few seconds to start; early stopping "
-            "may end sooner; other work on the machine slows it).")
+            "may end sooner). Once it runs, the time left is this estimate refined by the pace the run measures, "
+            "so other work on the machine shows up there.")
     return est
+
+
+def progress_time(s: JobStatus, now: float | None = None) -> str:
+    """Time so far and time left, one number refined as the run goes (tpar.model.timing.time_left: the
+    start's estimate, weighted against the pace measured so far), with the whole run's length it adds up to."""
+    now = dt.datetime.now().timestamp() if now is None else now
+    so_far = max(0.0, now - s.started) if s.started else s.seconds
+    if s.finished:
+        wall = f"{duration(s.ended - s.started)} in all, " if s.ended and s.started else ""
+        return f"{wall}{duration(s.seconds)} of it optimiser steps"
+    left = s.time_left(now)
+    if left is None:
+        return f"{duration(so_far)} so far"
+    est = s.estimate()
+    start = f"; estimated {duration(time_left(est).seconds)} at the start" if est else ""
+    basis = "at the pace measured so far" if left.measured else "as estimated"
+    return (f"{duration(so_far)} so far, {about(left.seconds)} left at most ({basis}; "
+            f"{duration(so_far + left.seconds)} in all if every epoch runs{start})")
 
 
 def job_label(s: JobStatus) -> str:
     started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "starting"
-    return f"{s.name} ({started}; {s.id})"
+    state = {"cancelled": " — cancelled, UNFINISHED", "failed": " — failed"}.get(s.state, "")
+    return f"{s.name} ({started}; {s.id}){state}"
 
 
-def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool) -> None:
+def unfinished(path: str) -> str:
+    """Why the model saved at ``path`` is unfinished ("" when it is not, or is not listed)."""
+    target = Path(path).resolve()
+    info = next((i for i in ex.checkpoints()[0] if i.path.resolve() == target), None)
+    return info.checkpoint.unfinished() if info else ""
+
+
+def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool,
+             estimate: TrainingEstimate | None = None) -> None:
     """Start the job (a shipped checkpoint's name is refused; an existing model is replaced on a
-    second press)."""
+    second press); ``estimate`` travels with it, the start of its live time left."""
     ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
     shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
@@ -184,7 +215,8 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
             job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=run.train.setting,
                                                  run=run.to_dict(), out=str(out), name=name,
                                                  data_label=sel.source.label,
-                                                 eval_test=eval_test and "test" in kg.splits))
+                                                 eval_test=eval_test and "test" in kg.splits,
+                                                 estimate=estimate.to_dict() if estimate else {}))
         except DataError as e:
             st.error(ex.md(e))
         else:
@@ -225,13 +257,11 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     shows the finished job's buttons)."""
     ss = st.session_state
     job_id = job.id
-    running = f"running, epoch {s.epoch} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
+    running = f"running, epoch {max(s.epoch, 1)} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
     label = {"starting": "starting…", "running": running,
              "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
-    left = s.remaining_seconds
-    eta = f", {about(left)} left if every epoch runs" if left is not None else ""
-    st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {duration(s.seconds)} of training{eta}"))
+    st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {progress_time(s)}"))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])
         if s.steps:
@@ -260,8 +290,13 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                 ss["jobs_seen_finished"].add(job_id)
                 ex.checkpoints.clear()  # once per finished job: the new model joins the lists
             model = s.spec.get("out", "")
-            st.success(ex.md(f"Saved {model}."))
-            if st.button("Use this model in Ask", key=f"use-{job_id}"):
+            why = unfinished(model) or ("cancelled" if s.state == "cancelled" else "")
+            if why:  # offered only with the warning: its answers come from a model that did not finish training
+                st.warning(ex.md(f"Saved {model}: an UNFINISHED model ({why}). Its answers and probabilities come "
+                                 "from a model that did not finish training; every model list marks it so."))
+            else:
+                st.success(ex.md(f"Saved {model}."))
+            if st.button("Use this unfinished model in Ask" if why else "Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")
                 ss["model"] = job.spec().name or model
                 st.switch_page("views/ask.py")
@@ -297,22 +332,27 @@ def mrr_axis_range(epochs: list[dict]) -> list[float] | None:
 
 
 def epochs_table(epochs: list[dict]) -> None:
-    """One row per finished epoch: readable names, MRR and Hits in %."""
-    table = pd.DataFrame(epochs).drop(columns=["type", "time"], errors="ignore")
-    for c in table.columns:
-        if c.startswith("valid_"):
-            table[c] = 100 * table[c]
-    names = {"epoch": "Epoch", "loss": "Loss", "queries": "Training questions", "seconds": "Seconds"}
-    for c in table.columns:
-        if c.startswith("valid_"):
-            what = c[len("valid_"):]
-            kind, _, metric = what.rpartition("_")
-            label = {"mrr": "MRR", "hits@1": "Hits@1", "hits@10": "Hits@10"}.get(metric or what, metric or what)
-            names[c] = f"Valid {label} %" + (f" ({kind})" if kind else "")
-    if "valid_mrr" in table.columns and len(setting_kinds(epochs)) > 1:
-        names["valid_mrr"] = SELECTION_LABEL
-    st.dataframe(table.rename(columns=names), hide_index=True, column_config={
-        v: st.column_config.NumberColumn(v, format="%.2f") for v in names.values() if "%" in v or v == "Loss"})
+    """Two narrow tables that fit an 820 px window: one row per finished epoch (loss, questions, time, the
+    valid MRR that selects the model), then one row per epoch and setting (MRR and Hits in %)."""
+    kinds = sorted(setting_kinds(epochs))
+    rows = [{"Epoch": e.get("epoch"), "Loss": e.get("loss"), "Training questions": e.get("queries"),
+             "Seconds": e.get("seconds"), "Valid MRR %": 100 * e["valid_mrr"] if "valid_mrr" in e else None}
+            for e in epochs]
+    mrr_help = ("Realistic MRR on the validation questions" + (", the mean of the settings'; it selects the model "
+                "and stops the run early" if len(kinds) > 1 else "; it selects the model and stops the run early"))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+        "Loss": st.column_config.NumberColumn("Loss", format="%.3f"),
+        "Training questions": st.column_config.NumberColumn("Questions", help="training questions in the epoch"),
+        "Seconds": st.column_config.NumberColumn("Seconds", format="%.1f", help="the epoch's steps and validation"),
+        "Valid MRR %": st.column_config.NumberColumn("Valid MRR %", format="%.2f", help=mrr_help)})
+    per_setting = [{"Epoch": e.get("epoch"), "Setting": kind,
+                    **{label: 100 * e[f"valid_{kind}_{metric}"] for metric, label in
+                       (("mrr", "MRR %"), ("hits@1", "Hits@1 %"), ("hits@10", "Hits@10 %")) if f"valid_{kind}_{metric}" in e}}
+                   for e in epochs for kind in kinds]
+    if per_setting:
+        st.caption("Validation per setting:")
+        st.dataframe(pd.DataFrame(per_setting), hide_index=True, width="stretch", column_config={
+            c: st.column_config.NumberColumn(c, format="%.2f") for c in ("MRR %", "Hits@1 %", "Hits@10 %")})
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -132,8 +132,12 @@ def report_ui(report: UploadReport) -> None:
     if report.dropped:
         st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
                    "their row numbers, problems and content:")
-        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch",
-                     column_config={"content": st.column_config.TextColumn("content (as in the file)")})
+        # rows three lines high and a problem column of fixed width: the grid wraps a long problem text (at a
+        # row height of 70 px or more) instead of cutting it off, and the content keeps room at 820 px
+        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,
+                     column_config={"row": st.column_config.NumberColumn("row", width="small"),
+                                    "problem": st.column_config.TextColumn("problem", width=260),
+                                    "content": st.column_config.TextColumn("content (as in the file)")})
     if report.normalised:
         with st.expander(f"Names normalised ({len(report.normalised):,})"):
             st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}

@@ -5,6 +5,7 @@ file system) holding the owner's pid; a lock whose process is gone is stale and 
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -35,29 +36,49 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def acquire(lock: str | Path, what: str) -> Path:
+def lock_path(path: str | Path) -> Path:
+    """The lock file that reserves ``path`` (``x.tpar`` -> ``x.tpar.lock``): one name for every writer
+    of a file (training, calibration), so they exclude each other."""
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+def acquire(lock: str | Path, what: str, wait: float = 0.0) -> Path:
     """Create ``lock`` exclusively, holding this process's pid, or raise :class:`DataError` naming
-    ``what`` and the owner. The file appears with its content in one step (a hard link of a written
-    temporary file), so no one ever reads a half-written lock; a lock whose process is gone is stale
-    and taken over (two takers of one stale lock at the same instant is the one race left)."""
+    ``what`` and the owner -- after waiting up to ``wait`` seconds for the owner to release it (a short
+    read-modify-write waits its turn; a long job is refused at once). The file appears with its
+    content in one step (a hard link of a written temporary file), so no one ever reads a half-written
+    lock; a lock whose process is gone is stale and taken over (two takers of one stale lock at the
+    same instant is the one race left). Threads of one process exclude each other too: the holder's
+    pid is then this process's own, which counts as alive."""
     lock = Path(lock)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.{id(lock)}.tmp")
-    tmp.write_text(str(os.getpid()))
     try:
-        for _ in range(20):
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        tmp = lock.with_name(f"{lock.name}.{os.getpid()}.{id(lock)}.{time.monotonic_ns()}.tmp")
+        tmp.write_text(str(os.getpid()))
+    except OSError as e:
+        raise DataError(f"{what}: cannot reserve it here ({e.strerror or e})", file=lock.parent) from None
+    deadline = time.monotonic() + max(0.0, wait)
+    try:
+        tries = 0
+        while True:
             try:
                 os.link(tmp, lock)
                 return lock
             except FileExistsError:
                 owner = _owner(lock)
                 if owner is None:  # released between our attempt and the read: try again
+                    tries += 1
+                    if tries > 1000:
+                        raise DataError(f"{what}: could not reserve {lock.name}", file=lock.parent) from None
                     continue
                 if pid_alive(owner):
+                    if time.monotonic() < deadline:
+                        time.sleep(0.05)
+                        continue
                     raise DataError(f"{what} is in use by another process (pid {owner}); try again when it "
                                     f"has finished", file=lock.parent) from None
                 lock.unlink(missing_ok=True)  # stale: its process died without releasing it
-        raise DataError(f"{what}: could not reserve {lock.name}", file=lock.parent)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -73,9 +94,9 @@ def release(lock: str | Path) -> None:
 
 
 @contextmanager
-def exclusive(lock: str | Path, what: str) -> Iterator[Path]:
+def exclusive(lock: str | Path, what: str, wait: float = 0.0) -> Iterator[Path]:
     """``with exclusive(path, "data set 'x'"):`` -- :func:`acquire` for the block, released after."""
-    path = acquire(lock, what)
+    path = acquire(lock, what, wait)
     try:
         yield path
     finally:

@@ -21,14 +21,14 @@ Same seed, same bytes. (`examples.json`: showcase questions.)
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+
+from tpar.data.outputs import csv_text
 
 START = dt.date(2025, 1, 1)
 DAYS = 365
@@ -178,12 +178,9 @@ def generate(seed: int = 7, n_countries: int = 120) -> tuple[list[tuple[str, str
 
 
 def _csv(rows, with_rule: bool) -> str:
-    buf = io.StringIO()
-    wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["subject", "relation", "object", "time"] + (["rule"] if with_rule else []))
-    for r in rows:
-        wr.writerow(r if with_rule else r[:4])
-    return buf.getvalue()
+    """The world's facts through the one formula-safe CSV writer (its generated names hold no line breaks)."""
+    return csv_text([r if with_rule else r[:4] for r in rows],
+                    ["subject", "relation", "object", "time"] + (["rule"] if with_rule else []), lineterminator="\n")
 
 
 def write_world(out: str | Path, seed: int = 7, n_countries: int = 120, valid_days: int = 14, test_days: int = 14) -> dict:

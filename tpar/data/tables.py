@@ -5,7 +5,9 @@ row (or, with ``on_bad_rows="drop"``, are listed in the :class:`CsvReport`).
 
 Two optional columns mark facts a model inferred (``tpar complete`` writes them): ``completed``
 (true/false) and ``probability`` (the model's probability of the filled-in entity); an
-``alternatives`` column (the runner-up proposals) is read past. A row that lacks exactly its subject
+``alternatives`` column (the runner-up proposals) is read past. A cell that the formula-safe CSV
+writer neutralised (a leading apostrophe before ``=``, ``+``, ``-``, ``@``: :mod:`tpar.data.outputs`)
+reads back without the apostrophe, so files this project writes round-trip. A row that lacks exactly its subject
 or its object is an *incomplete* fact: kept aside (``incomplete="keep"``) for completion, otherwise a
 bad row that says how to complete it.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import BOM, read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
@@ -49,6 +52,11 @@ def clean_name(name: str) -> str:
     """A name as kept: Unicode NFC (one form for the same characters), invisible and direction-changing
     characters removed, surrounding space stripped."""
     return _INVISIBLE.sub("", unicodedata.normalize("NFC", name)).strip()
+
+
+def unescape_cell(value: str) -> str:
+    """A cell as written before :func:`tpar.data.outputs.spreadsheet_safe` neutralised it ("'=x" -> "=x")."""
+    return value[1:] if value.startswith("'") and value.lstrip("'").startswith(FORMULA_START) else value
 
 
 def reading_notes(report: CsvReport) -> list[str]:
@@ -258,7 +266,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         if len(rec) != width:
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
-        vals = [x.strip() for x in rec]
+        vals = [unescape_cell(x.strip()) for x in rec]
         for c in ("subject", "relation", "object"):
             kept = clean_name(vals[pos[c]])
             if kept != vals[pos[c]]:

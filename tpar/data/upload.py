@@ -9,8 +9,6 @@ existing data set untouched.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import shutil
 import tempfile
@@ -21,6 +19,7 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
+from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
 from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, reading_notes, read_quadruple_csv,
                               split_assignment)
@@ -229,18 +228,19 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path
         for split in SPLITS:
             if split not in kg.splits:
                 continue
-            buf = io.StringIO()
-            w = csv.writer(buf, lineterminator="\n")
             marked = bool(kg.inferred)  # inferred facts keep their mark: completed, probability
-            w.writerow(["subject", "relation", "object", "time"] + (["completed", "probability"] if marked else []))
+            rows = []
             for s, r, o, t in kg.facts(split).tolist():
                 row = [kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), ax.label(t)]
                 if marked:
                     p = kg.inferred.get((s, r, o, t))
                     # six decimals, as the fingerprint rounds them: a saved data set reads back identical
                     row += ["false", ""] if p is None else ["true", "" if p != p else f"{round(p, 6):.6f}"]
-                w.writerow(row)
-            (tmp / f"{split}.csv").write_text(buf.getvalue(), encoding="utf-8")
+                rows.append(row)
+            # the one formula-safe writer: a name from the upload never runs as a spreadsheet formula
+            (tmp / f"{split}.csv").write_text(csv_text(rows, ["subject", "relation", "object", "time"]
+                                                       + (["completed", "probability"] if marked else [])),
+                                              encoding="utf-8")
         back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}
                                .get(ax.granularity, "datetime"))
         if sorted(back.entities.names) != sorted(kg.entities.names) or len(back.inferred) != len(kg.inferred) or \

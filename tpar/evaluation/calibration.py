@@ -84,9 +84,32 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
-        return cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
-                   CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
-                   {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)))
+        """A stored calibration, every number checked (a ValueError names the first that is not finite or
+        out of its range: a temperature within T_BOUNDS, thresholds and shares 0..1, counts at least 0)."""
+        c = cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
+                CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
+                {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)))
+        c.check()
+        return c
+
+    def check(self) -> None:
+        """ValueError naming the first stored number that is not finite or not in its range."""
+        def need(name: str, value: float, lo: float, hi: float = math.inf) -> None:
+            if not (math.isfinite(value) and lo <= value <= hi):
+                raise ValueError(f"{name} {value!r} is not a finite number in {lo:g}..{hi:g}")
+
+        need("temperature", self.temperature, T_BOUNDS[0], T_BOUNDS[1])
+        need("queries", self.queries, 0)
+        need("entities", self.entities, 0)
+        for level, p in self.thresholds.items():
+            if level not in {f"{lv:g}" for lv in LEVELS}:
+                raise ValueError(f"coverage level {level!r} is not one of {', '.join(f'{lv:g}' for lv in LEVELS)}")
+            need(f"threshold {level}", p, 0.0, 1.0)
+        for tag, m in (("before", self.before), ("after", self.after)):
+            for name in ("ece", "brier", "accuracy", "confidence"):
+                need(f"{tag} {name}", float(getattr(m, name)), 0.0, 2.0 if name == "brier" else 1.0)
+            need(f"{tag} nll", float(m.nll), 0.0)
+            need(f"{tag} queries", float(m.queries), 0.0)
 
     def caveats(self) -> list[str]:
         """What limits these probabilities, in words: too few valid questions to fit on; scores that

@@ -112,10 +112,9 @@ class EvaluationResult:
 
     def write_json(self, path: str | Path) -> None:
         """Atomic write of :meth:`to_dict` as JSON."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=True))
-        tmp.replace(path)
+        from tpar.data.outputs import write_text
+
+        write_text(path, json.dumps(self.to_dict(), indent=2, allow_nan=True), "JSON file")
 
     def summary(self) -> str:
         lines = [f"{self.method} | {self.dataset} | {self.setting} | {self.split} | {self.num_queries} queries "

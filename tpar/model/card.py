@@ -1,12 +1,21 @@
-"""Model cards: a markdown page beside each shipped checkpoint, written from its own metadata."""
+"""Model cards: a markdown page beside each checkpoint, written from its own metadata and bound to it:
+its last line names the checkpoint's sha256, so a card left beside another model saved under the same
+name (retrained, calibrated again) is recognised and never shown for it (:func:`card_for`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from tpar.data.outputs import write_text
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
+
+
+#: the card's last line: the sha256 of the checkpoint it describes (an HTML comment: invisible in a viewer)
+CARD_MARK = "<!-- tpar model card of the checkpoint with sha256 {} -->"
+_MARK = re.compile(r"^<!-- tpar model card of the checkpoint with sha256 ([0-9a-f]*) -->\s*$", re.MULTILINE)
 
 
 def _fmt(m: dict) -> str:
@@ -57,6 +66,9 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
              f"- tpar version {ckpt.version}", "",
              "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
+    if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
+        lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
+                      "training.", ""]
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
         lines.append("No test metrics recorded.")
@@ -95,13 +107,41 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
         lines += [f"## Validation history ({which}, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
+    if ckpt.load_notes:
+        lines += ["## Set aside when loading", ""] + [f"- {n}" for n in ckpt.load_notes] + [""]
+    if ckpt.digest:
+        lines.append(CARD_MARK.format(ckpt.digest))
     return "\n".join(lines)
+
+
+def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:
+    """(markdown, note) of the model card of ``ckpt`` (loaded from ``ckpt_path``): the card file beside
+    it when its mark names this checkpoint's sha256 (the mark line left out), else a card rendered now
+    from the checkpoint itself, with a note saying why the file was not used ("" when it was)."""
+    p = Path(ckpt_path)
+    card = p.with_suffix(".md")
+    try:
+        text = card.read_text(encoding="utf-8") if card.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        text = None
+    found = _MARK.findall(text or "")
+    if text is not None and ckpt.digest and found == [ckpt.digest]:
+        return _MARK.sub("", text).rstrip() + "\n", ""
+    if text is None:
+        why = f"no card file beside {p.name}: this card is written from the checkpoint itself"
+    elif not found:
+        why = (f"{card.name} carries no checksum binding it to these weights (written by an older tpar, or by "
+               "hand): this card is written from the checkpoint itself")
+    else:
+        why = (f"{card.name} was written for another model saved as {p.name} (retrained or calibrated since): "
+               "this card is written from the checkpoint itself")
+    return _MARK.sub("", render(ckpt, p.stem)).rstrip() + "\n", why
 
 
 def write_card(ckpt_path: str | Path, **kw) -> Path:
     p = Path(ckpt_path)
     card = p.with_suffix(".md")
-    card.write_text(render(Checkpoint.load(p), p.stem, **kw), encoding="utf-8")
+    write_text(card, render(Checkpoint.load(p), p.stem, **kw), "model card")  # atomic: never half a card
     return card
 
 

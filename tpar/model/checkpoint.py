@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import math
 import pickle
 import platform
-import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,8 @@ from tpar.errors import DataError
 from tpar.model.network import TPAR
 
 FORMAT = "tpar-checkpoint-v1"
+#: the format names of every version: "tpar-checkpoint-v<N>"
+FORMAT_PREFIX, FORMAT_VERSION = "tpar-checkpoint-v", 1
 #: a checkpoint file larger than this is refused before it is read (paper-scale models are a few MB)
 MAX_FILE_BYTES = 512 * 2 ** 20
 #: ... and one whose archive would inflate to more than this (a zip bomb), before any tensor is made
@@ -62,6 +63,57 @@ def _check_meta_schema(meta: object) -> None:
     ta = meta.get("time_axis", {})
     if not isinstance(ta.get("granularity"), str) or not isinstance(ta.get("step", 1), int):
         raise ValueError("time_axis needs a granularity name and an integer step")
+
+
+def _number_problem(path: str, value: object, lo: float | None = None, hi: float | None = None) -> str | None:
+    """Why ``value`` (stored at ``path``) is not a finite number within [lo, hi]; None when it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{path} is {value!r}, not a number"
+    if not math.isfinite(value):
+        return f"{path} is {value!r}, not a finite number"
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        return f"{path} is {value!r}, outside {lo:g}..{hi:g}" if hi is not None else f"{path} is {value!r}, below {lo:g}"
+    return None
+
+
+#: stored figures that are shares (MRR, Hits@k, accuracies): 0..1; counts and durations: at least 0
+_SHARES = ("mrr", "hits@", "valid_mrr", "accuracy", "acc")
+_COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "valid_subset", "batches",
+           "cpu_threads")
+
+
+def stored_number_problems(meta: dict) -> list[str]:
+    """Every stored figure of the metadata's ``metrics``, ``history`` and ``extra`` (training time,
+    warm starts, ranks ...; its calibration is checked apart) that is not a finite number in its range
+    (shares 0..1, counts and durations at least 0, anything else finite), by its path (``metrics.x.mrr``)."""
+    problems: list[str] = []
+
+    def walk(path: str, value: object, depth: int = 0) -> None:
+        if depth > 8:
+            problems.append(f"{path} is nested too deeply")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{path}.{k}", v, depth + 1)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(f"{path}[{i}]", v, depth + 1)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            key = path.rsplit(".", 1)[-1].lower()
+            if key.startswith(_SHARES) or key.endswith("_mrr") or "hits@" in key:
+                why = _number_problem(path, value, 0.0, 1.0)
+            elif key == "best_epoch":  # -1: a run cancelled before its first validation (never validated)
+                why = _number_problem(path, value, -1.0)
+            elif key in _COUNTS:
+                why = _number_problem(path, value, 0.0)
+            else:
+                why = _number_problem(path, value)
+            if why:
+                problems.append(why)
+
+    walk("metrics", meta.get("metrics", {}))
+    walk("history", meta.get("history", []))
+    walk("extra", {k: v for k, v in meta.get("extra", {}).items() if k != "calibration"})
+    return problems
 
 
 def weights_digest(state: dict[str, torch.Tensor]) -> str:
@@ -96,6 +148,10 @@ class Checkpoint:
     metrics: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)  # training time, hardware, notes ...
     version: str = __version__
+    #: what loading set aside and the user must be told (a stored calibration that was not usable ...)
+    load_notes: list[str] = field(default_factory=list)
+    #: the sha256 recorded in the file (over metadata and weights) when loaded or saved; "" before
+    digest: str = ""
 
     # -- building ---------------------------------------------------------------------------------
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
@@ -155,6 +211,28 @@ class Checkpoint:
         self.check_fits(out)
         return out
 
+    def _check_calibration(self) -> None:
+        """Stored calibrations that are not usable (a temperature or threshold not finite or out of its
+        range ...) are set aside, each with a note: the model then gives raw softmax probabilities and
+        says so, and ``tpar calibrate`` writes a new calibration."""
+        from tpar.evaluation.calibration import Calibration
+
+        cal = self.extra.get("calibration")
+        if cal is None:
+            return
+        if not isinstance(cal, dict):
+            self.extra.pop("calibration")
+            self.load_notes.append("the stored calibration is unreadable and was ignored: probabilities are the "
+                                   "raw softmax (tpar calibrate fits a new one)")
+            return
+        for setting in list(cal):
+            try:
+                Calibration.from_dict(cal[setting])
+            except (KeyError, TypeError, ValueError) as e:
+                cal.pop(setting)
+                self.load_notes.append(f"the stored {setting} calibration was ignored ({str(e)[:200]}): "
+                                       "probabilities are the raw softmax (tpar calibrate fits a new one)")
+
     def check_fits(self, kg: TemporalKG) -> list[str]:
         """Refuse data the model cannot serve; return warnings for data it can but was not trained on.
         Data with other relations is served through :meth:`fit` (relations matched by name)."""
@@ -188,6 +266,20 @@ class Checkpoint:
                     f"{ta['step']} {ta['granularity']}")
         return None
 
+    def unfinished(self) -> str:
+        """Why this model is not a finished training run, in a few words; "" when it is one. A run
+        cancelled or interrupted before its planned epochs is unfinished, e.g. "cancelled after 0.1 of 4
+        epochs, never validated (best epoch -1)"."""
+        stopped = self.extra.get("stopped")
+        if stopped not in ("cancelled", "interrupted"):
+            return ""
+        done = self.extra.get("epochs_trained")
+        done = f"{done:.2g}" if isinstance(done, (int, float)) else f"{len(self.history)}"
+        best = self.extra.get("best_epoch")
+        checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
+                   else f"never validated (best epoch {best})")
+        return f"{stopped} after {done} of {self.config.train.epochs} epochs, {checked}"
+
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,
                 "setting": self.setting, "data_name": self.data_name, "data_fingerprint": self.data_fingerprint,
@@ -197,6 +289,7 @@ class Checkpoint:
     def save(self, path: str | Path, *, optimizer: dict | None = None, position: dict | None = None) -> None:
         meta = self.meta()
         meta["sha256"] = content_digest(meta, self.weights)
+        self.digest = meta["sha256"]
         payload: dict = {"format": FORMAT, "meta": json.dumps(meta),
                          "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}
         if optimizer is not None:
@@ -220,12 +313,17 @@ class Checkpoint:
                 raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
         try:
             with zipfile.ZipFile(p) as z:
-                inflated = sum(i.file_size for i in z.infolist())
+                entries = z.infolist()
         except (zipfile.BadZipFile, OSError) as e:
             raise DataError(f"not a readable checkpoint ({e})", file=p) from None
-        if inflated > MAX_INFLATED_BYTES:
-            raise DataError(f"refused: the archive would inflate to {inflated / 2 ** 20:,.0f} MB "
-                            f"(at most {MAX_INFLATED_BYTES / 2 ** 20:,.0f} MB)", file=p)
+        # bounded before anything is inflated: torch.save stores entries uncompressed, so a checkpoint
+        # never unpacks to more than its own size; a compressed entry (a zip bomb) is refused unread
+        inflated = sum(i.file_size for i in entries)
+        compressed = any(i.compress_type != zipfile.ZIP_STORED for i in entries)
+        if inflated > MAX_INFLATED_BYTES or (compressed and inflated > size):
+            raise DataError(f"refused: the archive would inflate {size / 2 ** 20:,.1f} MB to "
+                            f"{inflated / 2 ** 20:,.0f} MB (a checkpoint's entries are stored uncompressed; "
+                            f"at most {MAX_INFLATED_BYTES / 2 ** 20:,.0f} MB)", file=p)
         try:
             payload = torch.load(p, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as e:
@@ -234,6 +332,13 @@ class Checkpoint:
         except Exception as e:  # truncated, not a zip, ...
             raise DataError(f"not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})",
                             file=p) from None
+        if isinstance(payload, dict) and isinstance(payload.get("format"), str) and payload["format"] != FORMAT \
+                and payload["format"].startswith(FORMAT_PREFIX):
+            found = payload["format"][len(FORMAT_PREFIX):]
+            newer = found.isdigit() and int(found) > FORMAT_VERSION
+            raise DataError(f"a TPAR checkpoint of format version {found[:20]!r}, which this tpar "
+                            f"({__version__}, format version {FORMAT_VERSION}) cannot read"
+                            + ("; it was written by a newer tpar: upgrade tpar to load it" if newer else ""), file=p)
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise DataError(f"not a TPAR checkpoint (expected format {FORMAT})", file=p)
         try:
@@ -254,6 +359,15 @@ class Checkpoint:
                        data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
                        metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
             ckpt._check_shapes()
+            ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
+            problems = stored_number_problems(meta)
+            if problems:
+                raise DataError("refused: stored figures out of range (file altered or corrupt): "
+                                + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+            bad = [k for k, v in weights.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+            if bad:
+                raise DataError(f"refused: weights hold NaN or infinite values ({', '.join(bad[:3])})")
+            ckpt._check_calibration()
         except DataError as e:
             raise DataError(e.problem, file=p) from None
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
@@ -265,15 +379,24 @@ class Checkpoint:
 
 
 def atomic_torch_save(obj, path: str | Path) -> None:
+    """``torch.save`` to a temporary file renamed over ``path``; a file system error (read-only, full)
+    is a :class:`DataError` naming ``path``, and ``path`` keeps its old content."""
+    from tpar.data.outputs import writing
+
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.{int(time.time() * 1e6)}.tmp")
     try:
-        torch.save(obj, tmp)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DataError(f"cannot create the checkpoint's folder ({e.strerror or e})", file=p.parent) from None
+    with writing(p, "checkpoint") as tmp:
+        try:
+            torch.save(obj, tmp)
+        except RuntimeError as e:  # torch's writer reports a failed open or write (disk full ...) so
+            msg = str(e)
+            if "failed" not in msg and "writ" not in msg.lower():
+                raise
+            why = msg.split("strerror:", 1)[1].strip() if "strerror:" in msg else msg.splitlines()[0][:160]
+            raise OSError(0, why) from None
 
 
 def from_model(model: TPAR, run: RunConfig, kg: TemporalKG, setting: str, **kw) -> Checkpoint:

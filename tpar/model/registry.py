@@ -34,7 +34,14 @@ class CheckpointInfo:
     def summary(self) -> str:
         c = self.checkpoint.config.model
         pruning = "" if c.propagation == "exact" else f", {c.propagation}"
-        return f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}{pruning}, trained on {self.checkpoint.data_name})"
+        return (f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}{pruning}, trained on {self.checkpoint.data_name})"
+                + self.marker())
+
+    def marker(self) -> str:
+        """" — UNFINISHED: <why>" for a model from a cancelled or interrupted run (its answers come from
+        a model that did not finish training), else "" (to append wherever the model is listed)."""
+        why = self.checkpoint.unfinished()
+        return f" — UNFINISHED: {why}" if why else ""
 
 
 @dataclass

@@ -34,7 +34,7 @@ from tpar.graph.background import Background
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.data.kg import TemporalKG
-from tpar.data.locks import acquire, release
+from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
 from tpar.evaluation.calibration import calibrate
 from tpar.evaluation.protocol import evaluate
@@ -44,6 +44,7 @@ from tpar.model.device import resolve_device
 from tpar.model.distributed import current as current_dist
 from tpar.model.distributed import evaluate_everywhere, microbatch_seed
 from tpar.model.network import TPAR, multiclass_log_loss
+from tpar.model.timing import TrainingEstimate
 from tpar.graph.queries import QueryBatch, make_queries
 
 
@@ -217,37 +218,19 @@ class _Plan:
         return kind, self.queries[kind][slice(a, a + size)]
 
 
-@dataclass
-class TrainingEstimate:
-    """How long a run should take on this machine, from a few timed training steps and answered
-    validation questions (an estimate: the machine's load and early stopping change it)."""
-
-    seconds_per_question: float    # one training question: forward, backward, optimiser share
-    questions_per_epoch: int
-    valid_seconds: float           # one validation pass
-    epochs: int
-    finish_seconds: float = 0.0    # after the last epoch: calibration on valid, the test evaluation if asked
-
-    @property
-    def epoch_seconds(self) -> float:
-        return self.seconds_per_question * self.questions_per_epoch + self.valid_seconds
-
-    @property
-    def total_seconds(self) -> float:
-        """At most this long (every epoch run; early stopping may end sooner), the finish included."""
-        return self.epoch_seconds * self.epochs + self.finish_seconds
-
-
 def calibration_queries(cfg: TrainConfig) -> int:
     """The valid questions per setting a finished run calibrates on: the run's validation subset, or
     2,000 when it validates on all of valid."""
     return cfg.max_valid_queries or 2000
 
 
-def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_test: bool = False) -> TrainingEstimate:
-    """Time ``sample`` training questions of the run's first epoch (the run's own mix of kinds) and
-    a few validation questions with a freshly initialised model; nothing is written. The finish
-    (calibration on valid; the test split when ``eval_test``) is priced at the validation pace."""
+def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_test: bool = False,
+                      min_seconds: float = 0.5, max_seconds: float = 3.0) -> TrainingEstimate:
+    """Time training questions of the run's first epoch (the run's own mix of kinds: at least
+    ``sample`` of them and ``min_seconds``, at most ``max_seconds``, after one untimed warm-up batch)
+    and a few validation questions with a freshly initialised model; nothing is written. The finish
+    (calibration on valid; the test split when ``eval_test``) is priced at the validation pace. The
+    live time left of the run refines this (:func:`tpar.model.timing.time_left`)."""
     run = RunConfig.from_dict(run.to_dict(), "estimate")
     model_config_for(kg, run)
     cfg = run.train
@@ -259,8 +242,8 @@ def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_tes
         extrap_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation")
     plan = _Plan(kg, run, 0, extrap_bg)
     per_epoch = sum(len(q) for q in plan.queries.values())
-    timed = seen = 0.0
-    for i in range(min(len(plan.batches), max(1, sample // max(cfg.batch_size, 1)))):
+
+    def step(i: int) -> tuple[float, int]:
         kind, batch = plan.batch(i, cfg.batch_size)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -268,23 +251,51 @@ def estimate_training(kg: TemporalKG, run: RunConfig, sample: int = 24, eval_tes
             mb = batch[slice(a, a + cfg.micro_batch)]
             multiclass_log_loss(model(mb, plan.backgrounds[kind]), mb.answer).backward()
         opt.step()
-        timed += time.perf_counter() - t0
-        seen += len(batch)
+        return time.perf_counter() - t0, len(batch)
+
+    first = 1 if len(plan.batches) > 1 else 0
+    if first:
+        step(0)  # warm-up: the first step pays one-off costs (kernel load, allocations) the run pays once
+    timed, seen = 0.0, 0
+    for i in range(first, len(plan.batches)):
+        dt_, n = step(i)
+        timed, seen = timed + dt_, seen + n
+        if (seen >= sample and timed >= min_seconds) or timed >= max_seconds:
+            break
     per_q = timed / max(seen, 1)
     kinds = ["extrapolation", "interpolation"] if cfg.setting == "unified" else [cfg.setting]
     all_valid = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0
     n_valid = min(all_valid, cfg.max_valid_queries) if cfg.max_valid_queries else all_valid
-    valid_seconds = finish_seconds = 0.0
+    valid_seconds = finish_seconds = per_answer = overhead = 0.0
     if n_valid:
-        ranker = ModelRanker(model.eval(), torch.device("cpu"), micro_batch=max(1, cfg.micro_batch))
-        t0 = time.perf_counter()
-        res = evaluate(kg, ranker, kinds[0], "valid", progress=False, batch_size=16, max_queries=16, seed=cfg.seed)
-        per_answer = (time.perf_counter() - t0) / max(res.num_queries, 1)
-        valid_seconds = per_answer * n_valid * len(kinds)
+        per_answer, overhead = _answer_pace(kg, model.eval(), kinds, cfg)
         n_calibrate = min(all_valid, calibration_queries(cfg)) if cfg.calibrate else 0
         n_test = 2 * len(kg.facts("test")) if eval_test and "test" in kg.splits else 0
-        finish_seconds = per_answer * (n_calibrate + n_test) * len(kinds)
-    return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs, finish_seconds)
+        valid_seconds = len(kinds) * (overhead + per_answer * n_valid)
+        finish_seconds = sum(len(kinds) * (overhead + per_answer * n) for n in (n_calibrate, n_test) if n)
+    return TrainingEstimate(per_q, per_epoch, valid_seconds, cfg.epochs, finish_seconds, int(seen), per_answer,
+                            overhead)
+
+
+def _answer_pace(kg: TemporalKG, model: TPAR, kinds: list[str], cfg: TrainConfig) -> tuple[float, float]:
+    """(seconds per answered valid question, seconds of fixed cost per evaluation pass), averaged over
+    ``kinds``: after an untimed warm-up, two passes of different sizes at validation's batch size
+    separate the cost that grows with the questions from the cost each pass pays once."""
+    ranker = ModelRanker(model, torch.device("cpu"), micro_batch=max(1, cfg.micro_batch))
+    paces = []
+    for kind in kinds:  # each setting's own pace (interpolation sees the facts after the question too)
+        evaluate(kg, ranker, kind, "valid", progress=False, batch_size=16, max_queries=16, seed=cfg.seed)
+        timed = []
+        for n in (32, 128):
+            t0 = time.perf_counter()
+            res = evaluate(kg, ranker, kind, "valid", progress=False, batch_size=64, max_queries=n, seed=cfg.seed)
+            timed.append((res.num_queries, time.perf_counter() - t0))
+        (n1, t1), (n2, t2) = timed
+        per = t2 / max(n2, 1)
+        if n2 > n1:  # the growth between the two passes, never below a fifth of the plain mean (timing noise)
+            per = max((t2 - t1) / (n2 - n1), 0.2 * per)
+        paces.append((per, max(0.0, t2 - per * n2)))
+    return sum(p for p, _ in paces) / len(paces), sum(o for _, o in paces) / len(paces)
 
 
 def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
@@ -308,7 +319,7 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
           callbacks: TrainingCallbacks | None = None, eval_test: bool = False,
-          init: Checkpoint | None = None, init_name: str = "") -> TrainResult:
+          init: Checkpoint | None = None, init_name: str = "", reserved: bool = False) -> TrainResult:
     """Train (or resume training) and write the best model to ``out``; see the module docstring.
 
     ``init``: a warm start -- the model begins with this checkpoint's weights (same data fingerprint and
@@ -317,7 +328,8 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     (``extra["warm_start"]``, with ``init_name``). Ignored by ``resume``, whose file already holds the warm-started weights.
 
     ``out`` is reserved for the run (``out.lock``): a second run writing the same checkpoint is refused
-    with a message, as is an output folder that cannot be written or has too little free space."""
+    with a message, as is an output folder that cannot be written or has too little free space;
+    ``reserved``: the caller already holds that lock (``tpar train`` takes it before loading the data)."""
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -328,11 +340,14 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         raise DataError(f"only {free / 2 ** 20:.0f} MB free; training needs at least "
                         f"{MIN_FREE_BYTES / 2 ** 20:.0f} MB for its checkpoints", file=out.parent)
     dist = current_dist()
+    if reserved:  # the caller holds the output's lock
+        return _train(kg, run, out, resume=resume, progress=progress, callbacks=callbacks, eval_test=eval_test,
+                      init=init, init_name=init_name)
     if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
         return _train(kg, run, out, resume=resume, progress=False, callbacks=None, eval_test=eval_test, init=init,
                       init_name=init_name)
     try:
-        lock = acquire(out.with_name(out.name + ".lock"), f"checkpoint {out.name}")
+        lock = acquire(lock_path(out), f"checkpoint {out.name}")
     except PermissionError as e:
         raise DataError(f"cannot write there ({e.strerror})", file=out.parent) from None
     try:
@@ -438,6 +453,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
             cb.on_checkpoint(rpath)
 
     stopped = "completed"
+    epochs_trained = float(start_epoch)  # epochs of optimiser steps (0.1: a tenth of the first)
     t_run = time.perf_counter()
     last_save = time.perf_counter()
     with deferred_signals() as received:
@@ -477,6 +493,7 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
                     n_q += len(batch)
                     loss_sum, loss_n = loss_sum + total, loss_n + 1
                     qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
+                    epochs_trained = epoch + (i + 1) / nb
                     bar.update(1)
                     bar.set_postfix(loss=f"{total:.4f}", qps=f"{qps:.1f}", refresh=False)
                     cancel = bool(cb.on_step and cb.on_step(StepInfo(epoch, i + 1, nb, total, qps, trained_seconds, lr)))
@@ -540,7 +557,8 @@ def _train(kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress:
     best = Checkpoint.load(out)
     best.history = history
     best.extra.update({"seconds": trained_seconds, "hardware": hardware(), "seed": cfg.seed, "stopped": stopped,
-                       "best_epoch": best_epoch, "wall_seconds": time.perf_counter() - t_run})
+                       "best_epoch": best_epoch, "wall_seconds": time.perf_counter() - t_run,
+                       "epochs_trained": round(epochs_trained, 3)})
     kinds = ["extrapolation", "interpolation"] if setting == "unified" else [setting]
     finished = stopped not in ("cancelled", "interrupted")
     if finished and (cfg.calibrate or (eval_test and "test" in kg.splits)):

@@ -135,6 +135,27 @@ class Prediction(AnsweredQuestion):
         return d
 
 
+class FactRows(list):
+    """What-if facts read from a file: the (subject, relation, object, time) tuples, with the file and
+    the row each came from, so that a problem with one names them (``tpar predict --with/--without``)."""
+
+    def __init__(self, facts, file: str | None = None, rows: list[int] | None = None) -> None:
+        super().__init__(facts)
+        self.file = file
+        self.rows = list(rows) if rows is not None else list(range(2, len(self) + 2))
+
+
+def _origin(facts, i: int) -> tuple[str | None, int | None]:
+    """(file, row) of the ``i``-th (1-based) fact of ``facts`` when it came from a file, else (None, None)."""
+    if isinstance(facts, FactRows) and facts.file is not None:
+        return facts.file, facts.rows[i - 1]
+    return None, None
+
+
+def _where(file: str | None, row: int | None, i: int) -> str:
+    return f"{file}, row {row}" if file is not None else f"fact {i}"
+
+
 class Predictor:
     """Answers "(subject, relation, ?, time)" questions on a data set with a checkpoint.
 
@@ -190,40 +211,64 @@ class Predictor:
 
     def resolve_facts(self, facts, what: str = "fact") -> np.ndarray:
         """(subject, relation, object, time) tuples of names and time labels -> (n, 4) ids; a
-        :class:`DataError` naming the fact for an unknown name or time."""
+        :class:`DataError` naming the fact (and, for a :class:`FactRows` read from a file, the file
+        and row) for an unknown name or time."""
         kg = self.kg
         out = []
         for i, fact in enumerate(facts, start=1):
+            file, row = _origin(facts, i)
+            label = f"{what} {i}" if file is None else what
             if len(fact) != 4:
-                raise DataError(f"{what} {i}: expected (subject, relation, object, time), got {tuple(fact)!r}")
+                raise DataError(f"{label}: expected (subject, relation, object, time), got {tuple(fact)!r}",
+                                file=file, row=row)
             s, r, o, t = fact
             try:
                 step = kg.time_axis.parse(t)
+                out.append((kg.entities.id(kg.entities.resolve(s, "entity")),
+                            kg.relations.id(kg.relations.resolve(r, "relation")),
+                            kg.entities.id(kg.entities.resolve(o, "entity")), step))
             except ValueError as e:
-                raise DataError(f"{what} {i} ({s}, {r}, {o}, {t}): {e}") from None
-            out.append((kg.entities.id(kg.entities.resolve(s, "entity")), kg.relations.id(kg.relations.resolve(r, "relation")),
-                        kg.entities.id(kg.entities.resolve(o, "entity")), step))
+                raise DataError(f"{label} ({s}, {r}, {o}, {t}): {e}", file=file, row=row) from None
+            except DataError as e:
+                raise DataError(f"{label} ({s}, {r}, {o}, {t}): {e.problem}", file=file, row=row) from None
         return np.array(out, dtype=np.int64).reshape(-1, 4)
 
     def what_if_facts(self, without=(), extra=()) -> tuple[np.ndarray, list[str]]:
         """The known facts minus ``without`` plus ``extra`` (each a list of (s, r, o, time) name
-        tuples), and a line per change. Removing a fact that is not known is refused, as is adding
-        one that is (both would change nothing while seeming to)."""
+        tuples, or :class:`FactRows` read from a file), and a line per change. A fact given twice
+        (under any spelling that resolves to it) counts once, and says so; removing a fact that is not
+        known is refused, as is adding one that is or one that is also removed (each would change
+        nothing while seeming to). Problems name the file and row of a :class:`FactRows`."""
         f = self._facts
         gone = self.resolve_facts(without, "fact to remove")
         new = self.resolve_facts(extra, "fact to add")
-        notes = []
+        notes, seen = [], {}
         keep = np.ones(len(f), dtype=bool)
-        for row, (s, r, o, t) in zip(gone, without):
+        for i, (row, (s, r, o, t)) in enumerate(zip(gone, without), start=1):
+            key, (file, line) = ("-", *row.tolist()), _origin(without, i)
+            if key in seen:
+                notes.append(f"{self._fact_text(row)} given twice ({seen[key]} and {_where(file, line, i)}): removed once")
+                continue
+            seen[key] = _where(file, line, i)
             hit = (f[:, 0] == row[0]) & (f[:, 1] == row[1]) & (f[:, 2] == row[2]) & (f[:, 3] == row[3])
             if not hit.any():
-                raise DataError(f"fact to remove ({s}, {r}, {o}, {t}) is not in the data")
+                raise DataError(f"fact to remove ({s}, {r}, {o}, {t}) is not in the data", file=file, row=line)
             keep &= ~hit
             notes.append(f"without {self._fact_text(row)}")
-        for row, (s, r, o, t) in zip(new, extra):
+        added = []
+        for i, (row, (s, r, o, t)) in enumerate(zip(new, extra), start=1):
+            key, (file, line) = ("+", *row.tolist()), _origin(extra, i)
+            if key in seen:
+                notes.append(f"{self._fact_text(row)} given twice ({seen[key]} and {_where(file, line, i)}): added once")
+                continue
+            if ("-", *row.tolist()) in seen:
+                raise DataError(f"fact to add ({s}, {r}, {o}, {t}) is also among the facts to remove", file=file, row=line)
+            seen[key] = _where(file, line, i)
             if tuple(row.tolist()) in self._known:
-                raise DataError(f"fact to add ({s}, {r}, {o}, {t}) is already in the data")
+                raise DataError(f"fact to add ({s}, {r}, {o}, {t}) is already in the data", file=file, row=line)
+            added.append(row)
             notes.append(f"with {self._fact_text(row)}")
+        new = np.array(added, dtype=np.int64).reshape(-1, 4)
         return np.concatenate([f[keep], new]), notes
 
     def _fact_text(self, row) -> str:
@@ -287,6 +332,7 @@ class Predictor:
         if notes:
             pred.hypothetical = notes
             pred.warnings.insert(0, "Hypothetical: answered on the data " + "; ".join(notes) + ".")
+        pred.warnings += [n for n in self.checkpoint.load_notes if n not in pred.warnings]  # e.g. a calibration set aside
         return pred
 
     def calibration(self, setting: str):

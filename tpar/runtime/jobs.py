@@ -29,8 +29,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tpar.data.locks import exclusive
 from tpar.data.names import check_name
 from tpar.errors import DataError
+from tpar.model.timing import FINISH_PHASES, RunProgress, TimeLeft, TrainingEstimate, time_left
 
 STEP_EVENT_EVERY = 0.5  # seconds between step events (the chart's resolution)
 
@@ -45,6 +47,7 @@ class JobSpec:
     data_label: str = ""          # the data set's label in the app's catalog
     eval_test: bool = False
     threads: int = 0              # torch threads for the worker (0: the idle cores when it starts)
+    estimate: dict = field(default_factory=dict)  # TrainingEstimate.to_dict() made before the start, if any
 
 
 @dataclass
@@ -63,19 +66,31 @@ class JobStatus:
     started: float = 0.0
     seconds: float = 0.0
     spec: dict = field(default_factory=dict)
+    epoch_fraction: float = 0.0   # epochs of optimiser steps done (2.5: two and half the third)
+    validations: int = 0          # validation passes finished
+    validation_seconds: float = 0.0  # their time (from the phase events that announce them)
+    phase_started: float = 0.0    # when the current phase began (for the finish: the first finish phase)
+    ended: float = 0.0            # when it finished (done, cancelled or failed), 0 before
 
     @property
     def finished(self) -> bool:
         return self.state in ("done", "cancelled", "failed", "broken")
 
-    @property
-    def remaining_seconds(self) -> float | None:
-        """Training time left if every planned epoch runs (early stopping may end sooner), from the
-        pace so far; ``None`` before the first step, once finished, or while validating, calibrating or
-        evaluating (no steps left to time)."""
-        if self.finished or self.phase or self.progress <= 0 or not self.seconds:
+    def estimate(self) -> TrainingEstimate | None:
+        """The estimate the job was started with (``None`` when it was started without one)."""
+        return TrainingEstimate.from_dict(self.spec.get("estimate"))
+
+    def time_left(self, now: float | None = None) -> TimeLeft | None:
+        """What is left of the run, every planned epoch run (early stopping may end sooner): the start's
+        estimate refined by the pace measured so far (:func:`tpar.model.timing.time_left`, the same
+        function that priced the estimate); ``None`` once finished or before anything says."""
+        if self.finished:
             return None
-        return self.seconds * (1 - self.progress) / self.progress
+        now = time.time() if now is None else now
+        progress = RunProgress(self.epochs, self.epoch_fraction, self.seconds, self.validations,
+                               self.validation_seconds, self.phase,
+                               max(0.0, now - self.phase_started) if self.phase and self.phase_started else 0.0)
+        return time_left(self.estimate(), progress)
 
 
 class TrainingJob:
@@ -139,22 +154,35 @@ class TrainingJob:
         ev = self.events()
         epochs = int(spec.run.get("train", {}).get("epochs", 1))
         st = JobStatus(self.id, spec.name or self.id, "starting", 0.0, 0, epochs, spec=asdict(spec))
+        validating_since = None
         for e in ev:
             kind = e.get("type")
             if kind == "start":
                 st.state, st.started = "running", e.get("time", 0.0)
             elif kind == "phase":
-                st.phase = str(e.get("phase", ""))
+                phase = str(e.get("phase", ""))
+                if phase == "validating":
+                    validating_since = e.get("time")
+                if not (phase in FINISH_PHASES and st.phase in FINISH_PHASES):  # the finish counts from its first phase
+                    st.phase_started = e.get("time", 0.0)
+                st.phase = phase
             elif kind == "step":
                 st.phase = ""
                 st.steps.append(e)
                 st.epoch = e["epoch"] + 1
-                st.progress = min(1.0, (e["epoch"] + e["batch"] / max(e["batches"], 1)) / max(epochs, 1))
+                st.epoch_fraction = e["epoch"] + e["batch"] / max(e["batches"], 1)
+                st.progress = min(1.0, st.epoch_fraction / max(epochs, 1))
                 st.seconds = e.get("elapsed", st.seconds)
             elif kind == "epoch":
                 st.epochs_done.append(e)
+                st.validations += 1
+                if validating_since is not None and isinstance(e.get("time"), (int, float)):
+                    st.validation_seconds += max(0.0, e["time"] - validating_since)
+                validating_since = None
+                if st.phase == "validating":
+                    st.phase = ""  # done: the next epoch's steps, or the finish, come next
             elif kind in ("done", "cancelled", "failed"):
-                st.state, st.phase = kind, ""
+                st.state, st.phase, st.ended = kind, "", e.get("time", 0.0)
                 st.message = e.get("message", "")
                 st.checkpoint = e.get("checkpoint", "")
                 st.seconds = e.get("seconds", st.seconds)
@@ -181,6 +209,14 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     """Create the job folder and launch its worker process (detached from the caller's session)."""
     root = Path(root)
     check_name("model", spec.name or Path(spec.out).stem)
+    root.mkdir(parents=True, exist_ok=True)
+    # the check and the new job folder under one lock: two starts at once (two browser tabs, two
+    # sessions) cannot both pass the check
+    with exclusive(root / ".start.lock", "the training job list", wait=10.0):
+        return _start_job(root, spec)
+
+
+def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
     out = Path(spec.out).resolve()
     if str(out) in running_outputs(root):
         raise DataError(f"another running job is already writing {out.name}; choose another name")
