@@ -82,7 +82,8 @@ def test_upload_a_good_file_and_save(workspace):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"\xff\xfesubject", "not UTF-8 text"),
+    (b"subject\xff", "not UTF-8 text"),
+    (b"\xff\xfesubject", "starts as UTF-16 text"),
     (b"", "file is empty"),
     (b"who,what,when\na,b,c\n", "header lacks column"),
     (b"subject,relation,object,time\na,b\n", "no valid rows"),
@@ -93,7 +94,7 @@ def test_bad_files_are_explained(content, message):
     upload(at, content, "bad.csv")
     assert not at.exception
     assert message in errors(at)
-    if content.startswith(b"\xff"):
+    if b"\xff" in content:
         assert "bad.csv, row 1" in errors(at)
 
 
@@ -312,7 +313,10 @@ def ask_on_own_data(workspace, setting: str, params: dict) -> AppTest:
     cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.0, num_relations=kg.num_relations,
                       time_span=kg.time_range[1] - kg.time_range[0] + 2)
     (workspace / "runs_dir").mkdir(parents=True, exist_ok=True)
-    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting=setting)), kg, setting).save(
+    model = TPAR(cfg)
+    with torch.no_grad():  # random scores a hair apart would be "no evidence" (no ranking shown): spread them
+        model.score.weight.mul_(100)
+    from_model(model, RunConfig(cfg, TrainConfig(setting=setting)), kg, setting).save(
         workspace / "runs_dir" / f"ring-{setting}.tpar")
     at = AppTest.from_file(APP, default_timeout=120)
     for k, v in {"data": "upload: ring", "model": f"ring-{setting}", **params}.items():
@@ -415,7 +419,19 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
     at.toggle(key="upload_complete_on").set_value(True).run()
     assert not at.exception
-    at.slider(key="upload_complete_min").set_value(0).run()  # accept every proposal
+    # by default only the proposals above the threshold fitted on valid for 90% precision are ticked
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    fitted = re.search(r"p ≥ ([0-9.e-]+), fitted on ([\d,]+) valid questions for 90% precision", captions)
+    assert fitted, captions
+    table = next(d.value for d in at.dataframe if "accept" in d.value.columns)
+    p_min = float(fitted.group(1))
+    assert all(ok == (p / 100 >= p_min) or abs(p / 100 - p_min) < 1e-3  # the table rounds to 0.01%
+               for ok, p in zip(table["accept"], table["probability %"]))
+    # these rows lie past the training facts (the only evidence an upload's completion may use): near-uniform
+    # guesses (~1/280), which the old default (accept above 80%, or everything at 0) would have let through
+    assert table["probability %"].max() / 100 < p_min and not table["accept"].any()
+    assert all("below the threshold" in h for h in table["how sure"])
+    at.selectbox(key="upload_complete_precision").set_value("all").run()  # accept every proposal
     captions = " ".join(c.value for c in at.caption)
     m = re.search(r"(\d+) of (\d+) proposals accepted", captions)
     assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 15, captions
@@ -432,6 +448,48 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     at.switch_page("views/timeline.py").run()
     assert not at.exception
     assert any("inferred by a model (completed), not observed" in i.value for i in at.info)
+
+
+def test_upload_asks_for_the_date_order_and_confirms_a_lossy_save(workspace):
+    """A ';' export with DD/MM dates that never show their order: the page names its date control; chosen, the
+    file reads, and with over 5% of rows unreadable Save waits for a confirmation that counts them and says why."""
+    rows = tiny_world_csv(days=12).strip().splitlines()[1:]  # days 1..12 of January: no day over 12
+    dated = [";".join(r.split(",")[:3] + ["/".join(reversed(r.split(",")[3].split("-")))]) for r in rows]
+    text = "\ufeffActor;Event;Target;Date\n" + "\n".join(dated + ["P0;meets;P1;soon", "P1;calls"]) + "\n"
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    upload(at, text.encode(), "export.csv")
+    assert not at.exception and "Dates like 03/04/2024" in errors(at)
+    at.selectbox(key="upload_day_first").set_value("day").run()
+    assert not at.exception and not at.error
+    assert {m.label: m.value for m in at.metric}["Facts kept"] == str(len(rows))
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "2 of 26 rows (7.7%) are not in the data set" in said and "expected 4 columns, found 2" in said
+    at.text_input(key="upload_name").set_value("export").run()
+    assert at.button(key="upload_save").disabled
+    box = next(c for c in at.checkbox if c.label == "Save without these 2 rows")
+    box.check().run()
+    assert not at.button(key="upload_save").disabled
+    at.button(key="upload_save").click().run()
+    assert not at.exception and any("Saved as data set" in s.value for s in at.success)
+    from tpar.data.loading import load_dataset
+
+    kg = load_dataset(workspace / "upload_dir" / "export")
+    assert kg.time_axis.label(int(kg.all_facts()[:, 3].max())) == "2024-01-12"  # read day first
+
+
+def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspace):
+    """A batch with a relation the shipped model never saw: the model is still offered for the rows whose
+    relations it knows, and says that the other relation's facts are no evidence to it (issue #33)."""
+    extra = "\n".join(f"Port {i},Fines,Harbor Express,2025-0{1 + i}-01" for i in range(5)) + "\n"
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    upload(at, gappy_sample_world(6) + extra.encode(), "gappy-plus.csv")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
+    assert any("facts of the others are no evidence to it" in c.value for c in at.caption)
+    at.toggle(key="upload_complete_on").set_value(True).run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "accept" in d.value.columns)
+    assert 1 <= len(table) <= 6 and "Fines" not in set(table["relation"])  # rows with no evidence get no proposal
 
 
 def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):

@@ -148,3 +148,39 @@ def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsy
     for k in ("ece", "brier", "nll"):
         assert k in block["before"] and k in block["after"]
     assert set(block["coverage"]) == {"0.8", "0.9", "0.95"}
+    # the sets' size distribution beside their coverage: on valid (stored) and on the evaluated split
+    assert set(cal.set_sizes) == set(cal.thresholds) and set(block["set_sizes"]) == set(block["coverage"])
+    for k, st in list(cal.set_sizes.items()) + list(block["set_sizes"].items()):
+        assert 0 <= st["median"] <= st["p90"] <= kg.num_entities
+    assert all(block["set_sizes"][k]["mean"] == pytest.approx(block["mean_set_size"][k]) for k in block["coverage"])
+    assert main(["predict", "--checkpoint", str(tmp_path / "m.tpar"), "--data", str(data), "--subject", "P0",
+                 "--relation", "meets", "--time", "2024-03-25", "--coverage", "0.9"]) == 0
+    out = capsys.readouterr().out
+    assert f"such sets held median {cal.set_sizes['0.9']['median']:,.0f}, 90th percentile" in out
+
+
+def test_answer_set_sizes_on_valid_are_reported_beside_coverage():
+    """Issue #33: a mean set size hides how sizes vary; the calibration keeps the median and 90th percentile
+    of the sets' sizes on its own split, recomputed here from the thresholds, and round-trips them."""
+    from tpar.evaluation.calibration import probabilities, set_size_stats, set_size_text
+
+    assert set_size_stats(torch.tensor([1, 1, 2, 3, 100])) == {"mean": 21.4, "median": 2.0, "p90": 100.0}
+    assert set_size_stats(torch.tensor(list(range(1, 11)))) == {"mean": 5.5, "median": 5.0, "p90": 9.0}
+    assert set_size_text({"mean": 32.46, "median": 4.0, "p90": 140.0}, 7128) == \
+        "median 4, 90th percentile 140, mean 32.5 (of 7,128)"
+    logits, answers = synthetic(3000, 30, 1.0, seed=11)
+    t = fit_temperature(logits, answers)
+    m, _ = metrics(logits, answers, t)
+    thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv) for lv in (0.8, 0.9)}
+    p = probabilities(logits, t)
+    for k, thr in thresholds.items():
+        sizes = sorted((p >= thr).sum(1).tolist())
+        want = set_size_stats(torch.tensor(sizes))
+        assert want["median"] == sizes[(len(sizes) - 1) // 2] and want["p90"] == sizes[int(0.9 * len(sizes)) - 1]
+        assert want["median"] < want["p90"] < 30  # sizes vary: the distribution says so, a mean alone does not
+    cal = Calibration("extrapolation", t, "valid", 3000, 0, m, m, thresholds, 30,
+                      {k: set_size_stats((p >= thr).sum(1)) for k, thr in thresholds.items()})
+    assert Calibration.from_dict(json.loads(json.dumps(cal.to_dict()))) == cal
+    old = cal.to_dict()
+    del old["set_sizes"]  # calibrations stored before: no sizes, still read
+    assert Calibration.from_dict(old).set_sizes == {}

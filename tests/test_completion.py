@@ -292,6 +292,120 @@ def test_rows_are_completed_in_the_datas_own_spelling(planted):
     assert c.fact[:2] == ("P1", "calls") and c.entity in kg.entities
 
 
+# ---------------------------------------------------------------- confident proposals only (issue #33)
+def test_the_precision_threshold_is_the_lowest_probability_whose_proposals_are_right_often_enough():
+    from tpar.evaluation.calibration import precision_threshold
+
+    # 40 questions over 3 entities; question i's top probability falls with i (entity 0 proposed), and the
+    # answer is entity 0 except at i = 3, 7 and from 20 on every other question
+    n = 40
+    logits = torch.zeros(n, 3, dtype=torch.float64)
+    logits[:, 0] = torch.linspace(6.0, 0.5, n)
+    wrong = {3, 7} | {i for i in range(20, n) if i % 2}
+    answers = torch.tensor([1 if i in wrong else 0 for i in range(n)])
+    fit = precision_threshold(logits, answers, 1.0, 0.9, setting="interpolation")
+    conf = torch.softmax(logits, 1)[:, 0]
+    right = np.cumsum([i not in wrong for i in range(n)]) / np.arange(1, n + 1)
+    k = max(i for i in range(n) if right[i] >= 0.9 and i + 1 >= 10)  # the largest prefix that is 90% right
+    assert fit.threshold == pytest.approx(float(conf[k])) and fit.filled == k + 1 and fit.questions == n
+    assert fit.precision == pytest.approx(right[k]) and fit.precision >= 0.9
+    assert fit.text().startswith(f"interpolation: p ≥ {float(conf[k]):.3g}, fitted on 40 valid questions for 90% ")
+    assert not precision_threshold(logits, answers, 1.0, 1.0).reached  # question 3 is wrong: 100% needs < 10
+    assert precision_threshold(logits, answers, 1.0, 1.0, min_support=3).filled == 3
+    tied = torch.zeros(n, 3, dtype=torch.float64)  # all tied at 1/3: all in (28 of 40 right) or all out
+    assert not precision_threshold(tied, answers, 1.0, 0.9).reached
+    assert precision_threshold(tied, answers, 1.0, 0.7).filled == n
+
+
+def test_cli_complete_fills_only_proposals_above_the_threshold_fitted_on_valid(planted, tmp_path, capsys):
+    import json
+
+    from tpar.evaluation.calibration import collect, precision_threshold, stored
+
+    hidden = planted["hidden"]
+    # half the rows ask who a call came from: answerable from the meeting; the other half ask about 'meets'
+    # at a time nobody met (no evidence of any meeting that day)
+    rows = [(s, r, "", t) for s, r, o, t in hidden] + [("P0", "meets", "", "2024-01-02")]
+    inp = write_csv(tmp_path / "in.csv", rows)
+    out = tmp_path / "out.csv"
+    argv = ["complete", "--checkpoint", str(planted["checkpoint"]), "--data", str(planted["data"]),
+            "--split-policy", "random", "--input", str(inp), "--out", str(out)]
+    assert main(argv + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    fit = d["thresholds"]["interpolation"]
+    ck = Checkpoint.load(planted["checkpoint"])
+    logits, answers = collect(planted["kg"], ModelRanker(ck.build_model("cpu"), "cpu"), "interpolation", "valid")
+    want = precision_threshold(logits, answers, stored(ck.extra, "interpolation").temperature, 0.9)
+    assert fit["threshold"] == pytest.approx(want.threshold) and fit["questions"] == len(answers)
+    for r in d["rows"]:
+        assert r["accepted"] == (r["probability"] is not None and r["probability"] >= fit["threshold"])
+    assert main(argv + ["--json", "--precision", "0.95"]) == 0  # stricter: a higher threshold, some rows left empty
+    d = json.loads(capsys.readouterr().out)
+    strict = d["thresholds"]["interpolation"]
+    assert strict["threshold"] > fit["threshold"] and strict["precision"] >= 0.95
+    for r in d["rows"]:
+        assert r["accepted"] == (r["probability"] is not None and r["probability"] >= strict["threshold"])
+    assert any(r["accepted"] for r in d["rows"]) and any(not r["accepted"] and r["probability"] for r in d["rows"])
+    back = read_quadruple_csv(out, incomplete="keep")
+    assert len(back.subjects) == sum(r["accepted"] for r in d["rows"])  # filled rows are facts, the rest empty
+    with open(out, newline="", encoding="utf-8") as fh:
+        written = list(csv.DictReader(fh))
+    for r, w in zip(d["rows"], written):
+        if not r["accepted"] and r["fact"]:  # left empty, its best guess listed first
+            assert w["object"] == "" and w["alternatives"].startswith(r["fact"][2])
+    assert main(argv + ["--precision", "0.95", "--show", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "completed confidently (a threshold fitted on valid for 95% precision)" in text
+    assert "threshold interpolation: p ≥" in text and "left empty, best guess" in text
+    assert main(argv + ["--precision", "0"]) == 2 and "--precision 0.0 is not" in capsys.readouterr().err
+    assert main(argv + ["--min-probability", "0"]) == 0  # explicitly: every proposal
+    assert "completed with p ≥ 0 (--min-probability)" in capsys.readouterr().out
+
+
+def test_a_model_whose_relations_cover_the_rows_completes_them(planted, tmp_path):
+    """A data set with a relation the model never saw: its facts are no evidence to the model, its rows are
+    refused by name, and the other rows get exactly the proposals they get on the data without it."""
+    from tpar.reasoning.completion import complete_with_checkpoint, relation_view
+
+    ck = Checkpoint.load(planted["checkpoint"])
+    kg = planted["kg"]
+    extra = [(a, "fines", b, t) for a, _, b, t in planted_rows(days=40, seed=5)[:30:2]]
+    known = [r for r in planted_rows() if r not in planted["hidden"]]
+    wider = load_csv(write_csv(tmp_path / "wider.csv", known + extra), split_policy="random", seed=0)
+    assert "fines" in wider.relations and list(wider.relations.names) != list(ck.relations)
+    with pytest.raises(DataError, match="its relations differ"):
+        ck.check_fits(wider)  # the exact-match rule this completion no longer needs
+    view = relation_view(wider, ck.relations)
+    assert "fines" not in view.relations and len(view.all_facts()) == len(wider.all_facts()) - len(extra)
+    rows = [IncompleteRow(i + 2, s, r, None, t) for i, (s, r, o, t) in enumerate(planted["hidden"][:10])]
+    rows.append(IncompleteRow(99, "P1", "fines", None, planted["hidden"][0][3]))
+    got = complete_with_checkpoint(ck, wider, rows, device="cpu")
+    assert "does not know relation 'fines'" in got[-1].problem and got[-1].entity is None
+    base = complete_with_checkpoint(ck, kg, rows[:-1], device="cpu")
+    for a, b in zip(got[:-1], base):
+        assert (a.entity, a.setting) == (b.entity, b.setting)
+        assert a.probability == pytest.approx(b.probability, rel=1e-5)
+    # a data set with fewer relations than the model (only the calls): the model serves it too
+    calls = load_csv(write_csv(tmp_path / "calls.csv", [r for r in known if r[1] == "calls"]), split_policy="random")
+    assert complete_with_checkpoint(ck, calls, rows[:3], device="cpu")[0].entity is not None
+
+
+def test_without_valid_facts_to_fit_on_no_row_is_filled_by_default(planted, tmp_path, capsys):
+    folder = tmp_path / "train-only"
+    folder.mkdir()
+    write_csv(folder / "train.csv", [r for r in planted_rows() if r not in planted["hidden"]])
+    inp = write_csv(tmp_path / "in.csv", [(s, r, "", t) for s, r, o, t in planted["hidden"][:6]])
+    out = tmp_path / "out.csv"
+    argv = ["complete", "--checkpoint", str(planted["checkpoint"]), "--data", str(folder), "--input", str(inp),
+            "--out", str(out), "--setting", "interpolation"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "0 completed confidently" in text and "no valid questions to fit a threshold on" in text
+    assert "--min-probability P fills" in text
+    back = read_quadruple_csv(out, incomplete="keep")
+    assert not back.subjects and len(back.incomplete) == 6  # nothing guessed into the data
+
+
 def test_completed_csv_cells_never_start_a_formula_and_read_back_as_written(planted, tmp_path):
     """Names from untrusted files (the input's and the proposals') pass through the one formula-safe
     CSV writer; the table reader takes the apostrophe off, so the file still reads back as data."""

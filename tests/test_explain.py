@@ -72,7 +72,8 @@ def test_beam_search_equals_brute_force(setting, simple):
     facts = kg.facts("test")
     checked = 0
     for s, r, o, t in facts[:6].tolist():
-        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=4, beam=10_000, simple=simple)
+        exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting=setting, num_paths=4, beam=10_000, simple=simple,
+                         ranking="total")  # Eq. 14's own ranking, by each path's whole sum
         if not exp.reached:
             assert exp.paths == [] and exp.score == 0.0
             continue
@@ -81,7 +82,7 @@ def test_beam_search_equals_brute_force(setting, simple):
         if not truth:
             continue
         for path, (key, score) in zip(exp.paths, truth):
-            assert path.importance == pytest.approx(score, rel=1e-4, abs=1e-7)
+            assert path.total == pytest.approx(score, rel=1e-4, abs=1e-7)
         # the returned paths are the top ones (ties may come in another order)
         cutoff = truth[len(exp.paths) - 1][1]
         truth_keys = {k for k, v in truth if v >= cutoff - 1e-7}
@@ -90,7 +91,7 @@ def test_beam_search_equals_brute_force(setting, simple):
                          kg.entities.id(x.target), x.time_step) for x in path.links)
             assert key in truth_keys
             # its "stay" is the self-loop gradient of one of the best walks along these links
-            assert any(abs(sc - path.importance) <= 1e-7 + 1e-4 * abs(sc) and abs(st - path.stay) <= 1e-7 + 1e-4 * abs(st)
+            assert any(abs(sc - path.total) <= 1e-7 + 1e-4 * abs(sc) and abs(st - path.stay) <= 1e-7 + 1e-4 * abs(st)
                        for sc, st in stays[key])
         checked += 1
     assert checked >= 3
@@ -101,9 +102,10 @@ def test_default_beam_finds_the_best_path():
     checked = 0
     for s, r, o, t in kg.facts("test")[:6].tolist():
         exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=1, simple=False)
-        if exp.reached:
+        if exp.reached:  # the first path adds all it walks: its importance is its whole sum
             truth, _ = brute_force_paths(ex, s, r, t, o, Setting.INTERPOLATION)
             assert exp.paths[0].importance == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
+            assert exp.paths[0].total == pytest.approx(truth[0][1], rel=1e-4, abs=1e-7)
             checked += 1
     assert checked >= 3
 
@@ -343,9 +345,9 @@ def test_real_evidence_is_meaningful_and_stays_are_apart():
     s, r, o, t = kg.facts("test")[0].tolist()
     exp = ex.explain(f"e{s}", f"r{r}", t, f"e{o}", setting="interpolation", num_paths=4)
     assert exp.has_evidence
-    for p in exp.paths:  # importance = the links' gradients only; the rest of the walk is "stay"
-        assert p.importance == pytest.approx(sum(x.gradient for x in p.links), rel=1e-5, abs=1e-9)
-        assert p.meaningful == (abs(p.importance) >= exp.floor)
+    for p in exp.paths:  # total = the links' gradients only; the rest of the walk is "stay"
+        assert p.total == pytest.approx(sum(x.gradient for x in p.links), rel=1e-5, abs=1e-9)
+        assert p.meaningful == (abs(p.total) >= exp.floor)
 
 
 def test_link_sentences_read_as_plain_language(sample_kg, sample_checkpoint):
@@ -491,4 +493,137 @@ def test_measured_removal_is_what_the_what_if_answer_computes():
             assert x.removal == pytest.approx(e.score - after, abs=1e-9)
             checked += 1
         assert all(x.removal is None for x in e.facts[2:])
+    assert checked >= 2
+
+
+def link_attributions(ex: Explainer, prepared, a: int, importance: str, steps: int):
+    """Every propagation link's and self-loop's attribution, recomputed here: {(layer, src, rel, dst, t): share}
+    and the self-loops' total (integrated gradients over ``steps`` points, or one gradient)."""
+    full = PropagationTrace(weighted=True)
+    f = ex.predictor.model(prepared.batch, prepared.background, trace=full)[0, a]
+    if importance == "integrated":
+        links, loops, *_ = ex._integrated(prepared, a, full, steps=steps)
+    else:
+        ws = [w for pair in zip(full.link_weight, full.loop_weight) for w in pair]
+        grads = [torch.zeros_like(w) if g is None else g for w, g in
+                 zip(ws, torch.autograd.grad(f, ws, allow_unused=True))]
+        links, loops = grads[0::2], grads[1::2]
+    attr = {}
+    for layer, (rows, x) in enumerate(zip(full.links, links), start=1):
+        for (_, src, rel, dst, t), v in zip(rows.tolist(), x.tolist()):
+            attr[(layer, src, rel, dst, t)] = v
+    return attr, sum(float(x.double().sum()) for x in loops)
+
+
+@pytest.mark.parametrize("importance", ["integrated", "gradient"])
+def test_listed_paths_and_the_rest_add_up_to_the_score_above_no_evidence_each_link_once(importance):
+    """Issue #33: paths sharing a link must not each count it. A path's importance is what its links add beyond
+    the paths above it (recomputed here from every link's attribution); paths are chosen greedily by that; the
+    listed paths plus the rest (links on no listed path, stays, and what the method leaves unattributed) add up
+    to f − f₀, and for integrated gradients the unattributed part is only their small gap."""
+    ex, kg = toy_explainer(gate=True)
+    checked = shared = 0
+    for s, r, o, t in kg.facts("test")[:8].tolist():
+        subject, relation = kg.entities.name(s), kg.relations.name(r)
+        e = ex.explain(subject, relation, t, kg.entities.name(o), importance=importance, num_paths=5, steps=8)
+        if len(e.paths) < 2 or e.importance != importance:
+            continue
+        d = e.decomposition
+        prepared = ex.predictor.prepare(Question(subject, relation, t, "object", e.setting))
+        assert d.no_evidence_score == pytest.approx(score_with_every_link_off(ex, prepared, o), abs=1e-9)
+        assert sum(p.importance for p in e.paths) + d.rest == pytest.approx(e.score - d.no_evidence_score, abs=1e-6)
+        attr, stays = link_attributions(ex, prepared, o, importance, e.integration_steps)
+        seen: set = set()
+        for i, p in enumerate(e.paths):
+            keys = [(x.layer, kg.entities.id(x.source), kg.relations.id(x.relation) + (R if x.inverse else 0),
+                     kg.entities.id(x.target), x.time_step) for x in p.links]
+            new = [k for k in keys if k not in seen]
+            shared += len(new) < len(keys)
+            assert p.importance == pytest.approx(sum(attr[k] for k in new), rel=1e-4, abs=1e-7)  # no link twice
+            assert p.total == pytest.approx(sum(attr[k] for k in keys), rel=1e-4, abs=1e-7)
+            for q in e.paths[i + 1:]:  # greedy: no later path would have added more at this one's turn
+                later = {(x.layer, kg.entities.id(x.source), kg.relations.id(x.relation) + (R if x.inverse else 0),
+                          kg.entities.id(x.target), x.time_step) for x in q.links} - seen
+                assert sum(attr[k] for k in later) <= p.importance + 1e-6
+            seen.update(keys)
+        assert d.links_on_paths == len(seen) and d.links == len(attr)
+        assert d.paths == pytest.approx(sum(attr[k] for k in seen), rel=1e-4, abs=1e-7)
+        assert d.rest_links == pytest.approx(sum(v for k, v in attr.items() if k not in seen), rel=1e-4, abs=1e-6)
+        assert d.stays == pytest.approx(stays, rel=1e-4, abs=1e-6)
+        if importance == "integrated":  # complete: the rest is the links' and stays', not a plug
+            assert abs(d.residual) <= 0.01 * max(abs(d.target), 1e-3) or any("approximate" in w for w in e.warnings)
+        assert e.to_dict()["decomposition"]["total"] == pytest.approx(d.target, abs=1e-6)
+        checked += 1
+    assert checked >= 3 and shared > 0  # the case the rule exists for: paths that share links
+
+
+def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_again(sample_kg, sample_checkpoint,
+                                                                                     capsys):
+    """The issue's case: five paths through one first link summed to 29.73 for a score of 10.50. Now the
+    explain JSON's importances add up to at most f − f₀ and the text says how paths are ranked."""
+    import json
+
+    from tpar.cli import main
+    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+
+    args = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject",
+            "Jonas of Jororistan", "--relation", "Consult", "--time", "2025-12-18", "--answer", "Mara of Yarzanora",
+            "--setting", "extrapolation", "--importance", "integrated"]
+    assert main(args + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    first = d["paths"][0]["links"][0]
+    assert sum(first == p["links"][0] for p in d["paths"]) >= 3  # several paths share the first link
+    assert sum(p["total"] for p in d["paths"]) > 2 * d["score"]  # counted per path, as before, it would be 2x f
+    dec = d["decomposition"]
+    assert sum(p["importance"] for p in d["paths"]) <= dec["target"] + 1e-6
+    assert sum(p["importance"] for p in d["paths"]) + dec["rest"] == pytest.approx(d["score"] - dec["no_evidence_score"],
+                                                                                   abs=1e-6)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ranked by what each adds beyond the paths above it" in out and "listed paths +" in out
+
+
+def test_the_facts_towards_an_answer_are_those_on_walks_that_reach_it():
+    """The fidelity benchmark's random baseline draws from these (issue #33): a fact is in the pool iff a link
+    walking it lies on some L-step walk (links or stays) from the question's entity to the answer -- checked
+    against every walk enumerated here -- and removing a fact outside the pool leaves the answer's score as it
+    is, which is why drawing from all admitted links gave a random baseline of 0."""
+    from tpar.reasoning.explanation import facts_towards
+
+    ex, kg = toy_explainer()
+    checked = 0
+    for s, r, o, t in kg.facts("test")[:6].tolist():
+        prepared = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t))
+        trace = PropagationTrace()
+        with torch.no_grad():
+            ex.predictor.model(prepared.batch, prepared.background, trace=trace)
+        L = len(trace.links)
+        steps = [[(int(x[1]), int(x[3]), (int(x[3]), int(x[2]) - R, int(x[1]), int(x[4])) if int(x[2]) >= R else
+                   (int(x[1]), int(x[2]), int(x[3]), int(x[4]))) for x in trace.links[layer]] for layer in range(L)]
+        want: set = set()
+
+        def walk(layer, ent, facts):
+            if layer == L:
+                if ent == o:
+                    want.update(facts)
+                return
+            walk(layer + 1, ent, facts)  # stay (every reached entity has a self-loop)
+            for src, dst, fact in steps[layer]:
+                if src == ent:
+                    walk(layer + 1, dst, facts + [fact])
+
+        walk(0, s, [])
+        got = facts_towards(trace, o, R)
+        assert set(got) == want and len(got) == len(set(got))
+        admitted = {f for layer in steps for _, _, f in layer}
+        if want and admitted - want:
+            outside = sorted(admitted - want)[0]
+            data, _ = ex.predictor.what_if_facts([(kg.entities.name(outside[0]), kg.relations.name(outside[1]),
+                                                   kg.entities.name(outside[2]), kg.time_axis.label(outside[3]))], ())
+            other = ex.predictor.prepare(Question(kg.entities.name(s), kg.relations.name(r), t), data)
+            with torch.no_grad():
+                before = float(ex.predictor.model(prepared.batch, prepared.background)[0, o])
+                after = float(ex.predictor.model(other.batch, other.background)[0, o])
+            assert after == pytest.approx(before, abs=1e-6)
+            checked += 1
     assert checked >= 2

@@ -111,7 +111,8 @@ def test_complete_on_other_data_with_a_relation_map(renamed, tmp_path, capsys):
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert "1 by the relation map" in cap.err and "20 of 21 relations matched" in cap.err
-    assert "2 incomplete row(s)" in cap.out and "2 completed" in cap.out
+    assert "2 incomplete row(s)" in cap.out and "does not know relation" not in cap.out + cap.err
+    assert "row 2: " in cap.out and "row 3: " in cap.out and "Traceback" not in cap.err   # a proposal for both rows
 
 
 def test_calibrate_refuses_other_data(renamed, capsys):

@@ -34,7 +34,7 @@ def _load(args):
     from tpar.data.loading import load_dataset
 
     kg = load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed,
-                      on_bad_rows="drop" if args.drop_bad_rows else "raise")
+                      on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
     dropped = [n for n in kg.notes if " dropped" in n]
     if dropped and getattr(args, "command", "") != "info":
         for note in dropped:
@@ -330,7 +330,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from tpar.evaluation.calibration import calibrate
+    from tpar.evaluation.calibration import calibrate, set_size_text
     from tpar.model.ranker import ModelRanker
 
     if not Path(args.checkpoint).is_file():  # an input first: "not found" rather than an output's complaint
@@ -355,7 +355,9 @@ def cmd_calibrate(args) -> int:
         print("            ECE    Brier    NLL   top-1 acc  mean conf")
         for tag, m in (("before", c.before), ("after", c.after)):
             print(f"  {tag:7s} {m.ece:7.4f} {m.brier:7.4f} {m.nll:7.3f}   {100 * m.accuracy:6.2f}%   {100 * m.confidence:6.2f}%")
-        print("  answer sets: " + ", ".join(f"{100 * float(k):g}% -> p ≥ {v:.2e}" for k, v in c.thresholds.items()))
+        print("  answer sets (sizes on valid): " + "; ".join(
+            f"{100 * float(k):g}% -> p ≥ {v:.2e}, {set_size_text(c.set_sizes[k], c.entities)}"
+            for k, v in c.thresholds.items()))
     print(f"wrote the calibration into {args.checkpoint}")
     return 0
 
@@ -393,13 +395,17 @@ def calibration_report(kg, ranker, ckpt, setting: str, split: str) -> dict:
 
 def calibration_text(c: dict) -> str:
     b, a = c["before"], c["after"]
-    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, mean size {c['mean_set_size'][k]:.1f}"
+    from tpar.evaluation.calibration import set_size_text
+
+    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, size "
+                      + (set_size_text(c["set_sizes"][k]) if k in c.get("set_sizes", {}) else
+                         f"mean {c['mean_set_size'][k]:.1f}")
                       for k, v in c["coverage"].items())
     return (f"calibration (T = {c['temperature']:.3f}, {c['fitted_on']['source']}): ECE {b['ece']:.4f} -> {a['ece']:.4f}, "
             f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
 
 
-def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
+def _fact_file(path: str | None, day_first: bool | None = None) -> list[tuple[str, str, str, str]]:
     """Facts for a what-if: a CSV/TSV with the header subject, relation, object, time, read by the
     data sets' own reader (a :class:`DataError` naming the file and row); at most 10,000."""
     if not path:
@@ -407,7 +413,7 @@ def _fact_file(path: str | None) -> list[tuple[str, str, str, str]]:
     from tpar.data.tables import read_quadruple_csv
     from tpar.reasoning.prediction import FactRows
 
-    q = read_quadruple_csv(path)
+    q = read_quadruple_csv(path, day_first=day_first)
     if len(q.subjects) > 10_000:
         raise DataError(f"{len(q.subjects):,} facts; a what-if takes at most 10,000", file=path)
     return FactRows(zip(q.subjects, q.relations, q.objects, q.raw_times), file=path, rows=q.rows)
@@ -420,7 +426,8 @@ def cmd_predict(args) -> int:
     pred = Predictor(ckpt, kg, args.device)
     top = None if args.top == "all" else args.top
     p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
-                     coverage=args.coverage, without=_fact_file(args.without), extra=_fact_file(args.with_facts))
+                     coverage=args.coverage, without=_fact_file(args.without, args.day_first),
+                     extra=_fact_file(args.with_facts, args.day_first))
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
         return 0
@@ -431,6 +438,9 @@ def cmd_predict(args) -> int:
           f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
     for w in p.warnings:
         print(f"warning: {w}")
+    if p.no_evidence:  # a ranking would present a guess as an answer
+        print(f"no evidence: {p.no_evidence}. No ranking is shown (--json still lists the scores).")
+        return 0
     width = max([len(a.rank_text()) for a in p.answers] + [4])
     for a in p.answers:
         tie = f"  tied with {a.ties}" if a.ties else ""
@@ -449,19 +459,38 @@ def cmd_predict(args) -> int:
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
         print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
+        from tpar.evaluation.calibration import set_size_text
+
+        cal = pred.calibration(p.setting)
+        sizes = cal.set_sizes.get(f"{p.coverage:g}") if cal else None
+        if sizes:
+            print(f"  on the {cal.queries:,} {cal.split} questions the calibration was fitted on, such sets held "
+                  f"{set_size_text(sizes, p.num_entities)} entities")
     return 0
 
 
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
-    from tpar.reasoning.completion import complete_with_checkpoint, write_completed_csv
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.data.relation_matching import read_relation_map
+    from tpar.reasoning.completion import (apply_thresholds, complete_with_checkpoint, fit_thresholds,
+                                           model_view, write_completed_csv)
 
-    if not 0.0 <= args.min_probability <= 1.0:
+    if args.min_probability is not None and not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
+    if not 0.0 < args.precision <= 1.0:
+        raise DataError(f"--precision {args.precision} is not between 0 (excluded) and 1")
     _output(args.out, "completed CSV")
-    ckpt, kg = _checkpoint_and_data(args)
+    ckpt, kg = Checkpoint.load(args.checkpoint), _load(args)
+    rmap = read_relation_map(args.relation_map) if args.relation_map else None
+    if rmap is not None or not set(kg.relations.names) <= set(ckpt.relations):
+        kg = ckpt.fit(kg, rmap, args.min_coverage)  # other relations: matched by name, refused below the coverage
+        if getattr(kg, "match", None) is not None:
+            print(kg.match.report(), file=sys.stderr)
+    for w in ckpt.load_notes + ckpt.check_fits(model_view(kg, ckpt)[0]):  # relations cover the rows'
+        print(f"warning: {w}", file=sys.stderr)
     q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
-                           on_bad_rows="drop" if args.drop_bad_rows else "raise")
+                           on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
     for r, problem in q.report.problems:
         print(f"warning: {args.input}, row {r} dropped: {problem}", file=sys.stderr)
     if not q.incomplete:
@@ -477,20 +506,38 @@ def cmd_complete(args) -> int:
               mininterval=1.0, file=sys.stderr) as bar:
         comps = complete_with_checkpoint(ckpt, kg, q.incomplete, setting=args.setting, device=args.device,
                                          evidence=args.evidence, on_progress=lambda done, total: bar.update(done - bar.n))
-    n = write_completed_csv(args.out, q, comps, args.min_probability)
+    fits = {}
+    if args.min_probability is None:  # only confident proposals: a threshold fitted on valid per setting used
+        fits = fit_thresholds(ckpt, kg, [c.setting for c in comps if c.entity is not None], args.precision,
+                              device=args.device, seed=args.seed)
+        apply_thresholds(comps, fits)
+    else:
+        for c in comps:
+            c.threshold = args.min_probability
+    n = write_completed_csv(args.out, q, comps)
     if args.json:
-        print(json.dumps([{"row": c.row.row, "missing": c.row.missing, "fact": c.fact, "probability": c.probability,
-                           "calibrated": c.calibrated, "setting": c.setting, "ties": c.ties,
-                           "known_answers": c.known_answers, "accepted": c.accepted(args.min_probability),
-                           "alternatives": [[a.entity, a.probability] for a in c.alternatives],
-                           "problem": c.problem} for c in comps], indent=2))
+        print(json.dumps({"thresholds": {s: f.to_dict() for s, f in fits.items()},
+                          "min_probability": args.min_probability,
+                          "rows": [{"row": c.row.row, "missing": c.row.missing, "fact": c.fact,
+                                    "probability": c.probability, "calibrated": c.calibrated, "setting": c.setting,
+                                    "ties": c.ties, "known_answers": c.known_answers, "accepted": c.accepted(),
+                                    "threshold": c.threshold if c.threshold != float("inf") else None,
+                                    "alternatives": [[a.entity, a.probability] for a in c.alternatives],
+                                    "problem": c.problem} for c in comps]}, indent=2))
         return 0
-    accepted = [c for c in comps if c.accepted(args.min_probability)]
+    accepted = [c for c in comps if c.accepted()]
     unanswerable = [c for c in comps if c.entity is None]
-    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed"
-          + (f" with p ≥ {args.min_probability:g}" if args.min_probability else "")
-          + f", {len(comps) - len(accepted) - len(unanswerable):,} left incomplete (below the threshold), "
-          f"{len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+    how = (f"with p ≥ {args.min_probability:g} (--min-probability)" if args.min_probability is not None else
+           f"confidently (a threshold fitted on valid for {100 * args.precision:g}% precision)")
+    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed {how}, "
+          f"{len(comps) - len(accepted) - len(unanswerable):,} left empty (below the threshold: their best guesses "
+          f"are in the alternatives column), {len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+    for fit in fits.values():
+        print(f"  threshold {fit.text()}")
+    if any(not f.questions for f in fits.values()):
+        print("  (no valid facts to fit on: --min-probability P fills every proposal at least P likely)")
+    elif any(not f.reached for f in fits.values()):
+        print("  (a lower --precision, or --min-probability P to fill every proposal at least P likely, fills more)")
     outside = [c for c in comps if c.setting and ckpt.setting not in (c.setting, "unified")]
     if outside:
         print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
@@ -499,14 +546,15 @@ def cmd_complete(args) -> int:
         print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")
     for c in comps[: args.show]:
         alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)
-        print(f"  row {c.row.row}: {c.note()}" + (f"  (then: {alt})" if alt else ""))
+        state = "" if c.entity is None else "filled: " if c.accepted() else "left empty, best guess "
+        print(f"  row {c.row.row}: {state}{c.note()}" + (f"  (then: {alt})" if alt else ""))
     if len(comps) > args.show:
         print(f"  … {len(comps) - args.show:,} more in {args.out}")
     return 0
 
 
 def cmd_explain(args) -> int:
-    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.explanation import RANKING_TEXT, Explainer
     from tpar.reasoning.prediction import Predictor
 
     ckpt, kg = _checkpoint_and_data(args)
@@ -527,15 +575,16 @@ def cmd_explain(args) -> int:
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
-          f"paths ranked by {e.importance} importance")
+          f"{e.importance} importance")
+    print(f"  {RANKING_TEXT[e.ranking]}")
     if e.importance == "integrated":
-        print(f"  integrated over {e.integration_steps} points: shares add up to f − f₀ = "
-              f"{e.score - e.baseline_score:.4f} (f₀ = {e.baseline_score:.4f}, the score with every link off; "
-              f"gap {e.completeness_gap:+.2g})")
+        print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
+    if e.decomposition is not None:
+        print(f"  {e.decomposition.text()}")
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
-        print(f"{i:3d}. importance {path.importance:+.4f}  {path.describe()}"
+        print(f"{i:3d}. adds {path.importance:+.4f} (alone {path.total:+.4f})  {path.describe()}"
               + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
     if e.facts:
         print(f"facts by their share of the score ({e.importance}):")
@@ -716,6 +765,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--drop-bad-rows", action="store_true",
                         help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
                              "the first")
+        order = sp.add_mutually_exclusive_group()
+        order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
+                           help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
+                                "by a day over 12; asked for when nothing shows it)")
+        order.add_argument("--month-first", dest="day_first", action="store_false",
+                           help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
 
     def transfer_args(sp):
         """A checkpoint on data with other relations: how they are matched and how much must match."""
@@ -882,8 +937,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="CSV/TSV: subject, relation, object, time; a row with an empty subject or object is completed")
     sp.add_argument("--out", required=True, metavar="FILE", help="the completed CSV (same rows, the missing field "
                     "filled, plus probability, completed and alternatives columns)")
-    sp.add_argument("--min-probability", type=float, default=0.0,
-                    help="fill only proposals at least this probable; the others stay incomplete (default 0)")
+    sp.add_argument("--precision", type=float, default=0.9,
+                    help="fill only confident proposals: those at or above the probability threshold at which the "
+                         "model's first proposals on the data's valid questions were right this often (default "
+                         "0.9); the others stay empty, their best guesses listed")
+    sp.add_argument("--min-probability", type=float, default=None,
+                    help="instead of the fitted threshold, fill every proposal at least this probable (0: all)")
     sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                     help="auto: interpolation for times within the data, extrapolation after it")
     sp.add_argument("--evidence", default="all", choices=["all", "train"],
@@ -971,7 +1030,8 @@ def _run(args, torchrun: bool) -> int:
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
-        if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows:
+        if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows \
+                and type(e).__name__ != "AmbiguousDates":  # a whole file's date order, not a row to drop
             print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

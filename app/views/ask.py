@@ -11,7 +11,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
-from tpar.evaluation.calibration import Calibration
+from tpar.evaluation.calibration import Calibration, set_size_text
 from tpar.evaluation.reports import csv_text
 from tpar.errors import DataError
 from tpar.graph.queries import check_question_time, default_question
@@ -40,10 +40,20 @@ def render() -> None:
     why = ""
     if ss["setting"] == "auto":
         why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"
+    elif pred.setting == "extrapolation" and pred.time_step <= t_max:  # e.g. a showcase forecast
+        why = (f", chosen although {pred.time} lies inside the known time range: a forecast from the facts before "
+               f"{pred.time} only, the later ones hidden as if not yet known")
+    elif pred.setting == "interpolation" and pred.time_step > t_max:
+        why = f", chosen although {pred.time} lies after the last known fact: only earlier facts exist to use"
     st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
                f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
     for w in pred.warnings:
         st.warning(ex.md(w))
+    if pred.no_evidence:  # a ranking would present a guess as an answer
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. No ranking is shown; try a time closer "
+                      "to the known facts, or another entity or relation."))
+        ex.sync_url()
+        st.stop()
     if not pred.answers:
         st.info("No answers.")
         st.stop()
@@ -92,7 +102,8 @@ def examples_ui(sel: ex.Selection) -> None:
         ss["example"] = None  # the question was changed since: the box must not name a question not being asked
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
-                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}")
+                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}"
+                 + (f" (asked as {labels[k]['setting']})" if labels[k].get("setting") else ""))
     if not ss.get("subject"):
         ex.default_question_into_state(sel)
 
@@ -180,6 +191,13 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: 
         st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}"
                 + (" — a set this large says the model cannot narrow it down." if
                    pred.answer_set_size > max(25, pred.num_entities // 4) else ""))
+        sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
+        if sizes:  # what such sets are like, beside what they promise
+            st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "
+                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities)} entities.")
+        else:
+            st.caption("The sizes of such sets on valid are not stored with this model's calibration (`tpar "
+                       "calibrate` adds them).")
 
 
 def answers_ui(pred: Prediction) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import palette
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import HeldOutReport, calibrate, held_out, stored
+from tpar.evaluation.calibration import HeldOutReport, calibrate, held_out, set_size_text, stored
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -167,8 +167,9 @@ def calibration_ui(report: HeldOutReport | None, source: str) -> None:
         {"Probabilities": "raw softmax", "ECE": b.ece, "Brier": b.brier, "NLL": b.nll},
         {"Probabilities": f"calibrated (T = {report.temperature:.3f})", "ECE": a.ece, "Brier": a.brier, "NLL": a.nll}]),
         hide_index=True, column_config={k: st.column_config.NumberColumn(k, format="%.4f") for k in ("ECE", "Brier", "NLL")})
-    cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions "
-                      f"(mean size {report.mean_set_size[k]:.1f})" for k, v in report.coverage.items())
+    cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions (size "
+                      + (set_size_text(report.set_sizes[k]) if k in report.set_sizes else
+                         f"mean {report.mean_set_size[k]:.1f}") + ")" for k, v in report.coverage.items())
     st.caption(f"Temperature {source}. Each bar: the questions whose top answer got a calibrated probability in that "
                f"bin (their number above the bar) and the share of them answered right; empty bins are not drawn. "
                f"ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "

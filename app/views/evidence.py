@@ -9,7 +9,7 @@ import explorer as ex
 from evidence_graph import evidence_html, graph_height, signed
 from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
-from tpar.reasoning.explanation import Explanation
+from tpar.reasoning.explanation import RANKING_TEXT, Explanation
 from tpar.errors import DataError
 from tpar.reasoning.prediction import Prediction, probability_text
 
@@ -23,6 +23,9 @@ def render() -> None:
         st.info("Showing an example question; change it on the Ask page.")
     pred = ex.current_prediction(sel)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    if pred.no_evidence:  # the Ask page shows no ranking; here the paths show why
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The answer explained below is not told "
+                      "apart from the others."))
     if not pred.answers:
         st.info("No answers.")
         st.stop()
@@ -30,14 +33,13 @@ def render() -> None:
     with st.spinner(ex.md(f"Finding the temporal paths to {ss['answer']} and weighing each link (a new answer "
                           "can take half a minute on a large graph) …")):
         e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
-    how = ("the sum over its links of their integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way "
-           f"from every link off to every link on ({e.integration_steps} points), so that all links' shares add up to "
-           f"the score minus f₀ = {e.baseline_score:.3f}, the score with no evidence at all"
-           if e.importance == "integrated" else
-           "the sum over its links of ∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14)")
-    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. A path's importance is {how} "
-               "(paths found by beam search over the layers); staying at an entity (a self-loop) is counted apart, "
-               "as *stay*.")
+    how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every link "
+           f"on ({e.integration_steps} points)" if e.importance == "integrated" else
+           "∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, first order)")
+    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. {RANKING_TEXT[e.ranking]} "
+               f"A link's share is {how}; paths are found by beam search over the layers, and staying at an entity "
+               "(a self-loop) is counted apart, as *stay*."
+               + (f" {ex.md(e.decomposition.text())}." if e.decomposition is not None else ""))
     for w in e.warnings:
         st.warning(ex.md(w))
     if not e.paths:
@@ -55,7 +57,7 @@ def render() -> None:
     if weak:
         everything = st.toggle(f"Show paths with no meaningful contribution ({len(weak)})", key="show_weak",
                                value=not e.has_evidence,
-                               help=f"Paths whose importance is below {e.floor:.1g} in absolute value: numerically "
+                               help=f"Paths whose links together (alone) weigh below {e.floor:.1g} in absolute value: numerically "
                                     "zero, they do not explain the score.")
         shown = e.paths if everything else e.meaningful_paths
     if not e.has_evidence:
@@ -107,10 +109,12 @@ def paths_ui(e: Explanation, shown: list) -> None:
     number = {id(p): k for k, p in enumerate(e.paths, start=1)}
     for p in shown:
         k = number[id(p)]
-        weight = f"importance {signed(p.importance)}" + ("" if p.meaningful else ", no meaningful contribution")
+        weight = (f"adds {signed(p.importance)} beyond the paths above, {signed(p.total)} alone"
+                  + ("" if p.meaningful else ", no meaningful contribution"))
         lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
         st.markdown(f"**Path {k}** ({weight}; stay {signed(p.stay)}):\n\n{lines}")
-    table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "stay": p.stay, "hops": p.length,
+    table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "alone": p.total, "stay": p.stay,
+                           "hops": p.length,
                            "temporal path": p.describe()} for p in shown])
     if e.facts:
         with st.expander(f"The facts behind the answer, by their share of the score ({len(e.facts)})"):
@@ -138,7 +142,10 @@ def paths_ui(e: Explanation, shown: list) -> None:
     with st.expander("The paths in symbols (r⁻¹: a relation walked backwards)"):
         st.dataframe(table, hide_index=True, column_config={
             "path": st.column_config.NumberColumn("Path", width="small"),
-            "importance": st.column_config.NumberColumn("Importance", format="%+.4f", width="small"),
+            "importance": st.column_config.NumberColumn("Adds", format="%+.4f", width="small",
+                                                        help="what the path adds beyond the paths above it"),
+            "alone": st.column_config.NumberColumn("Alone", format="%+.4f", width="small",
+                                                   help="the sum over all its links, shared ones included"),
             "stay": st.column_config.NumberColumn("Stay", format="%+.4f", width="small",
                                                   help="∂f/∂(self-loop) along the path: staying at an entity"),
             "hops": st.column_config.NumberColumn("Hops", width="small"),

@@ -9,11 +9,13 @@ import streamlit as st
 import explorer as ex
 from tpar.data.catalog import SAMPLE_DIR
 from tpar.data.kg import TemporalKG
-from tpar.data.upload import UploadReport, inspect_upload, save_dataset
+from tpar.data.textfile import decode_text
+from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
-from tpar.model.registry import matching_checkpoints
-from tpar.reasoning.completion import Completion, complete_with_checkpoint, with_completions
+from tpar.model.registry import covering_checkpoints
+from tpar.reasoning.completion import (Completion, apply_thresholds, complete_with_checkpoint, fit_thresholds,
+                                       with_completions)
 
 #: incomplete rows proposed for in one go (each is a model query)
 MAX_COMPLETIONS = 5000
@@ -23,10 +25,11 @@ def render() -> None:
     st.title("Upload your data")
     st.markdown(
         "A file of **quadruples**, one fact per row: a header with the columns `subject`, `relation`, `object`, "
-        "`time` (any order, any case; comma- or tab-separated), and optionally `split` (`train`/`valid`/`test`); "
-        "other columns are skipped, and the report names them. "
-        "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), months (`2014-02`), years or "
-        "integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
+        "`time` (any order, any case, or names such as `head`/`actor`, `predicate`/`event`, `tail`/`target`, "
+        "`date`/`timestamp`; separated by commas, semicolons, tabs or pipes; UTF-8 or UTF-16), and optionally "
+        "`split` (`train`/`valid`/`test`); other columns are skipped, and the report names them. "
+        "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), dates such as `25/03/2014`, "
+        "`03/25/2014`, `2014/03/25` or `25.03.2014`, months (`2014-02`), years or integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
         "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
     example = SAMPLE_DIR / "world" / "facts.csv"
     if example.is_file():
@@ -55,17 +58,15 @@ def file_ui() -> tuple[str, str]:
         st.error(ex.md(f"{up.name} is {up.size / 1024 ** 2:.1f} MB, larger than the limit of {limit_mb} MB ")
                  + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
         st.stop()
-    raw = up.getvalue()
     try:
-        return up.name, raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        row = raw[: e.start].count(b"\n") + 1
-        st.error(ex.md(f"{up.name}, row {row}: not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8."))
+        return up.name, decode_text(up.getvalue(), up.name)
+    except DataError as e:
+        st.error(ex.md(f"{e}."))
         st.stop()
 
 
-def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
-    """How to read times and how to split: (time format, split policy, seed, split fractions)."""
+def options_ui() -> tuple[str, str, int, tuple[float, float, float], bool | None]:
+    """How to read times and how to split: (time format, split policy, seed, split fractions, day first)."""
     c1, c2, c3 = st.columns(3)
     with c1:
         time_format = st.selectbox("Read times as", ["auto", "date", "datetime", "month", "year", "int"],
@@ -81,21 +82,29 @@ def options_ui() -> tuple[str, str, int, tuple[float, float, float]]:
     with c3:
         seed = st.number_input("Seed (random split)", min_value=0, value=0, step=1, key="upload_seed",
                                persist_state="session", disabled=policy != "random")
-    f1, f2 = st.columns(2)
+    f1, f2, f3 = st.columns(3)
     train_pct = f1.slider("Train share %", 50, 95, 80, key="upload_train", persist_state="session",
                           disabled=policy == "column")
     valid_pct = f2.slider("Valid share %", 1, 30, 10, key="upload_valid", persist_state="session",
                           disabled=policy == "column")
+    order = f3.selectbox("Dates like 03/04/2024", ["file", "day", "month"], key="upload_day_first",
+                         persist_state="session",
+                         format_func={"file": "as the file shows", "day": "day first (DD/MM/YYYY)",
+                                      "month": "month first (MM/DD/YYYY)"}.get,
+                         help="as the file shows: a date whose first number is over 12 shows day first, its second "
+                              "month first; when no date shows it, you are asked to choose here.")
     if train_pct + valid_pct >= 100:
         st.error("Train and valid shares must leave some facts for test.")
         st.stop()
-    return time_format, policy, int(seed), (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100)
+    return (time_format, policy, int(seed), (train_pct / 100, valid_pct / 100, 1 - (train_pct + valid_pct) / 100),
+            {"file": None, "day": True, "month": False}[order])
 
 
 @st.cache_data(show_spinner="Checking the file…", max_entries=4)
-def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, exclude_outliers: bool):
+def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, day_first: bool | None,
+          exclude_outliers: bool):
     return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions,
-                          exclude_outliers=exclude_outliers)
+                          day_first=day_first, exclude_outliers=exclude_outliers)
 
 
 def report_ui(report: UploadReport) -> None:
@@ -157,6 +166,19 @@ def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path
                                     evidence="train")
 
 
+@st.cache_data(show_spinner="Fitting the threshold on the valid questions…", max_entries=8)
+def thresholds(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int,
+               settings: tuple, precision: float) -> dict:
+    """The probability threshold per setting at which the model's proposals on this data's valid questions
+    were right ``precision`` of the time (:func:`tpar.reasoning.completion.fit_thresholds`)."""
+    _, kg = check(text, name, *options, exclude)
+    return fit_thresholds(Checkpoint.load(checkpoint_path), kg, list(settings), precision)
+
+
+#: precisions offered for the proposals ticked by default ("all": every proposal)
+PRECISIONS = ("0.8", "0.9", "0.95", "0.99", "all")
+
+
 def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: UploadReport,
                   kg: TemporalKG) -> TemporalKG:
     """Incomplete rows: a model proposes each missing entity; the user accepts all above a probability
@@ -175,17 +197,22 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         st.dataframe(pd.DataFrame([{"row": r.row, "subject": r.subject or "?", "relation": r.relation,
                                     "object": r.object or "?", "time": r.time} for r in rows[:1000]]), hide_index=True)
     infos, _ = ex.checkpoints()
-    matches = matching_checkpoints(kg, infos)
+    needed = sorted({r.relation for r in rows})
+    matches = covering_checkpoints(kg, infos, needed)
     if not matches:
-        st.info("No model here knows this file's relations, so none can propose the missing entities yet. Save the "
-                "complete rows, train a model on them (Train page), then upload this file again: that model will "
-                "then be offered here.")
+        shown = ", ".join(repr(r) for r in needed[:5]) + (" …" if len(needed) > 5 else "")
+        st.info(ex.md(f"No model here knows every relation of the incomplete rows ({shown}), so none can propose "
+                      "the missing entities yet. Save the complete rows, train a model on them (Train page), then "
+                      "upload this file again: a model that knows those relations is then offered here."))
         return kg
-    by_label = {m.info.summary(): m.info for m in matches}
+    by_label = {m.info.summary(): m for m in matches}
     label = st.selectbox("Model that proposes the missing entities", list(by_label), key="upload_complete_model",
-                         help="Models whose relations match this file's. A calibrated model's probabilities say how "
-                              "often its proposals are right.")
-    info = by_label[label]
+                         help="Models that know every relation of the incomplete rows. A calibrated model's "
+                              "probabilities say how often its proposals are right.")
+    info = by_label[label].info
+    for w in by_label[label].warnings:
+        if "no evidence" in w:
+            st.caption(ex.md(f"This model {w}."))
     if len(rows) > MAX_COMPLETIONS:
         st.warning(f"Only the first {MAX_COMPLETIONS:,} incomplete rows are proposed for; the others are left out.")
     if not st.toggle("Propose the missing entities", key="upload_complete_on"):
@@ -201,25 +228,42 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     if not calibrated:
         st.warning("This model is not calibrated: its probabilities are raw softmax values, not how often it is "
                    "right (`tpar calibrate` fixes that).")
-    threshold = st.slider("Accept every proposal with probability at least (%)", 0, 100, 80, key="upload_complete_min",
-                          help="Then tick or untick single rows in the table.")
+    precision = st.selectbox("Tick the confident proposals", PRECISIONS, index=1, key="upload_complete_precision",
+                             format_func=lambda p: "every proposal (no threshold)" if p == "all" else
+                             f"right {100 * float(p):g}% of the time on valid",
+                             help="A probability threshold is fitted on this data's valid questions so that the "
+                                  "model's proposals at or above it were right this often; proposals below it stay "
+                                  "unticked (their rows are left out unless you tick them). Then tick or untick "
+                                  "single rows in the table.")
+    if precision == "all":
+        for c in proposed:
+            c.threshold = 0.0
+    else:
+        fits = thresholds(text, name, options, exclude, str(info.path), ex.version(info.path),
+                          tuple(sorted({c.setting for c in proposed})), float(precision))
+        apply_thresholds(proposed, fits)
+        for fit in fits.values():
+            st.caption(ex.md("Threshold " + fit.text() + "."))
     table = pd.DataFrame([{
-        "accept": c.accepted(threshold / 100), "row": c.row.row,
+        "accept": c.accepted(), "row": c.row.row,
         "subject": c.row.subject or f"➜ {c.entity}", "relation": c.row.relation,
         "object": c.row.object or f"➜ {c.entity}", "time": c.row.time,
         "probability %": round(100 * (c.probability or 0.0), 2),
-        "how sure": "; ".join(x for x in (f"ties with {c.ties}" if c.ties else "",
+        "how sure": "; ".join(x for x in ("" if c.accepted() else "below the threshold",
+                                           f"ties with {c.ties}" if c.ties else "",
                                            f"{c.known_answers} known answer(s) excluded" if c.known_answers else "",
                                            "" if calibrated else "uncalibrated") if x) or "–",
         "alternatives": ", ".join(f"{a.entity} ({100 * a.probability:.2g}%)" for a in c.alternatives)}
         for c in proposed])
     edited = st.data_editor(table, hide_index=True, disabled=[c for c in table.columns if c != "accept"],
-                            key=f"upload_complete_table_{threshold}", width="stretch",
+                            key=f"upload_complete_table_{precision}", width="stretch",
                             column_config={"accept": st.column_config.CheckboxColumn("Accept", width="small"),
                                            "probability %": st.column_config.NumberColumn(format="%.2f")})
     accepted = [c for c, ok in zip(proposed, edited["accept"]) if ok]
-    st.caption(f"➜ marks the proposed entity. {len(accepted):,} of {len(proposed):,} proposals accepted.")
-    return with_completions(kg, accepted) if accepted else kg
+    confident = sum(c.accepted() for c in proposed)
+    st.caption(f"➜ marks the proposed entity. {len(accepted):,} of {len(proposed):,} proposals accepted "
+               f"({confident:,} above the threshold); rows not accepted are left out, their best guesses listed.")
+    return with_completions(kg, accepted, 0.0) if accepted else kg
 
 
 def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
@@ -230,7 +274,15 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     name = st.text_input("Data set name", value=default_name or "upload", key="upload_name")
     exists = f"upload: {name}" in {s.label for s in ex.datasets()}
     replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
-    if st.button("Save data set", type="primary", disabled=exists and not replace, key="upload_save"):
+    accepted_loss = True
+    if report.needs_confirmation:  # more than DROP_CONFIRM_SHARE of the file is lost: say so, and ask
+        st.warning(ex.md(f"More than {DROP_CONFIRM_SHARE:.0%} of the file would be lost. " + report.loss_text()
+                         + ". The table of dropped rows above lists each; the options above "
+                         "(time reading, date order) may read them."))
+        accepted_loss = st.checkbox(f"Save without these {len(report.dropped):,} rows", key=f"upload_accept_loss_"
+                                    f"{file_name}_{len(report.dropped)}_{report.rows_read}")
+    if st.button("Save data set", type="primary", disabled=(exists and not replace) or not accepted_loss,
+                 key="upload_save"):
         try:
             save_dataset(kg, ex.UPLOAD_DIR, name, overwrite=replace)
         except DataError as e:

@@ -12,17 +12,19 @@ from tpar.errors import DataError
 
 
 def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
-                 seed: int = 0, on_bad_rows: str = "raise") -> TemporalKG:
+                 seed: int = 0, on_bad_rows: str = "raise", day_first: bool | None = None) -> TemporalKG:
     """Load a benchmark folder, a folder of ``train/valid/test.csv``, or one CSV/TSV file.
 
     ``time_format``, ``split_policy``/``seed`` and ``on_bad_rows`` (``raise`` at the first bad row,
-    or ``drop`` bad rows, listed in the data set's notes) apply to CSV input only (see :func:`load_csv`).
+    or ``drop`` bad rows, listed in the data set's notes) and ``day_first`` (the order of dates like
+    03/04/2024; ``None``: shown by the file) apply to CSV input only (see :func:`load_csv`).
     """
     p = Path(path)
     if not p.exists():
         raise DataError("no such file or directory", file=p)
     if p.is_dir():
         if any((p / f"{s}.csv").is_file() for s in SPLITS):
-            return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows)
+            return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)
         return load_benchmark(p)
-    return load_csv(p, time_format=time_format, split_policy=split_policy, seed=seed, on_bad_rows=on_bad_rows)
+    return load_csv(p, time_format=time_format, split_policy=split_policy, seed=seed, on_bad_rows=on_bad_rows,
+                    day_first=day_first)

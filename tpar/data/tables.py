@@ -63,11 +63,20 @@ def reading_notes(report: CsvReport) -> list[str]:
     """One line each for columns not read, names normalised and look-alike groups (the CLI's notes,
     the upload report's)."""
     out = []
+    if report.separator not in ("comma", "tab"):
+        out.append(f"columns separated by a {report.separator} (sniffed from the header)")
+    if report.columns_renamed:
+        out.append("column(s) " + ", ".join(f"{a[:40]!r} read as {c}" for a, c in report.columns_renamed))
     if report.ignored_columns:
         shown = ", ".join(repr(c[:40]) for c in report.ignored_columns[:10])
         more = f" and {len(report.ignored_columns) - 10} more" if len(report.ignored_columns) > 10 else ""
-        out.append(f"column(s) {shown}{more} not read (only subject, relation, object, time and the optional "
-                   f"{', '.join(OPTIONAL_COLUMNS)} are)")
+        out.append(f"column(s) {shown}{more} not read (only subject, relation, object, time or their synonyms, and "
+                   f"the optional {', '.join(OPTIONAL_COLUMNS)} are)")
+    if report.date_order:
+        out.append(f"dates with slashes or dashes read {report.date_order}")
+    if report.dates_rewritten:
+        row, before, after = report.dates_rewritten[0]
+        out.append(f"dates read into ISO form, e.g. row {row}: {before!r} -> {after!r}")
     if report.utc_converted:
         row, raw = report.utc_converted[0]
         out.append(f"{len(report.utc_converted)} time(s) carry a UTC offset and were read as UTC (the data's one "
@@ -103,6 +112,132 @@ _RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _RE_MONTH = re.compile(r"^\d{4}-\d{2}$")
 _RE_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
+#: header names read as each column (compared lower-cased, with spaces, dashes and dots as ``_``); the
+#: column's own name wins over a synonym, and an earlier synonym over a later one (others are not read)
+HEADER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "subject": ("subject", "head", "actor", "actor1", "actor_1", "actor1name", "actor_1_name", "subject_entity",
+                "head_entity", "source", "source_name", "source_entity", "sub"),
+    "relation": ("relation", "predicate", "event", "event_type", "eventtype", "event_text", "relation_type", "rel",
+                 "action", "verb", "property"),
+    "object": ("object", "tail", "target", "actor2", "actor_2", "actor2name", "actor_2_name", "object_entity",
+               "tail_entity", "target_entity", "target_name", "obj"),
+    "time": ("time", "date", "timestamp", "day", "datetime", "date_time", "time_stamp", "event_date", "when", "ts"),
+    "split": ("split",), "completed": ("completed",), "probability": ("probability",),
+    "alternatives": ("alternatives",),
+}
+#: subject synonyms read as the subject only beside their object column (else a "source" is where a row came from)
+PAIRED = {"source": "target", "source_name": "target_name", "source_entity": "target_entity"}
+#: separators a header may use, sniffed from the header line
+SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+
+#: a day and a month in either order, then a four-digit year: 25/03/2024, 03-25-2024, 25.03.2024 (dots: day
+#: first, as written where that form is used), with an optional time of day (14:05[:30][ PM])
+_RE_DMY = re.compile(r"^(\d{1,2})([/.-])(\d{1,2})\2(\d{4})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$")
+#: year first with slashes or dots: 2024/03/25, 2024.03.25 (always year, month, day)
+_RE_YMD = re.compile(r"^(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$")
+DATE_ORDERS = {True: "day first (DD/MM/YYYY)", False: "month first (MM/DD/YYYY)"}
+
+
+class AmbiguousDates(DataError):
+    """Dates such as 03/04/2024 whose order (day or month first) the file does not show: the caller chooses."""
+
+
+def _header_key(name: str) -> str:
+    return re.sub(r"[\s.\-]+", "_", name.strip().lstrip(BOM).lower()).strip("_")
+
+
+def map_header(header: list[str]) -> dict[str, int]:
+    """Column -> index in ``header`` for every column of :data:`HEADER_SYNONYMS` found (the column's own
+    name first, then its synonyms in order; a ``source`` only beside a ``target``, :data:`PAIRED`)."""
+    keys = [_header_key(h) for h in header]
+    pos: dict[str, int] = {}
+    for col, names in HEADER_SYNONYMS.items():
+        for n in names:
+            if n in PAIRED and PAIRED[n] not in keys:
+                continue
+            if n in keys and keys.index(n) not in pos.values():
+                pos[col] = keys.index(n)
+                break
+    return pos
+
+
+def sniff_separator(header_line: str) -> str:
+    """The separator of :data:`SEPARATORS` under which the header names the most required columns (then
+    splits into the most fields; a comma when none splits it)."""
+    best, score = ",", (-1, -1)
+    for sep in SEPARATORS:
+        fields = next(csv.reader([header_line], delimiter=sep), [])
+        found = sum(c in map_header(fields) for c in REQUIRED_COLUMNS)
+        if (found, len(fields)) > score:
+            best, score = sep, (found, len(fields))
+    return best
+
+
+def _date_parts(text: str) -> tuple[int, int, int, str, str] | None:
+    """A non-ISO date ``text`` as (first, second, year, separator, ISO time-of-day suffix) when it is day/month
+    (either order) before the year, or (month, day, year, 'ymd', suffix) when year first; else ``None``.
+    The suffix is ``""`` or `` HH:MM[:SS]`` (12-hour times with AM/PM turned into 24-hour ones); a time that
+    cannot be one gives ``None`` so the value is reported as it is."""
+    m = _RE_DMY.match(text)
+    ymd = m is None
+    if ymd:
+        m = _RE_YMD.match(text)
+        if m is None:
+            return None
+    suffix = ""
+    if m.group(5) is not None:
+        hour, minute, second, ampm = int(m.group(5)), int(m.group(6)), m.group(7), m.group(8)
+        if ampm:
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
+        suffix = f" {hour:02d}:{minute:02d}" + (f":{int(second):02d}" if second is not None else "")
+    if ymd:
+        return int(m.group(3)), int(m.group(4)), int(m.group(1)), "ymd", suffix
+    return int(m.group(1)), int(m.group(3)), int(m.group(4)), m.group(2), suffix
+
+
+def date_order_evidence(values: Iterable[tuple[int, str]]) -> tuple[tuple[int, str] | None, tuple[int, str] | None,
+                                                                    tuple[int, str] | None]:
+    """Over (row, time as written): the first value that shows day-first order (its first number is over 12),
+    the first that shows month-first (its second is), and the first whose order matters but is not shown
+    (both numbers 1..12 and different). Dotted dates (25.03.2024) and year-first ones are left out: their
+    order is fixed."""
+    day = month = open_ = None
+    for row, text in values:
+        parts = _date_parts(text)
+        if parts is None or parts[3] in (".", "ymd"):
+            continue
+        a, b = parts[0], parts[1]
+        if a > 12 >= b and day is None:
+            day = (row, text)
+        elif b > 12 >= a and month is None:
+            month = (row, text)
+        elif a <= 12 and b <= 12 and a != b and open_ is None:
+            open_ = (row, text)
+    return day, month, open_
+
+
+def iso_date(text: str, day_first: bool) -> str | None:
+    """``text`` in one of the spreadsheet forms (:func:`_date_parts`) as an ISO date (or date-time), reading
+    slashes and dashes ``day_first`` or month first; ``None`` when it is in none of those forms. ``ValueError``
+    naming the value when it is not a real date in that order."""
+    parts = _date_parts(text)
+    if parts is None:
+        return None
+    a, b, year, sep, suffix = parts
+    if sep == "ymd":
+        month, day, how = a, b, "year, month, day"
+    elif sep == "." or day_first:
+        day, month, how = a, b, "day, month, year"
+    else:
+        month, day, how = a, b, "month, day, year"
+    try:
+        d = dt.date(year, month, day)
+    except ValueError as e:
+        raise ValueError(f"time {text!r} is not a real date read as {how} ({e})") from None
+    return d.isoformat() + suffix
+
 
 @dataclass
 class CsvReport:
@@ -117,6 +252,11 @@ class CsvReport:
     lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
     ignored_columns: list[str] = field(default_factory=list)  # header names not read (as written)
     utc_converted: list[tuple[int, str]] = field(default_factory=list)  # (row, time as written) given with an offset
+    separator: str = "comma"                                         # as sniffed from the header (SEPARATORS)
+    columns_renamed: list[tuple[str, str]] = field(default_factory=list)  # (header name as written, column read)
+    date_order: str = ""                      # how DD/MM vs MM/DD dates were read, and why ("" when none occur)
+    dates_rewritten: list[tuple[int, str, str]] = field(default_factory=list)  # (row, as written, ISO) first few
+    day_first: bool | None = None             # the order DD/MM vs MM/DD dates were read in (None: none occur)
 
     @property
     def rows_dropped(self) -> int:
@@ -176,19 +316,26 @@ def _classify_time(s: str) -> str:
 
 
 _EXPECTED = {
-    "int": "an integer", "year": "a year", "date": "an ISO date (YYYY-MM-DD)",
+    "int": "an integer", "year": "a year",
+    "date": "an ISO date (YYYY-MM-DD) or a date like 25/03/2024, 03/25/2024, 2024/03/25 or 25.03.2024",
     "month": "a month (YYYY-MM)", "datetime": "an ISO date or date-time (YYYY-MM-DD[ HH:MM[:SS]])",
 }
 
 
 def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise",
-                       text: str | None = None, incomplete: str = "bad") -> CsvQuadruples:
-    """Parse a CSV/TSV of quadruples.
+                       text: str | None = None, incomplete: str = "bad", day_first: bool | None = None) -> CsvQuadruples:
+    """Parse a CSV/TSV of quadruples, as spreadsheets and news feeds export them.
 
-    Header (case-insensitive, any order): ``subject, relation, object, time`` and optionally
-    ``split`` (train/valid/test). Comma or tab separated (detected from the header line).
+    Header (case-insensitive, any order): ``subject, relation, object, time`` or their synonyms
+    (:data:`HEADER_SYNONYMS`: date, timestamp, head, source, actor, tail, target, predicate, event …) and
+    optionally ``split`` (train/valid/test); other columns are named in the report and skipped. Separated by
+    commas, semicolons, tabs or pipes (sniffed from the header line); UTF-8 with or without a BOM, or UTF-16.
     ``time_format``: ``auto`` (detect), ``date``, ``datetime``, ``month``, ``year`` or ``int``.
     In ``auto``, integers are read as years when every one lies in 1000..2999, else as plain steps.
+    Dates may be ISO (with or without a time of day), DD/MM/YYYY, MM/DD/YYYY, YYYY/MM/DD or DD.MM.YYYY (dashes
+    for slashes too); they are kept as ISO. Whether slashes read day first is ``day_first``; ``None`` infers it
+    from the file (a value whose first number is over 12 shows day first, its second month first) and raises
+    :class:`AmbiguousDates` when no value shows it and the order matters.
 
     ``on_bad_rows="raise"`` raises :class:`DataError` naming the first bad row and counting (and numbering)
     the others; ``"drop"`` drops bad rows and lists them in the report. Duplicate rows are always removed and counted.
@@ -201,26 +348,29 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     text = read_text(path) if text is None else text.lstrip(BOM)
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
-    header_line = text.split("\n", 1)[0]
-    delim = "\t" if "\t" in header_line else ","
+    header_line = text.split("\n", 1)[0].rstrip("\r")
+    delim = sniff_separator(header_line)
     csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))  # long fields become row problems below
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     report = CsvReport(file=str(path))
 
     header = next(reader)
-    cols = [h.strip().lower().lstrip(BOM) for h in header]
-    known = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
-    missing = [c for c in REQUIRED_COLUMNS if c not in cols]
+    pos = map_header(header)
+    report.separator = SEPARATORS[delim]
+    missing = [c for c in REQUIRED_COLUMNS if c not in pos]
     if missing:
+        also = "; ".join(f"{c}: {', '.join(HEADER_SYNONYMS[c][1:5])}" for c in missing)
         raise DataError(f"header lacks column(s) {', '.join(missing)}; found {', '.join(map(repr, header))} "
-                        f"(separator {'tab' if delim == chr(9) else 'comma'})", file=path, row=1)
-    # other columns (an export's source, weight, id …) are not read; the report names them
-    report.ignored_columns = [header[i].strip().lstrip(BOM) for i, c in enumerate(cols) if c not in known]
-    dup_cols = {c for c in cols if c in known and cols.count(c) > 1}
+                        f"(separator {report.separator}); other names read as them: {also} …", file=path, row=1)
+    keys = [_header_key(h) for h in header]
+    dup_cols = {c for c, i in pos.items() if keys.count(keys[i]) > 1}
     if dup_cols:
         raise DataError(f"column(s) {', '.join(sorted(dup_cols))} appear twice in the header", file=path, row=1)
-    pos = {c: cols.index(c) for c in cols}
-    width = len(cols)
+    # other columns (an export's source, weight, id …) are not read; the report names them
+    report.ignored_columns = [h.strip().lstrip(BOM) for i, h in enumerate(header) if i not in pos.values()]
+    report.columns_renamed = [(header[i].strip().lstrip(BOM), c) for c, i in pos.items() if keys[i] != c]
+    cols = list(pos)  # the columns read
+    width = len(header)
 
     def bad(row: int, problem: str) -> None:
         report.problems.append((row, problem))
@@ -263,6 +413,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
+        if len(rec) > width and not any(x.strip() for x in rec[width:]):
+            rec = rec[:width]  # a trailing separator (spreadsheets write one after an empty last cell)
         if len(rec) != width:
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
@@ -298,6 +450,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
                 bad(row, f"probability {vals[pos['probability']]!r} is not a number from 0 to 1")
                 continue
         recs.append((row, vals))
+    if time_format not in ("int", "year", "month") and recs:
+        recs = _dates_to_iso(path, recs, pos["time"], day_first, report, bad)
     if not recs:
         raise_on_problems()
         raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
@@ -316,8 +470,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         if not counts:
             raise_on_problems()
             r0, v0 = recs[0]
-            raise DataError(f"time {v0[pos['time']]!r} is not an ISO date, date-time, month, year or integer",
-                            file=path, row=r0)
+            raise DataError(f"time {v0[pos['time']]!r} is not an ISO date, date-time, month, year or integer, nor a "
+                            "date like 25/03/2024, 03/25/2024, 2024/03/25 or 25.03.2024", file=path, row=r0)
         fmt = max(counts, key=lambda k: counts[k])
         if fmt == "int":
             ints = [int(v[pos["time"]]) for (_, v), k in zip(recs, kinds) if k == "int"]
@@ -380,6 +534,46 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
                        for i in final] if "probability" in pos else None,
         incomplete=held,
     )
+
+
+#: how to choose the order of dates such as 03/04/2024, in an error message
+CHOOSE_ORDER = "on the command line --day-first or --month-first, on the Upload page 'Dates like 03/04/2024'"
+
+
+def _dates_to_iso(path: Path, recs: list[tuple[int, list[str]]], tpos: int, day_first: bool | None,
+                  report: CsvReport, bad) -> list[tuple[int, list[str]]]:
+    """Rows with their spreadsheet-form dates rewritten as ISO (:func:`iso_date`), in the order ``day_first`` or,
+    when ``None``, the file shows (:func:`date_order_evidence`); a date that is not real in that order is a bad
+    row. Raises :class:`AmbiguousDates` when the order matters and neither the caller nor the file says it."""
+    day, month, open_ = date_order_evidence((row, v[tpos]) for row, v in recs)
+    if day_first is not None:
+        report.date_order = f"{DATE_ORDERS[day_first]}, as chosen" if day or month or open_ else ""
+        report.day_first = day_first if day or month or open_ else None
+    elif day and month:
+        raise AmbiguousDates(f"the dates are in both orders: row {day[0]} ({day[1]!r}) has its day first, row "
+                             f"{month[0]} ({month[1]!r}) its month first; choose the order ({CHOOSE_ORDER}): rows "
+                             "in the other order are then dropped, each reported", file=path)
+    elif day or month:
+        day_first = report.day_first = day is not None
+        row, text = day or month
+        report.date_order = f"{DATE_ORDERS[day_first]}, as row {row} shows ({text!r})"
+    elif open_:
+        raise AmbiguousDates(f"dates such as {open_[1]!r} read as either day/month or month/day, and no date in the "
+                             f"file has a day over 12 to tell which: choose the order ({CHOOSE_ORDER})",
+                             file=path, row=open_[0])
+    out = []
+    for row, v in recs:
+        try:
+            iso = iso_date(v[tpos], bool(day_first))
+        except ValueError as e:
+            bad(row, str(e))
+            continue
+        if iso is not None:
+            if len(report.dates_rewritten) < 3:
+                report.dates_rewritten.append((row, v[tpos], iso))
+            v[tpos] = iso
+        out.append((row, v))
+    return out
 
 
 def parse_time(text: str, fmt: str):
@@ -485,19 +679,20 @@ def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[st
 
 def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
              seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
-             on_bad_rows: str = "raise") -> TemporalKG:
+             on_bad_rows: str = "raise", day_first: bool | None = None) -> TemporalKG:
     """Load one CSV/TSV file of quadruples.
 
     With a ``split`` column its labels are used. Without one the facts are split by
     ``split_policy``: ``chronological`` (the earliest time steps hold ~80% of facts -> train, the next
     ~10% -> valid, the rest -> test; a time step is never cut in two, as forecasting needs) or
     ``random`` (a seeded 80/10/10 shuffle, as completion benchmarks are made). ``on_bad_rows``:
-    ``raise`` at the first bad row, or ``drop`` bad rows and list them in the notes.
+    ``raise`` at the first bad row, or ``drop`` bad rows and list them in the notes. ``day_first``: the
+    order of dates like 03/04/2024 (``None``: from the file, :func:`read_quadruple_csv`).
     """
     path = Path(path)
     if split_policy not in SPLIT_POLICIES:
         raise DataError(f"unknown split policy {split_policy!r} (expected chronological or random)")
-    q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows)
+    q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)
     notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
     notes += dropped_rows_notes(path.name, q.report)
     if q.report.duplicates:
@@ -543,16 +738,29 @@ def split_assignment(times: np.ndarray, policy: str, *, seed: int = 0,
     return out
 
 
-def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise") -> TemporalKG:
+def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise",
+                    day_first: bool | None = None) -> TemporalKG:
     """A folder with ``train.csv``, ``valid.csv``, ``test.csv`` (user CSV format). The first file
-    fixes the time format; all files share one time axis."""
+    fixes the time format; all files share one time axis, and one date order (``day_first``, else the
+    first file that shows it)."""
     folder = Path(folder)
     files = {s: folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").is_file()}
-    qs: dict[str, CsvQuadruples] = {}
-    fmt = time_format
+    read: dict[str, CsvQuadruples] = {}
+    fmt, order, pending = time_format, day_first, []
     for split, p in files.items():
-        qs[split] = read_quadruple_csv(p, time_format=fmt, on_bad_rows=on_bad_rows)
-        fmt = qs[split].report.time_format
+        try:
+            read[split] = read_quadruple_csv(p, time_format=fmt, on_bad_rows=on_bad_rows, day_first=order)
+        except AmbiguousDates:
+            if order is not None:
+                raise
+            pending.append(split)  # another file may show the order
+            continue
+        fmt = read[split].report.time_format
+        order = read[split].report.day_first if order is None else order
+    for split in pending:
+        read[split] = read_quadruple_csv(files[split], time_format=fmt, on_bad_rows=on_bad_rows, day_first=order)
+        fmt = read[split].report.time_format
+    qs = {s: read[s] for s in files}
     raw = [t for q in qs.values() for t in q.raw_times]
     axis, steps = _times_to_steps([parse_time(t, fmt) for t in raw], fmt)
     at = 0
@@ -563,4 +771,5 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
         if q.report.duplicates:
             notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
         notes += dropped_rows_notes(f"{split}.csv", q.report)
+        notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
     return build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)

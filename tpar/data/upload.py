@@ -10,6 +10,7 @@ existing data set untouched.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, reading_
 from tpar.errors import DataError
 
 SPLIT_CHOICES = ("chronological", "random", "column")
+#: a file whose dropped rows pass this share of the rows read is saved only once the user confirms the loss
+DROP_CONFIRM_SHARE = 0.05
+#: quoted values and row numbers in a row's problem: elided to group problems by kind
+_PROBLEM_VALUE = re.compile(r"'[^']*'|\"[^\"]*\"|(?<=row )\d+|(?<=rows )\d+-\d+")
 
 
 @dataclass
@@ -51,6 +56,32 @@ class UploadReport:
     self_loops: list[int] = field(default_factory=list)                  # rows with subject = object (kept)
     preview: list[dict] = field(default_factory=list)                    # the first facts as read
     incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
+
+    @property
+    def dropped_share(self) -> float:
+        """Dropped rows as a share of the rows read (0 when none were read)."""
+        return len(self.dropped) / self.rows_read if self.rows_read else 0.0
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """More than :data:`DROP_CONFIRM_SHARE` of the rows are dropped: saving asks first."""
+        return self.dropped_share > DROP_CONFIRM_SHARE
+
+    def dropped_reasons(self, limit: int = 3) -> list[tuple[str, int, int]]:
+        """The commonest kinds of problem among the dropped rows: (problem with its values elided, rows, first
+        row), most rows first."""
+        kinds: dict[str, list[int]] = {}
+        for row, problem in self.dropped:
+            kind = _PROBLEM_VALUE.sub(lambda m: "'…'" if m.group(0)[0] in "'\"" else "…", problem)
+            kinds.setdefault(kind, []).append(row)
+        ranked = sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+        return [(k, len(rows), rows[0]) for k, rows in ranked[:limit]]
+
+    def loss_text(self) -> str:
+        """How many rows are lost and why, in one sentence (the save confirmation)."""
+        why = "; ".join(f"{n:,} × {k} (first row {r})" for k, n, r in self.dropped_reasons())
+        return (f"{len(self.dropped):,} of {self.rows_read:,} rows ({100 * self.dropped_share:.1f}%) are not in the "
+                f"data set: {why}")
 
     def problems_table(self, limit: int = 1000) -> list[dict]:
         return [{"row": r, "problem": p, "content": self.dropped_text.get(r, "")} for r, p in self.dropped[:limit]]
@@ -103,19 +134,21 @@ def outlier_times(times: np.ndarray) -> np.ndarray:
 
 def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", split_policy: str = "chronological",
                    seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
-                   exclude_outliers: bool = False) -> tuple[UploadReport, TemporalKG]:
+                   exclude_outliers: bool = False, day_first: bool | None = None) -> tuple[UploadReport, TemporalKG]:
     """Parse and split an uploaded CSV/TSV text. ``split_policy``: ``chronological`` (earliest
     ~80% of facts train, then valid, then test; a time step is never cut), ``random`` (seeded),
     or ``column`` (the file's own ``split`` column). Outlier times (:func:`outlier_times`) are
     reported with their rows, and left out when ``exclude_outliers``. Rows lacking exactly their
     subject or their object are kept aside in :attr:`UploadReport.incomplete` (to complete with a
-    model, :mod:`tpar.reasoning.completion`). Raises :class:`DataError` only when nothing usable is
-    left (no header, no complete row, ...)."""
+    model, :mod:`tpar.reasoning.completion`). ``day_first``: the order of dates like 03/04/2024 (``None``: as
+    the file shows it). Raises :class:`DataError` only when nothing usable is left (no header, no complete
+    row, ...) or the file's date order must be chosen (:class:`~tpar.data.tables.AmbiguousDates`)."""
     if split_policy not in SPLIT_CHOICES:
         raise DataError(f"unknown split choice {split_policy!r} (expected {', '.join(SPLIT_CHOICES)})")
     if not 0 < fractions[0] < 1 or min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-6:
         raise DataError(f"split fractions {fractions} must be ≥ 0, sum to 1, with some training facts")
-    q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text, incomplete="keep")
+    q = read_quadruple_csv(file_name, time_format=time_format, on_bad_rows="drop", text=text, incomplete="keep",
+                           day_first=day_first)
     if not q.subjects:
         raise DataError(f"every row lacks its subject or its object ({len(q.incomplete)} incomplete rows): there "
                         "are no facts to learn from or to complete them with", file=file_name)

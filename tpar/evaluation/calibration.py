@@ -14,7 +14,9 @@ they are right too, so they are not competitors). With a temperature T:
 * **Conformal sets** (split conformal, Vovk et al.; Angelopoulos & Bates 2021): nonconformity
   1 − p_a on the valid queries; for a level 1 − α the threshold q̂ is their ⌈(n + 1)(1 − α)⌉-th
   smallest; a new question's set is {e : 1 − p_e ≤ q̂}, i.e. p_e ≥ 1 − q̂. If valid and test
-  questions are exchangeable, the answer lies in the set with probability ≥ 1 − α.
+  questions are exchangeable, the answer lies in the set with probability ≥ 1 − α. Beside the coverage,
+  the sets' size distribution on the split (mean, median, 90th percentile: :func:`set_size_stats`) says
+  what a user gets: a mean of 325 can hide a median of 4.
 """
 
 from __future__ import annotations
@@ -76,11 +78,13 @@ class Calibration:
     after: CalibrationMetrics
     thresholds: dict[str, float] = field(default_factory=dict)   # "0.9" -> minimum calibrated probability
     entities: int = 0       # candidate answers per question (0: not recorded, in calibrations made before)
+    set_sizes: dict[str, dict[str, float]] = field(default_factory=dict)  # level -> size stats on ``split``
 
     def to_dict(self) -> dict:
         return {"setting": self.setting, "temperature": self.temperature, "split": self.split,
                 "queries": self.queries, "seed": self.seed, "before": self.before.to_dict(),
-                "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities}
+                "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities,
+                "set_sizes": {k: dict(v) for k, v in self.set_sizes.items()}}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
@@ -88,7 +92,8 @@ class Calibration:
         out of its range: a temperature within T_BOUNDS, thresholds and shares 0..1, counts at least 0)."""
         c = cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
                 CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
-                {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)))
+                {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)),
+                {str(k): {str(a): float(b) for a, b in v.items()} for k, v in d.get("set_sizes", {}).items()})
         c.check()
         return c
 
@@ -105,6 +110,9 @@ class Calibration:
             if level not in {f"{lv:g}" for lv in LEVELS}:
                 raise ValueError(f"coverage level {level!r} is not one of {', '.join(f'{lv:g}' for lv in LEVELS)}")
             need(f"threshold {level}", p, 0.0, 1.0)
+        for level, sizes in self.set_sizes.items():
+            for name, value in sizes.items():
+                need(f"set size {name} at {level}", value, 0.0)
         for tag, m in (("before", self.before), ("after", self.after)):
             for name in ("ece", "brier", "accuracy", "confidence"):
                 need(f"{tag} {name}", float(getattr(m, name)), 0.0, 2.0 if name == "brier" else 1.0)
@@ -225,6 +233,23 @@ def conformal_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature
     return float(1 - scores[k - 1])
 
 
+def set_size_stats(sizes: torch.Tensor) -> dict[str, float]:
+    """Answer-set sizes (one per question) as {"mean", "median", "p90"} (the lower median and the 90th
+    percentile by nearest rank: sizes a set actually had)."""
+    if not len(sizes):
+        return {"mean": 0.0, "median": 0.0, "p90": 0.0}
+    ordered = torch.sort(sizes.double()).values
+    n = len(ordered)
+    return {"mean": float(ordered.mean()), "median": float(ordered[(n - 1) // 2]),
+            "p90": float(ordered[math.ceil(0.9 * n) - 1])}
+
+
+def set_size_text(stats: dict[str, float], entities: int = 0) -> str:
+    """E.g. "median 4, 90th percentile 140, mean 32.5 (of 7,128)"."""
+    of = f" (of {entities:,})" if entities else ""
+    return f"median {stats['median']:,.0f}, 90th percentile {stats['p90']:,.0f}, mean {stats['mean']:,.1f}{of}"
+
+
 def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: str = "valid", max_queries: int = 2000,
               seed: int = 0, levels: tuple[float, ...] = LEVELS) -> Calibration:
     """Fit the temperature and the conformal thresholds of ``setting`` on ``split``."""
@@ -234,7 +259,74 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     before, _ = metrics(logits, answers, 1.0)
     after, _ = metrics(logits, answers, t)
     thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv) for lv in levels}
-    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1])
+    p = probabilities(logits, t)
+    sizes = {k: set_size_stats((p >= thr).sum(1)) for k, thr in thresholds.items()}
+    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes)
+
+
+#: a precision threshold rests on at least this many split questions above it (fewer: none is fitted)
+MIN_PRECISION_SUPPORT = 10
+
+
+@dataclass
+class PrecisionThreshold:
+    """The lowest top-1 probability at which a model's first proposals on ``split`` were right at least
+    ``target`` of the time: proposals at or above ``threshold`` are the confident ones (``tpar complete``
+    fills only those). ``threshold`` is ``inf`` when no threshold reaches the target on at least
+    :data:`MIN_PRECISION_SUPPORT` questions."""
+
+    setting: str
+    target: float            # the precision asked for
+    threshold: float         # calibrated probability a proposal needs (inf: none reaches the target)
+    precision: float         # on ``split``: share right among the proposals at or above it (nan: none)
+    filled: int              # ``split`` questions whose proposal is at or above it
+    questions: int           # ``split`` questions asked
+    split: str = "valid"
+
+    @property
+    def reached(self) -> bool:
+        return math.isfinite(self.threshold)
+
+    def text(self) -> str:
+        """One line: the threshold, and what it did on the split."""
+        if not self.questions:
+            return (f"{self.setting}: no {self.split} questions to fit a threshold on, so no proposal counts as "
+                    f"confident")
+        if not self.reached:
+            return (f"{self.setting}: no probability threshold reaches {100 * self.target:g}% precision on "
+                    f"{self.questions:,} {self.split} questions (at least {MIN_PRECISION_SUPPORT} above it), so no "
+                    "proposal counts as confident")
+        return (f"{self.setting}: p ≥ {self.threshold:.3g}, fitted on {self.questions:,} {self.split} questions for "
+                f"{100 * self.target:g}% precision: {self.filled:,} of them ({100 * self.filled / self.questions:.0f}%) "
+                f"passed it, {100 * self.precision:.1f}% of those right")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"threshold": self.threshold if self.reached else None}
+
+
+def precision_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, target: float, *,
+                        setting: str = "", split: str = "valid",
+                        min_support: int = MIN_PRECISION_SUPPORT) -> PrecisionThreshold:
+    """The lowest top-1 probability p* (under softmax(logits / T)) such that the questions whose top probability
+    is ≥ p* number at least ``min_support`` and their first proposals are right at least ``target`` of the time
+    (questions tied at p* are all in or all out)."""
+    if not 0 < target <= 1:
+        raise ValueError(f"precision {target} is not in (0, 1]")
+    n = len(answers)
+    if n == 0:
+        return PrecisionThreshold(setting, target, math.inf, math.nan, 0, 0, split)
+    conf, top = probabilities(logits, temperature).max(1)
+    correct = (top == answers).double()
+    order = torch.argsort(conf, descending=True, stable=True)
+    c_sorted, right = conf[order], torch.cumsum(correct[order], 0)
+    count = torch.arange(1, n + 1, dtype=torch.float64)
+    group_end = torch.ones(n, dtype=torch.bool)  # the last question of each run of equal probabilities
+    group_end[:-1] = c_sorted[:-1] != c_sorted[1:]
+    ok = group_end & (right / count >= target) & (count >= min_support)
+    if not ok.any():
+        return PrecisionThreshold(setting, target, math.inf, math.nan, 0, n, split)
+    k = int(torch.nonzero(ok).max())
+    return PrecisionThreshold(setting, target, float(c_sorted[k]), float(right[k] / (k + 1)), k + 1, n, split)
 
 
 @dataclass
@@ -248,11 +340,12 @@ class HeldOutReport:
     coverage: dict[str, float]
     mean_set_size: dict[str, float]
     temperature: float
+    set_sizes: dict[str, dict[str, float]] = field(default_factory=dict)  # level -> set_size_stats on the split
 
     def to_dict(self) -> dict:
         return {"temperature": self.temperature, "before": self.before.to_dict(), "after": self.after.to_dict(),
                 "reliability": asdict(self.reliability), "coverage": self.coverage,
-                "mean_set_size": self.mean_set_size}
+                "mean_set_size": self.mean_set_size, "set_sizes": self.set_sizes}
 
 
 def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: str = "test", *,
@@ -263,7 +356,7 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
     parts: dict[str, list] = {"p_true_1": [], "conf_1": [], "top_1": [], "brier_1": [],
                               "p_true_t": [], "conf_t": [], "top_t": [], "brier_t": []}
     covered = {k: 0 for k in levels}
-    sizes = {k: 0 for k in levels}
+    sizes: dict[str, list[torch.Tensor]] = {k: [] for k in levels}
     n = [0]
 
     def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
@@ -281,7 +374,7 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
                 for k, thr in levels.items():
                     member = p >= thr
                     covered[k] += int(member[idx, batch.answer].sum())
-                    sizes[k] += int(member.sum())
+                    sizes[k].append(member.sum(1))
         n[0] += len(batch)
 
     evaluate(kg, ranker, calibration.setting, split, progress=False, batch_size=64, max_queries=max_queries,
@@ -294,8 +387,9 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
         out[tag] = (CalibrationMetrics(float(ece), float(cat[f"brier_{tag}"].mean()),
                                        float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
                                        float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()), n[0]), stats)
+    size_stats = {k: set_size_stats(torch.cat(v) if v else torch.zeros(0)) for k, v in sizes.items()}
     return HeldOutReport(out["1"][0], out["t"][0], out["t"][1], {k: covered[k] / n[0] for k in levels},
-                         {k: sizes[k] / n[0] for k in levels}, t)
+                         {k: size_stats[k]["mean"] for k in levels}, t, size_stats)
 
 
 def stored(extra: dict, setting: str) -> Calibration | None:

@@ -101,3 +101,24 @@ def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo],
     out.sort(key=lambda m: (not m.exact, m.relations is not None, -(m.relations.fact_coverage if m.relations else 1),
                             m.info.setting != "unified", m.info.name))
     return out
+
+
+def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations) -> list[Match]:
+    """Checkpoints that can complete rows of ``relations`` on ``kg``: :func:`matching_checkpoints` first, then
+    any other whose relations include every one of ``relations`` and whose time unit is ``kg``'s (``kg`` is
+    then read in its relation vocabulary, :func:`tpar.reasoning.completion.relation_view`)."""
+    out = matching_checkpoints(kg, infos)
+    have = {id(m.info) for m in out}
+    need = set(relations)
+    ta = kg.time_axis.to_dict()
+    for info in infos:
+        c = info.checkpoint
+        if id(info) in have or not need <= set(c.relations):
+            continue
+        if (ta["granularity"], ta["step"]) != (c.time_axis.get("granularity"), c.time_axis.get("step")):
+            continue
+        missing = [r for r in kg.relations.names if r not in set(c.relations)]
+        out.append(Match(info, False, [f"it knows {len(set(kg.relations.names) - set(missing))} of the data's "
+                                       f"{kg.num_relations} relations: facts of the others are no evidence to it"]
+                         if missing else []))
+    return out

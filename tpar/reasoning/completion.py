@@ -9,6 +9,13 @@ Entities already known to answer the same question (the time-aware filter) are n
 row would be a duplicate otherwise. The probability of a proposal is the softmax over the remaining
 entities of f / T (T: the checkpoint's temperature for the setting, fitted on valid with the same
 filter, :mod:`tpar.evaluation.calibration`; T = 1 and ``calibrated=False`` without one).
+
+Only confident proposals are filled by default (``tpar complete``, the Upload page): a probability
+threshold is fitted on the data's valid questions for the precision the user picks
+(:func:`fit_thresholds`, :func:`tpar.evaluation.calibration.precision_threshold`); a row whose best
+proposal is below it stays empty, its best guesses listed. Any model whose relations cover the rows
+completes them: the data is read in the model's relation vocabulary (:func:`relation_view`; facts of
+relations the model does not know are no evidence to it).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from tpar.data.kg import TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.tables import IncompleteRow
+from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
@@ -53,6 +61,7 @@ class Completion:
     known_answers: int = 0           # entities known to answer the same question: not proposed
     calibrated: bool = False
     problem: str = ""
+    threshold: float = 0.0           # the probability a proposal needs to be filled in (fitted: apply_thresholds)
 
     @property
     def fact(self) -> tuple[str, str, str, str] | None:
@@ -62,9 +71,11 @@ class Completion:
         r = self.row
         return (r.subject or self.entity, r.relation, r.object or self.entity, r.time)
 
-    def accepted(self, min_probability: float = 0.0) -> bool:
-        """A proposal at least ``min_probability`` likely (what a completed CSV fills in, what joins train)."""
-        return self.entity is not None and (self.probability or 0.0) >= min_probability
+    def accepted(self, min_probability: float | None = None) -> bool:
+        """A proposal at least ``min_probability`` likely, or (``None``) at least its :attr:`threshold` (what a
+        completed CSV fills in, what joins train)."""
+        need = self.threshold if min_probability is None else min_probability
+        return self.entity is not None and (self.probability or 0.0) >= need
 
     def note(self) -> str:
         """How sure the proposal is, in words (ties, calibration, what was left out)."""
@@ -150,21 +161,124 @@ def check_row_limit(n: int, file: str | None = None) -> None:
                         f"per 10,000 on a laptop CPU): split the file and complete the parts", file=file)
 
 
+def relation_view(kg: TemporalKG, relations: Sequence[str]) -> TemporalKG:
+    """``kg`` in another relation vocabulary (a model's): each fact's relation renumbered to its place in
+    ``relations``; facts of relations not among them are left out (a model that never learned a relation
+    cannot use its facts as evidence), and the notes say how many. Entities and times are unchanged."""
+    if list(kg.relations.names) == list(relations):
+        return kg
+    where = {n: i for i, n in enumerate(relations)}
+    to_new = np.array([where.get(n, -1) for n in kg.relations.names] or [-1], dtype=np.int64)
+    splits, left_out = {}, 0
+    for split in SPLITS:
+        if split not in kg.splits:
+            continue
+        arr = kg.splits[split]
+        new = to_new[arr[:, 1]] if len(arr) else np.zeros(0, dtype=np.int64)
+        keep = new >= 0
+        left_out += int((~keep).sum())
+        out = arr[keep].copy()
+        out[:, 1] = new[keep]
+        splits[split] = out
+    inferred = {(s, int(to_new[r]), o, t): p for (s, r, o, t), p in kg.inferred.items() if to_new[r] >= 0}
+    unknown = [n for n in kg.relations.names if n not in where]
+    note = (f"{left_out:,} fact(s) of {len(unknown)} relation(s) the model does not know (e.g. {unknown[0]!r}) are "
+            "no evidence to it" if left_out else "")
+    return replace(kg, relations=Vocabulary(tuple(relations)), splits=splits, inferred=inferred,
+                   notes=list(kg.notes) + ([note] if note else []))
+
+
+def model_view(kg: TemporalKG, checkpoint) -> tuple[TemporalKG, bool]:
+    """(``kg`` in ``checkpoint``'s relation ids, whether it was matched by name): data already matched to
+    this checkpoint by :meth:`~tpar.model.checkpoint.Checkpoint.fit` (a ``MatchedKG``) as it is, else
+    :func:`relation_view` (exact names)."""
+    m = getattr(kg, "match", None)
+    if m is not None and m.model_relations == tuple(checkpoint.relations):
+        return kg, True
+    return relation_view(kg, checkpoint.relations), False
+
+
+def covers(checkpoint, relations: Sequence[str]) -> bool:
+    """Whether ``checkpoint`` knows every one of ``relations`` (names as the data spells them)."""
+    known = set(checkpoint.relations)
+    return all(r in known for r in relations)
+
+
 def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[IncompleteRow], *, setting: str = "auto",
                              device: str = "auto", evidence: str = "all",
                              on_progress: Callable[[int, int], None] | None = None) -> list[Completion]:
-    """:func:`complete` with a TPAR checkpoint (``kg`` with other relations is matched to the model's by
-    :meth:`~tpar.model.checkpoint.Checkpoint.fit`, or refused below its coverage), its probabilities
-    calibrated with the checkpoint's stored temperature per setting."""
+    """:func:`complete` with a TPAR checkpoint whose relations cover the rows' (``kg`` is read in the
+    checkpoint's relation vocabulary, :func:`relation_view`; a row of a relation it does not know gets a
+    ``problem``; a different time unit is refused by ``check_fits``), its probabilities calibrated with the
+    checkpoint's stored temperature per setting. Each completion's ``threshold`` is 0 (every proposal is
+    accepted) until :func:`apply_thresholds` sets the fitted one. ``on_progress(done, total)``: as
+    :func:`complete` reports it."""
     from tpar.evaluation.calibration import stored
+
+    view, matched = model_view(kg, checkpoint)
+    checkpoint.check_fits(view)
+    known = set(checkpoint.relations)
+
+    def foreign(r: IncompleteRow) -> bool:  # a relation of the data (in any spelling) the model lacks
+        if matched:  # relations matched by name: an unmatched one is named by the vocabulary in complete()
+            return False
+        try:
+            return kg.relations.resolve(r.relation, "relation") not in known
+        except DataError:
+            return False  # not the data's either: complete() says so, with the closest names
+
+    out = {id(r): Completion(r, problem=f"row {r.row}: the model does not know relation {r.relation!r} (it was "
+                                        "trained without it): choose a model that does")
+           for r in rows if foreign(r)}
+    progress = (lambda done, total: on_progress(done + len(out), len(rows))) if on_progress else None
+    done = iter(complete(view, _ranker(checkpoint, device), [r for r in rows if id(r) not in out], setting=setting,
+                         evidence=evidence, on_progress=progress,
+                         temperature=lambda s: (c.temperature if (c := stored(checkpoint.extra, s)) else None)))
+    return [out[id(r)] if id(r) in out else next(done) for r in rows]
+
+
+def _ranker(checkpoint, device: str):
     from tpar.model.device import resolve_device
     from tpar.model.ranker import ModelRanker
 
-    kg = checkpoint.fit(kg)
     dev = resolve_device(device)
-    ranker = ModelRanker(checkpoint.build_model(dev), dev)
-    return complete(kg, ranker, rows, setting=setting, evidence=evidence, on_progress=on_progress,
-                    temperature=lambda s: (c.temperature if (c := stored(checkpoint.extra, s)) else None))
+    return ModelRanker(checkpoint.build_model(dev), dev)
+
+
+#: valid questions a completion threshold is fitted on (a seeded subset of larger valid splits)
+THRESHOLD_QUERIES = 2000
+
+
+def fit_thresholds(checkpoint, kg: TemporalKG, settings: Sequence[str], precision: float, *, device: str = "auto",
+                   max_queries: int = THRESHOLD_QUERIES, seed: int = 0) -> dict:
+    """Per setting, the calibrated probability a proposal needs so that, on ``kg``'s valid questions (the
+    evaluation protocol's, a seeded subset of ``max_queries``), the model's first proposals at or above it
+    were right at least ``precision`` of the time (:class:`~tpar.evaluation.calibration.PrecisionThreshold`;
+    ``inf`` where none reaches it, or ``kg`` has no valid facts)."""
+    from tpar.evaluation.calibration import PrecisionThreshold, collect, precision_threshold, stored
+
+    view, _ = model_view(kg, checkpoint)
+    checkpoint.check_fits(view)
+    ranker = None
+    out = {}
+    for s in dict.fromkeys(settings):
+        if not len(view.facts("valid")):
+            out[s] = PrecisionThreshold(s, precision, float("inf"), float("nan"), 0, 0)
+            continue
+        ranker = ranker or _ranker(checkpoint, device)
+        logits, answers = collect(view, ranker, s, "valid", max_queries=max_queries, seed=seed)
+        cal = stored(checkpoint.extra, s)
+        out[s] = precision_threshold(logits, answers, cal.temperature if cal else 1.0, precision, setting=s)
+    return out
+
+
+def apply_thresholds(completions: Sequence[Completion], thresholds: dict) -> None:
+    """Set each completion's :attr:`Completion.threshold` to its setting's fitted one (``thresholds``: setting
+    -> :class:`~tpar.evaluation.calibration.PrecisionThreshold`); a row asked in no fitted setting is never
+    accepted by default."""
+    for c in completions:
+        fit = thresholds.get(c.setting)
+        c.threshold = fit.threshold if fit is not None else float("inf")
 
 
 def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: tuple[torch.Tensor, torch.Tensor],
@@ -222,9 +336,11 @@ def add_inferred(kg: TemporalKG, facts: np.ndarray, probabilities, *, name: str 
                    notes=list(kg.notes) + [f"{len(new)} completed fact(s) added to train, marked as inferred{note}"])
 
 
-def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_probability: float = 0.0) -> TemporalKG:
-    """:func:`add_inferred` with the proposals of probability ≥ ``min_probability`` (completions of
-    ``kg``: their rows are in its spelling), in fact order."""
+def with_completions(kg: TemporalKG, completions: Sequence[Completion],
+                     min_probability: float | None = None) -> TemporalKG:
+    """:func:`add_inferred` with the proposals of probability ≥ ``min_probability`` (``None``: each at least
+    its own :attr:`Completion.threshold`; completions of ``kg``: their rows are in its spelling), in fact
+    order."""
     chosen: dict[tuple[int, int, int, int], float | None] = {}
     for c in completions:
         if c.accepted(min_probability):
@@ -232,17 +348,20 @@ def with_completions(kg: TemporalKG, completions: Sequence[Completion], min_prob
             chosen[(kg.entities.id(s), kg.relations.id(r), kg.entities.id(o), kg.time_axis.parse(t))] = c.probability
     facts = sorted(chosen)
     return add_inferred(kg, np.array(facts, dtype=np.int64), [chosen[f] for f in facts],
-                        note=f" (p ≥ {min_probability:g})" if min_probability else "")
+                        note=f" (p ≥ {min_probability:g})" if min_probability else
+                        " (confident proposals: p at or above the fitted threshold)" if min_probability is None and any(
+                            c.threshold > 0 for c in completions) else "")
 
 
 #: the columns of a completed CSV (``split`` only when the input had one)
 COMPLETED_COLUMNS = ("subject", "relation", "object", "time", "probability", "completed", "alternatives")
 
 
-def completed_rows(q, completions: Sequence[Completion], min_probability: float = 0.0) -> list[dict]:
+def completed_rows(q, completions: Sequence[Completion], min_probability: float | None = None) -> list[dict]:
     """The rows of a completed CSV, in the input's row order: its complete facts as they were, each
-    incomplete row with the proposal filled in when its probability is ≥ ``min_probability`` (else
-    left incomplete, the field empty: nothing is lost). ``q``: the input's
+    incomplete row with the proposal filled in when its probability is ≥ ``min_probability`` (``None``: its
+    own fitted :attr:`Completion.threshold`; else left incomplete, the field empty, its best guesses in
+    ``alternatives``: nothing is lost). ``q``: the input's
     :class:`~tpar.data.tables.CsvQuadruples` read with ``incomplete="keep"``."""
     rows = []
     for i, row in enumerate(q.rows):
@@ -267,7 +386,7 @@ def completed_rows(q, completions: Sequence[Completion], min_probability: float 
     return [d for _, d in sorted(rows, key=lambda x: x[0])]
 
 
-def write_completed_csv(path, q, completions: Sequence[Completion], min_probability: float = 0.0) -> int:
+def write_completed_csv(path, q, completions: Sequence[Completion], min_probability: float | None = None) -> int:
     """Write :func:`completed_rows` as CSV through the one formula-safe writer
     (:func:`tpar.data.outputs.write_csv`: a cell that would start a spreadsheet formula gets a leading
     apostrophe, which the table reader takes off again, so the file reads back as data with its

@@ -31,6 +31,14 @@ of which alone changes little -- and costs a forward and backward pass per point
 itself changes along the line (top-K pruning ranks entities by their states), the gradient is used and
 the explanation says so.
 
+Paths that share links must not count them twice: the listed paths are ranked greedily by what each
+adds beyond the paths above it (its *marginal* importance: the attributions of its links that no path
+above walks; ``ranking="marginal"``, the default, from a pool of the best paths by Eq. 14), and each
+path's ``importance`` is that marginal (``total`` keeps the sum over all its links). The listed paths'
+importances plus the *rest* -- links on no listed path, self-loops ("staying put") and, for the
+gradient, what a first-order view leaves unattributed -- then add up exactly to f − f₀
+(:class:`Decomposition`), each propagation link counted once.
+
 Backgrounds follow :class:`tpar.reasoning.prediction.Predictor`: extrapolation sees facts with t < t_q;
 interpolation sees every known fact except those answering the question itself.
 """
@@ -102,9 +110,16 @@ def evidence_floor(score: float) -> float:
 @dataclass
 class TemporalPath:
     links: list[PathLink]
-    importance: float   # Σ ∂f/∂w over the path's links (Eq. 14's derivative w.r.t. the path)
+    importance: float   # what the path adds beyond the paths listed above it: Σ over its links no path above walks
     stay: float = 0.0   # Σ ∂f/∂w over the self-loops the walk took ("staying at an entity"), not in importance
-    meaningful: bool = True  # |importance| ≥ evidence_floor(f)
+    meaningful: bool = True  # |total| ≥ evidence_floor(f): the path carries evidence at all
+    total: float = 0.0  # Σ over all of the path's links (Eq. 14's derivative w.r.t. the path), shared ones included
+    link_keys: tuple[tuple[int, int], ...] = field(default=(), repr=False, compare=False)  # (layer, link row)
+
+    @property
+    def adds_nothing(self) -> bool:
+        """Carries evidence, but none beyond the paths above it (its links are all theirs)."""
+        return self.meaningful and abs(self.importance) < 1e-4 * max(abs(self.total), 1e-12)
 
     @property
     def length(self) -> int:
@@ -127,7 +142,7 @@ class TemporalPath:
         return [x.sentence() for x in self.links]
 
     def to_dict(self) -> dict:
-        return {"importance": self.importance, "stay": self.stay, "meaningful": self.meaningful,
+        return {"importance": self.importance, "total": self.total, "stay": self.stay, "meaningful": self.meaningful,
                 "length": self.length, "text": self.describe(),
                 "links": [asdict(x) | {"relation_label": x.relation_label, "sentence": x.sentence()}
                           for x in self.links]}
@@ -153,6 +168,56 @@ class FactShare:
 
 
 @dataclass
+class Decomposition:
+    """f − f₀ split without double counting: the listed paths' (marginal) importances, then the rest -- the
+    links on no listed path, the self-loops ("staying put"), and what the method leaves unattributed
+    (``residual``: the integration gap for integrated gradients; for the first-order gradient the whole
+    difference between f − f₀ and the sum of all gradients, which it does not promise to match)."""
+
+    score: float               # f(q, a)
+    no_evidence_score: float   # f₀: every link and self-loop off
+    paths: float               # Σ of the listed paths' importances = Σ over the union of their links, each once
+    rest_links: float          # Σ over the propagation's links on no listed path
+    stays: float               # Σ over every self-loop
+    residual: float            # (f − f₀) − Σ over all links and self-loops
+    links_on_paths: int        # distinct propagation links the listed paths walk
+    links: int                 # all propagation links (self-loops not counted)
+    method: str                # "integrated" or "gradient"
+
+    @property
+    def rest(self) -> float:
+        """Everything not on the listed paths: other links, stays and the residual."""
+        return self.rest_links + self.stays + self.residual
+
+    @property
+    def target(self) -> float:
+        """f − f₀: what the listed paths and the rest add up to."""
+        return self.score - self.no_evidence_score
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"rest": self.rest, "total": self.paths + self.rest, "target": self.target}
+
+    def text(self) -> str:
+        """The sum in one line, e.g. "f − f₀ = 10.502 = listed paths 9.716 + rest 0.786 (other links −0.818,
+        staying put 1.613, not attributed −0.009)"."""
+        unattributed = ("not attributed by integrated gradients (their gap)" if self.method == "integrated" else
+                        "not attributed: a first-order gradient does not add up to f − f₀")
+        return (f"f − f₀ = {self.target:.4f} (f₀ = {self.no_evidence_score:.4f}, the score with no evidence) = "
+                f"listed paths {self.paths:+.4f} + rest {self.rest:+.4f} (the {self.links - self.links_on_paths:,} "
+                f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, "
+                f"{unattributed} {self.residual:+.4f})")
+
+
+#: the one sentence that says how the listed paths are ranked (``Explanation.ranking``)
+RANKING_TEXT = {
+    "marginal": "Paths are ranked by what each adds beyond the paths above it: a path's importance counts only its "
+                "links that no path above walks, so no link is counted twice.",
+    "total": "Paths are ranked by the sum over all their links (Eq. 14); a path's importance counts only its links "
+             "that no path above walks, so no link is counted twice.",
+}
+
+
+@dataclass
 class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
@@ -166,6 +231,8 @@ class Explanation(AnsweredQuestion):
     baseline_score: float | None = None  # integrated only: f₀, the score with every link and self-loop off
     integration_steps: int = 0           # integrated only: midpoints used
     completeness_gap: float | None = None  # integrated only: Σ shares (links and stays) − (f − f₀)
+    decomposition: Decomposition | None = None  # f − f₀ = listed paths + rest, each link once (None: not reached)
+    ranking: str = "marginal"  # "marginal": greedily by what each path adds; "total": by Eq. 14's sum
 
     @property
     def floor(self) -> float:
@@ -183,7 +250,8 @@ class Explanation(AnsweredQuestion):
 
     def to_dict(self) -> dict:
         return super().to_dict() | {"paths": [p.to_dict() for p in self.paths], "evidence_floor": self.floor,
-                                    "has_evidence": self.has_evidence}
+                                    "has_evidence": self.has_evidence,
+                                    "decomposition": self.decomposition.to_dict() if self.decomposition else None}
 
 
 #: attention below which a link is not shown as one the model "attends to" in the teaching trace
@@ -245,6 +313,42 @@ class ReasoningTrace(AnsweredQuestion):
     answer: str | None = None
 
 
+def rank_paths(pool: list[TemporalPath], k: int, ranking: str = "marginal") -> list[TemporalPath]:
+    """``k`` paths of ``pool`` (best first by Eq. 14), each with ``importance`` set to what it adds beyond the
+    paths chosen before it (the attributions of its links no earlier path walks). ``marginal``: greedily the
+    path that adds the most next (ties: the earlier in ``pool``); ``total``: ``pool``'s order."""
+    covered: set[tuple[int, int]] = set()
+    left, out = list(pool), []
+
+    def adds(p: TemporalPath) -> float:
+        return sum(x.gradient for x, key in zip(p.links, p.link_keys) if key not in covered)
+
+    while left and len(out) < k:
+        if ranking == "total":
+            best = 0
+        else:
+            gains = [adds(p) for p in left]
+            best = max(range(len(left)), key=lambda i: (gains[i], -i))
+        path = left.pop(best)
+        path.importance = adds(path)
+        covered.update(path.link_keys)
+        out.append(path)
+    return out
+
+
+def decompose(score: float, baseline: float, paths: list[TemporalPath], link_attr: list[torch.Tensor],
+              loop_attr: list[torch.Tensor], method: str) -> Decomposition:
+    """f − f₀ = Σ listed paths' importances + links on no listed path + self-loops + residual, each link once
+    (the paths' importances must come from :func:`rank_paths`)."""
+    on_paths = {key for p in paths for key in p.link_keys}
+    all_links = sum(float(x.double().sum()) for x in link_attr)
+    stays = sum(float(x.double().sum()) for x in loop_attr)
+    covered = sum(float(link_attr[l][j]) for l, j in on_paths)
+    return Decomposition(score, baseline, sum(p.importance for p in paths), all_links - covered, stays,
+                         (score - baseline) - all_links - stays, len(on_paths), sum(int(x.numel()) for x in link_attr),
+                         method)
+
+
 class Explainer:
     """Explanations for questions on a :class:`Predictor`'s data and model (no gradients leak out:
     the model's parameters are left untouched and in eval mode)."""
@@ -280,7 +384,7 @@ class Explainer:
     def explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction = "object",
                 setting: str = "auto", num_paths: int = 5, beam: int | None = None,
                 simple: bool = True, importance: str = "gradient", steps: int = 16, max_steps: int = 144,
-                top_facts: int = 20, measure_facts: int = 0) -> Explanation:
+                top_facts: int = 20, measure_facts: int = 0, ranking: str = "marginal") -> Explanation:
         """The ``num_paths`` most important temporal paths from ``subject`` to ``answer`` (only simple
         paths unless ``simple=False``; ``beam``: partial paths kept per entity and layer);
         ``importance``: ``gradient`` (Eq. 14) or ``integrated`` (``steps`` points; module docstring);
@@ -288,9 +392,14 @@ class Explainer:
         ``measure_facts``: for that many of them (largest share first) also measure what removing each one
         from the data does to the score (one forward pass each; ``FactShare.removal``). A share is an
         attribution -- facts that the rule needs together split it -- while the removal is what the model
-        computes without the fact, other paths to the answer included."""
+        computes without the fact, other paths to the answer included. ``ranking``: ``marginal`` lists the
+        paths greedily by what each adds beyond those above it (from a pool of the best by Eq. 14), ``total``
+        by Eq. 14's sum; either way each path's ``importance`` is its marginal, and
+        :attr:`Explanation.decomposition` adds the rest up to f − f₀."""
         if importance not in ("gradient", "integrated"):
             raise ValueError(f"importance must be 'gradient' or 'integrated', got {importance!r}")
+        if ranking not in ("marginal", "total"):
+            raise ValueError(f"ranking must be 'marginal' or 'total', got {ranking!r}")
         if not 1 <= steps <= max_steps:
             raise ValueError(f"need 1 ≤ steps ≤ max_steps, got steps={steps}, max_steps={max_steps}")
         question = Question(subject, relation, time, direction, setting)
@@ -329,8 +438,13 @@ class Explainer:
         trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
                                  alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
                                  loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
-        paths = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths,
-                                  beam or max(4 * num_paths, 20), simple) if reached else []
+        width = beam or max(4 * num_paths, 20)
+        pool = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths if ranking == "total" else width,
+                                 width, simple) if reached else []
+        paths = rank_paths(pool, num_paths, ranking)
+        if baseline is None:
+            baseline = self._no_evidence_score(prepared, a)
+        decomposition = decompose(float(f.detach()), baseline, paths, link_grads, loop_grads, used)
         floor = evidence_floor(float(f.detach()))
         facts = self._fact_shares(trace, link_grads, floor, top_facts) if reached else []
         for x in facts[:measure_facts]:
@@ -348,13 +462,19 @@ class Explainer:
             warnings.append(f"no path found that reaches {answer!r} without revisiting an entity: its score comes from "
                             f"walks that revisit one, which are not listed")
         for path in paths:
-            path.meaningful = abs(path.importance) >= floor
+            path.meaningful = abs(path.total) >= floor
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
         return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
                            float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts,
-                           baseline, used_steps, gap)
+                           baseline, used_steps, gap, decomposition, ranking)
+
+    def _no_evidence_score(self, prepared: PreparedQuestion, a: int) -> float:
+        """f₀: f(q, a) from one pass with every link's and self-loop's weight at 0."""
+        with torch.no_grad():
+            zero = PropagationTrace(weighted=True, weight_scale=0.0)
+            return float(self.predictor.model.eval()(prepared.batch, prepared.background, trace=zero)[0, a])
 
     def _score_without(self, prepared: PreparedQuestion, a: int, fact: FactShare) -> float:
         """f(q, a) on the data without one known fact (the question's own setting and leakage rules)."""
@@ -519,20 +639,22 @@ class Explainer:
                 hops.append((l, int(link_row[r])))
                 r = int(parent[r])
             hops.reverse()
-            links, key = [], []
+            links, key, ids = [], [], []
             for l, j in hops:
                 m = trace.links[l].shape[0]
                 if j >= m:  # a self-loop: the path stays where it is this step
                     continue
                 q_, src, rel, dst, tl = trace.links[l][j].tolist()
                 key.append((src, rel, dst, tl))
+                ids.append((l, j))
                 links.append(self._link(l + 1, src, rel, dst, tl, t_q, float(trace.alpha[l][j]),
                                         float(link_grads[l][j])))
             key = tuple(key)
             if not links or key in seen:
                 continue
             seen.add(key)
-            paths.append(TemporalPath(links, float(state_score[row]), float(state_stay[row])))
+            total = float(state_score[row])
+            paths.append(TemporalPath(links, total, float(state_stay[row]), total=total, link_keys=tuple(ids)))
             if len(paths) == k:
                 break
         return paths
@@ -654,3 +776,18 @@ class Explainer:
             masks[l] = torch.isin(links[:, 3], reach) if links.numel() else torch.zeros(0, dtype=torch.bool)
             reach = torch.unique(torch.cat([reach, links[masks[l], 1]]))
         return masks
+
+
+def facts_towards(trace: PropagationTrace, answer: int, num_relations: int) -> list[tuple[int, int, int, int]]:
+    """The facts (s, r, o, t) walked by a link on some L-step walk (links and stays) from the question's entity
+    to ``answer`` (:meth:`Explainer._towards`), each once, in layer then link order; ``[]`` when no walk reaches
+    it. Only these facts can move the answer's score: the pool a fair random deletion draws from."""
+    masks = Explainer._towards(trace, answer)
+    if masks is None:
+        return []
+    R = num_relations
+    out: dict[tuple[int, int, int, int], None] = {}
+    for links, mask in zip(trace.links, masks):
+        for _, src, rel, dst, t in links[mask].tolist():
+            out[(dst, rel - R, src, t) if rel >= R else (src, rel, dst, t)] = None
+    return list(out)

@@ -122,6 +122,12 @@ class Prediction(AnsweredQuestion):
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
+    no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
+
+    @property
+    def has_evidence(self) -> bool:
+        """Some answer is told apart from the others: a ranking worth showing."""
+        return not self.no_evidence
 
     @property
     def unreached(self) -> int:
@@ -132,7 +138,28 @@ class Prediction(AnsweredQuestion):
         for a, row in zip(self.answers, d["answers"]):
             row["rank_text"], row["ties"] = a.rank_text(), a.ties
         d["unreached"] = self.unreached
+        d["has_evidence"] = self.has_evidence
         return d
+
+
+#: a question has no evidence when its most probable entity is at most this many times as probable as its least
+#: probable one (every entity ≈ 1/E: nothing reached, every candidate tied, or scores that differ by a hair)
+NO_EVIDENCE_RATIO = 1.01
+
+
+def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int) -> str:
+    """Why a question's ranking carries no information, in words ("" when it does): nothing but the question's
+    own entity reached, or every entity's probability within 1% of the others' (:data:`NO_EVIDENCE_RATIO`)."""
+    if reached <= 1:
+        return "no temporal path leads from the question's entity to any other entity: every answer ties at score 0"
+    p_max, p_min = float(probs.max()), float(probs.min())
+    if p_max <= NO_EVIDENCE_RATIO * p_min:
+        lo, hi = float(scores.min()), float(scores.max())
+        tie = "every entity scores the same" if hi - lo <= TIE_ATOL + TIE_RTOL * abs(hi) else (
+            f"the scores differ by at most {hi - lo:.2g}")
+        return (f"{tie}, so each of the {len(probs):,} entities gets about {probability_text(p_max)}: nothing the "
+                "model saw tells them apart")
+    return ""
 
 
 class FactRows(list):
@@ -429,4 +456,5 @@ class Predictor:
                             "to know how often they are right.")
         return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
                           n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting,
-                          temperature, coverage, answer_set, set_size)
+                          temperature, coverage, answer_set, set_size,
+                          no_evidence=no_evidence_reason(scores, probs, n_reached))

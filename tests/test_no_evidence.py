@@ -1,0 +1,99 @@
+"""Questions without evidence are said to be so, never ranked (issue #33): nothing reached, or every entity
+about equally likely (a forecast far past the data, a question before it). The CLI and the Ask and Evidence
+pages say so instead of listing "1. Island"; showcase forecasts dated inside the known range say they are
+forecasts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from tpar.cli import main
+from tpar.reasoning.prediction import NO_EVIDENCE_RATIO, Predictor, no_evidence_reason
+
+ASK = ["predict", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject", "Danenn",
+       "--relation", "Meet"]
+
+
+def test_the_rule_no_evidence_means_no_entity_is_told_apart():
+    scores = torch.tensor([0.0045, 0.0, 0.0, 0.0], dtype=torch.float64)
+    probs = torch.softmax(scores, 0)
+    assert float(probs.max() / probs.min()) < NO_EVIDENCE_RATIO
+    assert "about 25" in no_evidence_reason(scores, probs, reached=4)
+    assert "every entity scores the same" in no_evidence_reason(torch.zeros(4), torch.full((4,), 0.25), reached=4)
+    assert "no temporal path" in no_evidence_reason(scores, probs, reached=1)
+    strong = torch.tensor([2.5, 0.1, 0.0, 0.0], dtype=torch.float64)
+    assert no_evidence_reason(strong, torch.softmax(strong, 0), reached=4) == ""
+
+
+@pytest.mark.parametrize("time, why", [("2026-03-01", "60 days after"), ("2024-12-01", "before the first")])
+def test_a_question_far_from_the_data_is_no_ranking(sample_kg, sample_checkpoint, capsys, time, why):
+    p = Predictor(sample_checkpoint, sample_kg, "cpu").predict("Danenn", "Meet", time)
+    probs = [a.probability for a in p.answers]
+    assert p.no_evidence and max(probs) <= NO_EVIDENCE_RATIO * min(probs)  # the case the rule names
+    assert main(ASK + ["--time", time]) == 0
+    out = capsys.readouterr().out
+    assert "no evidence:" in out and why in out and "No ranking is shown" in out
+    assert not re.search(r"^\s*1\. ", out, re.M)  # no "1. Island"
+    assert main(ASK + ["--time", time, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["has_evidence"] is False and d["no_evidence"] == p.no_evidence
+
+
+def test_a_question_with_evidence_is_still_ranked(sample_kg, sample_checkpoint, capsys):
+    p = Predictor(sample_checkpoint, sample_kg, "cpu").predict("Danenn", "Meet", "2025-12-20")
+    assert p.has_evidence and p.answers[0].probability > NO_EVIDENCE_RATIO * p.answers[-1].probability
+    assert main(ASK + ["--time", "2025-12-20", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "no evidence" not in out and re.search(r"^\s*1\. Island", out, re.M)
+
+
+@pytest.fixture
+def app_test(monkeypatch, tmp_path):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
+    monkeypatch.syspath_prepend(str(Path(app).parent))
+    import explorer
+
+    explorer.datasets.clear()
+    explorer.checkpoints.clear()
+
+    def make(params: dict) -> AppTest:
+        at = AppTest.from_file(app, default_timeout=120)
+        for k, v in params.items():
+            at.query_params[k] = v
+        return at
+    return make
+
+
+def shown(elements) -> str:
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "")
+
+
+def test_the_ask_and_evidence_pages_say_no_evidence_instead_of_ranking(app_test):
+    at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2026-03-01"}).run()
+    assert not at.exception
+    assert "No evidence for this question" in shown(at.info) and not at.dataframe
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and "No evidence for this question" in shown(at.info)
+    assert "not told apart from the others" in shown(at.info)
+    at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2025-12-20"}).run()
+    assert "No evidence" not in shown(at.info) and at.dataframe[0].value.iloc[0]["entity"] == "Island"
+
+
+def test_a_showcase_forecast_inside_the_known_range_says_it_is_one(app_test):
+    at = app_test({}).run()  # opens on the escalation showcase: a forecast dated 2025-12-18, inside the range
+    assert not at.exception and at.session_state["setting"] == "extrapolation"
+    caption = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Setting: **extrapolation**, chosen although 2025-12-18 lies inside the known time range" in caption
+    options = at.selectbox(key="example").options  # as shown: each names the setting it is asked in
+    assert any(o.startswith("escalation:") and o.endswith("(asked as extrapolation)") for o in options)
+    assert any(o.startswith("reciprocity:") and o.endswith("(asked as interpolation)") for o in options)
