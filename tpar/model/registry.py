@@ -107,7 +107,9 @@ def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations)
     """Checkpoints that can complete rows of ``relations`` on ``kg``: :func:`matching_checkpoints` first, then
     any other whose relations include every one of ``relations`` and whose time unit is ``kg``'s (``kg`` is
     then read in its relation vocabulary, :func:`tpar.reasoning.completion.relation_view`)."""
-    out = matching_checkpoints(kg, infos)
+    # those with the data's own relations; a model whose relations only match by name (another spelling) is
+    # not offered here: completion reads the data by exact names (relation_view)
+    out = [m for m in matching_checkpoints(kg, infos) if m.relations is None]
     have = {id(m.info) for m in out}
     need = set(relations)
     ta = kg.time_axis.to_dict()
