@@ -102,6 +102,13 @@ def load_kg(path: str, data_version: int = 0) -> TemporalKG:
     return load_dataset(path)
 
 
+@st.cache_resource(show_spinner="Matching the model's relations to the data…", max_entries=4)
+def fitted_kg(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int) -> TemporalKG:
+    """The data set in a checkpoint's relation vocabulary (relations matched by name), for a model
+    trained on other data."""
+    return Checkpoint.load(checkpoint_path).fit(load_kg(data_path, data_version))
+
+
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
 def explainer(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int) -> Explainer:
     """A predictor + explainer for one data set and checkpoint (keyed by their file versions, so a
@@ -285,9 +292,14 @@ def bind(widget, label: str, key: str, *, to_widget=None, from_widget=None, **kw
 @dataclass
 class Selection:
     source: DataSource
-    kg: TemporalKG
+    kg: TemporalKG              # for a model trained on other data: the data in its relation vocabulary
     match: Match | None
     matches: list[Match]
+
+    @property
+    def data_kg(self) -> TemporalKG:
+        """The data set as loaded (its own relations), whatever the model."""
+        return getattr(self.kg, "original", None) or self.kg
 
     @property
     def data_path(self) -> str:
@@ -334,6 +346,14 @@ def selection(show_errors: bool = True) -> Selection | None:
         st.warning(md(f"Model {ss['model']!r} is not available for this data set; showing {names[0]!r}."))
     keep_valid("model", names)
     match = next((m for m in matches if m.info.name == ss["model"]), None)
+    if match is not None and match.relations is not None:  # a model from other data: its relation ids
+        try:
+            return Selection(source, fitted_kg(str(source.path), version(source.path), str(match.info.path),
+                                               version(match.info.path)), match, matches)
+        except DataError as e:
+            if show_errors:
+                st.error(md(f"Model {match.info.name!r} cannot serve {source.label!r}: {e}"))
+            return None
     return Selection(source, kg, match, matches)
 
 

@@ -216,6 +216,8 @@ def test_bench_runs_on_a_small_csv(tmp_path):
 OUTPUT_OPTIONS = {
     ("baseline", "json"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting", "extrapolation",
                            "--json", "{out}"],
+    ("baseline", "ranks_csv"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting",
+                                "extrapolation", "--ranks-csv", "{out}"],
     ("evaluate", "json"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}", "--json", "{out}"],
     ("evaluate", "ranks_csv"): ["evaluate", "--checkpoint", "{ckpt}", "--data", "{data}", "--ranks-csv", "{out}"],
     ("train", "out"): ["train", "--data", "{data}", "--setting", "extrapolation", "--out", "{out}"],
@@ -337,6 +339,8 @@ CHECKPOINT_OPTIONS = {
                                  "--out", "{tmp}/out.csv"],
     ("explain", "checkpoint"): ["explain", "--checkpoint", "{ckpt}", "--data", "{data}", *QUESTION_ARGS,
                                 "--answer", "Bob"],
+    ("baseline", "questions_of"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting",
+                                   "extrapolation", "--questions-of", "{ckpt}"],
 }
 #: every option that reads a file of facts (subject, relation, object, time), with a command line whose
 #: other inputs are good: a bad row of it must be named with the file and the row
@@ -361,7 +365,7 @@ def _options(test) -> set[tuple[str, str]]:
 
 
 def test_every_checkpoint_and_fact_file_option_is_in_the_hostile_tables():
-    assert _options(lambda a: a.dest in ("checkpoint", "init")) == set(CHECKPOINT_OPTIONS)
+    assert _options(lambda a: a.dest in ("checkpoint", "init", "questions_of")) == set(CHECKPOINT_OPTIONS)
     assert _options(lambda a: a.metavar == "FILE" and (a.dest not in ("json", "out") and not a.dest.endswith("_csv"))) \
         == set(FACT_FILE_OPTIONS)
 

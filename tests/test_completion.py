@@ -373,7 +373,7 @@ def test_a_model_whose_relations_cover_the_rows_completes_them(planted, tmp_path
     known = [r for r in planted_rows() if r not in planted["hidden"]]
     wider = load_csv(write_csv(tmp_path / "wider.csv", known + extra), split_policy="random", seed=0)
     assert "fines" in wider.relations and list(wider.relations.names) != list(ck.relations)
-    with pytest.raises(DataError, match="relation vocabulary differs"):
+    with pytest.raises(DataError, match="its relations differ"):
         ck.check_fits(wider)  # the exact-match rule this completion no longer needs
     view = relation_view(wider, ck.relations)
     assert "fines" not in view.relations and len(view.all_facts()) == len(wider.all_facts()) - len(extra)

@@ -147,8 +147,10 @@ def test_checkpoint_refusals(world, tmp_path):
     # data it does not fit
     other = tmp_path / "other.csv"
     other.write_text("subject,relation,object,time\na,likes,b,2024-01-01\nb,likes,c,2024-01-02\nc,likes,a,2024-01-03\n")
-    with pytest.raises(DataError, match="relation vocabulary differs"):
+    with pytest.raises(DataError, match="its relations differ"):
         Checkpoint.load(out).check_fits(load_dataset(other))
+    with pytest.raises(DataError, match="match 0 of 1 relations, 0% of the facts, below the required 95.0%"):
+        Checkpoint.load(out).fit(load_dataset(other))
 
 
 def test_cli_train_propagation_default(world, tmp_path, capsys):

@@ -71,7 +71,18 @@ def cmd_baseline(args) -> int:
     from tpar.evaluation.protocol import evaluate
 
     _output(args.json, "JSON file")
+    _output(args.ranks_csv, "ranks CSV")
     kg = _load(args)
+    if args.questions_of:  # the questions (and background) a checkpoint from other data is asked on this data
+        from tpar.data.relation_matching import read_relation_map
+        from tpar.model.checkpoint import Checkpoint
+
+        ck = Checkpoint.load(args.questions_of)
+        kg = ck.fit(kg, read_relation_map(args.relation_map) if args.relation_map else None, args.min_coverage)
+        if getattr(kg, "match", None) is not None:
+            print(kg.match.report(args.split), file=sys.stderr)
+            print(f"note: ranking the questions {args.questions_of} can be asked on {kg.name} (relations matched "
+                  "to its own); facts with an unmatched relation are left out", file=sys.stderr)
     progress = not args.quiet
     if args.method == "frequency":
         ranker = FrequencyBaseline()
@@ -81,8 +92,18 @@ def cmd_baseline(args) -> int:
                                 progress=progress, seed=args.seed)
     for w in _warnings(kg, args.setting):
         print(f"warning: {w}", file=sys.stderr)
-    result = evaluate(kg, ranker, args.setting, args.split, progress=progress, params=ranker.params())
+    result = evaluate(kg, ranker, args.setting, args.split, progress=progress, params=ranker.params(),
+                      max_queries=args.max_queries, seed=args.seed)
     print(result.summary())
+    if getattr(kg, "match", None) is not None:
+        result.params["relation_match"] = kg.match.to_dict()
+        result.params["all_questions"] = kg.match.all_question_metrics(result, args.split)
+        print(result.params["all_questions"]["text"])
+    if args.ranks_csv:
+        from tpar.evaluation.reports import write_ranks_csv
+
+        write_ranks_csv(result, kg, args.ranks_csv)
+        print(f"wrote {args.ranks_csv}")
     if args.json:
         result.write_json(args.json)
         print(f"wrote {args.json}")
@@ -241,12 +262,20 @@ def train_summary(result) -> str:
 
 
 def _checkpoint_and_data(args):
+    """The checkpoint and the data, the data's relations matched to the model's when they differ
+    (``--relation-map``, ``--min-coverage``): the match's report goes to stderr."""
+    from tpar.data.relation_matching import MatchedKG, read_relation_map
     from tpar.model.checkpoint import Checkpoint
 
     ckpt = Checkpoint.load(args.checkpoint)
     kg = _load(args)
+    rmap = read_relation_map(args.relation_map) if getattr(args, "relation_map", None) else None
+    kg = ckpt.fit(kg, rmap, getattr(args, "min_coverage", 0.95))
+    if isinstance(kg, MatchedKG):
+        print(kg.match.report(getattr(args, "split", "test")), file=sys.stderr)
     for w in ckpt.load_notes + ckpt.check_fits(kg):
-        print(f"warning: {w}", file=sys.stderr)
+        if not (isinstance(kg, MatchedKG) and w.startswith(kg.match.describe())):  # reported just above
+            print(f"warning: {w}", file=sys.stderr)
     return ckpt, kg
 
 
@@ -274,11 +303,18 @@ def cmd_evaluate(args) -> int:
     dist = current()
     for setting in settings:
         ranker = ModelRanker(model, args.device, micro_batch=args.micro_batch)
+        params = {"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
+                  "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
+                  "propagation": used, "trained_propagation": trained}
+        match = getattr(kg, "match", None)
+        if match is not None:
+            params["relation_match"] = match.to_dict()
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
-                                  params={"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
-                                          "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
-                                          "propagation": used, "trained_propagation": trained})
+                                  max_queries=args.max_queries, seed=args.seed, params=params)
         print(res.summary())
+        if match is not None:
+            res.params["all_questions"] = match.all_question_metrics(res, args.split)
+            print(res.params["all_questions"]["text"])
         if dist is not None and not dist.main:
             continue
         if args.split != "valid" and not args.no_calibration and dist is None:
@@ -301,6 +337,10 @@ def cmd_calibrate(args) -> int:
         raise DataError("checkpoint not found", file=args.checkpoint)
     _output(args.checkpoint, "checkpoint")  # written back at the end: refused now, not after the fit
     ckpt, kg = _checkpoint_and_data(args)
+    if getattr(kg, "match", None) is not None:  # the stored calibration describes the model on its own data
+        raise DataError(f"calibrate stores the calibration in the checkpoint, so it needs the data the model was "
+                        f"trained on ({ckpt.data_name}); {kg.name} has other relations ({kg.match.describe()})",
+                        file=args.data)
     settings = [args.setting] if args.setting else (
         ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
@@ -410,8 +450,12 @@ def cmd_predict(args) -> int:
         lo, hi = p.unreached_rank
         print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
-    print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
-                               else "raw softmax, not calibrated"))
+    if p.temperature and getattr(kg, "match", None) is not None:
+        print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
+              "training data); not calibrated on this data: read them as a ranking, not as frequencies")
+    else:
+        print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
+                                   else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
         print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
@@ -428,8 +472,9 @@ def cmd_predict(args) -> int:
 def cmd_complete(args) -> int:
     from tpar.data.tables import read_quadruple_csv
     from tpar.model.checkpoint import Checkpoint
+    from tpar.data.relation_matching import read_relation_map
     from tpar.reasoning.completion import (apply_thresholds, complete_with_checkpoint, fit_thresholds,
-                                           relation_view, write_completed_csv)
+                                           model_view, write_completed_csv)
 
     if args.min_probability is not None and not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
@@ -437,7 +482,12 @@ def cmd_complete(args) -> int:
         raise DataError(f"--precision {args.precision} is not between 0 (excluded) and 1")
     _output(args.out, "completed CSV")
     ckpt, kg = Checkpoint.load(args.checkpoint), _load(args)
-    for w in ckpt.load_notes + ckpt.check_fits(relation_view(kg, ckpt.relations)):  # relations cover the rows'
+    rmap = read_relation_map(args.relation_map) if args.relation_map else None
+    if rmap is not None or not set(kg.relations.names) <= set(ckpt.relations):
+        kg = ckpt.fit(kg, rmap, args.min_coverage)  # other relations: matched by name, refused below the coverage
+        if getattr(kg, "match", None) is not None:
+            print(kg.match.report(), file=sys.stderr)
+    for w in ckpt.load_notes + ckpt.check_fits(model_view(kg, ckpt)[0]):  # relations cover the rows'
         print(f"warning: {w}", file=sys.stderr)
     q = read_quadruple_csv(args.input, time_format=args.time_format, incomplete="keep",
                            on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
@@ -672,6 +722,19 @@ def top_answers(text: str) -> int | str:
     return n
 
 
+def coverage_share(text: str) -> float:
+    """A share for --min-coverage: '95%', '95' (a percentage above 1) or 0.95."""
+    t = text.strip()
+    try:
+        x = float(t.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (e.g. 95%, 0.95)") from None
+    share = x / 100 if t.endswith("%") or x > 1 else x
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"not between 0% and 100%: {text!r}")
+    return share
+
+
 def positive_int(text: str) -> int:
     """An option that counts something: 1 or more."""
     try:
@@ -709,6 +772,15 @@ def build_parser() -> argparse.ArgumentParser:
         order.add_argument("--month-first", dest="day_first", action="store_false",
                            help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
 
+    def transfer_args(sp):
+        """A checkpoint on data with other relations: how they are matched and how much must match."""
+        sp.add_argument("--relation-map", metavar="MAP_CSV",
+                        help="CSV of 'data relation, model relation' rows for relations whose names do not match "
+                             "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
+        sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
+                        help="refuse data whose facts use the model's relations less than this (default 95%%; "
+                             "'90%%' or 0.9)")
+
     def question_args(sp):
         """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
         sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
@@ -721,6 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
         sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                         help="auto: interpolation for times within the data, extrapolation after it")
+        transfer_args(sp)
 
     sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
@@ -738,6 +811,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     sp.add_argument("--global-params", action="store_true",
                     help="recurrency: one (lambda, alpha) for all relations instead of per relation")
+    sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
+    sp.add_argument("--questions-of", metavar="CHECKPOINT",
+                    help="rank only the questions this checkpoint (trained on other data) can be asked here, on the "
+                         "background it sees: a baseline beside a transferred model on the same questions")
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    transfer_args(sp)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_baseline)
@@ -813,6 +893,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    transfer_args(sp)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
@@ -866,6 +949,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="facts the proposals are reasoned from: all known facts (default), or the training facts "
                          "only (when the completed facts will join this data set's training facts, so that its "
                          "valid and test facts cannot leak into training)")
+    transfer_args(sp)
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")

@@ -57,6 +57,7 @@ def render() -> None:
     if not pred.answers:
         st.info("No answers.")
         st.stop()
+    foreign = sel.match.info.checkpoint.data_name if sel.match.relations is not None else None
     answers = answers_ui(pred)  # first after the question: the answers sit above the fold at 1400 x 820
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
@@ -68,7 +69,7 @@ def render() -> None:
     c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
     c2.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
                  icon=":material/account_tree:")
-    answer_set_ui(pred, calibrated)
+    answer_set_ui(pred, calibrated, foreign)
     downloads_ui(pred, answers)
     ex.sync_url()
 
@@ -162,7 +163,7 @@ def question_ui(kg: TemporalKG) -> None:
         ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
 
-def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
+def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: str | None = None) -> None:
     """How far the probabilities can be trusted, and the conformal answer set of the chosen level
     (the calibration's own caveats are among the prediction's warnings, shown above)."""
     if calibrated is None:
@@ -176,7 +177,10 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
     with c2:
         fitted = (f"softmax(f / T) with T = {pred.temperature:.3f} fitted on {calibrated.queries:,} "
                   f"{calibrated.split} questions of this setting")
-        if calibrated.caveats():  # the warnings above say what limits them; promise nothing here
+        if trained_on:  # a model from other data: its calibration describes that data, not this one
+            st.caption(f"Probabilities: {fitted} of {ex.md(trained_on)}, the data the model was trained on; on "
+                       "this data they are not calibrated, so read them as a ranking, not as frequencies.")
+        elif calibrated.caveats():  # the warnings above say what limits them; promise nothing here
             st.caption(f"Probabilities: {fitted}; read them with the caveat above.")
         else:
             st.caption(f"Probabilities are calibrated: {fitted}, so across many questions like those, answers shown "

@@ -9,6 +9,7 @@ import streamlit as st
 
 import explorer as ex
 from tpar.data.kg import TemporalKG
+from tpar.data.relation_matching import RelationMatch, share_text
 from tpar.errors import DataError
 from tpar.model.card import card_for
 from tpar.model.checkpoint import Checkpoint
@@ -18,12 +19,11 @@ def render() -> None:
     st.title("Data and model")
     sel = ex.data_set_ui(help="The embedded sample world comes first; benchmark data sets appear when "
                               "`$TPAR_DATA_DIR` or `../shared/datasets` exists.")
-    kg = sel.kg
     if not any(s.kind == "benchmark" for s in ex.datasets()):
         st.caption("Benchmarks (ICEWS14, YAGO11k, ...) are not found here: set `$TPAR_DATA_DIR` or place them in "
                    "`../shared/datasets` to use them with the shipped benchmark checkpoints.")
     model_ui(sel)
-    graph_ui(kg)
+    graph_ui(sel.data_kg)
     ex.sync_url(("data", "model"))
 
 
@@ -32,15 +32,22 @@ def model_ui(sel: ex.Selection) -> None:
     kg = sel.kg
     st.subheader("Model")
     if not sel.matches:
-        st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations with "
-                   f"time steps of {kg.time_axis.describe()}). Questions need one: train with `tpar train`.")
+        st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations, or on "
+                   f"relations whose names cover 95% of its facts, with time steps of {kg.time_axis.describe()}). "
+                   "Questions need one: train with `tpar train`.")
     else:
         names = [m.info.name for m in sel.matches]
-        fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data")  # plain text
+        fmt = {m.info.name: m.info.summary() + ("" if m.exact else " — trained on other data" if m.relations is None
+                                                else f" — other relations: {share_text(m.relations.fact_coverage)} of "
+                                                     "facts covered")  # plain text
                for m in sel.matches}
         ex.bind(st.selectbox, "Checkpoint", "model", options=names, format_func=lambda n: fmt[n])
         sel = ex.selection()
+        if sel is None:
+            st.stop()
         m = sel.match
+        if m.relations is not None:
+            relation_coverage_ui(m.relations)
         for w in m.warnings:
             st.info(ex.md(w))
         ex.unfinished_warning(sel)
@@ -66,6 +73,27 @@ def model_ui(sel: ex.Selection) -> None:
                 st.caption(ex.md(why))
             # our own markdown (HTML is not rendered); its headings demoted below the page's own
             st.markdown(re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text))
+
+
+def relation_coverage_ui(rm: RelationMatch) -> None:
+    """How a model trained on other data covers this data set's relations (shown before it is used)."""
+    ans, total = rm.questions("test")
+    cols = st.columns(3)
+    cols[0].metric("Relations matched", f"{len(rm.matched)} of {len(rm.data_relations)}")
+    cols[1].metric("Facts covered", share_text(rm.fact_coverage),
+                   help=f"{rm.facts_covered:,} of {rm.facts_total:,}; facts with an unmatched relation are left out")
+    cols[2].metric("Test questions answerable", share_text(ans / total) if total else "–",
+                   help=f"{ans:,} of {total:,} (both directions of each test fact)")
+    if rm.unmatched:
+        with st.expander(f"Unmatched relations ({len(rm.unmatched)})"):
+            st.dataframe(pd.DataFrame([{"relation": u.data_relation, "facts": u.facts, "why": u.reason}
+                                       for u in rm.unmatched]), hide_index=True, width="stretch")
+    renamed = [x for x in rm.matched if x.how != "exact"]
+    if renamed:
+        with st.expander(f"Matched under another spelling ({len(renamed)})"):
+            st.dataframe(pd.DataFrame([{"data relation": x.data_relation, "model relation": x.model_relation,
+                                        "how": x.how, "facts": x.facts} for x in renamed]),
+                         hide_index=True, width="stretch")
 
 
 def graph_ui(kg: TemporalKG) -> None:

@@ -38,6 +38,14 @@ def propagation_note(propagation: str) -> str:
             "`tpar evaluate --propagation exact` tests it without pruning)")
 
 
+def other_data_line(ckpt: Checkpoint) -> str:
+    """The card's words on using the model beyond the data it was trained on."""
+    return (f"- trained on `{ckpt.data_name}` only. Other data: it answers any data set whose relations match its "
+            f"{len(ckpt.relations)} by name (case, underscores, spaces and punctuation ignored; `--relation-map` "
+            "for the rest; refused below 95% of the facts unless `--min-coverage` says otherwise), zero-shot: "
+            f"the figures below are for `{ckpt.data_name}`; measured transfer in `benchmarks/results/transfer.md`")
+
+
 def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
     """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper."""
     m, t = ckpt.config.model, ckpt.config.train
@@ -45,6 +53,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
     lines = [f"# Model card: {name}", "",
              f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
+             other_data_line(ckpt),
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
              f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
              + propagation_note(m.propagation) + (", GRU gate between steps" if m.gate else ""),

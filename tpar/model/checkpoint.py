@@ -24,6 +24,8 @@ import torch
 from tpar import __version__
 from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
+from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
+                                         match_relations)
 from tpar.errors import DataError
 from tpar.model.network import TPAR
 
@@ -181,6 +183,34 @@ class Checkpoint:
             raise DataError(f"checkpoint config does not describe its weights ({', '.join(wrong)}: config "
                             f"{[want[k] for k in wrong]}, weights {[got[k] for k in wrong]})")
 
+    def match(self, kg: TemporalKG, relation_map: RelationMap | dict[str, str] | None = None,
+              min_coverage: float = DEFAULT_MIN_COVERAGE) -> RelationMatch:
+        """How ``kg``'s relations map to this model's (:mod:`tpar.data.relation_matching`); no refusal."""
+        return match_relations(self.relations, kg, model_name=self.data_name, mapping=relation_map,
+                               min_coverage=min_coverage)
+
+    def fit(self, kg: TemporalKG, relation_map: RelationMap | dict[str, str] | None = None,
+            min_coverage: float = DEFAULT_MIN_COVERAGE) -> TemporalKG:
+        """``kg`` ready for this model: itself when it has the model's relation vocabulary (and no
+        ``relation_map``), else its relations matched by name and ``relation_map``
+        (a :class:`~tpar.data.relation_matching.MatchedKG`); a :class:`DataError` when the match covers
+        fewer than ``min_coverage`` of the facts, or the time unit differs (:meth:`check_fits`)."""
+        if isinstance(kg, MatchedKG) and kg.match is not None and kg.match.model_relations == tuple(self.relations):
+            self.check_fits(kg)
+            return kg
+        if not relation_map and list(kg.relations.names) == list(self.relations):
+            self.check_fits(kg)
+            return kg
+        base = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+        problem = self.time_unit_problem(base)
+        if problem:
+            raise DataError(problem)
+        m = self.match(base, relation_map, min_coverage)
+        m.check()
+        out = m.apply(base)
+        self.check_fits(out)
+        return out
+
     def _check_calibration(self) -> None:
         """Stored calibrations that are not usable (a temperature or threshold not finite or out of its
         range ...) are set aside, each with a note: the model then gives raw softmax probabilities and
@@ -204,26 +234,37 @@ class Checkpoint:
                                        "probabilities are the raw softmax (tpar calibrate fits a new one)")
 
     def check_fits(self, kg: TemporalKG) -> list[str]:
-        """Refuse data the model cannot serve; return warnings for data it can but was not trained on."""
+        """Refuse data the model cannot serve; return warnings for data it can but was not trained on.
+        Data with other relations is served through :meth:`fit` (relations matched by name)."""
         if list(kg.relations.names) != list(self.relations):
-            only_ckpt = [r for r in self.relations if r not in kg.relations][:3]
-            only_data = [r for r in kg.relations.names if r not in self.relations][:3]
-            raise DataError(
-                f"checkpoint does not fit data {kg.name!r}: its relation vocabulary differs "
-                f"({len(self.relations)} relations in the checkpoint, {kg.num_relations} in the data"
-                + (f"; e.g. only in checkpoint: {only_ckpt}" if only_ckpt else "")
-                + (f"; only in data: {only_data}" if only_data else "") + ")")
-        ta = kg.time_axis.to_dict()
-        if (ta["granularity"], ta["step"]) != (self.time_axis.get("granularity"), self.time_axis.get("step")):
-            raise DataError(f"checkpoint does not fit data {kg.name!r}: it was trained with time steps of "
-                            f"{self.time_axis.get('step')} {self.time_axis.get('granularity')}, the data has "
-                            f"{ta['step']} {ta['granularity']}")
+            m = kg.match if isinstance(kg, MatchedKG) else None
+            if m is None or m.model_relations != tuple(self.relations):
+                m = self.match(kg)
+                raise DataError(f"checkpoint does not fit data {kg.name!r} as it is: its relations differ "
+                                f"({m.describe()}); to answer over this data, match them with Checkpoint.fit "
+                                "(tpar predict, explain, evaluate, complete and the app do)")
+        problem = self.time_unit_problem(kg)
+        if problem:
+            raise DataError(problem)
         warnings = []
-        if kg.fingerprint != self.data_fingerprint:
+        if isinstance(kg, MatchedKG) and kg.match is not None:
+            warnings.append(f"{kg.match.describe()}: the model answers over data it was not trained on "
+                            "(zero-shot; TPAR embeds no entities, so new entities are fine, but its accuracy and "
+                            f"calibration were measured on {self.data_name}, not on this data)")
+        elif kg.fingerprint != self.data_fingerprint:
             warnings.append(f"data fingerprint {kg.fingerprint[:12]} differs from the training data's "
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
                             "so the model can still answer (TPAR does not embed entities)")
         return warnings
+
+    def time_unit_problem(self, kg: TemporalKG) -> str | None:
+        """Why ``kg``'s time unit does not fit the model's, or None when it does."""
+        ta = kg.time_axis.to_dict()
+        if (ta["granularity"], ta["step"]) != (self.time_axis.get("granularity"), self.time_axis.get("step")):
+            return (f"checkpoint does not fit data {kg.name!r}: it was trained with time steps of "
+                    f"{self.time_axis.get('step')} {self.time_axis.get('granularity')}, the data has "
+                    f"{ta['step']} {ta['granularity']}")
+        return None
 
     def unfinished(self) -> str:
         """Why this model is not a finished training run, in a few words; "" when it is one. A run

@@ -2,7 +2,9 @@
 
 Checkpoints: ``.tpar`` files in the given folders (default: the repository's ``checkpoints/``). A
 checkpoint serves a data set when :meth:`~tpar.model.checkpoint.Checkpoint.check_fits` accepts it
-(same relations and time unit); one trained on exactly that data (same fingerprint) comes first.
+(same relations and time unit), or when its relations, matched by name, cover enough of the data's
+facts (:mod:`tpar.data.relation_matching`; same time unit); one trained on exactly that data (same
+fingerprint) comes first, then those with the data's own relations, then the matched ones.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from tpar.data.catalog import REPO_ROOT
 from tpar.data.kg import TemporalKG
+from tpar.data.relation_matching import DEFAULT_MIN_COVERAGE, RelationMatch
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
 
@@ -46,6 +49,12 @@ class Match:
     info: CheckpointInfo
     exact: bool                  # trained on this very data (same fingerprint)
     warnings: list[str] = field(default_factory=list)
+    relations: RelationMatch | None = None   # the data's relations matched to the model's (another vocabulary)
+
+    @property
+    def coverage_text(self) -> str:
+        """"" for the data's own relations, else e.g. "trained on ICEWS14, applied to ICEWS18: 226 of 256 ..."."""
+        return self.relations.describe() if self.relations is not None else ""
 
 
 def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[str]]:
@@ -64,16 +73,33 @@ def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInf
     return infos, problems
 
 
-def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo]) -> list[Match]:
-    """Checkpoints that can serve ``kg``: exact fingerprint first, then unified ones, then by name."""
+def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo],
+                         min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Match]:
+    """Checkpoints that can serve ``kg``: exact fingerprint first, then those with its relations (unified
+    ones first), then those whose relations cover at least ``min_coverage`` of its facts (best first)."""
     out = []
     for info in infos:
+        ck = info.checkpoint
+        if list(ck.relations) == list(kg.relations.names):
+            try:
+                warnings = ck.check_fits(kg)
+            except DataError:
+                continue
+            out.append(Match(info, ck.data_fingerprint == kg.fingerprint, warnings))
+            continue
+        if ck.time_unit_problem(kg):
+            continue
         try:
-            warnings = info.checkpoint.check_fits(kg)
+            rm = ck.match(kg, min_coverage=min_coverage)
         except DataError:
             continue
-        out.append(Match(info, info.checkpoint.data_fingerprint == kg.fingerprint, warnings))
-    out.sort(key=lambda m: (not m.exact, m.info.setting != "unified", m.info.name))
+        if rm.fact_coverage < min_coverage:
+            continue
+        out.append(Match(info, False, [f"{rm.describe()}: the model answers over data it was not trained on "
+                                       "(zero-shot; its accuracy and calibration were measured on "
+                                       f"{ck.data_name})"], rm))
+    out.sort(key=lambda m: (not m.exact, m.relations is not None, -(m.relations.fact_coverage if m.relations else 1),
+                            m.info.setting != "unified", m.info.name))
     return out
 
 
@@ -81,7 +107,9 @@ def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations)
     """Checkpoints that can complete rows of ``relations`` on ``kg``: :func:`matching_checkpoints` first, then
     any other whose relations include every one of ``relations`` and whose time unit is ``kg``'s (``kg`` is
     then read in its relation vocabulary, :func:`tpar.reasoning.completion.relation_view`)."""
-    out = matching_checkpoints(kg, infos)
+    # those with the data's own relations; a model whose relations only match by name (another spelling) is
+    # not offered here: completion reads the data by exact names (relation_view)
+    out = [m for m in matching_checkpoints(kg, infos) if m.relations is None]
     have = {id(m.info) for m in out}
     need = set(relations)
     ta = kg.time_axis.to_dict()

@@ -188,6 +188,16 @@ def relation_view(kg: TemporalKG, relations: Sequence[str]) -> TemporalKG:
                    notes=list(kg.notes) + ([note] if note else []))
 
 
+def model_view(kg: TemporalKG, checkpoint) -> tuple[TemporalKG, bool]:
+    """(``kg`` in ``checkpoint``'s relation ids, whether it was matched by name): data already matched to
+    this checkpoint by :meth:`~tpar.model.checkpoint.Checkpoint.fit` (a ``MatchedKG``) as it is, else
+    :func:`relation_view` (exact names)."""
+    m = getattr(kg, "match", None)
+    if m is not None and m.model_relations == tuple(checkpoint.relations):
+        return kg, True
+    return relation_view(kg, checkpoint.relations), False
+
+
 def covers(checkpoint, relations: Sequence[str]) -> bool:
     """Whether ``checkpoint`` knows every one of ``relations`` (names as the data spells them)."""
     known = set(checkpoint.relations)
@@ -205,11 +215,13 @@ def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[Incomple
     :func:`complete` reports it."""
     from tpar.evaluation.calibration import stored
 
-    view = relation_view(kg, checkpoint.relations)
+    view, matched = model_view(kg, checkpoint)
     checkpoint.check_fits(view)
     known = set(checkpoint.relations)
 
     def foreign(r: IncompleteRow) -> bool:  # a relation of the data (in any spelling) the model lacks
+        if matched:  # relations matched by name: an unmatched one is named by the vocabulary in complete()
+            return False
         try:
             return kg.relations.resolve(r.relation, "relation") not in known
         except DataError:
@@ -245,7 +257,7 @@ def fit_thresholds(checkpoint, kg: TemporalKG, settings: Sequence[str], precisio
     ``inf`` where none reaches it, or ``kg`` has no valid facts)."""
     from tpar.evaluation.calibration import PrecisionThreshold, collect, precision_threshold, stored
 
-    view = relation_view(kg, checkpoint.relations)
+    view, _ = model_view(kg, checkpoint)
     checkpoint.check_fits(view)
     ranker = None
     out = {}

@@ -195,6 +195,7 @@ class Predictor:
     """
 
     def __init__(self, checkpoint: Checkpoint, kg: TemporalKG, device: str | torch.device = "auto") -> None:
+        kg = checkpoint.fit(kg)  # data with other relations: matched by name (a MatchedKG), or refused
         self.warnings = checkpoint.check_fits(kg)
         self.checkpoint = checkpoint
         self.kg = kg

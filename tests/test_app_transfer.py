@@ -1,0 +1,73 @@
+"""The app with a checkpoint trained on other data: Data and model offers any checkpoint whose relations
+cover the data set, shows the coverage before it is used, and the answers say they run on other data."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app" / "streamlit_app.py")
+WORLD = ROOT / "sample_data" / "world" / "chronological"
+
+
+def plain(elements) -> str:
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "")
+
+
+@pytest.fixture()
+def renamed_data(monkeypatch, tmp_path) -> Path:
+    """A user data folder: the sample world with its relations spelled otherwise and 6 train facts of a
+    relation no model knows; the app's data dir points at it (no benchmarks)."""
+    d = tmp_path / "data" / "user" / "renamed"
+    d.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        rows = list(csv.DictReader((WORLD / f"{split}.csv").open(encoding="utf-8")))
+        for r in rows:
+            r["relation"] = r["relation"].upper().replace(" ", "_")
+        if split == "train":
+            rows += [dict(rows[i], relation="Invented relation") for i in range(6)]
+        with (d / f"{split}.csv").open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    import explorer
+
+    explorer.datasets.clear()
+    explorer.checkpoints.clear()
+    return d
+
+
+def test_a_foreign_checkpoint_is_offered_with_its_coverage_and_answers_say_so(renamed_data):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["data"] = "benchmark: user/renamed"
+    at.run()
+    assert not at.exception
+    assert at.session_state["model"] == "sample-world-unified"   # the only checkpoint; its relations cover 99.9%
+    at.switch_page("views/data_model.py").run()
+    assert not at.exception and not at.error
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Relations matched"] == "20 of 21" and metrics["Facts covered"] == "99.9%"
+    assert metrics["Test questions answerable"] == "100.0%"
+    assert "applied to renamed: 20 of 21 relations matched" in plain(at.info)
+    assert any("other relations: 99.9% of facts covered" in o for o in at.selectbox(key="w_model").options)
+    assert at.metric[-4].label == "Entities"                        # the graph as loaded, its own 21 relations
+    assert {m.label: m.value for m in at.metric}["Relations"] == "21"
+    # asking: the data's own spelling of a matched relation; the answer says it runs on other data
+    at.switch_page("views/ask.py").run()
+    assert not at.exception
+    assert "PROVIDE_AID_TO" in at.selectbox(key="w_relation").options
+    assert "Invented relation" not in at.selectbox(key="w_relation").options
+    assert "applied to renamed" in plain(at.warning) + plain(at.info) + plain(at.caption)
+    # its calibration describes the data it was trained on: no promise of calibrated frequencies here
+    captions = plain(at.caption)
+    assert "of chronological, the data the model was trained on; on this data they are not calibrated" in captions
+    assert "are right about 70% of the time" not in captions
