@@ -94,3 +94,41 @@ def tiny_world_csv(days: int = 60, extra: str = "") -> str:
         date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
         rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
     return "\n".join(rows) + "\n" + extra
+
+
+def rewrite_checkpoint(dst: Path, edit_meta=None, edit_payload=None, src: Path = SAMPLE_CHECKPOINT) -> Path:
+    """The sample checkpoint with its metadata edited and digested again (as a careful tamperer
+    would: the sha256 matches, so only the values' own checks can catch it), written to ``dst``."""
+    import json
+
+    from tpar.model import checkpoint as ckmod
+
+    payload = torch.load(src, weights_only=True)
+    meta = json.loads(payload["meta"])
+    if edit_meta:
+        edit_meta(meta)
+    if edit_payload:
+        edit_payload(payload)
+    meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+    payload["meta"] = json.dumps(meta)
+    torch.save(payload, dst)
+    return dst
+
+
+def write_renamed_world(out: Path) -> Path:
+    """The sample world in ``out`` with its relations spelled otherwise ('Provide aid to' ->
+    'PROVIDE_AID_TO') and 6 train facts of a relation no model knows."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        rows = list(csv.DictReader((SAMPLE_WORLD / f"{split}.csv").open(encoding="utf-8")))
+        for r in rows:
+            r["relation"] = r["relation"].upper().replace(" ", "_")
+        if split == "train":
+            rows += [dict(rows[i], relation="Invented relation") for i in range(6)]
+        with (out / f"{split}.csv").open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return out

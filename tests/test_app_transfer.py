@@ -3,7 +3,6 @@ cover the data set, shows the coverage before it is used, and the answers say th
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 
@@ -12,9 +11,10 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from conftest import write_renamed_world  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app" / "streamlit_app.py")
-WORLD = ROOT / "sample_data" / "world" / "chronological"
 
 
 def plain(elements) -> str:
@@ -25,18 +25,7 @@ def plain(elements) -> str:
 def renamed_data(monkeypatch, tmp_path) -> Path:
     """A user data folder: the sample world with its relations spelled otherwise and 6 train facts of a
     relation no model knows; the app's data dir points at it (no benchmarks)."""
-    d = tmp_path / "data" / "user" / "renamed"
-    d.mkdir(parents=True)
-    for split in ("train", "valid", "test"):
-        rows = list(csv.DictReader((WORLD / f"{split}.csv").open(encoding="utf-8")))
-        for r in rows:
-            r["relation"] = r["relation"].upper().replace(" ", "_")
-        if split == "train":
-            rows += [dict(rows[i], relation="Invented relation") for i in range(6)]
-        with (d / f"{split}.csv").open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+    d = write_renamed_world(tmp_path / "data" / "user" / "renamed")
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.syspath_prepend(str(Path(APP).parent))
     import explorer

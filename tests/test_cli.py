@@ -372,25 +372,12 @@ def test_every_checkpoint_and_fact_file_option_is_in_the_hostile_tables():
 
 def _hostile_checkpoints(tmp_path) -> dict[str, tuple]:
     """(file, what the refusal says) of checkpoints a tamperer or a newer tpar would hand over."""
-    import json as js
     import zipfile
 
-    import torch
-
-    from conftest import SAMPLE_CHECKPOINT
-    from tpar.model import checkpoint as ckmod
+    from conftest import SAMPLE_CHECKPOINT, rewrite_checkpoint
 
     def variant(name, edit_meta=None, edit_payload=None):
-        payload = torch.load(SAMPLE_CHECKPOINT, weights_only=True)
-        meta = js.loads(payload["meta"])
-        if edit_meta:
-            edit_meta(meta)
-        if edit_payload:
-            edit_payload(payload)
-        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
-        payload["meta"] = js.dumps(meta)
-        torch.save(payload, tmp_path / name)
-        return tmp_path / name
+        return rewrite_checkpoint(tmp_path / name, edit_meta, edit_payload)
 
     def nan_mrr(meta):
         meta["metrics"][next(k for k in meta["metrics"] if k.startswith("test_"))]["realistic"]["mrr"] = float("nan")

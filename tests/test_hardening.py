@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from conftest import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
 from tpar.cli import main
 from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
@@ -26,19 +26,7 @@ from tpar.model import checkpoint as ckmod
 from tpar.model.checkpoint import Checkpoint
 
 
-def rewrite(dst: Path, edit_meta=None, edit_payload=None, src: Path = SAMPLE_CHECKPOINT) -> Path:
-    """The sample checkpoint with its metadata edited and digested again (as a careful tamperer
-    would: the sha256 matches, so only the values' own checks can catch it)."""
-    payload = torch.load(src, weights_only=True)
-    meta = json.loads(payload["meta"])
-    if edit_meta:
-        edit_meta(meta)
-    if edit_payload:
-        edit_payload(payload)
-    meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
-    payload["meta"] = json.dumps(meta)
-    torch.save(payload, dst)
-    return dst
+rewrite = rewrite_checkpoint
 
 
 def a_calibration(setting: str, seed: int) -> dict:

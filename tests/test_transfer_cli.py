@@ -11,26 +11,14 @@ import pytest
 
 from tpar.cli import main
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD, write_renamed_world
 
 
 @pytest.fixture(scope="module")
 def renamed(tmp_path_factory) -> Path:
     """The sample world with its relations spelled otherwise ('Provide aid to' -> 'PROVIDE_AID_TO') and
     6 train facts of a relation the model does not know."""
-    out = tmp_path_factory.mktemp("renamed") / "renamed"
-    out.mkdir()
-    for split in ("train", "valid", "test"):
-        rows = list(csv.DictReader((SAMPLE_WORLD / f"{split}.csv").open(encoding="utf-8")))
-        for r in rows:
-            r["relation"] = r["relation"].upper().replace(" ", "_")
-        if split == "train":
-            rows += [dict(rows[i], relation="Invented relation") for i in range(6)]
-        with (out / f"{split}.csv").open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    return out
+    return write_renamed_world(tmp_path_factory.mktemp("renamed") / "renamed")
 
 
 def test_evaluate_on_other_data_states_the_match_and_both_metrics(renamed, tmp_path, capsys):
