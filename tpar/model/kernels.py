@@ -16,8 +16,8 @@ with the tables of :class:`tpar.model.layers.AttentionTerms`. Two interchangeabl
 
 The same C++ module also runs the GRU gate between steps (:func:`gate_step`, ``ModelConfig.gate``): its
 element-wise passes fused, and W_hh h_prev computed only for the nodes that existed before the step (a
-node reached for the first time has h_prev = 0). Same maths as ``torch.nn.GRUCell``, about 1.3x faster
-training and inference for gated models (``benchmarks/results/bench.json``).
+node reached for the first time has h_prev = 0). Same maths as ``torch.nn.GRUCell``; gated ICEWS14 training 1.4-1.5x faster
+than with the cell (``benchmarks/results/bench.json``, 2026-11-25).
 
 **One switch** chooses: :func:`select_kernel` (or the ``TPAR_KERNEL`` environment variable at start-up)
 with ``auto`` (the C++ kernel where it applies and builds, else torch, with one warning if the build
