@@ -358,14 +358,15 @@ def head_relations(kg: TemporalKG, config: RuleConfig) -> list[int]:
 
 
 def rule_questions(kg: TemporalKG, config: RuleConfig) -> list[RuleQuestion]:
-    """Up to ``config.questions`` facts per head relation (a seeded sample), each asked in both directions;
+    """Up to ``config.questions`` facts per head relation (a sample seeded by the seed and the relation), each
+    asked in both directions;
     questions asked twice (two facts with the same subject, relation and time) are kept once."""
     facts = kg.facts(config.source)
-    rng = np.random.default_rng(config.seed)
     out: dict[tuple, RuleQuestion] = {}
     for rid in head_relations(kg, config):
         rows = facts[facts[:, 1] == rid]
-        if len(rows) > config.questions:
+        if len(rows) > config.questions:  # seeded per relation: a head's questions do not depend on the others asked
+            rng = np.random.default_rng([config.seed, rid])
             rows = rows[np.sort(rng.choice(len(rows), config.questions, replace=False))]
         for s, r, o, t in rows.tolist():
             for entity, direction in ((s, "object"), (o, "subject")):

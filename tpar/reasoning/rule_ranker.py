@@ -85,6 +85,17 @@ class RuleRanker:
                             "the rules come from another data set")
         self._edges = torch.tensor(BUCKET_EDGES, dtype=torch.float64)
 
+    def coverage_notes(self, kg: TemporalKG, split: str) -> list[str]:
+        """Why some questions of ``split`` cannot be answered by these rules (their head has no rules)."""
+        facts = kg.facts(split)
+        heads = {h % kg.num_relations for h in self.by_head}
+        missing = sorted({int(r) for r in np.unique(facts[:, 1])} - heads) if len(facts) else []
+        if not missing:
+            return []
+        share = float(np.isin(facts[:, 1], missing).mean())
+        return [f"no rules for {len(missing)} of the relations of the {split} split ({100 * share:.1f}% of its facts, "
+                f"e.g. {kg.relations.name(missing[0])!r}): their questions tie every entity at score 0"]
+
     def rules_for(self, head: int, setting: Setting) -> list[GroundableRule]:
         """The ``top`` best rules of a head (relation id in [0, 2R)) that can ground in ``setting`` and weigh > 0."""
         return [r for r in self.by_head.get(head, []) if r.weight > 0 and r.groundable(setting)][:self.top]
