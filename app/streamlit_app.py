@@ -44,6 +44,7 @@ pages = {
     "Explore": [
         ask_page,
         st.Page("views/evidence.py", title="Evidence", icon=":material/account_tree:", url_path="evidence"),
+        st.Page("views/rules.py", title="Learned rules", icon=":material/rule:", url_path="rules"),
         st.Page("views/timeline.py", title="Entity timeline", icon=":material/event_note:", url_path="timeline"),
         st.Page("views/teach.py", title="How TPAR reasons", icon=":material/school:", url_path="reasoning"),
         st.Page(ask_by_path, title="Ask", url_path="ask", visibility="hidden"),

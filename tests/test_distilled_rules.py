@@ -204,15 +204,17 @@ def _rule_set(rules, axis=TimeAxis("step")) -> RuleSet:
     return RuleSet(rules, [HeadSummary(h, inv, 10, 0.5, len(g)) for (h, inv), g in ranked.items()], GapScale.of(axis))
 
 
-def _reference_scores(kg, rules: RuleSet, facts: np.ndarray, query, setting: Setting, top: int) -> np.ndarray:
-    """Noisy-or of the rules' Wilson bounds over brute-force groundings: every sequence of facts, one per body
-    atom, walked in the atom's direction with its gap in the atom's bucket, admitted by the setting's rule (t < t_q;
-    interpolation: not the question's own fact nor its inverse), never ending at the question's entity."""
-    s, r, a, t_q = query
+def _reference_scores(kg, rules: RuleSet, facts: np.ndarray, query, setting: Setting, top: int, a: float = 1.0,
+                      lam: float = 0.1) -> np.ndarray:
+    """1 − Π over rules reaching c of (1 − a·W⁻(confidence) − (1 − a)·max over groundings exp(−λ·|t_q − t₁|)), t₁ the
+    grounding's first link, over brute-force groundings: every sequence of facts, one per body atom, walked in the
+    atom's direction with its gap in the atom's bucket, admitted by the setting's rule (t < t_q; interpolation: not
+    the question's own fact nor its inverse), never entering the question's entity."""
+    s, r, answer, t_q = query
     R = kg.num_relations
     scale = GapScale.of(kg.time_axis)
     head, inverse = (r - R, True) if r >= R else (r, False)
-    own = (s, r, a, t_q) if not inverse else (a, r - R, s, t_q)
+    own = (s, r, answer, t_q) if not inverse else (answer, r - R, s, t_q)
     links = []  # (src, relation walked, dst, time)
     for f in facts.tolist():
         if setting is Setting.EXTRAPOLATION and f[3] >= t_q:
@@ -220,27 +222,29 @@ def _reference_scores(kg, rules: RuleSet, facts: np.ndarray, query, setting: Set
         if setting is Setting.INTERPOLATION and tuple(f) == own:
             continue
         links += [(f[0], f[1], f[2], f[3]), (f[2], f[1] + R, f[0], f[3])]
-    out = np.zeros(kg.num_entities)
     chosen = [x for x in rules.for_head(kg.relations.name(head), inverse)
               if wilson_lower(x.correct, x.support) > 0
-              and (setting is Setting.INTERPOLATION or all(a.bucket > 0 for a in x.body))][:top]
+              and (setting is Setting.INTERPOLATION or all(b.bucket > 0 for b in x.body))][:top]
     log_miss = np.zeros(kg.num_entities)
     for rule in chosen:
         hops = [(kg.relations.id(b.relation) + (R if b.inverse else 0), b.bucket) for b in rule.body]
-        ends, frontier = set(), {s}
+        frontier = {s: 1.0}  # entity -> the best recency of the groundings reaching it
         for d, (rel, bucket) in enumerate(hops):
-            nxt = {dst for src, rl, dst, t in links if src in frontier and rl == rel and dst != s
-                   and scale.bucket(t_q - t) == bucket}
+            nxt: dict = {}
+            for src, rl, dst, t in links:
+                if src in frontier and rl == rel and dst != s and scale.bucket(t_q - t) == bucket:
+                    rec = np.exp(-lam * abs(t_q - t)) if d == 0 else frontier[src]
+                    nxt[dst] = max(nxt.get(dst, 0.0), rec)
             frontier = nxt
-        ends = frontier
-        for c in ends:
-            log_miss[c] += np.log1p(-wilson_lower(rule.correct, rule.support))
-    out = -np.expm1(log_miss)
-    return out
+        w = wilson_lower(rule.correct, rule.support)
+        for c, rec in frontier.items():
+            log_miss[c] += np.log1p(-(a * w + (1 - a) * rec))
+    return -np.expm1(log_miss)
 
 
+@pytest.mark.parametrize("a, lam", [(1.0, 0.1), (0.5, 0.3)])
 @pytest.mark.parametrize("setting", [Setting.EXTRAPOLATION, Setting.INTERPOLATION])
-def test_rule_ranker_matches_a_brute_force_grounding(setting):
+def test_rule_ranker_matches_a_brute_force_grounding(setting, a, lam):
     rng = np.random.default_rng(3)
     n_e, n_r, n_t = 9, 3, 30
     facts = np.unique(np.stack([rng.integers(0, n_e, 160), rng.integers(0, n_r, 160), rng.integers(0, n_e, 160),
@@ -259,12 +263,12 @@ def test_rule_ranker_matches_a_brute_force_grounding(setting):
     rs = _rule_set(rules)
     queries = make_queries(kg.facts("test"), n_r)
     background = Background.from_facts(kg.all_facts(), n_e, n_r, setting)
-    ranker = RuleRanker(rs, kg, top=3, chunk=5)
+    ranker = RuleRanker(rs, kg, top=3, confidence_share=a, decay=lam, chunk=5)
     got = ranker.score(queries, background).numpy()
     assert (got > 0).any(axis=1).mean() > 0.3  # the rules do ground: the comparison is not vacuous
     for i in range(len(queries)):
         q = (int(queries.subject[i]), int(queries.relation[i]), int(queries.answer[i]), int(queries.time[i]))
-        want = _reference_scores(kg, rs, kg.all_facts(), q, setting, top=3)
+        want = _reference_scores(kg, rs, kg.all_facts(), q, setting, top=3, a=a, lam=lam)
         np.testing.assert_allclose(got[i], want, rtol=1e-5, atol=1e-6, err_msg=str(q))
 
 

@@ -57,10 +57,14 @@ class RuleRanker:
 
     name = "rules"
 
-    def __init__(self, rules: RuleSet, kg: TemporalKG, *, top: int = 20, chunk: int = 16) -> None:
+    def __init__(self, rules: RuleSet, kg: TemporalKG, *, top: int = 20, confidence_share: float = 1.0,
+                 decay: float = 0.1, chunk: int = 16) -> None:
         if top < 1:
             raise DataError(f"rules per head must be at least 1, not {top}")
+        if not 0.0 <= confidence_share <= 1.0 or decay < 0:
+            raise DataError(f"need 0 <= confidence share <= 1 and decay >= 0, got {confidence_share}, {decay}")
         self.rule_set, self.top, self.chunk = rules, int(top), int(chunk)
+        self.confidence_share, self.decay = float(confidence_share), float(decay)
         self.scale = GapScale.of(kg.time_axis)
         if self.scale != rules.scale:
             raise DataError(f"the rules were distilled on a time axis in {rules.scale.unit} "
@@ -133,10 +137,11 @@ class RuleRanker:
             for d, (rel, b) in enumerate(rule.hops):
                 hop_rel[j, d], hop_bucket[j, d] = rel, b
         length = torch.tensor([len(r.hops) for r in table])
-        log_keep = torch.log1p(-torch.tensor([r.weight for r in table], dtype=torch.float64).clamp(max=1 - 1e-12))
+        weight = torch.tensor([r.weight for r in table], dtype=torch.float64)
         pq = torch.tensor(pair_query)
         state_pair = torch.arange(len(table))
         state_node = batch.subject.cpu()[pq]
+        state_recency = torch.ones(len(table), dtype=torch.float64)  # set by the first link
         subject = batch.subject.cpu()
         t_q = batch.time.cpu()
         ix = background.index
@@ -155,23 +160,33 @@ class RuleRanker:
             e_key = (owner * R2 + ix.rel.cpu()[edges]) * _NUM_BUCKETS + (e_bucket + _SHIFT)
             e_key, order = torch.sort(e_key)
             e_dst = ix.dst.cpu()[edges][order]
+            e_time = ix.time.cpu()[edges][order]
             want = (u_of_state * R2 + hop_rel[state_pair, d]) * _NUM_BUCKETS + (hop_bucket[state_pair, d] + _SHIFT)
             lo = torch.searchsorted(e_key, want)
             hi = torch.searchsorted(e_key, want, right=True)
             pos, which = ix.expand(lo, hi)  # pos: index into the sorted edges; which: the state it extends
             new_pair, new_node = state_pair[which], e_dst[pos]
+            if d == 0:  # TLogic's recency: of the link leaving the question's entity
+                gap = (t_q[pq[new_pair]] - e_time[pos]).abs().double() * self.scale.per_step
+                recency = torch.exp(-self.decay * gap)
+            else:
+                recency = state_recency[which]
             keep = new_node != subject[pq[new_pair]]  # a rule's path never returns to the question's entity
-            new_pair, new_node = new_pair[keep], new_node[keep]
-            pair_node = torch.unique(new_pair * E + new_node)  # each (rule, entity) once
+            new_pair, new_node, recency = new_pair[keep], new_node[keep], recency[keep]
+            pair_node, inv = torch.unique(new_pair * E + new_node, return_inverse=True)  # each (rule, entity) once
+            best = torch.zeros(pair_node.shape[0], dtype=torch.float64).scatter_reduce_(0, inv, recency, "amax")
             new_pair, new_node = pair_node // E, pair_node % E
             done = length[new_pair] == d + 1
             if done.any():
                 p, c = new_pair[done], new_node[done]
-                log_miss.index_put_((pq[p], c), log_keep[p], accumulate=True)
-            state_pair, state_node = new_pair[~done], new_node[~done]
+                a = self.confidence_share
+                f = (a * weight[p] + (1 - a) * best[done]).clamp(max=1 - 1e-12)
+                log_miss.index_put_((pq[p], c), torch.log1p(-f), accumulate=True)
+            state_pair, state_node, state_recency = new_pair[~done], new_node[~done], best[~done]
         return (-torch.expm1(log_miss)).float()
 
     def params(self) -> dict:
-        return {"rules_per_head": self.top, "aggregation": "noisy-or of the Wilson lower bounds of the confidences",
+        return {"rules_per_head": self.top, "confidence_share": self.confidence_share, "decay": self.decay,
+                "aggregation": "noisy-or over rules of a·W⁻(confidence) + (1 − a)·exp(−λ·Δt of the first link)",
                 "rules": {"meta": self.rule_set.meta, "count": len(self.rule_set.rules)},
                 "relations_not_in_data": self.missing_relations}

@@ -1,0 +1,228 @@
+"""Learned rules: what the model has learned about a relation, as temporal rules distilled from its top paths
+(``tpar.reasoning.distilled_rules``, the same rules as ``tpar rules``), computed once per checkpoint and data set
+and kept in the workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import explorer as ex
+import palette
+from tpar.errors import DataError
+from tpar.reasoning.distilled_rules import (DistilledRule, RuleConfig, RuleSet, cache_path, cached_rules,
+                                            follows_planted, resolve_setting, rule_questions)
+from tpar.reasoning.rules import PlantedRules, parse_atom
+
+RULES_DIR = ex.WORKSPACE / "rules"
+#: rules drawn in the chart and listed in the table
+SHOWN = 10
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def read_rules(path: str, version: int) -> RuleSet:
+    return RuleSet.read(path)
+
+
+def render() -> None:
+    st.title("Learned rules")
+    ss = st.session_state
+    sel = ex.require_model(ex.selection())
+    kg = sel.kg
+    ck = sel.match.info.checkpoint
+    config = RuleConfig()
+    setting = resolve_setting(ck.setting, config.setting)
+    st.caption(f"What model **{ex.md(sel.match.info.name)}** has learned, as temporal rules. For each relation, up to "
+               f"{config.questions} facts of the {config.source} split are asked both ways ({setting}); the model's "
+               f"{config.answers} best answers of each question are explained, and their {config.paths} most important "
+               "paths each (the gradient importance of the Evidence page) are grouped by their relations, directions "
+               "and time gaps. The same rules as `tpar rules`.")
+    ex.unfinished_warning(sel)
+    if config.source not in kg.splits or not len(kg.facts(config.source)):
+        st.info(ex.md(f"Data set {sel.source.label!r} has no {config.source} split to ask questions from; "
+                      "`tpar rules --from train` samples training facts."))
+        st.stop()
+    path = str(cache_path(RULES_DIR, sel.checkpoint_path, kg, config))  # keyed by the checkpoint's bytes
+    if not Path(path).is_file():
+        compute_ui(sel, config)
+        st.stop()
+    rules = read_rules(path, ex.version(path))
+    m = rules.meta
+    heads = rules.head_names
+    if not heads:
+        st.info("No rules: no question of this data set was asked.")
+        st.stop()
+    default = ss.get("relation") if ss.get("relation") in heads else heads[0]
+    if ss.get("rules_head") not in heads:
+        ss["rules_head"] = default
+    c1, c2 = st.columns([3, 2])
+    head = c1.selectbox("Head relation", heads, key="rules_head", help="Type to search.")
+    direction = c2.radio("Questions", ["object", "subject"], horizontal=True, key="rules_direction",
+                         format_func=lambda d: "(X, r, ?, t)" if d == "object" else "(?, r, X, t)",
+                         help="Rules learned from object questions (X, r, ?, t) or from subject questions "
+                              "(?, r, X, t): X is the question's entity, Y the answer.")
+    inverse = direction == "subject"
+    summary = next((h for h in rules.heads if h.head == head and h.head_inverse == inverse), None)
+    learned = rules.for_head(head, inverse)
+    st.caption(f"{m.get('questions', 0):,} questions in {m.get('seconds', 0):g} s ({ex.md(m.get('setting', ''))}); "
+               f"kept in the workspace. {ex.md(m.get('score', ''))}."
+               + (f" Here: {summary.questions:,} questions, the model's first answer right for "
+                  f"{100 * summary.answered_first:.0f}% of them; {summary.patterns:,} patterns seen, "
+                  f"{len(learned):,} in at least {config.min_support} questions." if summary else ""))
+    planted = planted_rules(sel, head, learned, rules)
+    if not learned:
+        st.info(ex.md(f"No rule for {head} ({direction} questions) was seen in enough questions to keep."))
+        st.stop()
+    chart_ui(learned[:SHOWN], rules, planted)
+    table_ui(learned[:SHOWN], rules, planted)
+    examples_ui(sel, learned, rules)
+
+
+def compute_ui(sel: ex.Selection, config: RuleConfig) -> None:
+    """The first visit for this checkpoint and data set: distil the rules with a progress bar, then keep them."""
+    n = len(rule_questions(sel.kg, config))
+    st.info(ex.md(f"The rules of {sel.match.info.name} on {sel.source.label} are not computed yet: {n:,} questions "
+                  "to explain, about a minute per thousand on a CPU core. They are kept in the workspace, so this "
+                  "happens once per model and data set. Stay on this page while it runs."))
+    if not st.button("Distil the rules", type="primary", key="rules_run"):
+        return
+    bar = st.progress(0.0, text="Preparing the questions…")
+
+    def tick(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"{done:,} / {total:,} questions explained")
+
+    try:
+        cached_rules(RULES_DIR, sel.checkpoint_path, sel.explainer(), config, on_progress=tick)
+    except DataError as e:
+        bar.empty()
+        st.error(ex.md(e))
+        return
+    st.rerun()
+
+
+def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], rules: RuleSet) -> dict[int, str]:
+    """On data with known generating rules (the sample world's rules.json): the rank of the learned rule that is each
+    planted rule of this head (shown beside it), and a line per planted rule."""
+    found = PlantedRules.find(sel.source.path)
+    if found is None:
+        return {}
+    marks: dict[int, str] = {}
+    lines = []
+    for p in found.rules.values():
+        try:
+            if parse_atom(p["head"])[1] != head:
+                continue
+        except ValueError:
+            continue
+        hits = [r for r in learned if follows_planted(r, p, rules.scale)]
+        body = "; ".join(p["body"])
+        if hits:
+            for r in hits:
+                marks[r.rank] = p.get("id", "planted")
+            best = hits[0]
+            more = (f"; also as rule{'s' if len(hits) > 2 else ''} {', '.join(str(r.rank) for r in hits[1:])} (the same "
+                    "relations and directions, its times in other buckets)" if len(hits) > 1 else "")
+            lines.append(f"planted rule **{ex.md(p.get('id', ''))}** ({ex.md(body)} ⇒ {ex.md(p['head'])}): learned "
+                         f"as rule **{best.rank}** (support {best.support}, confidence {100 * best.confidence:.0f}%){more}")
+        else:
+            lines.append(f"planted rule **{ex.md(p.get('id', ''))}** ({ex.md(body)} ⇒ {ex.md(p['head'])}): "
+                         "not among the learned rules of these questions")
+    if lines:
+        st.success("This data set was generated with known rules. " + "; ".join(lines) + ".")
+    return marks
+
+
+def rule_label(r: DistilledRule, planted: dict[int, str]) -> str:
+    return f"rule {r.rank}" + (" ★" if r.rank in planted else "")
+
+
+def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:
+    """Confidence and support of the best rules, side by side; a planted rule's bars in their own colour."""
+    labels = [rule_label(r, planted) for r in shown]
+    texts = [ex.plot_text(r.text(rules.scale)) for r in shown]
+    colours = [palette.KNOWN if r.rank in planted else palette.OTHER for r in shown]
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=("confidence (share right)", "support (questions)"))
+    fig.add_trace(go.Bar(y=labels, x=[r.confidence for r in shown], orientation="h", marker_color=colours,
+                         customdata=texts, name="confidence", text=[f"{100 * r.confidence:.0f}%" for r in shown],
+                         textposition="outside", cliponaxis=False,
+                         hovertemplate="%{customdata}<br>confidence %{x:.0%}<extra></extra>"), 1, 1)
+    fig.add_trace(go.Bar(y=labels, x=[r.support for r in shown], orientation="h", marker_color=colours,
+                         customdata=texts, name="support", text=[str(r.support) for r in shown],
+                         textposition="outside", cliponaxis=False,
+                         hovertemplate="%{customdata}<br>support %{x}<extra></extra>"), 1, 2)
+    fig.update_xaxes(range=[0, 1.15], tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%", row=1, col=1)
+    fig.update_xaxes(range=[0, 1.15 * max(r.support for r in shown)], row=1, col=2)
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_layout(height=90 + 30 * len(shown), margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+                      bargap=0.25)
+    st.plotly_chart(fig, config={"displaylogo": False})
+    st.caption("Rules ranked by score (best first; ★ and green: a planted rule of the data). Confidence: of the "
+               "questions whose top paths hold the rule, the share where its path ends at a true answer. Support: how "
+               "many questions hold it. Hover a bar for the rule.")
+
+
+def table_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:
+    """The rules in words (they wrap at any width), then as a table."""
+    lines = []
+    for r in shown:
+        mark = f" — ★ planted rule **{ex.md(planted[r.rank])}**" if r.rank in planted else ""
+        lines.append(f"{r.rank}. {ex.md(r.text(rules.scale))}  \n"
+                     f"   support {r.support}, confidence {100 * r.confidence:.0f}%, importance {r.importance:.3g}, "
+                     f"score {r.score:.3f}{mark}")
+    st.markdown("\n".join(lines))
+    with st.expander("As a table"):
+        table_frame(shown, rules, planted)
+
+
+def table_frame(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:
+    table = pd.DataFrame([{"rank": r.rank, "planted": planted.get(r.rank, ""), "rule": r.text(rules.scale),
+                           "support": r.support, "confidence": 100 * r.confidence,
+                           "importance": r.importance, "score": r.score} for r in shown])
+    st.dataframe(table, hide_index=True, column_config={
+        "rank": st.column_config.NumberColumn("Rank", width="small"),
+        "planted": st.column_config.TextColumn("Planted", width="small"),
+        "rule": st.column_config.TextColumn("Rule (X: the question's entity, Y: the answer)", width="large"),
+        "support": st.column_config.NumberColumn("Support", width="small"),
+        "confidence": st.column_config.NumberColumn("Confidence", format="%.0f%%", width="small"),
+        "importance": st.column_config.NumberColumn("Importance", format="%.3g", width="small",
+                                                    help="mean of what the rule's path adds to the answer's score"),
+        "score": st.column_config.NumberColumn("Score", format="%.3f", width="small")})
+
+
+def question_url(page: str, sel: ex.Selection, x, importance: bool) -> str:
+    """A link that opens the example question (and its answer) on another page, in a new tab (the URL's question
+    is read by ``explorer.init_state``)."""
+    params = {"data": sel.source.label, "model": sel.match.info.name, "subject": x.entity, "relation": x.relation,
+              "time": x.time, "direction": x.direction, "setting": x.setting, "answer": x.answer}
+    if importance:
+        params["importance"] = "gradient"  # the importance the rules were read with
+    return f"./{page}?{urlencode(params, quote_via=quote)}"
+
+
+def examples_ui(sel: ex.Selection, learned: list[DistilledRule], rules: RuleSet) -> None:
+    st.subheader("Examples")
+    ranks = [r.rank for r in learned]
+    pick = st.selectbox("Rule", ranks, key="rules_example_rank",
+                        format_func=lambda k: f"#{k}: {learned[ranks.index(k)].text(rules.scale)}")
+    rule = learned[ranks.index(pick)]
+    if not rule.examples:
+        st.info("No example kept for this rule.")
+        return
+    for x in rule.examples:
+        verdict = "a true answer" if x.correct else f"not a true answer (the fact's answer: {x.true_answer})"
+        st.markdown(f"**{ex.md(x.question_text())}** → {ex.md(x.answer)}, {ex.md(verdict)}  \n"
+                    f"{ex.md(x.path)}  \n"
+                    f"[Open in Ask]({question_url('ask', sel, x, False)}) · "
+                    f"[Open in Evidence]({question_url('evidence', sel, x, True)})")
+    st.caption("The links open the question in a new tab, on this data set and model; Evidence explains the rule's "
+               "answer with the gradient importance the rules were read with.")
+
+
+if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)
+    render()
