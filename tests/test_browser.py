@@ -8,6 +8,7 @@ Debian's chromium; ``requirements.txt`` has Playwright, whose own browser downlo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -35,8 +36,9 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     port = free_port()
-    env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")),
-               TPAR_WORKSPACE=str(tmp_path_factory.mktemp("workspace")))
+    workspace = tmp_path_factory.mktemp("workspace")
+    SERVER_LOG["workspace"] = workspace
+    env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")), TPAR_WORKSPACE=str(workspace))
     log = tmp_path_factory.mktemp("log") / "streamlit.log"
     SERVER_LOG["path"] = log
     with open(log, "w") as out:
@@ -272,3 +274,59 @@ def test_names_never_become_links(server):
             assert hrefs and not [h for h in hrefs if urlparse(h).hostname != "127.0.0.1"], hrefs  # heading anchors only
         browser.close()
     assert outside == []
+
+
+@pytest.fixture(scope="module")
+def learned_rules(server):
+    """The sample model's rules of two heads (12 facts each, asked both ways) where the Learned rules page keeps its
+    rules in the server's workspace, as if the page had distilled them (that takes minutes; the AppTest clicks it)."""
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.distilled_rules import RuleConfig, cache_path, distill_rules
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    ckpt = ROOT / "checkpoints" / "sample-world-unified.tpar"
+    kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")
+    rules = distill_rules(Explainer(Predictor(Checkpoint.load(ckpt), kg, "cpu")),
+                          RuleConfig(questions=12, relations=("Consult", "Mobilize against")))
+    path = cache_path(SERVER_LOG["workspace"] / "rules", ckpt, kg, RuleConfig())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(rules.to_json(), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("width", [820, 1400])
+def test_learned_rules_page_and_an_example_opened_in_ask(server, learned_rules, width, tmp_path):
+    """The rules of a head with the planted rule marked, the chart drawn, nothing wider than the window; an example's
+    link opens its question on the Ask page in a new tab."""
+    outside: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": width, "height": 1000})
+        local_only(context, outside)  # every page of the context, the one the link opens too
+        page = context.new_page()
+        with diagnosed(page):
+            page.goto(f"{server}/rules?{urlencode({'relation': 'Consult'})}")
+            page.get_by_text("Examples", exact=True).wait_for(timeout=90_000)
+            page.locator(".js-plotly-plot .bars").first.wait_for(timeout=30_000)
+            main = page.locator("[data-testid='stMain']").inner_text()
+            assert "planted rule composition" in main and "learned as rule 1" in main
+            assert "★ planted rule composition" in main
+            assert "(X, Form alliance with, Z1, t-40..-11) ∧ (Z1, Sign agreement with, Y, t-3..-1) => (X, Consult, Y, t)" \
+                in main.replace("\n", " ") or "(X, Form alliance with, Z1, t-∞..-41) ∧ (Z1, Sign agreement with, Y, " \
+                "t-3..-1) => (X, Consult, Y, t)" in main.replace("\n", " ")
+            wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert wide[0] <= wide[1], wide  # no horizontal scrolling
+            page.screenshot(path=str(tmp_path / f"rules-{width}.png"))
+            link = page.get_by_role("link", name="Open in Ask").first
+            link.scroll_into_view_if_needed()
+            with context.expect_page() as opened:
+                link.click()
+            ask = opened.value
+            ask.get_by_text(re.compile(r"^\(.+, Consult, \?, 2025-12-\d\d\)$")).first.wait_for(timeout=90_000)
+            ask.locator("[data-testid='stDataFrame'] [role='gridcell']").first.wait_for(state="attached",
+                                                                                       timeout=60_000)
+            assert "Setting: interpolation" in ask.locator("[data-testid='stMain']").inner_text()
+        browser.close()
+    assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"

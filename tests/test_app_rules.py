@@ -1,0 +1,136 @@
+"""AppTest of the Learned rules page: distilled once (a button, a progress bar) and then read from the workspace,
+the planted rule marked, an example opened on the Evidence page through its URL, and names escaped."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import parse_qsl, urlparse
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from conftest import SAMPLE_CHECKPOINT  # noqa: E402
+from tpar.reasoning import distilled_rules  # noqa: E402
+from tpar.reasoning.distilled_rules import (BodyAtom, DistilledRule, GapScale, HeadSummary, RuleConfig,  # noqa: E402
+                                            RuleExample, RuleSet, cache_path)
+
+APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+HEAD = "Mobilize against"
+
+
+@pytest.fixture(autouse=True)
+def workspace(monkeypatch, tmp_path):
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    import explorer
+
+    monkeypatch.setattr(explorer, "WORKSPACE", tmp_path / "ws")
+    for fn in (explorer.datasets, explorer.checkpoints):
+        fn.clear()
+    yield tmp_path / "ws"
+    for fn in (explorer.datasets, explorer.checkpoints):
+        fn.clear()
+
+
+@pytest.fixture()
+def few_questions(monkeypatch):
+    """The page's questions cut to 12 facts of one head (both directions), so that a distillation takes seconds."""
+    real = distilled_rules.rule_questions
+
+    def few(kg, config):
+        return real(kg, RuleConfig(questions=12, relations=(HEAD,), seed=config.seed))
+
+    monkeypatch.setattr(distilled_rules, "rule_questions", few)
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def plain(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
+
+
+def rules_page(params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("views/rules.py").run()
+    return at
+
+
+def test_rules_are_distilled_once_with_a_progress_bar_then_read_from_the_workspace(workspace, few_questions,
+                                                                                   monkeypatch):
+    at = rules_page()
+    assert not at.exception and not at.error
+    assert "not computed yet: 24 questions" in plain(" ".join(i.value for i in at.info))
+    at.button(key="rules_run").click().run()
+    assert not at.exception and not at.error
+    cached = list((workspace / "rules").glob("rules-*.json"))
+    assert len(cached) == 1
+    assert at.selectbox(key="rules_head").options == [HEAD]
+    text = plain(markdown(at))
+    assert "1. (Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in text
+    assert "★ planted rule **escalation**" in text
+    said = plain(at.success[0].value)
+    assert "planted rule **escalation**" in said and "learned as rule **1**" in said
+    at.radio(key="rules_direction").set_value("subject").run()
+    assert "1. (X, Threaten, Y, t-3..-1) => (Y, Mobilize against, X, t)" in plain(markdown(at))  # the issue's example
+
+    def no_more(*a, **kw):
+        raise AssertionError("distilled again although the workspace holds the rules")
+
+    monkeypatch.setattr(distilled_rules, "distill_rules", no_more)
+    again = rules_page()
+    assert not again.exception and not again.error and not again.button
+    assert "(Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in plain(markdown(again))
+
+
+def test_an_example_opens_on_the_evidence_page_through_its_url(workspace, few_questions):
+    at = rules_page()
+    at.button(key="rules_run").click().run()
+    links = re.findall(r"\[Open in Evidence\]\(([^)]+)\)", markdown(at))
+    assert links and all(link.startswith("./evidence?") for link in links)
+    params = dict(parse_qsl(urlparse(links[0]).query))
+    assert params["relation"] == HEAD and params["importance"] == "gradient"
+    assert params["data"] == "sample: world/chronological" and params["model"] == "sample-world-unified"
+    ev = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        ev.query_params[k] = v
+    ev.run()
+    ev.switch_page("views/evidence.py").run()
+    assert not ev.exception and not ev.error
+    ss = ev.session_state
+    assert (ss["subject"], ss["relation"], ss["time"], ss["answer"]) == (
+        params["subject"], HEAD, params["time"], params["answer"])
+    paths = ev.dataframe[-1].value if "temporal path" in ev.dataframe[-1].value else ev.dataframe[1].value
+    assert "Threaten⁻¹" in paths.iloc[0]["temporal path"]  # the rule's path is the answer's first path
+    ask = [link for link in re.findall(r"\[Open in Ask\]\(([^)]+)\)", markdown(at))]
+    assert ask and ask[0].startswith("./ask?") and "importance" not in ask[0]
+
+
+def test_names_from_the_data_are_escaped(workspace, sample_kg):
+    hostile = "<b>x</b>[click](https://example.com)"
+    tag = "<img src=x onerror=alert(1)>"
+    scale = GapScale.of(sample_kg.time_axis)
+    example = RuleExample(tag, HEAD, "2025-12-20", 353, "object", "interpolation", "**bold**", True, "**bold**", 0.5,
+                          f"{tag} —[{hostile} @ 2025-12-19 (-1 d)]→ **bold**")
+    rule = DistilledRule(HEAD, False, 1, [BodyAtom(hostile, True, 1)], 9, 8, 0.5, 0.4, 10, [example])
+    rules = RuleSet([rule], [HeadSummary(HEAD, False, 10, 0.8, 3)], scale, {"questions": 10, "setting": tag})
+    path = cache_path(workspace / "rules", SAMPLE_CHECKPOINT, sample_kg, RuleConfig())
+    path.parent.mkdir(parents=True)
+    path.write_text(rules.to_json(), encoding="utf-8")
+    at = rules_page()
+    assert not at.exception and not at.error
+    raw = markdown(at) + "\n".join(c.value for c in at.caption)
+    assert hostile not in raw and tag not in raw and "**bold**" not in raw
+    assert r"\<b\>x\<\/b\>\[click\]\(https" + "\u2060" + r"\:" in raw
+    assert r"\<img src\=x" in raw and r"\*\*bold\*\*" in raw
+    chart = at.get("plotly_chart")[0].proto.spec  # plotly reads a few tags: brackets escaped
+    labels = json.loads(chart)["data"][0]["customdata"]
+    assert labels[0].startswith("(Y, &lt;b&gt;x&lt;/b&gt;[click]") and "<b>x" not in chart
