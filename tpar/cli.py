@@ -19,6 +19,8 @@ DATA_HELP = "a data set: benchmark folder, folder of train/valid/test.csv, or on
 CHECKPOINT_HELP = "a trained model (.tpar file from tpar train or checkpoints/)"
 SETTING_HELP = "extrapolation: questions after the known facts (forecasting); interpolation: within them"
 DEVICE_HELP = "auto: CUDA when available, else the CPU"
+#: ``tpar rules --evaluate``: rules per head and TLogic's a and λ, chosen on ICEWS14 valid (benchmarks/results/rules.md)
+RULES_PER_HEAD, RULE_CONFIDENCE_SHARE, RULE_DECAY = 50, 0.9, 0.01
 
 
 def _output(path: str | None, what: str, **kw) -> None:
@@ -665,7 +667,8 @@ def cmd_rules(args) -> int:
         from tpar.evaluation.protocol import evaluate
         from tpar.reasoning.rule_ranker import RuleRanker
 
-        ranker = RuleRanker(rules, kg, top=args.rules_per_head)
+        ranker = RuleRanker(rules, kg, top=args.rules_per_head, confidence_share=args.confidence_share,
+                            decay=args.decay)
         for w in _warnings(kg, setting) + ranker.coverage_notes(kg, args.evaluate):
             print(f"warning: {w}", file=sys.stderr)
         res = evaluate(kg, ranker, setting, args.evaluate, progress=not args.quiet, params=ranker.params(),
@@ -1090,8 +1093,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read rules written by --json instead of distilling them (e.g. to --evaluate them)")
     sp.add_argument("--evaluate", choices=["valid", "test"],
                     help="rank this split with the rules (time-aware filter, both directions, realistic ties)")
-    sp.add_argument("--rules-per-head", type=positive_int, default=20, metavar="K",
-                    help="--evaluate: the K best rules of each head and direction are applied (default 20)")
+    sp.add_argument("--rules-per-head", type=positive_int, default=RULES_PER_HEAD, metavar="K",
+                    help=f"--evaluate: the K best rules of each head and direction are applied (default {RULES_PER_HEAD})")
+    sp.add_argument("--confidence-share", type=float, default=RULE_CONFIDENCE_SHARE, metavar="A",
+                    help=f"--evaluate: a rule adds A x its confidence (Wilson lower bound) + (1 - A) x exp(-decay x "
+                         f"days since its first link) to a noisy-or (TLogic's score; default {RULE_CONFIDENCE_SHARE}, "
+                         "chosen on ICEWS14 valid)")
+    sp.add_argument("--decay", type=float, default=RULE_DECAY, metavar="LAMBDA",
+                    help=f"--evaluate: the recency decay per day (per unit) of --confidence-share (default {RULE_DECAY})")
     sp.add_argument("--max-queries", type=int, default=0, metavar="N",
                     help="--evaluate: a seeded random subset of N queries (0 = all)")
     sp.add_argument("--metrics-json", metavar="FILE", help="--evaluate: write the metrics as JSON")
