@@ -351,7 +351,7 @@ def test_rules_read_from_a_file_are_evaluated_without_a_checkpoint(sample_rules,
     assert "(X, Meet, ?, t)" in text.out and "Consult" not in text.out  # only the asked head is printed
     assert "no rules for" in text.err  # the heads without rules are said to tie
     m = json.loads(out.read_text())
-    assert m["method"] == "rules" and m["num_queries"] == 300 and m["params"]["rules_per_head"] == 50
+    assert m["method"] == "rules" and m["num_queries"] == 300 and m["params"]["rules_per_head"] == 100
 
 
 @pytest.mark.parametrize("argv, says", [

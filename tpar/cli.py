@@ -20,7 +20,7 @@ CHECKPOINT_HELP = "a trained model (.tpar file from tpar train or checkpoints/)"
 SETTING_HELP = "extrapolation: questions after the known facts (forecasting); interpolation: within them"
 DEVICE_HELP = "auto: CUDA when available, else the CPU"
 #: ``tpar rules --evaluate``: rules per head and TLogic's a and λ, chosen on ICEWS14 valid (benchmarks/results/rules.md)
-RULES_PER_HEAD, RULE_CONFIDENCE_SHARE, RULE_DECAY = 50, 0.9, 0.01
+RULES_PER_HEAD, RULE_CONFIDENCE_SHARE, RULE_DECAY = 100, 0.9, 0.01
 
 
 def _output(path: str | None, what: str, **kw) -> None:
