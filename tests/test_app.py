@@ -189,7 +189,7 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
 
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig
     from tpar.data.loading import load_dataset
-    from tpar.model.training import train
+    from tpar.training.trainer import train
 
     kg = load_dataset(Path(APP).parent.parent / "sample_data" / "world" / "chronological")
     runs = tmp_path / "runs"

@@ -15,8 +15,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 import torch  # noqa: E402
 
-from conftest import tiny_world_csv  # noqa: E402
-from tpar.model.defaults import defaults_for_size  # noqa: E402
+from helpers import tiny_world_csv  # noqa: E402
+from tpar.training.defaults import defaults_for_size  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
 
@@ -123,7 +123,7 @@ def test_train_progress_finish_then_ask(workspace):
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
-    from tpar.model.timing import TrainingEstimate
+    from tpar.training.timing import TrainingEstimate
 
     spec = json.loads(next((workspace / "jobs_dir").glob("*/spec.json")).read_text())
     est = TrainingEstimate.from_dict(spec["estimate"])  # the shown estimate travels with the job: its live time left starts there
@@ -495,7 +495,7 @@ def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspa
 def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
     """A job cancelled after 0.1 epoch (never validated): the Train page offers its model only with the
     warning, and the model lists, Data and model and Ask all say UNFINISHED."""
-    from conftest import SAMPLE_WORLD
+    from helpers import SAMPLE_WORLD
     from tpar.data.loading import load_dataset
     from tpar.model.checkpoint import from_model
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig

@@ -1,5 +1,5 @@
 """The package layout enforces the one-way data flow: each subpackage of ``tpar`` imports only from
-the ones before it (files -> graph -> evaluation -> model -> reasoning -> runtime -> CLI), ``tpar``
+the ones before it (files -> graph -> evaluation -> model -> training -> reasoning -> runtime -> CLI), ``tpar``
 never imports streamlit, and the app reaches the model only through the ``tpar`` API."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tpar"
 #: lower number = earlier in the data flow; a module may import its own layer and earlier ones
-LAYERS = {"errors": 0, "data": 1, "graph": 2, "evaluation": 3, "model": 4, "reasoning": 5, "runtime": 6, "cli": 7}
+LAYERS = {"errors": 0, "data": 1, "graph": 2, "evaluation": 3, "model": 4, "training": 5, "reasoning": 6, "runtime": 7,
+          "cli": 8}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

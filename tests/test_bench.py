@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import tiny_world_csv
+from helpers import tiny_world_csv
 from tpar.data.upload import inspect_upload, save_dataset
 from tpar.runtime.bench import run_benchmarks
 

@@ -261,7 +261,7 @@ def _hostile_outputs(tmp_path, key):
 
 @pytest.mark.parametrize("key", sorted(OUTPUT_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
 def test_an_output_that_cannot_be_written_is_named_before_any_work(key, tmp_path, csv_file, capsys, monkeypatch):
-    from conftest import SAMPLE_CHECKPOINT
+    from helpers import SAMPLE_CHECKPOINT
     from tpar.data import loading, sample_world
     from tpar.model.checkpoint import Checkpoint
     from tpar.runtime import bench
@@ -306,7 +306,7 @@ def test_a_file_system_that_fails_while_writing_is_named_and_the_old_file_kept(c
 def test_calibrate_on_a_read_only_checkpoint_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
     import errno
 
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
     from tpar.data import outputs
 
     ckpt = tmp_path / "m.tpar"
@@ -374,7 +374,7 @@ def _hostile_checkpoints(tmp_path) -> dict[str, tuple]:
     """(file, what the refusal says) of checkpoints a tamperer or a newer tpar would hand over."""
     import zipfile
 
-    from conftest import SAMPLE_CHECKPOINT, rewrite_checkpoint
+    from helpers import SAMPLE_CHECKPOINT, rewrite_checkpoint
 
     def variant(name, edit_meta=None, edit_payload=None):
         return rewrite_checkpoint(tmp_path / name, edit_meta, edit_payload)
@@ -407,7 +407,7 @@ def test_a_hostile_checkpoint_is_refused_by_name_in_every_command(key, tmp_path,
 
 @pytest.mark.parametrize("key", sorted(FACT_FILE_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
 def test_a_bad_row_of_a_fact_file_is_named_with_file_and_row_in_every_command(key, tmp_path, capsys):
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 
     facts = tmp_path / "facts.csv"
     for rows, says in ((["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten"],

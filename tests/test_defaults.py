@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tiny_world_csv
+from helpers import tiny_world_csv
 from tpar.cli import main
 from tpar.evaluation.baselines import FrequencyBaseline
 from tpar.evaluation.protocol import evaluate
 from tpar.data.loading import load_dataset
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import sparse_propagation
-from tpar.model.defaults import LARGE_FACTS, SMALL_FACTS, defaults_for_size, size_class, training_defaults
+from tpar.training.defaults import LARGE_FACTS, SMALL_FACTS, defaults_for_size, size_class, training_defaults
 from tpar.model.ranker import ModelRanker
 
 APP_TRAIN = Path(__file__).resolve().parents[1] / "app" / "views" / "train.py"

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, tiny_world_csv
+from helpers import ROOT, tiny_world_csv
 from tpar.model.checkpoint import Checkpoint
 
 pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import E, R, small_kg, small_model
+from helpers import E, R, small_kg, small_model
 from tpar.model.checkpoint import from_model
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
@@ -564,7 +564,7 @@ def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_aga
     import json
 
     from tpar.cli import main
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 
     args = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject",
             "Jonas of Jororistan", "--relation", "Consult", "--time", "2025-12-18", "--answer", "Mara of Yarzanora",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
+from helpers import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, a_calibration, rewrite_checkpoint
 from tpar.cli import main
 from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
@@ -27,11 +27,6 @@ from tpar.model.checkpoint import Checkpoint
 
 
 rewrite = rewrite_checkpoint
-
-
-def a_calibration(setting: str, seed: int) -> dict:
-    cal = dict(Checkpoint.load(SAMPLE_CHECKPOINT).extra["calibration"]["extrapolation"])
-    return {**cal, "setting": setting, "seed": seed}
 
 
 # ---------------------------------------------------------------- concurrent writers of one file
@@ -62,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
 from tpar.cli import store_calibration
 from tpar.model.checkpoint import Checkpoint
-from test_hardening import a_calibration
+from helpers import a_calibration
 path, setting, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 ck = Checkpoint.load(path)
 while not go.exists():

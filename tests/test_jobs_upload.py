@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import tiny_world_csv
+from helpers import tiny_world_csv
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.runtime.jobs import JobSpec, list_jobs, start_job
@@ -182,8 +182,8 @@ def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, mon
     import shutil as sh
 
     from tpar.data.locks import acquire, release
-    from tpar.model import training
-    from tpar.model.training import train
+    from tpar.training import snapshots
+    from tpar.training.trainer import train
 
     kg = load_dataset(world_dir)
     run = RunConfig.from_dict(tiny_run(epochs=1, per_epoch=16), "test")
@@ -198,7 +198,7 @@ def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, mon
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(DataError, match="cannot write there"):
         train(kg, run, tmp_path / "a-file" / "m.tpar", progress=False)
-    monkeypatch.setattr(training.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
+    monkeypatch.setattr(snapshots.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
     with pytest.raises(DataError, match="MB free; training needs at least"):
         train(kg, run, tmp_path / "other.tpar", progress=False)
 

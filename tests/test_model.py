@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import E, R, make_kg, small_kg, small_model
+from helpers import E, R, make_kg, small_kg, small_model
 from tpar.graph.background import Background
 from tpar.graph.queries import make_queries
 from tpar.model import kernels

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 from tpar.cli import main
 from tpar.reasoning.prediction import NO_EVIDENCE_RATIO, Predictor, no_evidence_reason
 

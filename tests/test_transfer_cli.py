@@ -11,7 +11,7 @@ import pytest
 
 from tpar.cli import main
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD, write_renamed_world
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, write_renamed_world
 
 
 @pytest.fixture(scope="module")

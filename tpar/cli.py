@@ -122,7 +122,7 @@ def cmd_train(args) -> int:
     """``tpar train``: the output is reserved first (its lock, shared with ``tpar calibrate``), so a
     second run on the same output is refused before it loads anything or says it starts."""
     from tpar.data.locks import acquire, lock_path, release
-    from tpar.model.distributed import current
+    from tpar.training.distributed import current
 
     _output(args.out, "checkpoint", make_parents=True)
     dist = current()
@@ -137,8 +137,8 @@ def cmd_train(args) -> int:
 
 def _train(args, reserved: bool) -> int:
     from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
-    from tpar.model.defaults import describe_run, training_defaults
-    from tpar.model.training import train
+    from tpar.training.defaults import describe_run, training_defaults
+    from tpar.training.trainer import train
 
     kg = _load(args)
     init = None
@@ -298,7 +298,7 @@ def cmd_evaluate(args) -> int:
     used = model.cfg.propagation
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
-    from tpar.model.distributed import current, evaluate_everywhere
+    from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
     for setting in settings:
@@ -827,7 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
                     help=SETTING_HELP + "; unified: both kinds of questions")
     sp.add_argument("--config", help="JSON with 'model' and 'train' sections, or 'paper' for the paper's configuration "
-                    "of a known benchmark (default: sized to the data, tpar.model.defaults; printed at the start)")
+                    "of a known benchmark (default: sized to the data, tpar.training.defaults; printed at the start)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
@@ -1006,7 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
     torchrun = int(os.environ.get("WORLD_SIZE", "1")) > 1
     rc = _run(args, torchrun)
     if torchrun:  # a worker whose group _run has destroyed: leave without interpreter finalisation
-        from tpar.model.distributed import exit_worker
+        from tpar.training.distributed import exit_worker
 
         exit_worker(rc)
     return rc
@@ -1016,7 +1016,7 @@ def _run(args, torchrun: bool) -> int:
     dist = None
     try:
         if torchrun:  # join the process group
-            from tpar.model.distributed import init_from_env
+            from tpar.training.distributed import init_from_env
 
             if args.command not in ("train", "evaluate"):
                 raise DataError(f"`tpar {args.command}` runs in one process; under torchrun only train and evaluate do")
@@ -1051,7 +1051,7 @@ def _run(args, torchrun: bool) -> int:
         return EXIT_INTERNAL
     finally:
         if dist is not None:
-            from tpar.model.distributed import shutdown
+            from tpar.training.distributed import shutdown
 
             shutdown()
 

@@ -40,6 +40,13 @@ DIRECTION_NAMES: tuple[Direction, Direction] = ("object", "subject")
 SETTING_CHOICES = ("auto", "extrapolation", "interpolation")
 
 
+def settings_of(setting: "str | Setting") -> list[str]:
+    """The settings a model trained for ``setting`` serves: both for ``unified`` (one model for
+    interpolation and extrapolation, the paper's point), else the one named."""
+    value = setting.value if isinstance(setting, Setting) else str(setting)
+    return ["extrapolation", "interpolation"] if value == "unified" else [value]
+
+
 @dataclass(frozen=True)
 class Question:
     """A user's question in the data's own names and time labels.
