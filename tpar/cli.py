@@ -135,21 +135,25 @@ def cmd_train(args) -> int:
         release(lock)
 
 
-def _train(args, reserved: bool) -> int:
-    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
-    from tpar.training.defaults import describe_run, training_defaults
-    from tpar.training.trainer import train
+TRAIN_OVERRIDES = ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
+                   "device", "lr_schedule", "background_fraction")
+MODEL_OVERRIDES = ("dim", "num_layers", "history_window", "link_cap", "recent_repeats", "top_k", "exact_steps",
+                   "priority", "gate", "activation")
 
-    kg = _load(args)
-    init = None
-    if args.init:
-        from tpar.model.checkpoint import Checkpoint
-        init = Checkpoint.load(args.init)
+
+def train_run_config(args, kg_name: str, kg=None, init=None):
+    """The run configuration ``tpar train`` builds from its arguments -- a config file (``paper``: the
+    paper's for ``kg_name``), a warm start's own, or the defaults sized to ``kg`` -- with the command
+    line's overrides and the propagation choice applied and validated. Returns (run, description of
+    where it came from). Needs no data unless neither a config nor a warm start is given."""
+    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
+    from tpar.training.defaults import training_defaults
+
     config_file = None
     if args.config == "paper":
-        config_file = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
+        config_file = paper_config_path(kg_name, "extrapolation" if args.setting == "unified" else args.setting)
         if config_file is None:
-            raise DataError(f"no paper configuration for {kg.name!r} ({args.setting}); the paper's are for its "
+            raise DataError(f"no paper configuration for {kg_name!r} ({args.setting}); the paper's are for its "
                             "benchmarks (tpar/configs/paper/)")
         run, source = RunConfig.load(config_file), str(config_file)
     elif args.config:
@@ -158,6 +162,8 @@ def _train(args, reserved: bool) -> int:
     elif init is not None:  # a warm start continues with the checkpoint's own configuration
         run, source = RunConfig.from_dict(init.config.to_dict(), str(args.init)), f"{args.init} (warm start)"
     else:
+        if kg is None:
+            raise DataError("the training defaults are sized to the data: give --config or --init")
         defaults = training_defaults(kg, args.setting)
         run, source = defaults.run, f"defaults for a {defaults.size} data set: {defaults.reason}"
     run.train.setting = args.setting
@@ -167,28 +173,36 @@ def _train(args, reserved: bool) -> int:
         choice = "sparse"
     if choice is not None:
         run.model = apply_propagation(run.model, args.setting, choice)
-    for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
-                "device", "lr_schedule", "background_fraction"):
+    for key in TRAIN_OVERRIDES:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.train, key, val)
-    for key in ("dim", "num_layers", "history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority",
-                "gate", "activation"):
+    for key in MODEL_OVERRIDES:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.model, key, val)
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
-    overridden = [k for k in vars(args) if getattr(args, k) is not None and k in (
-        "epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience", "device",
-        "lr_schedule", "background_fraction", "dim", "num_layers", "history_window", "link_cap", "recent_repeats",
-        "top_k", "exact_steps", "priority", "gate", "activation", "train_seed", "propagation")]
+    overridden = [k for k in vars(args) if getattr(args, k) is not None
+                  and k in TRAIN_OVERRIDES + MODEL_OVERRIDES + ("train_seed", "propagation")]
     if choice == "sparse" and args.propagation is None:
         source += "; propagation: the sparse default (--propagation exact walks every link)"
+    return run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")
+
+
+def _train(args, reserved: bool) -> int:
+    from tpar.training.defaults import describe_run
+    from tpar.training.trainer import train
+
+    kg = _load(args)
+    init = None
+    if args.init:
+        from tpar.model.checkpoint import Checkpoint
+        init = Checkpoint.load(args.init)
+    run, source = train_run_config(args, kg.name, kg, init)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
-    print(describe_run(run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")),
-          file=sys.stderr, flush=True)
+    print(describe_run(run, source), file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                    init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved)
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
@@ -207,6 +221,60 @@ def _train(args, reserved: bool) -> int:
         for line in baseline_comparison(kg, result.checkpoint.metrics):
             print(line)
     return 0
+
+
+def cmd_retrain(args) -> int:
+    """``tpar retrain NAME``: every stage of a shipped checkpoint's recipe (tpar/configs/shipped/), each
+    warm-started from the one before as the original was, then the calibration on valid. A stage whose
+    model is written and has no resume file is done and skipped; one with a resume file continues
+    (so rerunning the command after an interruption goes on where it stopped)."""
+    import shlex
+
+    from tpar.data.benchmarks import find_data_dir
+    from tpar.training.recipes import load_recipe, stage_outputs
+    from tpar.training.snapshots import resume_path
+
+    recipe = load_recipe(args.recipe)
+    if args.data:
+        data = Path(args.data)
+    elif recipe.data.startswith("sample_data/"):  # the embedded sample world, shipped with the repository
+        from tpar.data.catalog import SAMPLE_DIR
+        data = SAMPLE_DIR.parent / recipe.data
+    else:
+        root = find_data_dir()
+        if root is None:
+            raise DataError(f"the recipe trains on {recipe.data!r} under the benchmarks folder, which is not here: "
+                            "set $TPAR_DATA_DIR or give --data")
+        data = root / recipe.data
+    outs = stage_outputs(recipe, Path(args.out_dir))
+    threads = ["--threads", str(args.threads)] if args.threads is not None else []
+    for i, stage in enumerate(recipe.stages):
+        out = outs[stage.name]
+        if out.is_file() and not resume_path(out).exists():
+            print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
+            continue
+        argv = ["train", "--data", str(data), "--out", str(out), *stage.train_args, *threads]
+        if stage.init:
+            argv += ["--init", str(outs[stage.init])]
+        if resume_path(out).exists():
+            argv.append("--resume")
+        print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: tpar {shlex.join(argv)}"
+              + (f"  ({stage.note})" if stage.note else ""), file=sys.stderr, flush=True)
+        if args.dry_run:
+            continue
+        rc = main(argv)
+        if rc != 0:
+            return rc
+    final = outs[recipe.final.name]
+    argv = ["calibrate", "--checkpoint", str(final), "--data", str(data), *recipe.calibrate_args, *threads]
+    print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+    if args.dry_run:
+        return 0
+    rc = main(argv)
+    if rc == 0:
+        print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
+              "--split test)")
+    return rc
 
 
 def _model_section(path: Path) -> dict:
@@ -280,7 +348,6 @@ def _checkpoint_and_data(args):
 
 
 def cmd_evaluate(args) -> int:
-    from tpar.evaluation.protocol import evaluate
     from tpar.evaluation.reports import write_ranks_csv
     from tpar.model.ranker import ModelRanker
 
@@ -899,6 +966,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
+
+    sp = sub.add_parser("retrain", help="train a shipped checkpoint again from its recipe (tpar/configs/shipped/)")
+    sp.add_argument("recipe", help="a shipped checkpoint's name (e.g. yago-extrapolation) or a recipe .json file")
+    sp.add_argument("--data", help="the data folder (default: the recipe's folder under $TPAR_DATA_DIR or "
+                                   "../shared/datasets)")
+    sp.add_argument("--out-dir", default="runs/retrain", help="each stage writes <out-dir>/<name>/<stage>.tpar "
+                                                             "(default runs/retrain)")
+    sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for every stage")
+    sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    sp.set_defaults(func=cmd_retrain)
 
     sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")

@@ -124,6 +124,7 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
               "epochs": len(init.history), "best_epoch": init.extra.get("best_epoch"),
               "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset"),
               "hardware": init.extra.get("hardware"), "history": init.history,
+              "config": init.config.to_dict(),  # what the earlier stage trained with (its recipe)
               "before": init.extra.get("warm_start")}  # a chain of warm starts stays traceable
     return model, record
 
