@@ -59,6 +59,7 @@ def test_opens_on_the_sample_world_with_its_checkpoint():
     assert at.query_params["data"] == "sample: world/chronological"
 
 
+@pytest.mark.slow
 def test_pick_answer_explain():
     at = app().run()
     at.selectbox(key="w_subject").select("Orora Front").run()

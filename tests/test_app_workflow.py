@@ -98,6 +98,7 @@ def test_bad_files_are_explained(content, message):
         assert "bad.csv, row 1" in errors(at)
 
 
+@pytest.mark.slow
 def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("views/train.py").run()
@@ -188,6 +189,7 @@ def test_evaluate_next_to_baselines():
     assert len(at.get("download_button")) == 3
 
 
+@pytest.mark.slow
 def test_teaching_page_puts_the_rule_beside_the_path():
     at = AppTest.from_file(APP, default_timeout=120).run()  # opens on the escalation example
     at.switch_page("views/teach.py").run()
@@ -248,6 +250,7 @@ def test_teaching_page_walks_through_the_steps_with_one_control():
     assert not at.session_state["teach_playing"] and at.button(key="teach_play")  # stopped at the last step
 
 
+@pytest.mark.slow
 def test_teaching_page_from_a_url_checks_the_rules_timing():
     """A shared link opens the page on its question (no "ask first"); the weekly rule's pair is
     answered right, but from the meeting 14 days before: the check says it does not follow the
@@ -408,6 +411,7 @@ def gappy_sample_world(masked: int = 20) -> bytes:
     return buf.getvalue().encode()
 
 
+@pytest.mark.slow
 def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     from tpar.data.loading import load_dataset
 
@@ -477,6 +481,7 @@ def test_upload_asks_for_the_date_order_and_confirms_a_lossy_save(workspace):
     assert kg.time_axis.label(int(kg.all_facts()[:, 3].max())) == "2024-01-12"  # read day first
 
 
+@pytest.mark.slow
 def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspace):
     """A batch with a relation the shipped model never saw: the model is still offered for the rows whose
     relations it knows, and says that the other relation's facts are no evidence to it (issue #33)."""

@@ -113,3 +113,30 @@ def test_readme_python_examples_import():
     assert lines
     for ln in lines:
         exec(ln, {})
+
+
+def test_no_function_in_the_package_is_longer_than_100_lines():
+    long = []
+    for p in MODULES + [PACKAGE / "__init__.py", PACKAGE / "__main__.py"]:
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
+                long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long
+
+
+def test_the_model_never_imports_how_it_is_trained():
+    for p in sorted((PACKAGE / "model").rglob("*.py")):
+        for line, module in imported_modules(p):
+            assert not module.startswith("tpar.training"), f"{p.relative_to(ROOT)}:{line} imports {module}"
+
+
+def test_test_modules_share_helpers_only_through_the_helpers_module_and_fixtures():
+    """No test file imports conftest or another test module (pytest's advice: fixtures, or a helpers module)."""
+    for p in sorted((ROOT / "tests").glob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        for line, module in imported_modules(p):
+            assert module != "conftest" and not module.startswith("test_"), f"{p.name}:{line} imports {module}"
+        for row in text.splitlines():  # scripts the tests run in subprocesses too
+            words = row.split()
+            if words[:1] in (["from"], ["import"]) and len(words) > 1:
+                assert words[1] != "conftest" and not words[1].startswith("test_"), f"{p.name}: {row.strip()}"

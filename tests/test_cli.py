@@ -139,6 +139,7 @@ def test_top_takes_a_number_or_all():
     assert top_answers("3") == 3 and top_answers("ALL") == "all"
 
 
+@pytest.mark.slow
 def test_sample_world_refuses_a_folder_with_files_unless_forced(tmp_path, capsys):
     keep = tmp_path / "mine.txt"
     keep.write_text("my notes")
@@ -195,6 +196,7 @@ def test_bench_plans_the_sample_world_without_benchmarks_and_refuses_a_root_with
         bench.plan(data=str(tmp_path / "nope.csv"))
 
 
+@pytest.mark.slow
 def test_bench_runs_on_a_small_csv(tmp_path):
     """Any data set can be benchmarked; a small one (here 400 rows) times the questions it has."""
     from tpar.runtime import bench

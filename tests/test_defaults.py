@@ -53,6 +53,7 @@ def small_world_csv(path: Path, rows: int = 400) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_tpar_train_prints_the_whole_configuration_first_and_beats_the_frequency_baseline(tmp_path, capsys):
     """On a 400-row CSV the CLI's defaults train a model that beats the frequency baseline on test
     (measured: MRR 24 against 14), and the run's configuration is printed in full before it starts."""

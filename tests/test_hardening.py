@@ -67,6 +67,7 @@ for seed in range(5):
 """
 
 
+@pytest.mark.slow
 def test_two_simultaneous_calibrations_of_one_checkpoint_both_keep_theirs(tmp_path):
     path, go = tmp_path / "m.tpar", tmp_path / "go"
     shutil.copy(SAMPLE_CHECKPOINT, path)
@@ -167,6 +168,7 @@ def test_two_simultaneous_training_jobs_on_one_output_do_not_both_start(tmp_path
 
 
 # ---------------------------------------------------------------- stored numbers checked on load
+@pytest.mark.slow
 @pytest.mark.parametrize("temperature", [-1.0, float("nan"), float("inf"), 0.0])
 def test_a_stored_temperature_out_of_range_is_set_aside_and_said(tmp_path, temperature, capsys):
     from tpar.evaluation.calibration import stored
@@ -245,6 +247,7 @@ def test_a_newer_format_version_says_so(tmp_path):
         Checkpoint.load(other)
 
 
+@pytest.mark.slow
 def test_a_small_file_that_would_inflate_to_512_mb_is_refused_before_inflating(tmp_path):
     import resource
 

@@ -40,6 +40,7 @@ def wait(job, timeout=180.0):
                          f"{(job.dir / 'worker.log').read_text()[-2000:]}")
 
 
+@pytest.mark.slow
 def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     out = tmp_path / "models" / "w.tpar"
     job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(epochs=2),
@@ -58,6 +59,7 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     assert phases == ["validating", "validating", "calibrating on valid", "evaluating on test"] and s.phase == ""
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):
     out = tmp_path / "models" / "c.tpar"
     job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",
@@ -71,6 +73,7 @@ def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):
     assert s.state == "cancelled" and out.is_file()
 
 
+@pytest.mark.slow
 def test_two_jobs_never_share_an_output(world_dir, tmp_path):
     out = tmp_path / "models" / "same.tpar"
     first = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",

@@ -239,6 +239,7 @@ def _rewrite(src, dst, edit):
     return dst
 
 
+@pytest.mark.slow
 def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, monkeypatch):
     import zipfile
 
@@ -302,6 +303,7 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation
 
 
+@pytest.mark.slow
 def test_sigint_during_tpar_train_leaves_a_resumable_snapshot(world, tmp_path):
     """Ctrl-C (or SIGTERM) stops after the step in progress with a resume snapshot of that point;
     --resume continues from there to the end."""

@@ -354,8 +354,9 @@ def cmd_evaluate(args) -> int:
     _output(args.json, "JSON file")
     _output(args.ranks_csv, "ranks CSV")
     ckpt, kg = _checkpoint_and_data(args)
-    settings = [args.setting] if args.setting else (
-        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    from tpar.graph.queries import settings_of
+
+    settings = [args.setting] if args.setting else settings_of(ckpt.setting)
     if args.setting is None and ckpt.setting == "unified" and (args.json or args.ranks_csv):
         settings = ["extrapolation"]
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
@@ -408,8 +409,9 @@ def cmd_calibrate(args) -> int:
         raise DataError(f"calibrate stores the calibration in the checkpoint, so it needs the data the model was "
                         f"trained on ({ckpt.data_name}); {kg.name} has other relations ({kg.match.describe()})",
                         file=args.data)
-    settings = [args.setting] if args.setting else (
-        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    from tpar.graph.queries import settings_of
+
+    settings = [args.setting] if args.setting else settings_of(ckpt.setting)
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
     fitted = {s: calibrate(kg, ranker, s, split="valid", max_queries=args.max_queries, seed=args.seed)
               for s in settings}
@@ -813,61 +815,65 @@ def positive_int(text: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from tpar import __version__
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
-    p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
-    p.add_argument("--version", action="version",
-                   version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
-                   help="print the version and where the package is, then exit")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def data_args(sp):
-        sp.add_argument("--time-format", default="auto",
-                        choices=["auto", "date", "datetime", "month", "year", "int"],
-                        help="how the time column of a CSV file is read (default: auto)")
-        sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
-                        help="how a CSV file without a split column is split (default: chronological)")
-        sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
-        sp.add_argument("--drop-bad-rows", action="store_true",
-                        help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
-                             "the first")
-        order = sp.add_mutually_exclusive_group()
-        order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
-                           help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
-                                "by a day over 12; asked for when nothing shows it)")
-        order.add_argument("--month-first", dest="day_first", action="store_false",
-                           help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
+def device_arg(sp, default: str | None = "auto") -> None:
+    """``--device``: where the model runs (the same choices for every command)."""
+    sp.add_argument("--device", default=default, choices=DEVICE_CHOICES, help=DEVICE_HELP)
 
-    def transfer_args(sp):
-        """A checkpoint on data with other relations: how they are matched and how much must match."""
-        sp.add_argument("--relation-map", metavar="MAP_CSV",
-                        help="CSV of 'data relation, model relation' rows for relations whose names do not match "
-                             "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
-        sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
-                        help="refuse data whose facts use the model's relations less than this (default 95%%; "
-                             "'90%%' or 0.9)")
 
-    def question_args(sp):
-        """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
-        sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
-        sp.add_argument("--data", required=True, help=DATA_HELP)
-        sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
-        sp.add_argument("--relation", required=True, help="relation name (as in the data; case and spaces are "
-                        "forgiven, and a near miss is suggested)")
-        sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
-        sp.add_argument("--direction", default="object", choices=["object", "subject"],
-                        help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
-        sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
-                        help="auto: interpolation for times within the data, extrapolation after it")
-        transfer_args(sp)
+def data_args(sp) -> None:
+    """How a CSV file is read (every command that loads data)."""
+    sp.add_argument("--time-format", default="auto",
+                    choices=["auto", "date", "datetime", "month", "year", "int"],
+                    help="how the time column of a CSV file is read (default: auto)")
+    sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
+                    help="how a CSV file without a split column is split (default: chronological)")
+    sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
+    sp.add_argument("--drop-bad-rows", action="store_true",
+                    help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
+                         "the first")
+    order = sp.add_mutually_exclusive_group()
+    order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
+                       help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
+                            "by a day over 12; asked for when nothing shows it)")
+    order.add_argument("--month-first", dest="day_first", action="store_false",
+                       help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
 
+def transfer_args(sp) -> None:
+    """A checkpoint on data with other relations: how they are matched and how much must match."""
+    sp.add_argument("--relation-map", metavar="MAP_CSV",
+                    help="CSV of 'data relation, model relation' rows for relations whose names do not match "
+                         "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
+    sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
+                    help="refuse data whose facts use the model's relations less than this (default 95%%; "
+                         "'90%%' or 0.9)")
+
+def question_args(sp) -> None:
+    """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
+    sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
+    sp.add_argument("--relation", required=True, help="relation name (as in the data; case and spaces are "
+                    "forgiven, and a near miss is suggested)")
+    sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
+    sp.add_argument("--direction", default="object", choices=["object", "subject"],
+                    help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
+    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
+                    help="auto: interpolation for times within the data, extrapolation after it")
+    transfer_args(sp)
+
+
+def _add_info(sub) -> None:
     sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
     sp.add_argument("--json", action="store_true", help="print JSON")
     data_args(sp)
     sp.set_defaults(func=cmd_info)
 
+
+def _add_baseline(sub) -> None:
     sp = sub.add_parser("baseline", help="rank a split with a baseline under the evaluation protocol")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--method", required=True, choices=["frequency", "recurrency"],
@@ -889,6 +895,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sp)
     sp.set_defaults(func=cmd_baseline)
 
+
+def _add_train(sub) -> None:
     sp = sub.add_parser("train", help="train a TPAR model")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
@@ -934,7 +942,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--background-fraction", type=float, metavar="F",
                     help="interpolation: share of training facts kept as background each epoch, the rest "
                          "asked as questions (paper 0.75)")
-    sp.add_argument("--device", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp, default=None)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
     sp.add_argument("--threads", type=int, default=0, metavar="N",
@@ -944,6 +952,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sp)
     sp.set_defaults(func=cmd_train)
 
+
+def _add_evaluate(sub) -> None:
     sp = sub.add_parser("evaluate", help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help=DATA_HELP)
@@ -951,7 +961,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"], help="default: the checkpoint's")
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON (same format as tpar baseline)")
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
     sp.add_argument("--propagation", default="trained", choices=["trained", "exact"],
                     help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
@@ -967,6 +977,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
 
+
+def _add_retrain(sub) -> None:
     sp = sub.add_parser("retrain", help="train a shipped checkpoint again from its recipe (tpar/configs/shipped/)")
     sp.add_argument("recipe", help="a shipped checkpoint's name (e.g. yago-extrapolation) or a recipe .json file")
     sp.add_argument("--data", help="the data folder (default: the recipe's folder under $TPAR_DATA_DIR or "
@@ -977,6 +989,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     sp.set_defaults(func=cmd_retrain)
 
+
+def _add_calibrate(sub) -> None:
     sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
@@ -986,11 +1000,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--threads", type=int, default=0, metavar="N",
                     help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
     sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
     data_args(sp)
     sp.set_defaults(func=cmd_calibrate)
 
+
+def _add_predict(sub) -> None:
     sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
     sp.add_argument("--top", default=10, type=top_answers, help="number of answers to list (at least 1), or 'all' "
@@ -1002,10 +1018,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
     sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
     sp.set_defaults(func=cmd_predict)
 
+
+def _add_complete(sub) -> None:
     sp = sub.add_parser("complete", help="propose the missing subject or object of incomplete rows of a CSV "
                         "(the interpolation half of the paper's pipeline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
@@ -1030,10 +1048,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
     sp.set_defaults(func=cmd_complete)
 
+
+def _add_explain(sub) -> None:
     sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
@@ -1046,10 +1066,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
     sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
     sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
     sp.set_defaults(func=cmd_explain)
 
+
+def _add_sample_world(sub) -> None:
     sp = sub.add_parser("sample-world", help="generate the embedded sample world (deterministic)")
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
@@ -1058,11 +1080,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
     sp.set_defaults(func=cmd_sample_world)
 
+
+def _add_app(sub) -> None:
     sp = sub.add_parser("app", help="start the Streamlit app (it opens on the sample world)")
     sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
     sp.set_defaults(func=cmd_app)
 
+
+def _add_bench(sub) -> None:
     sp = sub.add_parser("bench", help="speed benchmark: training ms/query, inference q/s, memory, links")
     sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
@@ -1071,10 +1097,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
     sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--json", metavar="FILE", help="write every measurement as JSON")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tpar import __version__
+
+    p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
+    p.add_argument("--version", action="version",
+                   version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
+                   help="print the version and where the package is, then exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_calibrate, _add_predict, _add_complete, _add_explain, _add_sample_world, _add_app, _add_bench):
+        add(sub)
     return p
 
 

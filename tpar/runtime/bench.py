@@ -85,7 +85,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     from tpar.graph.background import Background
     from tpar.model.config import ModelConfig
     from tpar.model.device import resolve_device
-    from tpar.model.kernels import kernel_status
+    from tpar.model.kernels import default_kernel, kernel_status
     from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
     from tpar.graph.queries import make_queries
     from tpar.data.loading import load_dataset
@@ -151,7 +151,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
             "propagation": cfg.propagation, "gate": cfg.gate, "propagation_options": {
                 k: getattr(cfg, k) for k in ("history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority")},
-            "device": str(dev), "kernel": kernel_status() if dev.type == "cpu" else "torch",
+            "device": str(dev), "kernel": kernel_status(default_kernel()) if dev.type == "cpu" else "torch",
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
             "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,
