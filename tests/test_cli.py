@@ -186,7 +186,9 @@ def test_bench_plans_the_sample_world_without_benchmarks_and_refuses_a_root_with
 
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "absent"))
     root, configs, note = bench.plan(quick=True)
-    assert root == bench.SAMPLE_WORLD and (root / "train.csv").is_file()
+    from helpers import SAMPLE_WORLD
+
+    assert root == SAMPLE_WORLD and (root / "train.csv").is_file()
     assert [c[1:] for c in configs] == bench.shapes(True) and "sample world" in note
     with pytest.raises(DataError, match="no benchmark data set here"):
         bench.plan(data_dir=str(tmp_path), quick=True)

@@ -238,8 +238,8 @@ def cmd_retrain(args) -> int:
     if args.data:
         data = Path(args.data)
     elif recipe.data.startswith("sample_data/"):  # the embedded sample world, shipped with the repository
-        from tpar.data.catalog import SAMPLE_DIR
-        data = SAMPLE_DIR.parent / recipe.data
+        from tpar.data.catalog import sample_dir
+        data = sample_dir() / recipe.data.removeprefix("sample_data/")
     else:
         root = find_data_dir()
         if root is None:
