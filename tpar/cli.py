@@ -782,13 +782,7 @@ def top_answers(text: str) -> int | str:
     """``--top``: a positive number of answers, or ``all``."""
     if text.strip().lower() == "all":
         return "all"
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of answers (a positive number, or 'all')") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: at least 1 answer (or 'all')")
-    return n
+    return _at_least_one(text, "a number of answers (a positive number, or 'all')", "at least 1 answer (or 'all')")
 
 
 def coverage_share(text: str) -> float:
@@ -806,16 +800,46 @@ def coverage_share(text: str) -> float:
 
 def positive_int(text: str) -> int:
     """An option that counts something: 1 or more."""
+    return _at_least_one(text, "a whole number", "must be at least 1")
+
+
+def _at_least_one(text: str, kind: str, minimum: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
     if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: must be at least 1")
+        raise argparse.ArgumentTypeError(f"{n}: {minimum}")
     return n
 
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
+    """The sub-command ``name``, run by ``func(args)``."""
+    sp = sub.add_parser(name, **kw)
+    sp.set_defaults(func=func)
+    return sp
+
+
+def threads_arg(sp) -> None:
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+
+
+def subset_arg(sp) -> None:
+    """``--max-queries``: a seeded subset of the questions (the ``--seed`` of :func:`data_args`)."""
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+
+
+def ranking_args(sp) -> None:
+    """What ranking a split takes besides the ranker: a subset, other data's relations, the data's reading."""
+    subset_arg(sp)
+    transfer_args(sp)
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
 
 
 def device_arg(sp, default: str | None = "auto") -> None:
@@ -866,15 +890,14 @@ def question_args(sp) -> None:
 
 
 def _add_info(sub) -> None:
-    sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
+    sp = command(sub, "info", cmd_info, help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
     sp.add_argument("--json", action="store_true", help="print JSON")
     data_args(sp)
-    sp.set_defaults(func=cmd_info)
 
 
 def _add_baseline(sub) -> None:
-    sp = sub.add_parser("baseline", help="rank a split with a baseline under the evaluation protocol")
+    sp = command(sub, "baseline", cmd_baseline, help="rank a split with a baseline under the evaluation protocol")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--method", required=True, choices=["frequency", "recurrency"],
                     help="frequency: how often each answer occurred with the question's entity and relation before; "
@@ -888,16 +911,11 @@ def _add_baseline(sub) -> None:
     sp.add_argument("--questions-of", metavar="CHECKPOINT",
                     help="rank only the questions this checkpoint (trained on other data) can be asked here, on the "
                          "background it sees: a baseline beside a transferred model on the same questions")
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
-    transfer_args(sp)
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_baseline)
+    ranking_args(sp)
 
 
 def _add_train(sub) -> None:
-    sp = sub.add_parser("train", help="train a TPAR model")
+    sp = command(sub, "train", cmd_train, help="train a TPAR model")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
                     help=SETTING_HELP + "; unified: both kinds of questions")
@@ -945,16 +963,14 @@ def _add_train(sub) -> None:
     device_arg(sp, default=None)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    threads_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
-    sp.set_defaults(func=cmd_train)
 
 
 def _add_evaluate(sub) -> None:
-    sp = sub.add_parser("evaluate", help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
+    sp = command(sub, "evaluate", cmd_evaluate, help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--split", default="test", choices=["valid", "test"], help="split to evaluate (default: test)")
@@ -968,18 +984,12 @@ def _add_evaluate(sub) -> None:
                          "exact: every temporal link, no pruning")
     sp.add_argument("--no-calibration", action="store_true",
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
-    transfer_args(sp)
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_evaluate)
+    threads_arg(sp)
+    ranking_args(sp)
 
 
 def _add_retrain(sub) -> None:
-    sp = sub.add_parser("retrain", help="train a shipped checkpoint again from its recipe (tpar/configs/shipped/)")
+    sp = command(sub, "retrain", cmd_retrain, help="train a shipped checkpoint again from its recipe (tpar/configs/shipped/)")
     sp.add_argument("recipe", help="a shipped checkpoint's name (e.g. yago-extrapolation) or a recipe .json file")
     sp.add_argument("--data", help="the data folder (default: the recipe's folder under $TPAR_DATA_DIR or "
                                    "../shared/datasets)")
@@ -987,27 +997,24 @@ def _add_retrain(sub) -> None:
                                                              "(default runs/retrain)")
     sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for every stage")
     sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    sp.set_defaults(func=cmd_retrain)
 
 
 def _add_calibrate(sub) -> None:
-    sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
+    sp = command(sub, "calibrate", cmd_calibrate, help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
     sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    threads_arg(sp)
     sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
     device_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
     data_args(sp)
-    sp.set_defaults(func=cmd_calibrate)
 
 
 def _add_predict(sub) -> None:
-    sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
+    sp = command(sub, "predict", cmd_predict, help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
     sp.add_argument("--top", default=10, type=top_answers, help="number of answers to list (at least 1), or 'all' "
                     "(default 10)")
@@ -1020,11 +1027,10 @@ def _add_predict(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
     device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_predict)
 
 
 def _add_complete(sub) -> None:
-    sp = sub.add_parser("complete", help="propose the missing subject or object of incomplete rows of a CSV "
+    sp = command(sub, "complete", cmd_complete, help="propose the missing subject or object of incomplete rows of a CSV "
                         "(the interpolation half of the paper's pipeline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help="the data set whose facts the proposals are reasoned from")
@@ -1050,11 +1056,10 @@ def _add_complete(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
     device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_complete)
 
 
 def _add_explain(sub) -> None:
-    sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
+    sp = command(sub, "explain", cmd_explain, help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
     sp.add_argument("--paths", type=positive_int, default=5, help="number of paths (default 5)")
@@ -1068,28 +1073,25 @@ def _add_explain(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
     device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_explain)
 
 
 def _add_sample_world(sub) -> None:
-    sp = sub.add_parser("sample-world", help="generate the embedded sample world (deterministic)")
+    sp = command(sub, "sample-world", cmd_sample_world, help="generate the embedded sample world (deterministic)")
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
     sp.add_argument("--seed", type=int, default=7, help="generator seed (default 7: the shipped world)")
     sp.add_argument("--countries", type=positive_int, default=120, help="number of countries (default 120)")
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
-    sp.set_defaults(func=cmd_sample_world)
 
 
 def _add_app(sub) -> None:
-    sp = sub.add_parser("app", help="start the Streamlit app (it opens on the sample world)")
+    sp = command(sub, "app", cmd_app, help="start the Streamlit app (it opens on the sample world)")
     sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
-    sp.set_defaults(func=cmd_app)
 
 
 def _add_bench(sub) -> None:
-    sp = sub.add_parser("bench", help="speed benchmark: training ms/query, inference q/s, memory, links")
+    sp = command(sub, "bench", cmd_bench, help="speed benchmark: training ms/query, inference q/s, memory, links")
     sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
                     "../shared/datasets, else the sample world)")
@@ -1100,7 +1102,6 @@ def _add_bench(sub) -> None:
     device_arg(sp)
     sp.add_argument("--json", metavar="FILE", help="write every measurement as JSON")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
-    sp.set_defaults(func=cmd_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
