@@ -329,6 +329,55 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_ensemble(args) -> int:
+    """``tpar ensemble``: a composite model (several checkpoints and, with --prior, the history prior) chosen
+    and calibrated on valid (tpar.model.ensemble), written as one checkpoint file."""
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.ensemble import build_composite
+
+    _output(args.out, "checkpoint", make_parents=True)
+    if len(args.checkpoints) < 2 and not args.prior:
+        raise DataError("one checkpoint without --prior is that checkpoint: give two or more, or add --prior")
+    if len(set(map(str, args.checkpoints))) != len(args.checkpoints):
+        raise DataError("the same checkpoint is given twice: a composite averages different models")
+    cks = [Checkpoint.load(p) for p in args.checkpoints]
+    kg = _load(args)
+    setting = args.setting or cks[0].setting
+    if setting == "unified":
+        raise DataError("the checkpoints are unified models: choose the setting the composite is chosen for "
+                        "(--setting extrapolation or interpolation)")
+    for p, ck in zip(args.checkpoints, cks):
+        for note in ck.load_notes:
+            print(f"warning: {p}: {note}", file=sys.stderr)
+    command = "tpar " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("tpar", "__main__.py")) else ""
+    composite, report = build_composite(
+        kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
+        prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
+        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr))
+    composite.save(args.out)
+    if args.json:
+        print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
+                          "prior": composite.prior, "valid": report.candidates, "seconds": report.seconds}, indent=2))
+        return 0
+    ranked = sorted(report.candidates.items(), key=lambda kv: -kv[1]["mrr"])
+    q = next(iter(report.candidates.values()))["queries"]
+    print(f"valid MRR of the candidates ({q:,} valid questions, realistic; * uses every model):")
+    for name, m in ranked[:args.show]:
+        print(f"  {'*' if name in report.eligible else ' '} {100 * m['mrr']:6.2f}  {name}")
+    if len(ranked) > args.show:
+        print(f"    … {len(ranked) - args.show} more (all in the file's selection record, --json)")
+    print(f"chosen: {report.chosen} (valid MRR {100 * report.candidates[report.chosen]['mrr']:.2f})")
+    other = report.best_other()
+    if other:
+        print(f"note: {other[0]} scores higher on valid ({100 * other[1]['mrr']:.2f}) but does not use every model "
+              "given; leave the others out to get it")
+    if args.prior and composite.prior is None:
+        print("note: the history prior did not help on valid: the composite has none")
+    print(f"{composite.describe()}; {composite.build_model().formula()}")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from tpar.evaluation.calibration import calibrate, set_size_text
     from tpar.model.ranker import ModelRanker
@@ -899,6 +948,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     data_args(sp)
     sp.set_defaults(func=cmd_evaluate)
+
+    sp = sub.add_parser("ensemble", help="combine checkpoints (and, with --prior, a history prior) into one composite "
+                        "model chosen and calibrated on valid")
+    sp.add_argument("--checkpoints", nargs="+", required=True, metavar="CHECKPOINT",
+                    help="trained models of the same data (one with --prior: that model with the history prior)")
+    sp.add_argument("--data", required=True, help=DATA_HELP + " (the one the checkpoints were trained on)")
+    sp.add_argument("--out", required=True, help="the composite checkpoint to write (.tpar)")
+    sp.add_argument("--prior", action="store_true",
+                    help="add the history prior beta*log(1 + psi/eps) (psi: the recurrency baseline fitted on valid; "
+                         "eps and beta chosen on valid)")
+    sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
+                    help="the setting it is chosen for (default: the checkpoints')")
+    sp.add_argument("--valid-queries", type=int, default=0, metavar="N",
+                    help="choose on a seeded subset of N valid questions (default 0: all)")
+    sp.add_argument("--prior-queries", type=int, default=5000, metavar="N",
+                    help="valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    sp.add_argument("--calibration-queries", type=int, default=2000, metavar="N",
+                    help="valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
+    sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    sp.add_argument("--json", action="store_true", help="print every candidate's valid figures as JSON")
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+    sp.set_defaults(func=cmd_ensemble)
 
     sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
