@@ -293,9 +293,11 @@ def cmd_evaluate(args) -> int:
         settings = ["extrapolation"]
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
               file=sys.stderr)
-    trained = ckpt.config.model.propagation
     model = ckpt.build_model(exact_propagation=args.propagation == "exact")
-    used = model.cfg.propagation
+    trained = "; ".join(m.config.model.propagation for m in ckpt.member_checkpoints)
+    used = "; ".join(m.cfg.propagation for m in (model.members if ckpt.kind == "composite" else [model]))
+    if ckpt.kind == "composite":
+        print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
     from tpar.model.distributed import current, evaluate_everywhere
@@ -306,6 +308,11 @@ def cmd_evaluate(args) -> int:
         params = {"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
                   "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
                   "propagation": used, "trained_propagation": trained}
+        if ckpt.kind == "composite":
+            params["config"] = [m.config.to_dict() for m in ckpt.members]
+            params["composite"] = {"members": ckpt.member_names, "member_sha256": [m.digest for m in ckpt.members],
+                                   "temperatures": ckpt.temperatures, "prior": ckpt.prior, "formula": model.formula(),
+                                   "chosen_on_valid": ckpt.selection.get("chosen"), "sha256": ckpt.digest}
         match = getattr(kg, "match", None)
         if match is not None:
             params["relation_match"] = match.to_dict()
@@ -483,8 +490,12 @@ def cmd_predict(args) -> int:
     if p.hypothetical:
         print("HYPOTHETICAL: " + "; ".join(p.hypothetical))
     arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
+    reach = ("have evidence: a temporal path of one of its models or a history prior" if p.combines
+             else "reached by temporal paths")
     print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
-          f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
+          f"{p.reached:,} of {p.num_entities:,} entities {reach}")
+    if p.combines:
+        print(f"the ranking combines {p.combines}: {p.formula}")
     for w in p.warnings:
         print(f"warning: {w}")
     if p.no_evidence:  # a ranking would present a guess as an answer
@@ -497,7 +508,8 @@ def cmd_predict(args) -> int:
               f"{tie}{'  (known fact)' if a.known else ''}")
     if p.unreached:
         lo, hi = p.unreached_rank
-        print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
+        print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
+              + f": {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
     if p.temperature and getattr(kg, "match", None) is not None:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
@@ -626,6 +638,14 @@ def cmd_explain(args) -> int:
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
           f"{e.importance} importance")
     print(f"  {RANKING_TEXT[e.ranking]}")
+    if e.combines:
+        print(f"  the ranking combines {e.combines}: {e.formula}; each model's paths are scaled by its weight "
+              "1/(n·T) and paths over the same facts merged")
+        for m in e.members:
+            print(f"    model {m.model} ({m.name}): f {m.score:.4f} × {m.weight:.4f} = {m.contribution:+.4f} "
+                  f"(rank {m.rank:g} alone)")
+        if e.prior is not None:
+            print(f"    history prior: {e.prior.text()}")
     if e.importance == "integrated":
         print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
     if e.decomposition is not None:
@@ -634,6 +654,8 @@ def cmd_explain(args) -> int:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
         print(f"{i:3d}. adds {path.importance:+.4f} (alone {path.total:+.4f})  {path.describe()}"
+              + (f"  [model{'s' if len(path.models) > 1 else ''} {', '.join(map(str, path.models))}]"
+                 if e.combines else "")
               + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
     if e.facts:
         print(f"facts by their share of the score ({e.importance}):")
@@ -649,6 +671,8 @@ def cmd_explain(args) -> int:
         else:
             print(f"counterfactual: none found ({cf.reason})")
     if trace is not None:
+        if trace.note:
+            print(f"trace: {trace.note}")
         for layer in trace.layers:
             print(f"layer {layer.layer}: {layer.entities_reached} entities reached, {layer.num_links} temporal links")
             for x in layer.top_links:
