@@ -157,6 +157,9 @@ class Checkpoint:
     load_notes: list[str] = field(default_factory=list)
     #: the sha256 recorded in the file (over metadata and weights) when loaded or saved; "" before
     digest: str = ""
+    #: the metadata as the file holds it (a copy; None for a model not loaded from a file): a composite keeps
+    #: its members' exactly so, so that each keeps the sha256 of the file it came from
+    source_meta: dict | None = field(default=None, repr=False, compare=False)
 
     # -- building ---------------------------------------------------------------------------------
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
@@ -340,12 +343,14 @@ class Checkpoint:
     def from_meta(cls, meta: dict, weights: dict[str, torch.Tensor], source: str = "") -> "Checkpoint":
         """A single model from its (schema-checked, digest-verified) metadata and weights, every stored
         number and weight checked (a :class:`DataError` or ValueError says what is wrong)."""
+        source_meta = json.loads(json.dumps(meta))  # a copy: loading sets aside what it must in its own dicts
         ckpt = cls(config=RunConfig.from_dict(meta["config"], source), weights=weights, relations=meta["relations"],
                    time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                    data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
                    metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
         ckpt._check_shapes()
         ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
+        ckpt.source_meta = source_meta
         problems = stored_number_problems(meta)
         if problems:
             raise DataError("refused: stored figures out of range (file altered or corrupt): "

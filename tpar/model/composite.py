@@ -162,6 +162,19 @@ class HistoryPrior:
                    float(d["beta"]))
 
 
+def _file_meta(m: Checkpoint) -> dict | None:
+    """``m``'s metadata as the file it was loaded from holds it, when that still describes ``m`` (nothing changed
+    since: the same weights, and the same metadata once read again); None else."""
+    mm = m.source_meta
+    if mm is None or not mm.get("sha256") or content_digest(mm, m.weights) != mm["sha256"]:
+        return None
+    try:
+        again = Checkpoint.from_meta(json.loads(json.dumps(mm)), m.weights)
+    except (DataError, KeyError, TypeError, ValueError):
+        return None
+    return mm if again.meta() == m.meta() else None
+
+
 @dataclass
 class CompositeParts:
     """One forward pass of every part: ``f[i]`` (B, E) member i's scores (Eq. 9), ``reached[i]`` (B, E) what its
@@ -315,9 +328,11 @@ class CompositeCheckpoint(Checkpoint):
     # -- io -----------------------------------------------------------------------------------------
     def meta(self) -> dict:
         members = []
-        for m in self.members:
-            mm = m.meta()
-            mm["sha256"] = content_digest(mm, m.weights)
+        for m in self.members:  # as its file holds it (its sha256 the file's), else as it is now
+            mm = _file_meta(m)
+            if mm is None:
+                mm = m.meta()
+                mm["sha256"] = content_digest(mm, m.weights)
             members.append(mm)
         return {"kind": "composite", "members": members, "member_names": list(self.member_names),
                 "temperatures": list(self.temperatures), "prior": self.prior, "selection": self.selection,
