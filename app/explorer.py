@@ -150,10 +150,19 @@ def counterfactual(data_path: str, data_version: int, checkpoint_path: str, chec
 
 @st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
 def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
-          answer: str) -> ReasoningTrace:
+          answer: str, member: int = 0) -> ReasoningTrace:
+    """The per-step trace of the question (a composite model: of its model ``member``, 0-based)."""
     return explainer(data_path, data_version, checkpoint_path, checkpoint_version).trace(
         question.subject, question.relation, question.time, direction=question.direction, setting=question.setting,
-        top=12, answer=answer)
+        top=12, answer=answer, member=member)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def member_ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+               k: int, member: int) -> Prediction:
+    """A composite model's member ``member`` (0-based) answering on its own (the teaching page steps through one)."""
+    ex = explainer(data_path, data_version, checkpoint_path, checkpoint_version)
+    return ex.members[member].predictor.answer(question, k)
 
 
 # -- state and URL -------------------------------------------------------------------------------

@@ -38,6 +38,12 @@ RECIPES = {
                                          "--gate", "--dim", "64", "--lr-schedule", "cosine", "--epochs", "6",
                                          "--patience", "3", "--max-train-queries", "60000", "--max-valid-queries", "0"],
          "the sparse default propagation; 2,507 s of steps on a quiet machine, one thread")], ["--max-queries", "0"]),
+    "icews14-extrapolation-sparse": ("extrapolation/ICEWS14", [
+        ("icews14-extrapolation-sparse", None, ["--setting", "extrapolation", "--config",
+                                                f"{CPU}/icews14-extrapolation.json", "--gate", "--dim", "64",
+                                                "--lr-schedule", "cosine", "--epochs", "6", "--patience", "3",
+                                                "--max-train-queries", "60000", "--max-valid-queries", "0"],
+         "the sparse default propagation; 2,507 s of steps on a quiet machine, one thread")], ["--max-queries", "0"]),
     "icews14-unified": ("interpolation/ICEWS14", [U_GATE, ("icews14-unified", *U_TAIL[1:])], ["--max-queries", "0"]),
     "icews14-interpolation": ("interpolation/ICEWS14", [
         U_GATE, U_TAIL,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from pathlib import Path
+
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, build_sample_composite
 from tpar.data.benchmarks import find_data_dir
 from tpar.data.kg import TemporalKG
 
@@ -30,3 +32,10 @@ def sample_checkpoint():
     from tpar.model.checkpoint import Checkpoint
 
     return Checkpoint.load(SAMPLE_CHECKPOINT)
+
+
+@pytest.fixture(scope="session")
+def sample_composite(tmp_path_factory) -> Path:
+    """The path of :func:`helpers.build_sample_composite`'s composite (built once per session); its perturbed
+    member's file lies beside it as ``sample-perturbed.member``."""
+    return build_sample_composite(tmp_path_factory.mktemp("composite"))

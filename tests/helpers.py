@@ -117,3 +117,38 @@ def a_calibration(setting: str, seed: int) -> dict:
 
     cal = dict(Checkpoint.load(SAMPLE_CHECKPOINT).extra["calibration"]["extrapolation"])
     return {**cal, "setting": setting, "seed": seed}
+
+
+def perturbed_sample_checkpoint(dst: Path, seed: int = 1, scale: float = 0.05) -> Path:
+    """The sample world's model with seeded noise on its weights (another model of the same data, as a second
+    training would give), its calibration and test figures dropped (they were the original's), written to ``dst``."""
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = Checkpoint.load(SAMPLE_CHECKPOINT)
+    g = torch.Generator().manual_seed(seed)
+    ck.weights = {k: v + scale * torch.randn(v.shape, generator=g, dtype=v.dtype) if v.is_floating_point() else v
+                  for k, v in ck.weights.items()}
+    ck.extra.pop("calibration", None)
+    ck.metrics = {}
+    ck.save(dst)
+    return dst
+
+
+def build_sample_composite(folder: Path, name: str = "sample-composite.tpar", valid_queries: int = 300) -> Path:
+    """A small composite of the sample world's model and a perturbed copy of it with the history prior, chosen and
+    calibrated on a seeded subset of the sample world's valid questions (a few seconds), written to ``folder``."""
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.ensemble import build_composite
+
+    folder.mkdir(parents=True, exist_ok=True)
+    other = perturbed_sample_checkpoint(folder / "sample-perturbed.member")
+    kg = load_dataset(SAMPLE_WORLD)
+    ck, _ = build_composite(kg, [Checkpoint.load(SAMPLE_CHECKPOINT), Checkpoint.load(other)],
+                            ["sample-world-unified.tpar", "sample-perturbed.member"], "extrapolation",
+                            valid_queries=valid_queries, prior_queries=valid_queries,
+                            calibration_queries=valid_queries)
+    out = folder / name
+    ck.save(out)
+    return out
+

@@ -361,9 +361,11 @@ def cmd_evaluate(args) -> int:
         settings = ["extrapolation"]
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
               file=sys.stderr)
-    trained = ckpt.config.model.propagation
     model = ckpt.build_model(exact_propagation=args.propagation == "exact")
-    used = model.cfg.propagation
+    trained = "; ".join(m.config.model.propagation for m in ckpt.member_checkpoints)
+    used = "; ".join(m.cfg.propagation for m in (model.members if ckpt.kind == "composite" else [model]))
+    if ckpt.kind == "composite":
+        print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
     from tpar.training.distributed import current, evaluate_everywhere
@@ -374,6 +376,11 @@ def cmd_evaluate(args) -> int:
         params = {"checkpoint": str(args.checkpoint), "trained_setting": ckpt.setting,
                   "trained_on": ckpt.data_name, "config": ckpt.config.to_dict(),
                   "propagation": used, "trained_propagation": trained}
+        if ckpt.kind == "composite":
+            params["config"] = [m.config.to_dict() for m in ckpt.members]
+            params["composite"] = {"members": ckpt.member_names, "member_sha256": [m.digest for m in ckpt.members],
+                                   "temperatures": ckpt.temperatures, "prior": ckpt.prior, "formula": model.formula(),
+                                   "chosen_on_valid": ckpt.selection.get("chosen"), "sha256": ckpt.digest}
         match = getattr(kg, "match", None)
         if match is not None:
             params["relation_match"] = match.to_dict()
@@ -394,6 +401,55 @@ def cmd_evaluate(args) -> int:
         if args.ranks_csv:
             write_ranks_csv(res, kg, args.ranks_csv)
             print(f"wrote {args.ranks_csv}")
+    return 0
+
+
+def cmd_ensemble(args) -> int:
+    """``tpar ensemble``: a composite model (several checkpoints and, with --prior, the history prior) chosen
+    and calibrated on valid (tpar.model.ensemble), written as one checkpoint file."""
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.ensemble import build_composite
+
+    _output(args.out, "checkpoint", make_parents=True)
+    if len(args.checkpoints) < 2 and not args.prior:
+        raise DataError("one checkpoint without --prior is that checkpoint: give two or more, or add --prior")
+    if len(set(map(str, args.checkpoints))) != len(args.checkpoints):
+        raise DataError("the same checkpoint is given twice: a composite averages different models")
+    cks = [Checkpoint.load(p) for p in args.checkpoints]
+    kg = _load(args)
+    setting = args.setting or cks[0].setting
+    if setting == "unified":
+        raise DataError("the checkpoints are unified models: choose the setting the composite is chosen for "
+                        "(--setting extrapolation or interpolation)")
+    for p, ck in zip(args.checkpoints, cks):
+        for note in ck.load_notes:
+            print(f"warning: {p}: {note}", file=sys.stderr)
+    command = "tpar " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("tpar", "__main__.py")) else ""
+    composite, report = build_composite(
+        kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
+        prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
+        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr))
+    composite.save(args.out)
+    if args.json:
+        print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
+                          "prior": composite.prior, "valid": report.candidates, "seconds": report.seconds}, indent=2))
+        return 0
+    ranked = sorted(report.candidates.items(), key=lambda kv: -kv[1]["mrr"])
+    q = next(iter(report.candidates.values()))["queries"]
+    print(f"valid MRR of the candidates ({q:,} valid questions, realistic; * uses every model):")
+    for name, m in ranked[:args.show]:
+        print(f"  {'*' if name in report.eligible else ' '} {100 * m['mrr']:6.2f}  {name}")
+    if len(ranked) > args.show:
+        print(f"    … {len(ranked) - args.show} more (all in the file's selection record, --json)")
+    print(f"chosen: {report.chosen} (valid MRR {100 * report.candidates[report.chosen]['mrr']:.2f})")
+    other = report.best_other()
+    if other:
+        print(f"note: {other[0]} scores higher on valid ({100 * other[1]['mrr']:.2f}) but does not use every model "
+              "given; leave the others out to get it")
+    if args.prior and composite.prior is None:
+        print("note: the history prior did not help on valid: the composite has none")
+    print(f"{composite.describe()}; {composite.build_model().formula()}")
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -503,8 +559,12 @@ def cmd_predict(args) -> int:
     if p.hypothetical:
         print("HYPOTHETICAL: " + "; ".join(p.hypothetical))
     arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
+    reach = ("have evidence: a temporal path of one of its models or a history prior" if p.combines
+             else "reached by temporal paths")
     print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
-          f"{p.reached:,} of {p.num_entities:,} entities reached by temporal paths")
+          f"{p.reached:,} of {p.num_entities:,} entities {reach}")
+    if p.combines:
+        print(f"the ranking combines {p.combines}: {p.formula}")
     for w in p.warnings:
         print(f"warning: {w}")
     if p.no_evidence:  # a ranking would present a guess as an answer
@@ -517,7 +577,8 @@ def cmd_predict(args) -> int:
               f"{tie}{'  (known fact)' if a.known else ''}")
     if p.unreached:
         lo, hi = p.unreached_rank
-        print(f"not reached by any temporal path: {p.unreached:,} entities at score 0 "
+        print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
+              + f": {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
     if p.temperature and getattr(kg, "match", None) is not None:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
@@ -646,6 +707,14 @@ def cmd_explain(args) -> int:
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
           f"{e.importance} importance")
     print(f"  {RANKING_TEXT[e.ranking]}")
+    if e.combines:
+        print(f"  the ranking combines {e.combines}: {e.formula}; each model's paths are scaled by its weight "
+              "1/(n·T) and paths over the same facts merged")
+        for m in e.members:
+            print(f"    model {m.model} ({m.name}): f {m.score:.4f} × {m.weight:.4f} = {m.contribution:+.4f} "
+                  f"(rank {m.rank:g} alone)")
+        if e.prior is not None:
+            print(f"    history prior: {e.prior.text()}")
     if e.importance == "integrated":
         print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
     if e.decomposition is not None:
@@ -654,6 +723,8 @@ def cmd_explain(args) -> int:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):
         print(f"{i:3d}. adds {path.importance:+.4f} (alone {path.total:+.4f})  {path.describe()}"
+              + (f"  [model{'s' if len(path.models) > 1 else ''} {', '.join(map(str, path.models))}]"
+                 if e.combines else "")
               + ("" if path.meaningful else "  (≈ 0: no meaningful evidence)"))
     if e.facts:
         print(f"facts by their share of the score ({e.importance}):")
@@ -669,6 +740,8 @@ def cmd_explain(args) -> int:
         else:
             print(f"counterfactual: none found ({cf.reason})")
     if trace is not None:
+        if trace.note:
+            print(f"trace: {trace.note}")
         for layer in trace.layers:
             print(f"layer {layer.layer}: {layer.entities_reached} entities reached, {layer.num_links} temporal links")
             for x in layer.top_links:
@@ -834,6 +907,14 @@ def subset_arg(sp) -> None:
                     help="rank a random subset of N questions, drawn with --seed (default 0: all)")
 
 
+def run_args(sp, json_help: str) -> None:
+    """A long run on one data set: threads, ``--json`` (printing ``json_help``), progress bars, the data's reading."""
+    threads_arg(sp)
+    sp.add_argument("--json", action="store_true", help=json_help)
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+
+
 def ranking_args(sp) -> None:
     """What ranking a split takes besides the ranker: a subset, other data's relations, the data's reading."""
     subset_arg(sp)
@@ -963,10 +1044,7 @@ def _add_train(sub) -> None:
     device_arg(sp, default=None)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
-    threads_arg(sp)
-    sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
+    run_args(sp, json_help="print the run's history and metrics as JSON")
 
 
 def _add_evaluate(sub) -> None:
@@ -997,6 +1075,28 @@ def _add_retrain(sub) -> None:
                                                              "(default runs/retrain)")
     sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for every stage")
     sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+
+
+def _add_ensemble(sub) -> None:
+    sp = command(sub, "ensemble", cmd_ensemble, help="combine checkpoints (and, with --prior, a history prior) into "
+                 "one composite model chosen and calibrated on valid")
+    sp.add_argument("--checkpoints", nargs="+", required=True, metavar="CHECKPOINT",
+                    help="trained models of the same data (one with --prior: that model with the history prior)")
+    sp.add_argument("--data", required=True, help=DATA_HELP + " (the one the checkpoints were trained on)")
+    sp.add_argument("--out", required=True, help="the composite checkpoint to write (.tpar)")
+    sp.add_argument("--prior", action="store_true",
+                    help="add the history prior beta*log(1 + psi/eps) (psi: the recurrency baseline fitted on valid; "
+                         "eps and beta chosen on valid)")
+    sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
+                    help="the setting it is chosen for (default: the checkpoints')")
+    sp.add_argument("--valid-queries", type=int, default=0, metavar="N",
+                    help="choose on a seeded subset of N valid questions (default 0: all)")
+    sp.add_argument("--prior-queries", type=int, default=5000, metavar="N",
+                    help="valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    sp.add_argument("--calibration-queries", type=int, default=2000, metavar="N",
+                    help="valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
+    sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
+    run_args(sp, json_help="print every candidate's valid figures as JSON")
 
 
 def _add_calibrate(sub) -> None:
@@ -1112,7 +1212,8 @@ def build_parser() -> argparse.ArgumentParser:
                    version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
                    help="print the version and where the package is, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_calibrate, _add_predict, _add_complete, _add_explain, _add_sample_world, _add_app, _add_bench):
+    for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_ensemble, _add_calibrate,
+                _add_predict, _add_complete, _add_explain, _add_sample_world, _add_app, _add_bench):
         add(sub)
     return p
 

@@ -29,10 +29,10 @@ class CheckpointInfo:
         return self.checkpoint.setting
 
     def summary(self) -> str:
-        c = self.checkpoint.config.model
-        pruning = "" if c.propagation == "exact" else f", {c.propagation}"
-        return (f"{self.name} ({self.setting}, L={c.num_layers}, d={c.dim}{pruning}, trained on {self.checkpoint.data_name})"
-                + self.marker())
+        """E.g. "icews14-extrapolation-sparse (extrapolation, L=3, d=64, cap=24+..., trained on ICEWS14)"; a composite
+        says what it combines."""
+        ck = self.checkpoint
+        return f"{self.name} ({self.setting}, {ck.describe()}, trained on {ck.data_name})" + self.marker()
 
     def marker(self) -> str:
         """" — UNFINISHED: <why>" for a model from a cancelled or interrupted run (its answers come from

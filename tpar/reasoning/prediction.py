@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -110,7 +111,9 @@ class Prediction(AnsweredQuestion):
     ``answers`` holds reached entities only (at most ``top_k``); the ``unreached`` ones all score 0
     and share one rank range (``unreached_rank``) and the probability ``unreached_probability``
     together. ``warnings`` says when the answers deserve less trust: a setting the model was not
-    trained for, a time far from the data, nothing reached, a tie at the top."""
+    trained for, a time far from the data, nothing reached, a tie at the top. For a composite model
+    (``combines`` not empty; :mod:`tpar.model.composite`) "reached" means that some member's temporal path reaches
+    the entity or the history prior gives it something (ψ > 0): only entities with neither score 0."""
 
     answers: list[Answer]
     reached: int  # entities some temporal path reached
@@ -125,6 +128,8 @@ class Prediction(AnsweredQuestion):
     answer_set_size: int = 0
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
+    combines: str = ""      # a composite model: what the ranking combines ("2 models and the history prior"); "" else
+    formula: str = ""       # a composite model: its score in symbols (CompositeModel.formula); "" else
 
     @property
     def has_evidence(self) -> bool:
@@ -149,11 +154,18 @@ class Prediction(AnsweredQuestion):
 NO_EVIDENCE_RATIO = 1.01
 
 
-def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int) -> str:
+#: why nothing is reached, for a single model and (format: what it combines) for a composite
+NOTHING_REACHED = "no temporal path leads from the question's entity to any other entity"
+NOTHING_REACHED_COMPOSITE = ("no temporal path of any of the {} leads from the question's entity to another entity, "
+                             "and the history prior gives none of them anything")
+
+
+def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int, nothing: str = NOTHING_REACHED) -> str:
     """Why a question's ranking carries no information, in words ("" when it does): nothing but the question's
-    own entity reached, or every entity's probability within 1% of the others' (:data:`NO_EVIDENCE_RATIO`)."""
+    own entity reached (``nothing`` says why), or every entity's probability within 1% of the others'
+    (:data:`NO_EVIDENCE_RATIO`)."""
     if reached <= 1:
-        return "no temporal path leads from the question's entity to any other entity: every answer ties at score 0"
+        return f"{nothing}: every answer ties at score 0"
     p_max, p_min = float(probs.max()), float(probs.min())
     if p_max <= NO_EVIDENCE_RATIO * p_min:
         lo, hi = float(scores.min()), float(scores.max())
@@ -209,6 +221,20 @@ class Predictor:
         self._known = {tuple(x) for x in facts.tolist()}
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
         self._hidden: tuple[tuple[int, int, int], Background] | None = None
+
+    @property
+    def composite(self) -> bool:
+        """The model combines several models and/or the history prior (:mod:`tpar.model.composite`)."""
+        return self.checkpoint.kind == "composite"
+
+    def member_view(self, i: int) -> "Predictor":
+        """This predictor with member ``i`` of a composite as its model (same data, backgrounds and warnings):
+        what explanations trace, member by member."""
+        view = copy.copy(self)
+        view.model = self.model.members[i]
+        view.checkpoint = self.checkpoint.members[i]
+        view._hidden = None
+        return view
 
     def background(self, setting: Setting, subject: int, relation: int, time: int,
                    facts: np.ndarray | None = None) -> Background:
@@ -383,7 +409,7 @@ class Predictor:
         t_min, t_max = self.kg.time_range
         span = max(1, t_max - t_min)
         t = prepared.time_step
-        window = self.checkpoint.config.model.history_window
+        window = self.checkpoint.history_window
         span_text = self.kg.time_axis.describe_span
         if t > t_max:
             gap = t - t_max
@@ -442,9 +468,11 @@ class Predictor:
             unreached_p = float(probs[~reached].sum())
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
+        nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])
+                   if self.composite else NOTHING_REACHED)
         if only_subject:
-            warnings.append("No temporal path leads from the question's entity to any other entity"
-                            + (" within the model's history window" if self.checkpoint.config.model.history_window else "")
+            warnings.append(nothing[:1].upper() + nothing[1:]
+                            + (" within the model's history window" if self.checkpoint.history_window else "")
                             + ": every answer ties at score 0 and the ranking carries no information.")
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
@@ -457,4 +485,6 @@ class Predictor:
         return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
                           n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting,
                           temperature, coverage, answer_set, set_size,
-                          no_evidence=no_evidence_reason(scores, probs, n_reached))
+                          no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
+                          combines=self.checkpoint.combination_text() if self.composite else "",
+                          formula=self.model.formula() if self.composite else "")
