@@ -988,15 +988,18 @@ def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
     return sp
 
 
+def count_arg(sp, flag: str, default: int, help: str) -> None:
+    """An option counting questions (0 usually meaning all of them)."""
+    sp.add_argument(flag, type=int, default=default, metavar="N", help=help)
+
+
 def threads_arg(sp) -> None:
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    count_arg(sp, "--threads", 0, "CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
 
 
 def subset_arg(sp) -> None:
     """``--max-queries``: a seeded subset of the questions (the ``--seed`` of :func:`data_args`)."""
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    count_arg(sp, "--max-queries", 0, "rank a random subset of N questions, drawn with --seed (default 0: all)")
 
 
 def run_args(sp, json_help: str) -> None:
@@ -1004,6 +1007,13 @@ def run_args(sp, json_help: str) -> None:
     threads_arg(sp)
     sp.add_argument("--json", action="store_true", help=json_help)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+
+
+def answer_args(sp, json_help: str) -> None:
+    """How an answering command prints (``--json``: ``json_help``), where the model runs, and the data's reading."""
+    sp.add_argument("--json", action="store_true", help=json_help)
+    device_arg(sp)
     data_args(sp)
 
 
@@ -1181,12 +1191,9 @@ def _add_ensemble(sub) -> None:
                          "eps and beta chosen on valid)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="the setting it is chosen for (default: the checkpoints')")
-    sp.add_argument("--valid-queries", type=int, default=0, metavar="N",
-                    help="choose on a seeded subset of N valid questions (default 0: all)")
-    sp.add_argument("--prior-queries", type=int, default=5000, metavar="N",
-                    help="valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
-    sp.add_argument("--calibration-queries", type=int, default=2000, metavar="N",
-                    help="valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
+    count_arg(sp, "--valid-queries", 0, "choose on a seeded subset of N valid questions (default 0: all)")
+    count_arg(sp, "--prior-queries", 5000, "valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    count_arg(sp, "--calibration-queries", 2000, "valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")
 
@@ -1216,9 +1223,7 @@ def _add_predict(sub) -> None:
     sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
-    sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    device_arg(sp)
-    data_args(sp)
+    answer_args(sp, json_help="print the prediction as JSON")
 
 
 def _add_complete(sub) -> None:
@@ -1245,9 +1250,7 @@ def _add_complete(sub) -> None:
     transfer_args(sp)
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
-    sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
-    device_arg(sp)
-    data_args(sp)
+    answer_args(sp, json_help="print every proposal as JSON")
 
 
 def _add_explain(sub) -> None:
@@ -1262,9 +1265,7 @@ def _add_explain(sub) -> None:
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
     sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
-    sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
-    device_arg(sp)
-    data_args(sp)
+    answer_args(sp, json_help="print the explanation as JSON")
 
 
 def _add_rules(sub) -> None:
@@ -1295,8 +1296,7 @@ def _add_rules(sub) -> None:
                     help="rank this split with the rules (time-aware filter, both directions, realistic ties)")
     sp.add_argument("--rules-per-head", type=positive_int, default=20, metavar="K",
                     help="--evaluate: the K best rules of each head and direction are applied (default 20)")
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="--evaluate: a seeded random subset of N queries (0 = all)")
+    count_arg(sp, "--max-queries", 0, "--evaluate: a seeded random subset of N queries (0 = all)")
     sp.add_argument("--metrics-json", metavar="FILE", help="--evaluate: write the metrics as JSON")
     device_arg(sp)
     threads_arg(sp)
