@@ -234,6 +234,9 @@ def cmd_retrain(args) -> int:
     from tpar.training.recipes import load_recipe, stage_outputs
     from tpar.training.snapshots import resume_path
 
+    from tpar.data.outputs import check_output_folder
+
+    check_output_folder(args.out_dir, "retrain folder")  # before any work
     recipe = load_recipe(args.recipe)
     if args.data:
         data = Path(args.data)
