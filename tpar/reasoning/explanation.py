@@ -297,7 +297,7 @@ RANKING_TEXT = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
@@ -352,7 +352,7 @@ class AnswerPaths:
     paths: list[TemporalPath]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TopPaths(AnsweredQuestion):
     """The top paths of several answers of one question (:meth:`Explainer.top_paths`)."""
 
@@ -372,7 +372,7 @@ def complete_enough(gap: float, target: float) -> bool:
     return abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Counterfactual(AnsweredQuestion):
     """The smallest set of evidence facts found whose removal takes ``answer`` off rank 1: greedy over
     the links of the top paths (most important first), then pruned to a minimal set (every fact in
@@ -412,7 +412,7 @@ class LayerSummary:
     links_towards_answer: int | None = None  # admitted links of this step on some walk to the answer
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ReasoningTrace(AnsweredQuestion):
     layers: list[LayerSummary]
     answer: str | None = None
@@ -587,9 +587,11 @@ class Explainer:
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
-        return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts,
-                           baseline, used_steps, gap, decomposition, ranking), trace, link_grads
+        return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                           time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
+                           rank=rank, reached=reached, paths=paths, num_layers=len(trace.links), warnings=warnings,
+                           importance=used, facts=facts, baseline_score=baseline, integration_steps=used_steps,
+                           completeness_gap=gap, decomposition=decomposition, ranking=ranking), trace, link_grads
 
     def _explain_composite(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
                            setting: str, num_paths: int, beam: int | None, simple: bool, importance: str, steps: int,
@@ -683,13 +685,15 @@ class Explainer:
                    for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
                                                                       runs, decs))]
         first = runs[0][0]
-        return Explanation(first.subject, first.relation, direction, first.time, first.time_step, first.setting, answer,
-                           score, rank, reached, paths, max(e.num_layers for e, _, _ in runs), warnings,
-                           decomposition.method, facts, decomposition.no_evidence_score,
-                           max(e.integration_steps for e, _, _ in runs),
-                           (sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
-                            if all(e.completeness_gap is not None for e, _, _ in runs) else None),
-                           decomposition, ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
+        return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
+                           time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
+                           reached=reached, paths=paths, num_layers=max(e.num_layers for e, _, _ in runs),
+                           warnings=warnings, importance=decomposition.method, facts=facts,
+                           baseline_score=decomposition.no_evidence_score,
+                           integration_steps=max(e.integration_steps for e, _, _ in runs),
+                           completeness_gap=(sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
+                                             if all(e.completeness_gap is not None for e, _, _ in runs) else None),
+                           decomposition=decomposition, ranking=ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
                            members=members, prior=prior)
 
     def _member_names(self) -> list[str]:
@@ -753,7 +757,8 @@ class Explainer:
             out.append(AnswerPaths(kg.entities.name(a), int(a), float(sc[a]), realistic_rank(sc, float(sc[a])),
                                    reached, paths))
         q = prepared.question
-        return TopPaths(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, out)
+        return TopPaths(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
+                        time_step=t, setting=prepared.setting.value, answers=out)
 
     def _no_evidence_score(self, prepared: PreparedQuestion, a: int) -> float:
         """f₀: f(q, a) from one pass with every link's and self-loop's weight at 0."""
@@ -972,8 +977,9 @@ class Explainer:
             top = int(torch.argmax(scores))
             return realistic_rank(scores, float(scores[a])), self.kg.entities.name(top)
 
-        base = Counterfactual(e.subject, e.relation, e.direction, e.time, e.time_step, e.setting, e.answer, [], False,
-                              e.rank, e.rank, "", len(facts))
+        base = Counterfactual(subject=e.subject, relation=e.relation, direction=e.direction, time=e.time,
+                              time_step=e.time_step, setting=e.setting, answer=e.answer, removed=[], flipped=False,
+                              rank_before=e.rank, rank_after=e.rank, top_after="", candidates=len(facts))
         if e.rank != 1:
             base.reason = f"{e.answer!r} is not ranked first (rank {e.rank:g}): nothing to take away"
             return base
@@ -1055,7 +1061,8 @@ class Explainer:
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank,
                                        None if towards is None else int(towards[l].sum())))
-        return ReasoningTrace(subject, relation, direction, prepared.time_label, t, prepared.setting.value, layers, answer)
+        return ReasoningTrace(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                              time_step=t, setting=prepared.setting.value, layers=layers, answer=answer)
 
     @staticmethod
     def _towards(trace: PropagationTrace, answer: int) -> list[torch.Tensor] | None:
