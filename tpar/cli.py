@@ -203,8 +203,19 @@ def _train(args, reserved: bool) -> int:
     run, source = train_run_config(args, kg.name, kg, init)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
     print(describe_run(run, source), file=sys.stderr, flush=True)
+    estimate = None
+    from tpar.training.distributed import current
+
+    dist = current()
+    if not args.quiet and not args.resume and (dist is None or dist.main):  # timed here: a few steps and answers
+        from tpar.training.estimate import estimate_training
+        from tpar.training.timing import describe_estimate
+
+        estimate = estimate_training(kg, run, eval_test=args.eval_test)
+        print(describe_estimate(estimate), file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
-                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved)
+                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved,
+                   estimate=estimate)
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
         return 0
     if result.stopped == "interrupted":
