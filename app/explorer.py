@@ -18,7 +18,8 @@ from pathlib import Path
 import streamlit as st
 
 from tpar.model.checkpoint import Checkpoint
-from tpar.model.registry import CHECKPOINT_DIR, Match, find_checkpoints, matching_checkpoints
+from tpar.data.catalog import checkpoint_dir
+from tpar.model.registry import Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
@@ -94,7 +95,7 @@ def datasets() -> list[DataSource]:
 @st.cache_resource(ttl=30, show_spinner=False)
 def checkpoints():
     """(shipped and user-trained checkpoints, problems with unreadable files)."""
-    return find_checkpoints([CHECKPOINT_DIR, RUNS_DIR])
+    return find_checkpoints([checkpoint_dir(), RUNS_DIR])
 
 
 @st.cache_resource(show_spinner="Loading the data set…", max_entries=4)
@@ -149,10 +150,19 @@ def counterfactual(data_path: str, data_version: int, checkpoint_path: str, chec
 
 @st.cache_data(show_spinner="Tracing the reasoning…", max_entries=64)
 def trace(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
-          answer: str) -> ReasoningTrace:
+          answer: str, member: int = 0) -> ReasoningTrace:
+    """The per-step trace of the question (a composite model: of its model ``member``, 0-based)."""
     return explainer(data_path, data_version, checkpoint_path, checkpoint_version).trace(
         question.subject, question.relation, question.time, direction=question.direction, setting=question.setting,
-        top=12, answer=answer)
+        top=12, answer=answer, member=member)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def member_ask(data_path: str, data_version: int, checkpoint_path: str, checkpoint_version: int, question: Question,
+               k: int, member: int) -> Prediction:
+    """A composite model's member ``member`` (0-based) answering on its own (the teaching page steps through one)."""
+    ex = explainer(data_path, data_version, checkpoint_path, checkpoint_version)
+    return ex.members[member].predictor.answer(question, k)
 
 
 # -- state and URL -------------------------------------------------------------------------------

@@ -10,7 +10,9 @@
 Every candidate is scored on the same valid questions (all, or a seeded subset); the one with the best
 valid MRR (realistic ties, time-aware filter, both directions) is the selection. With ``--test`` each
 single model, the selected ensemble-free prior, the selected ensemble and the overall selection are
-then evaluated once on test -- selection never looks at test.
+then evaluated once on test -- selection never looks at test. The candidates, their scores and their
+evaluation are the package's (:mod:`tpar.model.ensemble`, :mod:`tpar.model.composite`): ``tpar ensemble``
+makes the selection a shipped composite checkpoint.
 
     python benchmarks/posthoc_levers.py --data ../shared/datasets/extrapolation/ICEWS14 \\
         --checkpoints checkpoints/icews14-extrapolation.tpar [more.tpar ...] [--valid-queries 0] [--test]
@@ -21,71 +23,19 @@ Writes ``benchmarks/results/posthoc_levers.json`` and ``.md`` (``--name`` change
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from tpar.data.loading import load_dataset
 from tpar.evaluation.baselines import fit_recurrency
-from tpar.evaluation.calibration import stored
-from tpar.evaluation.protocol import evaluate
 from tpar.model.checkpoint import Checkpoint, hardware
-from tpar.model.ranker import ModelRanker
+from tpar.model.ensemble import PRIOR_QUERIES, candidates, member_temperature, score_candidates
 
 OUT = Path(__file__).resolve().parent / "results"
-EPS_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
-BETA_GRID = (0.05, 0.1, 0.2, 0.4, 0.8)
-Combine = Callable[[list[torch.Tensor], torch.Tensor], torch.Tensor]
-
-
-class _Recorder:
-    """Scores each batch once with every model and the prior, keeps them, and returns a combination;
-    later passes over the same (seeded) questions replay the kept scores."""
-
-    name = "posthoc"
-
-    def __init__(self, rankers: list[ModelRanker], prior) -> None:
-        self.rankers, self.prior, self.kept, self.i = rankers, prior, [], 0
-        self.combine: Combine = lambda fs, r: fs[0]
-
-    def rewind(self, combine: Combine) -> "_Recorder":
-        self.i, self.combine = 0, combine
-        return self
-
-    def score(self, batch, background) -> torch.Tensor:
-        if self.i == len(self.kept):
-            self.kept.append(([r.score(batch, background) for r in self.rankers], self.prior.score(batch, background)))
-        fs, r = self.kept[self.i]
-        self.i += 1
-        return self.combine(fs, r)
-
-
-def log_probs(f: torch.Tensor, temperature: float) -> torch.Tensor:
-    return torch.log_softmax(f / temperature, dim=1)
-
-
-def candidates(temps: list[float]) -> dict[str, Combine]:
-    """Every combination tried: each model alone, each with the prior, the ensemble, the ensemble with the prior."""
-    out: dict[str, Combine] = {}
-    n = len(temps)
-    for i in range(n):
-        out[f"model {i + 1}"] = lambda fs, r, i=i: fs[i]
-        for eps, beta in itertools.product(EPS_GRID, BETA_GRID):
-            out[f"model {i + 1} + prior(eps={eps:g}, beta={beta:g})"] = (
-                lambda fs, r, i=i, eps=eps, beta=beta: log_probs(fs[i], temps[i]) + beta * torch.log(eps + r))
-    if n > 1:
-        def ens(fs):
-            return torch.stack([log_probs(f, t) for f, t in zip(fs, temps)]).mean(0)
-        out["ensemble"] = lambda fs, r: ens(fs)
-        for eps, beta in itertools.product(EPS_GRID, BETA_GRID):
-            out[f"ensemble + prior(eps={eps:g}, beta={beta:g})"] = (
-                lambda fs, r, eps=eps, beta=beta: ens(fs) + beta * torch.log(eps + r))
-    return out
 
 
 def main() -> int:
@@ -102,31 +52,25 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     kg = load_dataset(args.data)
     cks = [Checkpoint.load(p) for p in args.checkpoints]
-    temps = []
     for p, ck in zip(args.checkpoints, cks):
-        cal = stored(ck.extra, args.setting)
-        temps.append(cal.temperature if cal is not None else 1.0)
         if ck.data_fingerprint != kg.fingerprint:
             sys.exit(f"{p}: trained on other data ({ck.data_name})")
+    temps = [member_temperature(ck, kg, args.setting, seed=args.seed)[0] for ck in cks]
     t0 = time.perf_counter()
-    prior = fit_recurrency(kg, args.setting, progress=False, max_queries=5000, seed=args.seed)
+    prior = fit_recurrency(kg, args.setting, progress=False, max_queries=PRIOR_QUERIES, seed=args.seed)
     fit_seconds = time.perf_counter() - t0
-    rankers = [ModelRanker(ck.build_model("cpu"), "cpu", micro_batch=16) for ck in cks]
-    combos = candidates(temps)
+    models = [ck.build_model("cpu") for ck in cks]
+    cands = candidates(len(cks), prior=True)  # the package's selection (tpar.model.ensemble), every candidate
 
-    def run(split: str, max_queries: int) -> tuple[_Recorder, dict[str, dict]]:
-        rec = _Recorder(rankers, prior)
-        rows = {}
-        for name, fn in combos.items():
-            res = evaluate(kg, rec.rewind(fn), args.setting, split, max_queries=max_queries, seed=args.seed,
-                           progress=False, batch_size=64)
-            m = res.metrics("realistic")
-            rows[name] = {"mrr": 100 * m.mrr, "hits@1": 100 * m.hits[1], "hits@10": 100 * m.hits[10],
-                          "queries": res.num_queries}
-        return rec, rows
+    def run(split: str, max_queries: int, names=None) -> dict[str, dict]:
+        chosen = [c for c in cands if names is None or c.name in names]
+        rows = score_candidates(kg, models, temps, prior, chosen, args.setting, split, max_queries=max_queries,
+                                seed=args.seed)
+        return {k: {"mrr": 100 * v["mrr"], "hits@1": 100 * v["hits@1"], "hits@10": 100 * v["hits@10"],
+                    "queries": v["queries"]} for k, v in rows.items()}
 
     t0 = time.perf_counter()
-    _, valid = run("valid", args.valid_queries)
+    valid = run("valid", args.valid_queries)
     valid_seconds = time.perf_counter() - t0
     single = [f"model {i + 1}" for i in range(len(cks))]
     with_prior = [k for k in valid if k.startswith("model") and "prior" in k]
@@ -136,13 +80,7 @@ def main() -> int:
     if ens_keys:
         chosen["best ensemble"] = max(ens_keys, key=lambda k: valid[k]["mrr"])
     chosen["overall selection"] = max(valid, key=lambda k: valid[k]["mrr"])
-    test = {}
-    if args.test:
-        keep = dict.fromkeys(single + list(chosen.values()))
-        saved = dict(combos)
-        combos.clear()
-        combos.update({k: saved[k] for k in keep})
-        _, test = run("test", 0)
+    test = run("test", 0, set(single) | set(chosen.values())) if args.test else {}
     result = {"data": args.data, "fingerprint": kg.fingerprint, "setting": args.setting,
               "checkpoints": args.checkpoints, "temperatures": temps, "valid_queries": args.valid_queries,
               "seed": args.seed, "prior": prior.params() | {"fit_seconds": fit_seconds},

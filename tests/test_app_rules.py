@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from conftest import SAMPLE_CHECKPOINT  # noqa: E402
+from helpers import SAMPLE_CHECKPOINT  # noqa: E402
 from tpar.reasoning import distilled_rules  # noqa: E402
 from tpar.reasoning.distilled_rules import (BodyAtom, DistilledRule, GapScale, HeadSummary, RuleConfig,  # noqa: E402
                                             RuleExample, RuleSet, cache_path)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD, make_kg
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, make_kg
 from tpar.cli import main
 from tpar.data.timeaxis import TimeAxis
 from tpar.errors import DataError

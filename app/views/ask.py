@@ -45,8 +45,15 @@ def render() -> None:
                f"{pred.time} only, the later ones hidden as if not yet known")
     elif pred.setting == "interpolation" and pred.time_step > t_max:
         why = f", chosen although {pred.time} lies after the last known fact: only earlier facts exist to use"
-    st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
-               f"temporal paths of length ≤ {sel.match.info.checkpoint.config.model.num_layers}; the others score 0.")
+    L = sel.match.info.checkpoint.num_layers
+    if pred.combines:
+        st.caption(f"Setting: **{pred.setting}**{why}. The ranking combines **{ex.md(pred.combines)}**: "
+                   f"{ex.md(pred.formula)} (f: a model's score, T: its temperature, ψ: how often and how recently the "
+                   f"answer already answered this question). {pred.reached:,} of {kg.num_entities:,} entities have "
+                   f"evidence (a temporal path of length ≤ {L} of some model, or ψ > 0); the others score 0.")
+    else:
+        st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
+                   f"temporal paths of length ≤ {L}; the others score 0.")
     for w in pred.warnings:
         st.warning(ex.md(w))
     if pred.no_evidence:  # a ranking would present a guess as an answer
@@ -175,7 +182,7 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: 
                 help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
                      "is in the set with at least this probability.")
     with c2:
-        fitted = (f"softmax(f / T) with T = {pred.temperature:.3f} fitted on {calibrated.queries:,} "
+        fitted = (f"softmax({'S' if pred.combines else 'f'} / T) with T = {pred.temperature:.3f} fitted on {calibrated.queries:,} "
                   f"{calibrated.split} questions of this setting")
         if trained_on:  # a model from other data: its calibration describes that data, not this one
             st.caption(f"Probabilities: {fitted} of {ex.md(trained_on)}, the data the model was trained on; on "
@@ -223,7 +230,9 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
             "entity": st.column_config.TextColumn("Answer"),
             "p_text": st.column_config.TextColumn("Probability", width="small",
                                                   help="Softmax of the scores over all entities (Eq. 10)."),
-            "score": st.column_config.NumberColumn("Score", format="%.3f", width="small", help="f(q, e) of Eq. 9"),
+            "score": st.column_config.NumberColumn("Score", format="%.3f", width="small",
+                                                   help="S(q, e), the composite's score (see above)" if pred.combines
+                                                   else "f(q, e) of Eq. 9"),
             "known": st.column_config.TextColumn("Known", width="small",
                                                  help="yes: this fact is in the data set"),
         })
@@ -232,7 +241,8 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
         ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
     if pred.unreached:
         lo, hi = pred.unreached_rank
-        st.caption(f"Not reached by any temporal path: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
+        what = "No evidence (no path of any model, no history)" if pred.combines else "Not reached by any temporal path"
+        st.caption(f"{what}: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
                    f"all at score 0 (tied at rank{'s' if hi > lo else ''} {lo if hi == lo else f'{lo}–{hi}'}, "
                    f"together {probability_text(pred.unreached_probability)}); they are not listed.")
     return answers

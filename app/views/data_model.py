@@ -59,10 +59,20 @@ def model_ui(sel: ex.Selection) -> None:
         c = ck.config.model
         cols = st.columns(2) + st.columns(2)  # two by two: the values fit at 800 px
         cols[0].metric("Setting", ck.setting)
-        cols[1].metric("Layers L · dimension d", f"{c.num_layers} · {c.dim}")
-        cols[2].metric("Propagation", "exact" if c.propagation == "exact" else "pruned", help=c.propagation)
         secs = ck.extra.get("seconds")
-        cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
+        if ck.kind == "composite":
+            st.info(ex.md(f"A composite model: the ranking combines {ck.combination_text()}, chosen on valid: "
+                          f"{ck.build_model().formula()}. Its models were trained apart; the card lists each."))
+            cols[1].metric("Models combined", f"{len(ck.members)}" + (" + history prior" if ck.prior else ""))
+            cols[2].metric("Layers L · dimension d", "; ".join(f"{m.config.model.num_layers} · {m.config.model.dim}"
+                                                               for m in ck.members))
+            trained = sum(m.extra.get("seconds") or 0 for m in ck.members)
+            cols[3].metric("Training time (all models)", f"{trained / 60:.0f} min" if trained else "–",
+                           help=f"combining them took {secs or 0:.0f} s on valid")
+        else:
+            cols[1].metric("Layers L · dimension d", f"{c.num_layers} · {c.dim}")
+            cols[2].metric("Propagation", "exact" if c.propagation == "exact" else "pruned", help=c.propagation)
+            cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
         for note in ck.load_notes:  # e.g. a stored calibration set aside
             st.warning(ex.md(note))
         with st.expander("Model card", expanded=False):

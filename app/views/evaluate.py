@@ -38,6 +38,9 @@ def render() -> None:
     ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
     for note in ck.load_notes:  # e.g. a stored calibration set aside: calibrated on valid now instead
         st.warning(ex.md(note))
+    if ck.kind == "composite":
+        st.info(ex.md(f"TPAR below is the composite {sel.match.info.name}: its ranking combines "
+                      f"{ck.combination_text()} ({ck.build_model().formula()}), chosen on valid."))
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):

@@ -36,10 +36,13 @@ def render() -> None:
     how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every link "
            f"on ({e.integration_steps} points)" if e.importance == "integrated" else
            "∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, first order)")
-    st.caption(f"Setting **{e.setting}**; score f(q, a) = {e.score:.3f}, rank {e.rank:g}. {RANKING_TEXT[e.ranking]} "
+    score = f"composite score S(q, a) = {e.score:.3f}" if e.combines else f"score f(q, a) = {e.score:.3f}"
+    st.caption(f"Setting **{e.setting}**; {score}, rank {e.rank:g}. {RANKING_TEXT[e.ranking]} "
                f"A link's share is {how}; paths are found by beam search over the layers, and staying at an entity "
                "(a self-loop) is counted apart, as *stay*."
                + (f" {ex.md(e.decomposition.text())}." if e.decomposition is not None else ""))
+    if e.combines:
+        composite_ui(e)
     for w in e.warnings:
         st.warning(ex.md(w))
     if not e.paths:
@@ -79,6 +82,34 @@ def render() -> None:
     ex.sync_url()
 
 
+def composite_ui(e: Explanation) -> None:
+    """What a composite model's score is made of: each model's scaled score and the history prior's term (they
+    add up to the score), and how its paths below were merged."""
+    n = len(e.members)
+    st.info(f"This ranking combines **{ex.md(e.combines)}**: {ex.md(e.formula)}. The paths below are the {n} models' "
+            "own paths, each model's importances scaled by its weight 1/(n·T) and paths over the same facts in the same "
+            "order merged (the *models* column says whose); the history prior is not a path and is listed apart.")
+    rows = [{"part": f"model {m.model} ({m.name})", "score": m.score, "weight": m.weight, "adds": m.contribution,
+             "rank alone": m.rank, "paths listed": m.paths} for m in e.members]
+    if e.prior is not None:
+        rows.append({"part": "history prior", "score": e.prior.value, "weight": None, "adds": e.prior.contribution,
+                     "rank alone": None, "paths listed": None})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+        "part": st.column_config.TextColumn("Part of the score"),
+        "score": st.column_config.NumberColumn("Own score", format="%.4f",
+                                               help="a model: its f(q, a) (Eq. 9); the prior: ψ, its recurrency score"),
+        "weight": st.column_config.NumberColumn("Weight", format="%.4f", help="1/(n·T): T the model's calibration "
+                                                                           "temperature, n the number of models"),
+        "adds": st.column_config.NumberColumn("Adds to S", format="%+.4f",
+                                              help="weight × own score; the prior: β·log(1 + ψ/ε). The parts add up "
+                                                   "to the composite score S"),
+        "rank alone": st.column_config.NumberColumn("Rank alone", format="%g",
+                                                    help="the answer's rank by this model on its own"),
+        "paths listed": st.column_config.NumberColumn("Paths listed", help="listed paths this model found")})
+    if e.prior is not None:
+        st.caption(ex.md(f"History prior: {e.answer} {e.prior.text()}."))
+
+
 def answer_ui(pred: Prediction, entities) -> None:
     """The answer to explain (the top answers, plus an answer from the URL) and the number of paths."""
     ss = st.session_state
@@ -110,11 +141,13 @@ def paths_ui(e: Explanation, shown: list) -> None:
     for p in shown:
         k = number[id(p)]
         weight = (f"adds {signed(p.importance)} beyond the paths above, {signed(p.total)} alone"
-                  + ("" if p.meaningful else ", no meaningful contribution"))
+                  + ("" if p.meaningful else ", no meaningful contribution")
+                  + (f"; found by model{'s' if len(p.models) > 1 else ''} {', '.join(map(str, p.models))}"
+                     if e.combines else ""))
         lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
         st.markdown(f"**Path {k}** ({weight}; stay {signed(p.stay)}):\n\n{lines}")
     table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "alone": p.total, "stay": p.stay,
-                           "hops": p.length,
+                           "hops": p.length, **({"models": ", ".join(map(str, p.models))} if e.combines else {}),
                            "temporal path": p.describe()} for p in shown])
     if e.facts:
         with st.expander(f"The facts behind the answer, by their share of the score ({len(e.facts)})"):
@@ -150,9 +183,12 @@ def paths_ui(e: Explanation, shown: list) -> None:
                                                   help="∂f/∂(self-loop) along the path: staying at an entity"),
             "hops": st.column_config.NumberColumn("Hops", width="small"),
             "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
+    # a composite: α is the mean over the models whose path walks the link, the gradient their scaled sum
+    alpha_col = "attention α (mean over its models)" if e.combines else "attention α"
+    grad_col = "Σ weight·∂f/∂link" if e.combines else "∂f/∂link"
     links = pd.DataFrame([{"path": number[id(p)], "hop": i + 1, "subject": x.subject, "relation": x.relation,
                            "object": x.object, "walked": "backwards" if x.inverse else "forwards", "time": x.time,
-                           "Δt": x.delta_label, "attention α": x.attention, "∂f/∂link": x.gradient,
+                           "Δt": x.delta_label, alpha_col: x.attention, grad_col: x.gradient,
                            "observed": "no: " + x.inferred if x.inferred else "yes", "in words": x.sentence()}
                           for p in shown for i, x in enumerate(p.links)])
     with st.expander("Every link of these paths"):

@@ -30,7 +30,8 @@ def render() -> None:
         ex.default_question_into_state(sel)
         st.info("Showing an example question; change it on the Ask page.")
     explainer = sel.explainer()
-    model = explainer.predictor.model
+    member = member_ui(sel, explainer)
+    model = explainer.members[member].predictor.model if explainer.members else explainer.predictor.model
     L = model.cfg.num_layers
     pred = ex.current_prediction(sel)
     if not pred.answers:
@@ -38,13 +39,19 @@ def render() -> None:
         st.stop()
     ex.keep_or_reset_answer(pred.answers[0].entity)
     answer = ex.take_name("answer", kg.entities, "answer", pred.answers[0].entity, "this page traces")
+    ranking = pred  # the answers the Ask page ranks
+    if explainer.members:  # the walk-through follows one model: its own answers
+        pred = ex.member_ask(*sel.keys, ex.current_question(), int(st.session_state.get("k", ex.DEFAULTS["k"])),
+                             member)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
     st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; the answer followed through the steps "
                f"(orange): **{ex.md(answer)}**. Change the question on the Ask page and the answer on the Evidence page.")
     st.markdown("A five-minute walk-through: start at the question and press **Next ▶** (or **Play all**) through the "
                 f"{L} recursive steps; each says what happens, with the paper's equations, and who answers so far. "
                 "Section 2 shows how time enters the model, section 3 (on the sample world) the rule that made the fact.")
-    tr = ex.trace(*sel.keys, ex.current_question(), answer)
+    tr = ex.trace(*sel.keys, ex.current_question(), answer, member)
+    if tr.note:
+        st.info(ex.md(tr.note))
     steps_ui(tr, pred, answer, L)
     st.subheader("2 · Relative time encoding (Eqs. 2-3)")
     st.markdown("Every link's time enters only as Δt = t − t_q. The model learned a **periodic** part "
@@ -58,8 +65,27 @@ def render() -> None:
     time_encoding_ui(curves, kg.time_axis.unit, per_day)
     planted = PlantedRules.find(sel.source.path)
     if planted is not None:
-        rule_ui(sel, planted, pred, answer)
+        rule_ui(sel, planted, ranking, answer)
     ex.sync_url()
+
+
+def member_ui(sel: ex.Selection, explainer) -> int:
+    """For a composite model, the one of its models the page steps through (0-based), chosen in a select box and
+    said plainly: the ranking combines them all; 0 for a single model."""
+    if not explainer.members:
+        return 0
+    ck = sel.match.info.checkpoint
+    n = len(explainer.members)
+    names = list(getattr(ck, "member_names", []))
+    st.info(ex.md(f"The ranking on the Ask page combines {ck.combination_text()} "
+                  f"({explainer.predictor.model.formula()}). Each model propagates on its own, so this page steps "
+                  "through one of them: the walk-through's scores and answers are that model's alone (the rule check "
+                  "in section 3 uses the ranking's own explanation, all models merged)."))
+    options = list(range(n))
+    if st.session_state.get("teach_member") not in options:
+        st.session_state["teach_member"] = 0
+    return st.selectbox("Model of the composite to step through", options, key="teach_member",
+                        format_func=lambda i: f"model {i + 1}" + (f" ({names[i]})" if i < len(names) else ""))
 
 
 #: the walk-through's step control (0: the question, 1..L: the recursive steps)

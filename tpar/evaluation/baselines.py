@@ -18,6 +18,7 @@ leakage rules of the setting hold for them as for the model.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -110,19 +111,23 @@ class RecurrencyBaseline:
         return out
 
     def _counts(self, background: Background, before: int | None) -> torch.Tensor:
-        """(2R, E) link counts per (relation, destination), over links with time < ``before``."""
-        key = (id(background.index), before)
-        if self._xi_cache is not None and self._xi_cache[0] == key:
-            return self._xi_cache[1]
+        """(2R, E) link counts per (relation, destination), over links with time < ``before``. The caches
+        hold the index itself (compared by identity), never its ``id``: a later index (a what-if's, or an
+        interpolation question's own) may reuse a freed one's id, and must never read its counts. Each cache
+        is read once into a local, so a thread that replaces it meanwhile cannot mix two entries."""
         ix = background.index
-        if self._by_time is None or self._by_time[0] != id(ix):
+        cached = self._xi_cache
+        if cached is not None and cached[0] is ix and cached[1] == before:
+            return cached[2]
+        by_time = self._by_time
+        if by_time is None or by_time[0] is not ix:
             order = torch.argsort(ix.time, stable=True)
-            self._by_time = (id(ix), ix.time[order], ix.rel[order] * ix.num_entities + ix.dst[order])
-        _, times, flat = self._by_time
+            by_time = self._by_time = (ix, ix.time[order], ix.rel[order] * ix.num_entities + ix.dst[order])
+        _, times, flat = by_time
         n = len(times) if before is None else int(torch.searchsorted(times, torch.tensor(before)))
         counts = torch.bincount(flat[:n], minlength=2 * ix.num_relations * ix.num_entities).float()
         counts = counts.view(2 * ix.num_relations, ix.num_entities)
-        self._xi_cache = (key, counts)
+        self._xi_cache = (ix, before, counts)
         return counts
 
     # -- ranking ----------------------------------------------------------------------------------
@@ -143,6 +148,33 @@ class RecurrencyBaseline:
     def params(self) -> dict:
         return {"lambda": self.lmbda, "alpha": self.alpha, "fit": self.fit_info,
                 "per_relation": {str(r): {"lambda": l, "alpha": a} for r, (l, a) in sorted(self.per_relation.items())}}
+
+    @classmethod
+    def from_params(cls, d: dict, num_relations: int) -> "RecurrencyBaseline":
+        """The baseline :meth:`params` describe, every value checked (a ValueError names the first that is
+        not a finite λ ≥ 0, an α in 0..1, or a relation id in [0, 2R))."""
+        def number(name: str, value: object, lo: float, hi: float = math.inf) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and lo <= value <= hi):
+                raise ValueError(f"{name} {value!r} is not a finite number in {lo:g}..{hi:g}")
+            return float(value)
+
+        if not isinstance(d, dict):
+            raise ValueError("the recurrency parameters are not an object")
+        per = d.get("per_relation", {})
+        if not isinstance(per, dict):
+            raise ValueError("per_relation is not an object")
+        rel = {}
+        for key, v in per.items():
+            if not (isinstance(key, str) and key.isdigit() and int(key) < 2 * num_relations):
+                raise ValueError(f"per_relation key {key!r} is not a relation id in 0..{2 * num_relations - 1}")
+            if not isinstance(v, dict):
+                raise ValueError(f"per_relation {key} is not an object")
+            rel[int(key)] = (number(f"per_relation {key} lambda", v.get("lambda"), 0.0),
+                             number(f"per_relation {key} alpha", v.get("alpha"), 0.0, 1.0))
+        fit = d.get("fit", {})
+        return cls(number("lambda", d.get("lambda"), 0.0), number("alpha", d.get("alpha"), 0.0, 1.0), rel,
+                   fit_info=fit if isinstance(fit, dict) else {})
 
 
 #: grids searched by :func:`fit_recurrency` (λ per time step of the data)

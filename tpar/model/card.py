@@ -47,7 +47,10 @@ def other_data_line(ckpt: Checkpoint) -> str:
 
 
 def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
-    """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper."""
+    """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper (a
+    composite model: :func:`render_composite`)."""
+    if ckpt.kind == "composite":
+        return render_composite(ckpt, name, baselines, paper)
     m, t = ckpt.config.model, ckpt.config.train
     hw = ckpt.extra.get("hardware", {})
     lines = [f"# Model card: {name}", "",
@@ -69,9 +72,21 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
     if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
         lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
                       "training.", ""]
+    lines += _results(ckpt, baselines, paper)
+    if ckpt.history:
+        n_valid = ckpt.config.train.max_valid_queries
+        which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
+        lines += [f"## Validation history ({which}, realistic MRR %)", "",
+                  " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
+    return "\n".join(lines + _closing(ckpt))
+
+
+def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> list[str]:
+    """The card's test metrics, baselines, the paper's figures and the calibration."""
+    lines: list[str] = []
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
-        lines.append("No test metrics recorded.")
+        lines += ["No test metrics recorded.", ""]
     for setting, modes in tests.items():
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
         lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in RANK_TYPES if mode in modes]
@@ -102,16 +117,93 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
             caveats += [f"- **{setting}**: {note}" for note in (c.caveats() if c else [])]
         if caveats:
             lines += caveats + [""]
-    if ckpt.history:
-        n_valid = ckpt.config.train.max_valid_queries
-        which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
-        lines += [f"## Validation history ({which}, realistic MRR %)", "",
-                  " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
+    return lines
+
+
+def _closing(ckpt: Checkpoint) -> list[str]:
+    """What loading set aside, and the mark that binds the card to the checkpoint's sha256."""
+    lines: list[str] = []
     if ckpt.load_notes:
         lines += ["## Set aside when loading", ""] + [f"- {n}" for n in ckpt.load_notes] + [""]
     if ckpt.digest:
         lines.append(CARD_MARK.format(ckpt.digest))
-    return "\n".join(lines)
+    return lines
+
+
+def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
+    """Markdown for a composite model (:mod:`tpar.model.composite`): what it combines and how it was chosen on
+    valid, each model with its temperature and weight, the history prior's fitted parameters, every candidate's
+    valid figure, then test metrics, baselines, the paper's figures and the calibration as for one model."""
+    model = ckpt.build_model("cpu")
+    sel = ckpt.selection or {}
+    cands = sel.get("candidates", {})
+    hw = ckpt.extra.get("hardware", {})
+    n = len(ckpt.members)
+    lines = [f"# Model card: {name}", "",
+             f"- kind: **composite** -- the ranking combines {ckpt.combination_text()}, chosen on valid: "
+             f"`{model.formula()}`",
+             f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
+             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
+             other_data_line(ckpt),
+             f"- built by `{ckpt.extra.get('command') or 'tpar ensemble'}` (seed {ckpt.extra.get('seed', '?')}) in "
+             f"{ckpt.extra.get('seconds', 0):.0f} s on {hw.get('platform', '?')} (torch {hw.get('torch', '?')}, "
+             f"{hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')}); no training of its own: its "
+             "models were trained apart (below)",
+             f"- tpar version {ckpt.version}", ""]
+    if ckpt.unfinished():
+        lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
+                      "training.", ""]
+    lines += ["## How it scores", "",
+              "S(q, e) = Σᵢ fᵢ(q, e) / (n·Tᵢ) + β·log(1 + ψ(e | q)/ε): the mean of the models' calibrated "
+              "log-probabilities log softmax(fᵢ/Tᵢ) plus β·log(ε + ψ), up to a constant per question (the softmax "
+              "normalisers and β·log ε), so it ranks and ties exactly as that mean does (`tpar/model/composite.py`). "
+              "fᵢ is model i's score (Eq. 9), Tᵢ its calibration temperature; ψ the recurrency baseline's score (how "
+              "often and how recently the candidate already answered the question, plus its share of the relation), "
+              "computed on the very background the models see. An entity with no path of any model and ψ = 0 "
+              "scores 0.", "",
+              "## Models", "",
+              "| model | file | L, d, propagation | T (source) | weight 1/(n·T) | valid MRR alone | test MRR alone | "
+              "training | sha256 |", "|---|---|---|---|---|---|---|---|---|"]
+    sources = sel.get("temperature_sources", [])
+    for i, (m, t, c) in enumerate(zip(ckpt.members, ckpt.temperatures, model.coefficients)):
+        alone = cands.get(f"model {i + 1}", {}).get("mrr")
+        test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
+        mt = m.config.train
+        lines.append(f"| {i + 1} | `{ckpt.member_names[i] if i < len(ckpt.member_names) else '?'}` | {m.describe()} | "
+                     f"{t:.3f} ({sources[i] if i < len(sources) else '?'}) | {c:.4f} | "
+                     f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
+                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {m.extra.get('seed', mt.seed)}, "
+                     f"{m.extra.get('seconds', 0):.0f} s | `{m.digest[:12]}` |")
+    lines.append("")
+    prior = ckpt.prior
+    if prior is not None:
+        rec = prior["recurrency"]
+        fit = rec.get("fit", {})
+        lines += ["## History prior", "",
+                  f"- ψ = α·ψ_λ + (1 − α)·ξ, the recurrency baseline (Gastinger et al. 2024) fitted on "
+                  f"{fit.get('queries', '?'):,} {fit.get('split', 'valid')} questions (seeded): λ = {rec['lambda']:g} "
+                  f"per time step, α = {rec['alpha']:g}, and their own (λ, α) for {len(rec.get('per_relation', {}))} "
+                  "relations",
+                  f"- ε = {prior['eps']:g}, β = {prior['beta']:g}, chosen on valid from ε ∈ "
+                  f"{{{', '.join(f'{x:g}' for x in sel.get('eps_grid', []))}}} × β ∈ "
+                  f"{{{', '.join(f'{x:g}' for x in sel.get('beta_grid', []))}}}", ""]
+    elif sel.get("prior_asked"):
+        lines += ["## History prior", "", "Asked for, but no (ε, β) helped on valid: the composite has none.", ""]
+    if cands:
+        ranked = sorted(cands.items(), key=lambda kv: -kv[1]["mrr"])
+        q = next(iter(cands.values())).get("queries", 0)
+        sub = f"a seeded subset of {sel['subset']:,}" if sel.get("subset") else "all"
+        lines += ["## Selection on valid", "",
+                  f"{len(cands)} candidates scored on {sub} valid questions ({q:,}; {sel.get('metric', '')}, seed "
+                  f"{sel.get('seed', '?')}); chosen: **{sel.get('chosen')}**, the best of those that use every model. "
+                  "Test was never looked at. The ten best (the file keeps all):", "",
+                  "| candidate | valid MRR | H@1 | H@10 |", "|---|---|---|---|"]
+        lines += [f"| {k}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "
+                  f"{100 * v.get('hits@1', float('nan')):.2f} | {100 * v.get('hits@10', float('nan')):.2f} |"
+                  for k, v in ranked[:10]]
+        lines.append("")
+    lines += _results(ckpt, baselines, paper)
+    return "\n".join(lines + _closing(ckpt))
 
 
 def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:

@@ -86,6 +86,13 @@ def stored_number_problems(meta: dict) -> list[str]:
     """Every stored figure of the metadata's ``metrics``, ``history`` and ``extra`` (training time,
     warm starts, ranks ...; its calibration is checked apart) that is not a finite number in its range
     (shares 0..1, counts and durations at least 0, anything else finite), by its path (``metrics.x.mrr``)."""
+    return (number_problems("metrics", meta.get("metrics", {})) + number_problems("history", meta.get("history", []))
+            + number_problems("extra", {k: v for k, v in meta.get("extra", {}).items() if k != "calibration"}))
+
+
+def number_problems(path: str, value: object) -> list[str]:
+    """:func:`stored_number_problems` for any stored structure ``value`` (named ``path``): each number in
+    it checked by its key (shares 0..1, counts and durations at least 0, anything else finite)."""
     problems: list[str] = []
 
     def walk(path: str, value: object, depth: int = 0) -> None:
@@ -110,9 +117,7 @@ def stored_number_problems(meta: dict) -> list[str]:
             if why:
                 problems.append(why)
 
-    walk("metrics", meta.get("metrics", {}))
-    walk("history", meta.get("history", []))
-    walk("extra", {k: v for k, v in meta.get("extra", {}).items() if k != "calibration"})
+    walk(path, value)
     return problems
 
 
@@ -152,6 +157,9 @@ class Checkpoint:
     load_notes: list[str] = field(default_factory=list)
     #: the sha256 recorded in the file (over metadata and weights) when loaded or saved; "" before
     digest: str = ""
+    #: the metadata as the file holds it (a copy; None for a model not loaded from a file): a composite keeps
+    #: its members' exactly so, so that each keeps the sha256 of the file it came from
+    source_meta: dict | None = field(default=None, repr=False, compare=False)
 
     # -- building ---------------------------------------------------------------------------------
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
@@ -300,74 +308,28 @@ class Checkpoint:
 
     @classmethod
     def load(cls, path: str | Path, *, with_state: bool = False):
-        """Load and verify; ``with_state`` also returns (optimizer state, position) of a resume file."""
+        """Load and verify; ``with_state`` also returns (optimizer state, position) of a resume file. A
+        composite model's file (:mod:`tpar.model.composite`) loads as a
+        :class:`~tpar.model.composite.CompositeCheckpoint`, verified the same way, member by member."""
         p = Path(path)
-        if not p.is_file():
-            raise DataError("checkpoint not found", file=p)
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DataError(f"refused: {size / 2 ** 20:,.0f} MB is larger than a checkpoint may be "
-                            f"({MAX_FILE_BYTES / 2 ** 20:,.0f} MB)", file=p)
-        with open(p, "rb") as f:
-            if f.read(4) != b"PK\x03\x04":
-                raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
-        try:
-            with zipfile.ZipFile(p) as z:
-                entries = z.infolist()
-        except (zipfile.BadZipFile, OSError) as e:
-            raise DataError(f"not a readable checkpoint ({e})", file=p) from None
-        # bounded before anything is inflated: torch.save stores entries uncompressed, so a checkpoint
-        # never unpacks to more than its own size; a compressed entry (a zip bomb) is refused unread
-        inflated = sum(i.file_size for i in entries)
-        compressed = any(i.compress_type != zipfile.ZIP_STORED for i in entries)
-        if inflated > MAX_INFLATED_BYTES or (compressed and inflated > size):
-            raise DataError(f"refused: the archive would inflate {size / 2 ** 20:,.1f} MB to "
-                            f"{inflated / 2 ** 20:,.0f} MB (a checkpoint's entries are stored uncompressed; "
-                            f"at most {MAX_INFLATED_BYTES / 2 ** 20:,.0f} MB)", file=p)
-        try:
-            payload = torch.load(p, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as e:
-            raise DataError("refused: the file holds pickled Python objects, not plain tensors "
-                            f"(weights-only load failed: {str(e).splitlines()[0][:160]})", file=p) from None
-        except Exception as e:  # truncated, not a zip, ...
-            raise DataError(f"not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})",
-                            file=p) from None
-        if isinstance(payload, dict) and isinstance(payload.get("format"), str) and payload["format"] != FORMAT \
-                and payload["format"].startswith(FORMAT_PREFIX):
-            found = payload["format"][len(FORMAT_PREFIX):]
-            newer = found.isdigit() and int(found) > FORMAT_VERSION
-            raise DataError(f"a TPAR checkpoint of format version {found[:20]!r}, which this tpar "
-                            f"({__version__}, format version {FORMAT_VERSION}) cannot read"
-                            + ("; it was written by a newer tpar: upgrade tpar to load it" if newer else ""), file=p)
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            raise DataError(f"not a TPAR checkpoint (expected format {FORMAT})", file=p)
+        payload = read_payload(p)
+        if payload["format"] != FORMAT:  # the one other format read_payload lets through
+            from tpar.model.composite import CompositeCheckpoint
+
+            if with_state:
+                raise DataError("a composite model is not a training run's resume file", file=p)
+            return CompositeCheckpoint.from_payload(payload, p)
         try:
             meta = json.loads(payload["meta"])
             _check_meta_schema(meta)
-            weights = payload["weights"]
-            if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                                        for k, v in weights.items()):
-                raise ValueError("weights must map names to tensors")
+            weights = checked_weights(payload["weights"])
             if "sha256" in meta:
                 if content_digest(meta, weights) != meta["sha256"]:
                     raise DataError("refused: the metadata or weights do not match their recorded sha256 "
                                     "(file altered or corrupt)", file=p)
             elif weights_digest(weights) != meta.get("weights_sha256"):  # files written before metadata was covered
                 raise DataError("refused: weights do not match their recorded sha256 (file altered or corrupt)", file=p)
-            ckpt = cls(config=RunConfig.from_dict(meta["config"], str(p)), weights=weights, relations=meta["relations"],
-                       time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
-                       data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
-                       metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
-            ckpt._check_shapes()
-            ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
-            problems = stored_number_problems(meta)
-            if problems:
-                raise DataError("refused: stored figures out of range (file altered or corrupt): "
-                                + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
-            bad = [k for k, v in weights.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
-            if bad:
-                raise DataError(f"refused: weights hold NaN or infinite values ({', '.join(bad[:3])})")
-            ckpt._check_calibration()
+            ckpt = cls.from_meta(meta, weights, str(p))
         except DataError as e:
             raise DataError(e.problem, file=p) from None
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
@@ -376,6 +338,116 @@ class Checkpoint:
             pos = json.loads(payload["position"]) if "position" in payload else None
             return ckpt, payload.get("optimizer"), pos
         return ckpt
+
+    @classmethod
+    def from_meta(cls, meta: dict, weights: dict[str, torch.Tensor], source: str = "") -> "Checkpoint":
+        """A single model from its (schema-checked, digest-verified) metadata and weights, every stored
+        number and weight checked (a :class:`DataError` or ValueError says what is wrong)."""
+        source_meta = json.loads(json.dumps(meta))  # a copy: loading sets aside what it must in its own dicts
+        ckpt = cls(config=RunConfig.from_dict(meta["config"], source), weights=weights, relations=meta["relations"],
+                   time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
+                   data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
+                   metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
+        ckpt._check_shapes()
+        ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
+        ckpt.source_meta = source_meta
+        problems = stored_number_problems(meta)
+        if problems:
+            raise DataError("refused: stored figures out of range (file altered or corrupt): "
+                            + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+        check_finite_weights(weights)
+        ckpt._check_calibration()
+        return ckpt
+
+    # -- what kind of model --------------------------------------------------------------------------
+    #: "single" (one trained TPAR) or "composite" (:class:`tpar.model.composite.CompositeCheckpoint`)
+    kind = "single"
+
+    @property
+    def member_checkpoints(self) -> list["Checkpoint"]:
+        """The trained models whose scores the ranking uses: this one (a composite: each of its members)."""
+        return [self]
+
+    @property
+    def num_layers(self) -> int:
+        """L: the longest temporal path any of its models walks."""
+        return max(m.config.model.num_layers for m in self.member_checkpoints)
+
+    @property
+    def history_window(self) -> int:
+        """The widest history window of its models (0: some model sees the whole history)."""
+        windows = [m.config.model.history_window for m in self.member_checkpoints]
+        return 0 if 0 in windows else max(windows)
+
+    def describe(self) -> str:
+        """The model in a few words, e.g. "L=3, d=64, cap=24+repeats=1 from step 2"."""
+        m = self.config.model
+        return f"L={m.num_layers}, d={m.dim}" + ("" if m.propagation == "exact" else f", {m.propagation}")
+
+
+def read_payload(p: Path) -> dict:
+    """The checked payload of a checkpoint file: size and archive bounded before anything is inflated,
+    loaded weights-only (no pickled code runs), its ``format`` one this tpar reads (a single model's
+    :data:`FORMAT` or a composite's, :mod:`tpar.model.composite`); a :class:`DataError` naming ``p`` else."""
+    from tpar.model.composite import COMPOSITE_FORMAT, COMPOSITE_PREFIX, COMPOSITE_VERSION
+
+    if not p.is_file():
+        raise DataError("checkpoint not found", file=p)
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise DataError(f"refused: {size / 2 ** 20:,.0f} MB is larger than a checkpoint may be "
+                        f"({MAX_FILE_BYTES / 2 ** 20:,.0f} MB)", file=p)
+    with open(p, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
+    try:
+        with zipfile.ZipFile(p) as z:
+            entries = z.infolist()
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DataError(f"not a readable checkpoint ({e})", file=p) from None
+    # bounded before anything is inflated: torch.save stores entries uncompressed, so a checkpoint
+    # never unpacks to more than its own size; a compressed entry (a zip bomb) is refused unread
+    inflated = sum(i.file_size for i in entries)
+    compressed = any(i.compress_type != zipfile.ZIP_STORED for i in entries)
+    if inflated > MAX_INFLATED_BYTES or (compressed and inflated > size):
+        raise DataError(f"refused: the archive would inflate {size / 2 ** 20:,.1f} MB to "
+                        f"{inflated / 2 ** 20:,.0f} MB (a checkpoint's entries are stored uncompressed; "
+                        f"at most {MAX_INFLATED_BYTES / 2 ** 20:,.0f} MB)", file=p)
+    try:
+        payload = torch.load(p, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise DataError("refused: the file holds pickled Python objects, not plain tensors "
+                        f"(weights-only load failed: {str(e).splitlines()[0][:160]})", file=p) from None
+    except Exception as e:  # truncated, not a zip, ...
+        raise DataError(f"not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})",
+                        file=p) from None
+    fmt = payload.get("format") if isinstance(payload, dict) else None
+    if isinstance(fmt, str) and fmt not in (FORMAT, COMPOSITE_FORMAT):
+        for prefix, version, what in ((FORMAT_PREFIX, FORMAT_VERSION, "TPAR checkpoint"),
+                                      (COMPOSITE_PREFIX, COMPOSITE_VERSION, "TPAR composite model")):
+            if fmt.startswith(prefix):
+                found = fmt[len(prefix):]
+                newer = found.isdigit() and int(found) > version
+                raise DataError(f"a {what} of format version {found[:20]!r}, which this tpar "
+                                f"({__version__}, format version {version}) cannot read"
+                                + ("; it was written by a newer tpar: upgrade tpar to load it" if newer else ""), file=p)
+    if fmt not in (FORMAT, COMPOSITE_FORMAT):
+        raise DataError(f"not a TPAR checkpoint (expected format {FORMAT})", file=p)
+    return payload
+
+
+def checked_weights(weights: object) -> dict[str, torch.Tensor]:
+    """``weights`` when it maps names to tensors (a ValueError else)."""
+    if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                                for k, v in weights.items()):
+        raise ValueError("weights must map names to tensors")
+    return weights
+
+
+def check_finite_weights(weights: dict[str, torch.Tensor]) -> None:
+    bad = [k for k, v in weights.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise DataError(f"refused: weights hold NaN or infinite values ({', '.join(bad[:3])})")
 
 
 def atomic_torch_save(obj, path: str | Path) -> None:

@@ -45,7 +45,7 @@ interpolation sees every known fact except those answering the question itself.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -114,7 +114,8 @@ class TemporalPath:
     stay: float = 0.0   # Σ ∂f/∂w over the self-loops the walk took ("staying at an entity"), not in importance
     meaningful: bool = True  # |total| ≥ evidence_floor(f): the path carries evidence at all
     total: float = 0.0  # Σ over all of the path's links (Eq. 14's derivative w.r.t. the path), shared ones included
-    link_keys: tuple[tuple[int, int], ...] = field(default=(), repr=False, compare=False)  # (layer, link row)
+    link_keys: tuple[tuple[int, ...], ...] = field(default=(), repr=False, compare=False)  # (layer, link row)
+    models: tuple[int, ...] = ()  # a composite: the models (1-based) whose listed paths walk these facts in this order
 
     @property
     def adds_nothing(self) -> bool:
@@ -143,7 +144,7 @@ class TemporalPath:
 
     def to_dict(self) -> dict:
         return {"importance": self.importance, "total": self.total, "stay": self.stay, "meaningful": self.meaningful,
-                "length": self.length, "text": self.describe(),
+                "length": self.length, "text": self.describe(), "models": list(self.models),
                 "links": [asdict(x) | {"relation_label": x.relation_label, "sentence": x.sentence()}
                           for x in self.links]}
 
@@ -182,7 +183,9 @@ class Decomposition:
     residual: float            # (f − f₀) − Σ over all links and self-loops
     links_on_paths: int        # distinct propagation links the listed paths walk
     links: int                 # all propagation links (self-loops not counted)
-    method: str                # "integrated" or "gradient"
+    method: str                # "integrated" or "gradient" ("mixed": a composite whose members used both)
+    prior: float = 0.0         # a composite: the history prior's term β·log(1 + ψ/ε) of the score (0 for one model)
+    models: int = 1            # a composite: the models whose scaled shares are summed here
 
     @property
     def rest(self) -> float:
@@ -191,21 +194,98 @@ class Decomposition:
 
     @property
     def target(self) -> float:
-        """f − f₀: what the listed paths and the rest add up to."""
+        """f − f₀: what the listed paths, the rest and (a composite) the prior's term add up to."""
         return self.score - self.no_evidence_score
 
+    @property
+    def composite(self) -> bool:
+        return self.models > 1 or self.prior != 0.0
+
     def to_dict(self) -> dict:
-        return asdict(self) | {"rest": self.rest, "total": self.paths + self.rest, "target": self.target}
+        return asdict(self) | {"rest": self.rest, "total": self.paths + self.rest + self.prior, "target": self.target}
 
     def text(self) -> str:
         """The sum in one line, e.g. "f − f₀ = 10.502 = listed paths 9.716 + rest 0.786 (other links −0.818,
-        staying put 1.613, not attributed −0.009)"."""
+        staying put 1.613, not attributed −0.009)"; for a composite "S − S₀ = ... + history prior ..."."""
         unattributed = ("not attributed by integrated gradients (their gap)" if self.method == "integrated" else
-                        "not attributed: a first-order gradient does not add up to f − f₀")
+                        "not attributed: a first-order gradient does not add up to f − f₀" if self.method == "gradient"
+                        else "not attributed (gradient or integration gaps)")
+        if self.composite:
+            n = self.models
+            return (f"S − S₀ = {self.target:.4f} (S₀ = {self.no_evidence_score:.4f}, the score with no link of any "
+                    f"model and no history) = listed paths {self.paths:+.4f} + history prior {self.prior:+.4f} + rest "
+                    f"{self.rest:+.4f} (the {n} model{'s' if n > 1 else ''}' {self.links - self.links_on_paths:,} "
+                    f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, {unattributed} "
+                    f"{self.residual:+.4f}; every model's share scaled by its weight 1/(n·T))")
         return (f"f − f₀ = {self.target:.4f} (f₀ = {self.no_evidence_score:.4f}, the score with no evidence) = "
                 f"listed paths {self.paths:+.4f} + rest {self.rest:+.4f} (the {self.links - self.links_on_paths:,} "
                 f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, "
                 f"{unattributed} {self.residual:+.4f})")
+
+
+@dataclass
+class MemberShare:
+    """One model of a composite and its part of the answer's score S: ``weight`` c = 1/(n·T) times its own
+    score f (Eq. 9)."""
+
+    model: int                 # 1-based
+    name: str                  # where it came from (the file it was combined from)
+    temperature: float         # T: its calibration temperature
+    weight: float              # c = 1/(n·T)
+    score: float               # f(q, answer), its own score
+    no_evidence_score: float   # f₀: its score with every link off
+    rank: float                # the answer's realistic rank by this model alone
+    reached: bool              # some path of this model reaches the answer
+    paths: int                 # listed paths this model's search found
+
+    @property
+    def contribution(self) -> float:
+        """c·f: what this model adds to S."""
+        return self.weight * self.score
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"contribution": self.contribution}
+
+
+@dataclass
+class HistoryShare:
+    """The history prior's part of a composite's score for the answer (:class:`tpar.model.composite.PriorEvidence`
+    with times in the data's labels): how often and how recently the answer already answered the question in the
+    history the question may see, ψ, and the term β·log(1 + ψ/ε) it adds."""
+
+    contribution: float   # β·log(1 + ψ/ε)
+    value: float          # ψ = α·ψ_λ + (1 − α)·ξ
+    recency: float        # ψ_λ
+    share: float          # ξ: the answer's share of the relation's links
+    count: int            # times the answer already answered this question (links the question may see)
+    last_time: str        # the most recent of them ("" when none)
+    last_when: str        # e.g. "2 days before" the question ("" when none)
+    times: list[str]      # up to the 10 most recent, latest first
+    eps: float
+    beta: float
+    lmbda: float
+    alpha: float
+
+    @classmethod
+    def from_evidence(cls, ev, kg, t_q: int) -> "HistoryShare":
+        last = ev.times[-1] if ev.times else None
+        return cls(ev.contribution, ev.value, ev.recency, ev.share, ev.count,
+                   kg.time_axis.label(last) if last is not None else "",
+                   kg.time_axis.describe_delta(last - t_q) if last is not None else "",
+                   [kg.time_axis.label(t) for t in reversed(ev.times[-10:])], ev.eps, ev.beta, ev.lmbda, ev.alpha)
+
+    def text(self) -> str:
+        """One sentence, e.g. "answered this question 4 times before (most recently 2014-12-03, 2 days before):
+        ψ = 0.213, adding 0.4·log(1 + ψ/0.01) = +1.231 to the score"."""
+        how = (f"answered this question {self.count} time{'s' if self.count != 1 else ''} before "
+               f"(most recently {self.last_time}, {self.last_when})" if self.count else
+               "never answered this question before")
+        return (f"{how}; ψ = α·ψ_λ + (1 − α)·ξ = {self.value:.4g} (recency ψ_λ {self.recency:.4g} at λ = {self.lmbda:g}, "
+                f"its share ξ {self.share:.4g} of the relation, α = {self.alpha:g}), adding "
+                f"{self.beta:g}·log(1 + ψ/{self.eps:g}) = {self.contribution:+.4f} to the score")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"text": self.text()}
 
 
 #: the one sentence that says how the listed paths are ranked (``Explanation.ranking``)
@@ -217,7 +297,7 @@ RANKING_TEXT = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
@@ -233,6 +313,10 @@ class Explanation(AnsweredQuestion):
     completeness_gap: float | None = None  # integrated only: Σ shares (links and stays) − (f − f₀)
     decomposition: Decomposition | None = None  # f − f₀ = listed paths + rest, each link once (None: not reached)
     ranking: str = "marginal"  # "marginal": greedily by what each path adds; "total": by Eq. 14's sum
+    combines: str = ""         # a composite: what the ranking combines ("2 models and the history prior"); "" else
+    formula: str = ""          # a composite: its score in symbols
+    members: list["MemberShare"] = field(default_factory=list)  # a composite: each model's part of the score
+    prior: "HistoryShare | None" = None  # a composite with a history prior: its part of the score
 
     @property
     def floor(self) -> float:
@@ -251,7 +335,9 @@ class Explanation(AnsweredQuestion):
     def to_dict(self) -> dict:
         return super().to_dict() | {"paths": [p.to_dict() for p in self.paths], "evidence_floor": self.floor,
                                     "has_evidence": self.has_evidence,
-                                    "decomposition": self.decomposition.to_dict() if self.decomposition else None}
+                                    "decomposition": self.decomposition.to_dict() if self.decomposition else None,
+                                    "members": [m.to_dict() for m in self.members],
+                                    "prior": self.prior.to_dict() if self.prior else None}
 
 
 @dataclass
@@ -266,7 +352,7 @@ class AnswerPaths:
     paths: list[TemporalPath]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TopPaths(AnsweredQuestion):
     """The top paths of several answers of one question (:meth:`Explainer.top_paths`)."""
 
@@ -286,7 +372,7 @@ def complete_enough(gap: float, target: float) -> bool:
     return abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Counterfactual(AnsweredQuestion):
     """The smallest set of evidence facts found whose removal takes ``answer`` off rank 1: greedy over
     the links of the top paths (most important first), then pruned to a minimal set (every fact in
@@ -326,10 +412,11 @@ class LayerSummary:
     links_towards_answer: int | None = None  # admitted links of this step on some walk to the answer
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ReasoningTrace(AnsweredQuestion):
     layers: list[LayerSummary]
     answer: str | None = None
+    note: str = ""  # a composite: which of its models this trace follows (each has its own propagation)
 
 
 def rank_paths(pool: list[TemporalPath], k: int, ranking: str = "marginal") -> list[TemporalPath]:
@@ -375,6 +462,9 @@ class Explainer:
     def __init__(self, predictor: Predictor) -> None:
         self.predictor = predictor
         self.kg = predictor.kg
+        #: a composite model: one explainer per member (its own propagation, traced apart); None for one model
+        self.members = ([Explainer(predictor.member_view(i)) for i in range(len(predictor.model.members))]
+                        if predictor.composite else None)
 
     # -- forward pass with a trace ---------------------------------------------------------------
     def _traced(self, question: Question, weighted: bool) -> tuple[PreparedQuestion, torch.Tensor, PropagationTrace]:
@@ -414,7 +504,25 @@ class Explainer:
         computes without the fact, other paths to the answer included. ``ranking``: ``marginal`` lists the
         paths greedily by what each adds beyond those above it (from a pool of the best by Eq. 14), ``total``
         by Eq. 14's sum; either way each path's ``importance`` is its marginal, and
-        :attr:`Explanation.decomposition` adds the rest up to f − f₀."""
+        :attr:`Explanation.decomposition` adds the rest up to f − f₀.
+
+        A composite model (:mod:`tpar.model.composite`) is explained through its members: each member's paths
+        are searched as above, their importances scaled by the member's weight 1/(n·T_i) in the composite score,
+        and paths walking the same facts in the same order merged (their scaled importances summed); the
+        history prior's term is reported apart (:class:`HistoryShare`), and the decomposition adds the merged
+        paths, every member's rest and the prior's term up to S − S₀ (:meth:`_explain_composite`)."""
+        kw = dict(direction=direction, setting=setting, num_paths=num_paths, beam=beam, simple=simple,
+                  importance=importance, steps=steps, max_steps=max_steps, top_facts=top_facts,
+                  measure_facts=measure_facts, ranking=ranking)
+        if self.members is not None:
+            return self._explain_composite(subject, relation, time, answer, **kw)
+        return self._explain(subject, relation, time, answer, **kw)[0]
+
+    def _explain(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
+                 setting: str, num_paths: int, beam: int | None, simple: bool, importance: str, steps: int,
+                 max_steps: int, top_facts: int, measure_facts: int, ranking: str
+                 ) -> tuple[Explanation, PropagationTrace, list[torch.Tensor]]:
+        """:meth:`explain` for one model, with the (CPU) trace and the links' importances it searched."""
         if importance not in ("gradient", "integrated"):
             raise ValueError(f"importance must be 'gradient' or 'integrated', got {importance!r}")
         if ranking not in ("marginal", "total"):
@@ -479,9 +587,119 @@ class Explainer:
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
-        return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts,
-                           baseline, used_steps, gap, decomposition, ranking)
+        return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                           time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
+                           rank=rank, reached=reached, paths=paths, num_layers=len(trace.links), warnings=warnings,
+                           importance=used, facts=facts, baseline_score=baseline, integration_steps=used_steps,
+                           completeness_gap=gap, decomposition=decomposition, ranking=ranking), trace, link_grads
+
+    def _explain_composite(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
+                           setting: str, num_paths: int, beam: int | None, simple: bool, importance: str, steps: int,
+                           max_steps: int, top_facts: int, measure_facts: int, ranking: str) -> Explanation:
+        """A composite's explanation. Its score is S = Σ_i c_i·f_i + P with c_i = 1/(n·T_i) and P = β·log(1 + ψ/ε)
+        (:mod:`tpar.model.composite`), a linear combination, so: every member's path importances (Eq. 14 or
+        integrated, ranked by the member's own marginals: no link of a member counted twice) are scaled by c_i;
+        paths with the same facts in the same order are merged, their scaled importances summed, and the
+        ``num_paths`` largest listed (the others count in the rest); facts' shares are the members' scaled link
+        importances summed per fact, their removal measured on the composite; and S − S₀ (S₀ = Σ_i c_i·f₀_i: no
+        link of any member, no history) = listed paths + every member's scaled rest (other links, staying put,
+        not attributed) + P, exactly."""
+        p = self.predictor
+        model = p.model
+        question = Question(subject, relation, time, direction, setting)
+        answer = self.kg.entities.resolve(answer, "answer entity")
+        a = self.kg.entities.id(answer)
+        prepared = p.prepare(question)
+        with torch.no_grad():
+            parts = model.parts(prepared.batch, prepared.background)
+        scores = parts.scores[0].detach().cpu()
+        score = float(scores[a])
+        rank = realistic_rank(scores, score)
+        reached = bool(parts.any_reached[0, a])
+        coef = model.coefficients
+        runs = [m._explain(subject, relation, time, answer, direction=direction, setting=setting, num_paths=num_paths,
+                           beam=beam, simple=simple, importance=importance, steps=steps, max_steps=max_steps,
+                           top_facts=0, measure_facts=0, ranking=ranking) for m in self.members]
+        merged: dict[tuple, TemporalPath] = {}
+        alphas: dict[tuple, list[list[float]]] = {}
+        for i, (e, _, _) in enumerate(runs):
+            c = coef[i]
+            for path in e.paths:
+                key = tuple((x.subject, x.relation, x.object, x.time_step, x.inverse) for x in path.links)
+                keys = tuple((i, *k) for k in path.link_keys)
+                if key not in merged:
+                    merged[key] = TemporalPath([replace(x, gradient=c * x.gradient) for x in path.links],
+                                               c * path.importance, c * path.stay, True, c * path.total, link_keys=keys,
+                                               models=(i + 1,))
+                    alphas[key] = [[x.attention] for x in path.links]
+                    continue
+                m = merged[key]
+                m.importance += c * path.importance
+                m.stay += c * path.stay
+                m.total += c * path.total
+                m.link_keys += keys
+                m.models += (i + 1,)
+                for x, y, seen in zip(m.links, path.links, alphas[key]):
+                    x.gradient += c * y.gradient
+                    seen.append(y.attention)
+        for key, path in merged.items():  # α: the mean over the models whose listed path walks the link
+            for x, seen in zip(path.links, alphas[key]):
+                x.attention = sum(seen) / len(seen)
+        ranked = sorted(merged.values(), key=lambda q: -q.importance)
+        paths, dropped = ranked[:num_paths], ranked[num_paths:]
+        floor = evidence_floor(score)
+        for path in paths:
+            path.meaningful = abs(path.total) >= floor
+        prior = None
+        if model.prior is not None:
+            ev = model.prior.evidence(prepared.batch, prepared.background, a)
+            prior = HistoryShare.from_evidence(ev, self.kg, prepared.time_step)
+        decs = [e.decomposition for e, _, _ in runs]
+        f = [e.score for e, _, _ in runs]
+        f0 = [d.no_evidence_score for d in decs]
+        prior_part = prior.contribution if prior is not None else 0.0
+        decomposition = Decomposition(
+            score, sum(c * x for c, x in zip(coef, f0)), sum(q.importance for q in paths),
+            sum(c * d.rest_links for c, d in zip(coef, decs)) + sum(q.importance for q in dropped),
+            sum(c * d.stays for c, d in zip(coef, decs)), sum(c * d.residual for c, d in zip(coef, decs)),
+            len({k for q in paths for k in q.link_keys}), sum(d.links for d in decs),
+            runs[0][0].importance if len({e.importance for e, _, _ in runs}) == 1 else "mixed",
+            prior=prior_part, models=len(runs))
+        warnings = list(p.warnings)
+        for i, (e, _, _) in enumerate(runs, start=1):
+            warnings += [f"model {i}: {w}" for w in e.warnings if w not in p.warnings]
+        mismatch = sum(c * x for c, x in zip(coef, f)) + prior_part - score
+        if abs(mismatch) > 1e-4 * max(1.0, abs(score)):  # the parts must add up to what ranked the answer
+            warnings.append(f"the models' scaled scores and the prior add up to {score + mismatch:.6g}, not the "
+                            f"composite score {score:.6g}: the decomposition is off by {mismatch:+.2g}")
+        if not reached:
+            warnings.append(f"no temporal path of any of the {len(runs)} models reaches {answer!r} and the history "
+                            "prior gives it nothing: its score is 0")
+        links = [x for _, tr, _ in runs for x in tr.links]
+        grads = [c * g for c, (_, _, gs) in zip(coef, runs) for g in gs]
+        facts = self._fact_shares(PropagationTrace(links=links), grads, floor, top_facts) if reached else []
+        for x in facts[:measure_facts]:
+            x.removal = score - self._score_without(prepared, a, x)
+        members = [MemberShare(i + 1, name, t, c, e.score, d.no_evidence_score, e.rank, e.reached,
+                               sum(1 for q in paths if i + 1 in q.models))
+                   for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
+                                                                      runs, decs))]
+        first = runs[0][0]
+        return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
+                           time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
+                           reached=reached, paths=paths, num_layers=max(e.num_layers for e, _, _ in runs),
+                           warnings=warnings, importance=decomposition.method, facts=facts,
+                           baseline_score=decomposition.no_evidence_score,
+                           integration_steps=max(e.integration_steps for e, _, _ in runs),
+                           completeness_gap=(sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
+                                             if all(e.completeness_gap is not None for e, _, _ in runs) else None),
+                           decomposition=decomposition, ranking=ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
+                           members=members, prior=prior)
+
+    def _member_names(self) -> list[str]:
+        ck = self.predictor.checkpoint
+        names = list(getattr(ck, "member_names", []))
+        return [names[i] if i < len(names) else f"model {i + 1}" for i in range(len(self.members or []))]
 
     @staticmethod
     def _gradients(f: torch.Tensor, trace: PropagationTrace, reached: bool, retain_graph: bool = False
@@ -539,7 +757,8 @@ class Explainer:
             out.append(AnswerPaths(kg.entities.name(a), int(a), float(sc[a]), realistic_rank(sc, float(sc[a])),
                                    reached, paths))
         q = prepared.question
-        return TopPaths(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, out)
+        return TopPaths(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
+                        time_step=t, setting=prepared.setting.value, answers=out)
 
     def _no_evidence_score(self, prepared: PreparedQuestion, a: int) -> float:
         """f₀: f(q, a) from one pass with every link's and self-loop's weight at 0."""
@@ -758,8 +977,9 @@ class Explainer:
             top = int(torch.argmax(scores))
             return realistic_rank(scores, float(scores[a])), self.kg.entities.name(top)
 
-        base = Counterfactual(e.subject, e.relation, e.direction, e.time, e.time_step, e.setting, e.answer, [], False,
-                              e.rank, e.rank, "", len(facts))
+        base = Counterfactual(subject=e.subject, relation=e.relation, direction=e.direction, time=e.time,
+                              time_step=e.time_step, setting=e.setting, answer=e.answer, removed=[], flipped=False,
+                              rank_before=e.rank, rank_after=e.rank, top_after="", candidates=len(facts))
         if e.rank != 1:
             base.reason = f"{e.answer!r} is not ranked first (rank {e.rank:g}): nothing to take away"
             return base
@@ -785,12 +1005,24 @@ class Explainer:
 
     # -- teaching trace --------------------------------------------------------------------------
     def trace(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",
-              setting: str = "auto", top: int = 10, answer: str | None = None) -> ReasoningTrace:
+              setting: str = "auto", top: int = 10, answer: str | None = None, member: int = 0) -> ReasoningTrace:
         """Per layer: entities reached, the newly reached ones, the ``top`` links by attention, and
         the provisional scores w·h^l (of the ``top`` entities and of ``answer``). With an ``answer``
         that some walk reaches, the links shown are those on a walk of L steps (links or stays)
         from the question's entity to the answer: a link of step l whose target can still reach the
-        answer in steps l+1..L, and whose attention is at least :data:`ATTENTION_FLOOR`."""
+        answer in steps l+1..L, and whose attention is at least :data:`ATTENTION_FLOOR`. A composite has no single
+        propagation: the trace follows its model ``member`` (0-based), and ``note`` says so."""
+        if self.members is not None:
+            if not 0 <= member < len(self.members):
+                raise ValueError(f"member {member} is not one of the composite's {len(self.members)} models")
+            tr = self.members[member].trace(subject, relation, time, direction=direction, setting=setting, top=top,
+                                            answer=answer)
+            n = len(self.members)
+            tr.note = (f"This traces model {member + 1} of the {n} the ranking combines "
+                       f"({self.predictor.checkpoint.combination_text()}); each model propagates on its own, and the "
+                       "ranking weighs them all" + (" with the history prior" if self.predictor.model.prior else "")
+                       + ": the scores shown here are this model's, not the ranking's.")
+            return tr
         question = Question(subject, relation, time, direction, setting)
         if answer is not None:
             answer = self.kg.entities.resolve(answer, "answer entity")
@@ -829,7 +1061,8 @@ class Explainer:
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank,
                                        None if towards is None else int(towards[l].sum())))
-        return ReasoningTrace(subject, relation, direction, prepared.time_label, t, prepared.setting.value, layers, answer)
+        return ReasoningTrace(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                              time_step=t, setting=prepared.setting.value, layers=layers, answer=answer)
 
     @staticmethod
     def _towards(trace: PropagationTrace, answer: int) -> list[torch.Tensor] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -12,7 +13,9 @@ from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
-from tpar.graph.queries import OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting, check_question_time
+from tpar.evaluation.calibration import probabilities
+from tpar.graph.queries import (OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting, check_question_time,
+                                resolve_setting)
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.device import resolve_device
 
@@ -22,7 +25,7 @@ from tpar.model.device import resolve_device
 TIE_ATOL, TIE_RTOL = 1e-6, 1e-5
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Answer:
     """One ranked entity. ``rank`` is its place in the list (ties listed by entity id); the model's
     own ranks are the range ``rank_low``..``rank_high``: 1 + the entities scoring higher, and the
@@ -86,7 +89,7 @@ class PreparedQuestion:
     background: Background
 
 
-@dataclass
+@dataclass(kw_only=True)
 class AnsweredQuestion:
     """A question as it was answered: the names asked, the resolved time and the setting used."""
 
@@ -101,14 +104,16 @@ class AnsweredQuestion:
         return asdict(self)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Prediction(AnsweredQuestion):
     """The ranked answers and how sure they are.
 
     ``answers`` holds reached entities only (at most ``top_k``); the ``unreached`` ones all score 0
     and share one rank range (``unreached_rank``) and the probability ``unreached_probability``
     together. ``warnings`` says when the answers deserve less trust: a setting the model was not
-    trained for, a time far from the data, nothing reached, a tie at the top."""
+    trained for, a time far from the data, nothing reached, a tie at the top. For a composite model
+    (``combines`` not empty; :mod:`tpar.model.composite`) "reached" means that some member's temporal path reaches
+    the entity or the history prior gives it something (ψ > 0): only entities with neither score 0."""
 
     answers: list[Answer]
     reached: int  # entities some temporal path reached
@@ -123,6 +128,8 @@ class Prediction(AnsweredQuestion):
     answer_set_size: int = 0
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
+    combines: str = ""      # a composite model: what the ranking combines ("2 models and the history prior"); "" else
+    formula: str = ""       # a composite model: its score in symbols (CompositeModel.formula); "" else
 
     @property
     def has_evidence(self) -> bool:
@@ -147,11 +154,18 @@ class Prediction(AnsweredQuestion):
 NO_EVIDENCE_RATIO = 1.01
 
 
-def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int) -> str:
+#: why nothing is reached, for a single model and (format: what it combines) for a composite
+NOTHING_REACHED = "no temporal path leads from the question's entity to any other entity"
+NOTHING_REACHED_COMPOSITE = ("no temporal path of any of the {} leads from the question's entity to another entity, "
+                             "and the history prior gives none of them anything")
+
+
+def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int, nothing: str = NOTHING_REACHED) -> str:
     """Why a question's ranking carries no information, in words ("" when it does): nothing but the question's
-    own entity reached, or every entity's probability within 1% of the others' (:data:`NO_EVIDENCE_RATIO`)."""
+    own entity reached (``nothing`` says why), or every entity's probability within 1% of the others'
+    (:data:`NO_EVIDENCE_RATIO`)."""
     if reached <= 1:
-        return "no temporal path leads from the question's entity to any other entity: every answer ties at score 0"
+        return f"{nothing}: every answer ties at score 0"
     p_max, p_min = float(probs.max()), float(probs.min())
     if p_max <= NO_EVIDENCE_RATIO * p_min:
         lo, hi = float(scores.min()), float(scores.max())
@@ -207,6 +221,20 @@ class Predictor:
         self._known = {tuple(x) for x in facts.tolist()}
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
         self._hidden: tuple[tuple[int, int, int], Background] | None = None
+
+    @property
+    def composite(self) -> bool:
+        """The model combines several models and/or the history prior (:mod:`tpar.model.composite`)."""
+        return self.checkpoint.kind == "composite"
+
+    def member_view(self, i: int) -> "Predictor":
+        """This predictor with member ``i`` of a composite as its model (same data, backgrounds and warnings):
+        what explanations trace, member by member."""
+        view = copy.copy(self)
+        view.model = self.model.members[i]
+        view.checkpoint = self.checkpoint.members[i]
+        view._hidden = None
+        return view
 
     def background(self, setting: Setting, subject: int, relation: int, time: int,
                    facts: np.ndarray | None = None) -> Background:
@@ -306,9 +334,7 @@ class Predictor:
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         """``auto``: extrapolation when ``t`` lies after the last known fact, else interpolation."""
-        if setting == "auto":
-            return Setting.EXTRAPOLATION if t > self.last_time else Setting.INTERPOLATION
-        return Setting.parse(setting)
+        return resolve_setting(setting, t, self.last_time)
 
     @property
     def time_span(self) -> int:
@@ -383,7 +409,7 @@ class Predictor:
         t_min, t_max = self.kg.time_range
         span = max(1, t_max - t_min)
         t = prepared.time_step
-        window = self.checkpoint.config.model.history_window
+        window = self.checkpoint.history_window
         span_text = self.kg.time_axis.describe_span
         if t > t_max:
             gap = t - t_max
@@ -408,7 +434,7 @@ class Predictor:
         E = kg.num_entities
         cal = self.calibration(prepared.setting.value)
         temperature = cal.temperature if cal else None
-        probs = torch.softmax(scores.double() / (temperature or 1.0), 0)
+        probs = probabilities(scores, temperature)
         answer_set: list[str] = []
         set_size = 0
         if coverage is not None:
@@ -432,8 +458,9 @@ class Predictor:
         answers = []
         for pos, e in enumerate(order[:k].tolist(), start=1):
             fact = (s_id, r_base, e, t) if q.direction == "object" else (e, r_base, s_id, t)
-            answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), pos, fact in self._known,
-                                  int(rank_lo[e]), int(rank_hi[e]), True))
+            answers.append(Answer(entity=kg.entities.name(e), entity_id=e, score=float(scores[e]),
+                                  probability=float(probs[e]), rank=pos, known=fact in self._known,
+                                  rank_low=int(rank_lo[e]), rank_high=int(rank_hi[e]), reached=True))
         n_reached = int(reached.sum())
         unreached_rank, unreached_p = (0, 0), 0.0
         if n_reached < E:
@@ -442,9 +469,11 @@ class Predictor:
             unreached_p = float(probs[~reached].sum())
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
+        nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])
+                   if self.composite else NOTHING_REACHED)
         if only_subject:
-            warnings.append("No temporal path leads from the question's entity to any other entity"
-                            + (" within the model's history window" if self.checkpoint.config.model.history_window else "")
+            warnings.append(nothing[:1].upper() + nothing[1:]
+                            + (" within the model's history window" if self.checkpoint.history_window else "")
                             + ": every answer ties at score 0 and the ranking carries no information.")
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
@@ -454,7 +483,11 @@ class Predictor:
         else:
             warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
                             "to know how often they are right.")
-        return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
-                          n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting,
-                          temperature, coverage, answer_set, set_size,
-                          no_evidence=no_evidence_reason(scores, probs, n_reached))
+        return Prediction(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
+                          time_step=t, setting=prepared.setting.value, answers=answers, reached=n_reached,
+                          warnings=warnings, num_entities=E, unreached_rank=unreached_rank,
+                          unreached_probability=unreached_p, model_setting=self.checkpoint.setting,
+                          temperature=temperature, coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
+                          no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
+                          combines=self.checkpoint.combination_text() if self.composite else "",
+                          formula=self.model.formula() if self.composite else "")

@@ -1,0 +1,352 @@
+"""The composite model kind (issue #29): several checkpoints and the history prior ranked as one.
+
+The composite's score is checked against the formula computed straight from the members' raw outputs (each
+member's own TPAR built from its own file, the recurrency baseline built from the stored parameters), never from
+the composite's parts; its file round-trips and refuses tampering; the prior sees exactly the model's background;
+predict, explain, the CLI and the app work with it. All on the sample world (no benchmark data needed)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, make_kg, rewrite_checkpoint
+from tpar.cli import main
+from tpar.data.loading import load_dataset
+from tpar.errors import DataError
+from tpar.evaluation.baselines import RecurrencyBaseline
+from tpar.evaluation.protocol import evaluate, evaluation_queries
+from tpar.graph.background import Background
+from tpar.graph.queries import QueryBatch, Setting
+from tpar.model import checkpoint as ckmod
+from tpar.model.checkpoint import Checkpoint
+from tpar.model.composite import CompositeCheckpoint, CompositeModel, HistoryPrior
+from tpar.model.ranker import ModelRanker
+from tpar.reasoning.explanation import Explainer
+from tpar.reasoning.prediction import Predictor
+
+QUESTION = ("Orora Front", "Mobilize against", "2025-12-20")
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return load_dataset(SAMPLE_WORLD)
+
+
+@pytest.fixture(scope="module")
+def composite(sample_composite) -> CompositeCheckpoint:
+    return Checkpoint.load(sample_composite)
+
+
+# ------------------------------------------------------------------------------------------------- the score
+def test_the_composite_scores_as_the_formula_on_the_members_raw_outputs(composite, sample_composite, kg):
+    """S = Σ f_i/(n·T_i) + β·log(ε + ψ) − β·log ε, and it ranks as the mean of the calibrated log-softmaxes plus
+    β·log(ε + ψ) (posthoc_levers' formula): the difference is one constant per question."""
+    ck = composite
+    assert ck.kind == "composite" and len(ck.members) == 2 and ck.prior is not None
+    members = [Checkpoint.load(SAMPLE_CHECKPOINT).build_model(),
+               Checkpoint.load(sample_composite.parent / "sample-perturbed.member").build_model()]
+    T = ck.temperatures
+    eps, beta = ck.prior["eps"], ck.prior["beta"]
+    rec = ck.prior["recurrency"]
+    psi_model = RecurrencyBaseline(rec["lambda"], rec["alpha"],
+                                   {int(r): (v["lambda"], v["alpha"]) for r, v in rec["per_relation"].items()})
+    queries = evaluation_queries(kg, "test")[torch.arange(0, 600, 7)]
+    facts = kg.all_facts()
+    sparse = facts[facts[:, 3] < facts[:, 3].min() + 4]  # a short history: most entities have no evidence at all
+    for bg in (Background.for_evaluation(kg, "extrapolation"),
+               Background.from_facts(sparse, kg.num_entities, kg.num_relations, "extrapolation")):
+        with torch.no_grad():
+            f = [m(queries, bg).double() for m in members]
+            got = ck.build_model()(queries, bg).double()
+        psi = psi_model.score(queries, bg).double()
+        n = len(f)
+        direct = sum(fi / (n * t) for fi, t in zip(f, T)) + beta * torch.log(eps + psi) - beta * math.log(eps)
+        assert torch.allclose(got, direct, atol=1e-4, rtol=1e-5)
+        mean_log_probs = sum(torch.log_softmax(fi / t, dim=1) for fi, t in zip(f, T)) / n + beta * torch.log(eps + psi)
+        shift = got - mean_log_probs
+        assert float((shift.max(1).values - shift.min(1).values).max()) < 1e-3  # one constant per question
+    # an entity with no path of any member and ψ = 0 scores exactly 0, as in a single model
+    nothing = (psi == 0) & torch.stack([fi == 0 for fi in f]).all(0)
+    assert nothing.any() and bool((got[nothing] == 0).all()) and bool((got[~nothing] != 0).any())
+
+
+def test_the_valid_mrr_recorded_for_the_choice_is_the_composites_own(composite, kg):
+    sel = composite.selection
+    assert sel["split"] == "valid" and sel["chosen"] in sel["candidates"]
+    assert set(sel["candidates"]) >= {"model 1", "model 2", "ensemble"}  # every candidate tried is kept
+    assert all(k.startswith("ensemble") for k in [sel["chosen"]])  # it uses every member
+    res = evaluate(kg, ModelRanker(composite.build_model(), "cpu"), "extrapolation", "valid", batch_size=64,
+                   max_queries=sel["subset"], seed=sel["seed"], progress=False)
+    assert res.metrics("realistic").mrr == pytest.approx(sel["candidates"][sel["chosen"]]["mrr"], abs=1e-9)
+    assert composite.extra["calibration"]["extrapolation"]["split"] == "valid"
+
+
+# ------------------------------------------------------------------------------------------------- the file
+def test_round_trip_and_old_single_checkpoints_load_unchanged(composite, sample_composite, tmp_path, kg):
+    again = tmp_path / "again.tpar"
+    composite.save(again)
+    back = Checkpoint.load(again)
+    assert isinstance(back, CompositeCheckpoint) and back.digest == composite.digest
+    assert back.temperatures == composite.temperatures and back.prior == composite.prior
+    assert back.selection == composite.selection and back.member_names == composite.member_names
+    assert [m.digest for m in back.members] == [m.digest for m in composite.members]
+    assert back.members[0].digest == Checkpoint.load(SAMPLE_CHECKPOINT).digest  # the member's own fingerprint
+    model = back.build_model()
+    assert isinstance(model, CompositeModel) and model.state_dict().keys() == back.weights.keys()
+    assert all(torch.equal(model.state_dict()[k], back.weights[k]) for k in back.weights)
+    q = evaluation_queries(kg, "test")[:20]
+    bg = Background.for_evaluation(kg, "extrapolation")
+    with torch.no_grad():
+        assert torch.equal(model(q, bg), composite.build_model()(q, bg))
+    single = Checkpoint.load(SAMPLE_CHECKPOINT)
+    assert type(single) is Checkpoint and single.kind == "single" and single.member_checkpoints == [single]
+    with pytest.raises(DataError, match="not a training run's resume file"):
+        Checkpoint.load(sample_composite, with_state=True)
+
+
+def _tamper(src: Path, dst: Path, edit, member_digests: bool = True) -> Path:
+    """``src`` with its metadata edited, every digest recomputed as a careful tamperer would (so only the values'
+    own checks can catch it); ``member_digests=False`` leaves the members' own digests as they were."""
+    def edit_meta(meta):
+        edit(meta)
+        if member_digests:
+            for i, mm in enumerate(meta["members"]):
+                payload_w = {k[len(f"members.{i}."):]: v for k, v in weights.items() if k.startswith(f"members.{i}.")}
+                mm["sha256"] = ckmod.content_digest(mm, payload_w)
+
+    weights = torch.load(src, weights_only=True)["weights"]
+    return rewrite_checkpoint(dst, edit_meta, src=src)
+
+
+@pytest.mark.parametrize("edit,why", [
+    (lambda m: m["temperatures"].__setitem__(0, -1.0), "temperature of model 1"),
+    (lambda m: m["temperatures"].pop(), "one temperature per member"),
+    (lambda m: m["prior"].__setitem__("eps", 0.0), "prior eps"),
+    (lambda m: m["prior"].__setitem__("beta", float("nan")), "prior beta"),
+    (lambda m: m["prior"]["recurrency"].__setitem__("alpha", 2.0), "alpha"),
+    (lambda m: m["prior"]["recurrency"]["per_relation"].__setitem__("999", {"lambda": 0.1, "alpha": 0.5}),
+     "not a relation id"),
+    (lambda m: m["selection"]["candidates"]["ensemble"].__setitem__("mrr", 1.7), "selection.candidates.ensemble.mrr"),
+    (lambda m: m["members"][1]["relations"].reverse(), "model 2's relations"),
+    (lambda m: m["members"][0]["metrics"].__setitem__("valid_mrr", -3), "model 1: refused: stored figures"),
+    (lambda m: m.__setitem__("members", []), "members must be a list of 1 to"),
+    (lambda m: m.__setitem__("kind", "single"), "kind must be 'composite'"),
+])
+def test_a_tampered_composite_is_refused_by_name(sample_composite, tmp_path, edit, why):
+    bad = _tamper(sample_composite, tmp_path / "bad.tpar", edit)
+    with pytest.raises(DataError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        Checkpoint.load(bad)
+
+
+def test_a_member_altered_behind_its_own_digest_is_refused(sample_composite, tmp_path):
+    bad = _tamper(sample_composite, tmp_path / "bad.tpar", lambda m: m["members"][1]["history"].clear(),
+                  member_digests=False)
+    with pytest.raises(DataError, match="model 2's metadata or weights do not match its recorded sha256"):
+        Checkpoint.load(bad)
+
+
+def test_corrupt_weights_and_files_are_refused(sample_composite, tmp_path):
+    payload = torch.load(sample_composite, weights_only=True)
+    key = next(k for k in payload["weights"] if k.startswith("members.1.") and payload["weights"][k].is_floating_point())
+    altered = dict(payload, weights={**payload["weights"], key: payload["weights"][key] + 1})
+    torch.save(altered, tmp_path / "w.tpar")
+    with pytest.raises(DataError, match="do not match their recorded sha256"):
+        Checkpoint.load(tmp_path / "w.tpar")
+
+    def nan(p):
+        p["weights"][key] = torch.full_like(p["weights"][key], float("nan"))
+    with pytest.raises(DataError, match="NaN"):
+        Checkpoint.load(_tamper_payload(sample_composite, tmp_path / "nan.tpar", nan))
+
+    def stray(p):
+        p["weights"]["members.7.extra"] = torch.zeros(3)
+    with pytest.raises(DataError, match="weights of no member"):
+        Checkpoint.load(_tamper_payload(sample_composite, tmp_path / "stray.tpar", stray))
+
+    data = sample_composite.read_bytes()
+    (tmp_path / "cut.tpar").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match="not a readable checkpoint"):
+        Checkpoint.load(tmp_path / "cut.tpar")
+    torch.save(dict(payload, format="tpar-composite-v9"), tmp_path / "new.tpar")
+    with pytest.raises(DataError, match="composite model of format version '9'.*newer tpar"):
+        Checkpoint.load(tmp_path / "new.tpar")
+
+
+def _tamper_payload(src: Path, dst: Path, edit) -> Path:
+    """``src`` with its payload edited and every digest recomputed over the edited weights."""
+    payload = torch.load(src, weights_only=True)
+    edit(payload)
+    meta = json.loads(payload["meta"])
+    for i, mm in enumerate(meta["members"]):
+        mm["sha256"] = ckmod.content_digest(mm, {k[len(f"members.{i}."):]: v for k, v in payload["weights"].items()
+                                                 if k.startswith(f"members.{i}.")})
+    meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+    payload["meta"] = json.dumps(meta)
+    torch.save(payload, dst)
+    return dst
+
+
+def test_the_composite_fits_in_one_small_file(sample_composite):
+    with zipfile.ZipFile(sample_composite) as z:
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist())
+    assert sample_composite.stat().st_size < 2 * 2 ** 20
+
+
+# ------------------------------------------------------------------------------------------------- no leakage
+def test_the_prior_never_sees_the_future_when_forecasting(kg):
+    """Extrapolation: ψ of a question at t_q is the same whether the facts at and after t_q (its own fact
+    included) are in the data or not."""
+    prior = HistoryPrior(RecurrencyBaseline(0.1, 0.7), 0.01, 0.4)
+    queries = evaluation_queries(kg, "test")[:64]
+    facts = kg.all_facts()
+    full = Background.from_facts(facts, kg.num_entities, kg.num_relations, "extrapolation")
+    t_min = int(queries.time.min())
+    past = Background.from_facts(facts[facts[:, 3] < t_min], kg.num_entities, kg.num_relations, "extrapolation")
+    same = queries.time == t_min
+    rows = torch.nonzero(same).squeeze(1)
+    assert len(rows) > 2
+    a, b = prior.psi(queries[rows], full), prior.psi(queries[rows], past)
+    assert torch.equal(a, b) and bool((a > 0).any())
+
+
+def test_the_prior_never_sees_the_questions_own_fact_or_its_inverse():
+    """Interpolation: a question whose own fact (and so its inverse) sits in the background gets the ψ of the
+    background without them -- the model's rule (Background.edges_from), not one of its own."""
+    train = [(0, 0, 1, 3), (0, 0, 2, 1), (0, 0, 1, 5), (2, 0, 1, 4), (1, 1, 0, 2)]
+    kg = make_kg(train, valid=[(0, 0, 1, 4)], test=[(0, 0, 1, 4)], num_entities=4, num_relations=2)
+    own = [(0, 0, 1, 4)]
+    prior = HistoryPrior(RecurrencyBaseline(0.5, 0.6), 0.01, 0.4)
+    q = QueryBatch(*(torch.tensor(x) for x in ([0, 1], [0, 2], [4, 4], [1, 0], [0, 1])))  # (0, r, ?) and (1, r⁻¹, ?)
+    with_own = Background.from_facts(torch.tensor(train + own).numpy(), 4, 2, "interpolation")
+    without = Background.from_facts(torch.tensor(train).numpy(), 4, 2, "interpolation")
+    assert torch.allclose(prior.psi(q, with_own), prior.psi(q, without), atol=1e-7)
+    assert bool((prior.psi(q, without)[0, 1] > 0))  # the earlier repeats still count
+
+
+def test_a_composite_forecast_is_blind_to_facts_at_or_after_its_time(composite, kg):
+    """The whole composite (members and prior): adding facts at and after t_q, the answer's own among them,
+    changes no score of a forecast."""
+    p = Predictor(composite, kg, "cpu")
+    before = p.predict(*QUESTION, setting="extrapolation", top_k=None)
+    future = [("Orora Front", "Mobilize against", "Pelmorara", "2025-12-20"),
+              ("Pelmorara", "Threaten", "Orora Front", "2025-12-20"),
+              ("Orora Front", "Mobilize against", "Velara Agency", "2025-12-24")]
+    after = p.predict(*QUESTION, setting="extrapolation", top_k=None, extra=future)
+    assert [(a.entity, a.score) for a in before.answers] == [(a.entity, a.score) for a in after.answers]
+
+
+# ------------------------------------------------------------------------------------------------- consumers
+def test_predict_says_what_the_ranking_combines(composite, kg):
+    p = Predictor(composite, kg, "cpu")
+    pred = p.predict(*QUESTION, setting="extrapolation", top_k=5)
+    assert pred.combines == "2 models and the history prior" and pred.formula.startswith("S = f₁/(2·")
+    assert pred.answers[0].entity == "Hugo of Zanistan"
+    assert pred.temperature == pytest.approx(composite.extra["calibration"]["extrapolation"]["temperature"])
+    assert sum(a.probability for a in p.predict(*QUESTION, setting="extrapolation", top_k=None).answers) \
+        + pred.unreached_probability == pytest.approx(1.0, abs=1e-6)
+
+
+def test_the_explanation_adds_up_to_the_composite_score(composite, kg):
+    ex = Explainer(Predictor(composite, kg, "cpu"))
+    for importance in ("gradient", "integrated"):
+        e = ex.explain(*QUESTION, "Hugo of Zanistan", setting="extrapolation", importance=importance, num_paths=4,
+                       measure_facts=1)
+        assert e.combines and len(e.members) == 2 and e.prior is not None
+        # the parts the screen lists are what ranked the answer: the models' scaled scores plus the prior's term
+        assert sum(m.contribution for m in e.members) + e.prior.contribution == pytest.approx(e.score, abs=1e-4)
+        d = e.decomposition
+        assert d.composite and d.prior == e.prior.contribution
+        assert d.paths + d.rest + d.prior == pytest.approx(d.target, abs=1e-3 * max(1, abs(d.target)))
+        assert sum(p.importance for p in e.paths) == pytest.approx(d.paths)
+        assert e.paths[0].models == (1, 2) and "Threaten⁻¹ @ 2025-12-19" in e.paths[0].describe()
+        assert e.facts[0].removal is not None and e.facts[0].removal > 0  # measured on the composite
+        assert "never answered this question before" in e.prior.text() or e.prior.count > 0
+        assert "S − S₀" in d.text() and "history prior" in d.text()
+        assert not [w for w in e.warnings if "add up to" in w]
+    tr = ex.trace(*QUESTION, setting="extrapolation", answer="Hugo of Zanistan", member=1)
+    assert "model 2 of the 2" in tr.note and len(tr.layers) == 3
+    cf = ex.counterfactual(*QUESTION, "Hugo of Zanistan", setting="extrapolation")
+    assert cf.flipped and cf.removed == [("Hugo of Zanistan", "Threaten", "Orora Front", "2025-12-19")]
+
+
+def test_the_history_prior_term_is_reported_from_the_questions_own_history(composite, kg):
+    """The prior's account of an answer counts the earlier (s, r, answer, t') the question may see, nothing later."""
+    facts = kg.all_facts()
+    times: dict[tuple, list[int]] = {}
+    for s, r, o, t in facts.tolist():
+        times.setdefault((s, r, o), []).append(t)
+    s, r, o, t = next(tuple(f) for f in kg.facts("test").tolist()
+                      if len([x for x in times[tuple(f[:3])] if x < f[3]]) >= 2)
+    earlier = sorted(x for x in times[(s, r, o)] if x < t)
+    e = Explainer(Predictor(composite, kg, "cpu")).explain(
+        kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t), kg.entities.name(o), setting="extrapolation",
+        num_paths=1)
+    assert e.prior.count == len(earlier) and e.prior.last_time == kg.time_axis.label(earlier[-1])
+    assert e.prior.times[0] == kg.time_axis.label(earlier[-1]) and e.prior.contribution > 0
+    assert f"answered this question {len(earlier)} times before" in e.prior.text()
+
+
+def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
+    other = tmp_path / "other.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "a.tpar")
+    from helpers import perturbed_sample_checkpoint
+
+    perturbed_sample_checkpoint(other)
+    out = tmp_path / "comp.tpar"
+    assert main(["ensemble", "--checkpoints", str(tmp_path / "a.tpar"), str(other), "--data", str(SAMPLE_WORLD),
+                 "--out", str(out), "--prior", "--setting", "extrapolation", "--valid-queries", "200",
+                 "--prior-queries", "200", "--calibration-queries", "200", "--quiet", "--threads", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "chosen: ensemble" in text and "* " in text and f"wrote {out}" in text
+    assert main(["evaluate", "--checkpoint", str(out), "--data", str(SAMPLE_WORLD), "--split", "valid",
+                 "--max-queries", "200", "--quiet", "--threads", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "composite of 2 models" in captured.err
+    chosen = Checkpoint.load(out).selection
+    assert f"{100 * chosen['candidates'][chosen['chosen']]['mrr']:7.2f}" in captured.out  # the recorded valid MRR
+    assert main(["predict", "--checkpoint", str(out), "--data", str(SAMPLE_WORLD), "--subject", QUESTION[0],
+                 "--relation", QUESTION[1], "--time", QUESTION[2], "--setting", "extrapolation", "--top", "3"]) == 0
+    assert "the ranking combines 2 models and the history prior" in capsys.readouterr().out
+    assert main(["explain", "--checkpoint", str(out), "--data", str(SAMPLE_WORLD), "--subject", QUESTION[0],
+                 "--relation", QUESTION[1], "--time", QUESTION[2], "--setting", "extrapolation",
+                 "--answer", "Hugo of Zanistan", "--paths", "2", "--trace"]) == 0
+    text = capsys.readouterr().out
+    assert "history prior:" in text and "S − S₀" in text and "[models 1, 2]" in text and "trace: This traces model 1" in text
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--checkpoints", "A"], "one checkpoint without --prior"),
+    (["--checkpoints", "A", "A", "--prior"], "the same checkpoint is given twice"),
+])
+def test_cli_ensemble_refuses_what_cannot_be_a_composite(tmp_path, capsys, args, why):
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "A")
+    args = [str(tmp_path / a) if a == "A" else a for a in args]
+    assert main(["ensemble", *args, "--data", str(SAMPLE_WORLD), "--out", str(tmp_path / "c.tpar")]) == 2
+    assert why in capsys.readouterr().err
+
+
+def test_cli_ensemble_refuses_a_model_of_other_data(tmp_path, capsys):
+    from helpers import tiny_world_csv
+
+    (tmp_path / "mine.csv").write_text(tiny_world_csv())
+    assert main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation",
+                 "--data", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "c.tpar")]) == 2
+    assert "not on this data" in capsys.readouterr().err
+
+
+def test_the_card_says_what_it_combines_and_how_it_was_chosen(composite, sample_composite, tmp_path):
+    from tpar.model.card import card_for, render, write_card
+
+    text = render(composite, "mine")
+    assert "kind: **composite**" in text and "## Models" in text and "## History prior" in text
+    assert "## Selection on valid" in text and "(chosen)" in text and "Test was never looked at" in text
+    shutil.copy(sample_composite, tmp_path / "c.tpar")
+    write_card(tmp_path / "c.tpar")
+    assert card_for(Checkpoint.load(tmp_path / "c.tpar"), tmp_path / "c.tpar")[1] == ""

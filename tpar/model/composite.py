@@ -1,0 +1,431 @@
+"""A composite model: several trained TPAR models and a history prior that rank as one (issue #29).
+
+For a question q = (s, r, ?, t_q) and a candidate e the composite scores
+
+    S(q, e) = Σ_i f_i(q, e) / (n · T_i)  +  β · log(1 + ψ(e | q) / ε)
+
+with f_i the score of member i (paper Eq. 9), T_i > 0 its calibration temperature (fitted on valid), n the
+number of members, ψ the recurrency baseline's score (:class:`tpar.evaluation.baselines.RecurrencyBaseline`:
+α·ψ_λ + (1 − α)·ξ, how often and how recently e answered (s, r, ?) before, plus its share of r; fitted on
+valid) and ε > 0, β ≥ 0 chosen on valid (:mod:`tpar.model.ensemble`). n = 1 with the prior is a single model
+with the copy mechanism; no prior is a plain ensemble.
+
+**Why this is the ensemble of the calibrated distributions.** Member i's calibrated distribution is Eq. 10's
+softmax at temperature T_i: log p_i(e) = f_i(e)/T_i − log Z_i with Z_i = Σ_e' exp(f_i(e')/T_i). The mean of
+the members' log-probabilities plus the prior's log(ε + ψ) is
+
+    (1/n) Σ_i log p_i(e) + β·log(ε + ψ(e)) = S(q, e) − (1/n) Σ_i log Z_i + β·log ε,
+
+and neither Z_i nor β·log ε depends on e: S differs from it by a constant per question, so both rank every
+candidate alike, tie alike (realistic ranks are the same) and give the same softmax (the constant cancels).
+S is the form kept because an entity with no evidence of any kind -- no member's path reaches it (f_i = 0: h = 0
+in Eq. 9) and ψ = 0 -- scores exactly 0, as it does for a single model; and because S is a linear combination
+of the members' f_i plus one prior term, an explanation can split it exactly (:mod:`tpar.reasoning.explanation`).
+
+**Leakage.** The prior reads the question's background only through
+:meth:`tpar.graph.background.Background.edges_from` and counts before t_q (extrapolation) or without the
+question's own fact (interpolation), exactly as the members do: it sees what the model sees, never more.
+
+**File.** One ``.tpar`` file (format :data:`COMPOSITE_FORMAT`, written by ``torch.save`` with plain data only,
+read with ``weights_only=True``): each member's complete single-checkpoint metadata (configs, relations, time
+axis, history, calibration, seed, its own sha256) and weights under ``members.<i>.``, the temperatures,
+the prior's fitted parameters with ε and β, the selection record (the valid MRR of every candidate tried),
+the composite's own calibration (fitted on valid), the data fingerprint and seeds, and a sha256 over all of it.
+Loading (:meth:`CompositeCheckpoint.from_payload`, reached through :meth:`Checkpoint.load`) checks the schema,
+every member's digest and stored numbers, the temperatures, the prior's parameters and the selection's figures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tpar.errors import DataError
+from tpar.evaluation.baselines import RecurrencyBaseline
+from tpar.evaluation.calibration import T_BOUNDS
+from tpar.graph.background import Background
+from tpar.graph.queries import QueryBatch
+from tpar.model.checkpoint import (Checkpoint, _check_meta_schema, atomic_torch_save, check_finite_weights,
+                                   checked_weights, content_digest, number_problems, stored_number_problems)
+from tpar.model.network import TPAR
+
+#: the composite's file format: "tpar-composite-v<N>"
+COMPOSITE_PREFIX, COMPOSITE_VERSION = "tpar-composite-v", 1
+COMPOSITE_FORMAT = f"{COMPOSITE_PREFIX}{COMPOSITE_VERSION}"
+#: at most this many members (each a full model: the file stays a few MB)
+MAX_MEMBERS = 8
+#: the prior's ε and β must lie in these ranges
+EPS_RANGE, BETA_RANGE = (1e-12, 1e3), (0.0, 1e3)
+
+
+def combine_scores(f: list[torch.Tensor], coefficients: tuple[float, ...], psi: torch.Tensor | None = None,
+                   eps: float = 1.0, beta: float = 0.0) -> torch.Tensor:
+    """S = Σ_i c_i·f_i + β·log(1 + ψ/ε) (the module docstring; c_i = 1/(n·T_i)), (B, E) in the members' dtype.
+    The one place the sum is computed: the composite model and the selection on valid (:mod:`tpar.model.ensemble`)
+    both call it, so what was selected is what ranks."""
+    out = coefficients[0] * f[0]
+    for c, x in zip(coefficients[1:], f[1:]):
+        out = out + c * x
+    if psi is not None and beta:
+        out = out + prior_term(psi, eps, beta).to(out.device, out.dtype)
+    return out
+
+
+def prior_term(psi: torch.Tensor, eps: float, beta: float) -> torch.Tensor:
+    """β·log(1 + ψ/ε): 0 where ψ = 0 (no history), computed as β·log1p(ψ/ε) (exact for small ψ/ε)."""
+    return beta * torch.log1p(psi.double() / eps)
+
+
+@dataclass
+class PriorEvidence:
+    """What the history prior gives one candidate of one question (for explanations). ``times``: the time
+    steps at which the candidate already answered the question -- the links (s, r, e, t') the question's
+    background admits (before t_q when forecasting; never the question's own fact) -- the most recent last."""
+
+    value: float          # ψ = α·ψ_λ + (1 − α)·ξ, the recurrency score
+    recency: float        # ψ_λ: the recency-weighted count of earlier (s, r, e, t')
+    share: float          # ξ: e's share of the background's links of relation r
+    lmbda: float          # λ used for this relation (per time step)
+    alpha: float          # α used for this relation
+    count: int            # how many such links
+    times: list[int]      # their time steps, ascending
+    contribution: float   # β·log(1 + ψ/ε): what it adds to the score
+    eps: float
+    beta: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HistoryPrior:
+    """β·log(1 + ψ/ε) with ψ the fitted recurrency baseline's score (see the module docstring). ψ is computed on
+    the CPU (the baseline's arithmetic); a background on another device is copied once and kept."""
+
+    recurrency: RecurrencyBaseline
+    eps: float
+    beta: float
+
+    def __post_init__(self) -> None:
+        self._cpu: tuple | None = None  # (index on the device, its CPU background): the index itself, never its id
+
+    def psi(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        """(B, E) float64 ψ of every entity, on the CPU."""
+        bg = self._on_cpu(background)
+        return self.recurrency.score(batch.to("cpu"), bg).double()
+
+    def _on_cpu(self, background: Background) -> Background:
+        if background.index.src.device.type == "cpu":
+            return background
+        cached = self._cpu
+        if cached is None or cached[0] is not background.index or cached[1].setting is not background.setting:
+            cached = self._cpu = (background.index, background.to("cpu"))
+        return cached[1]
+
+    def term(self, psi: torch.Tensor) -> torch.Tensor:
+        return prior_term(psi, self.eps, self.beta)
+
+    def evidence(self, batch: QueryBatch, background: Background, entity: int) -> PriorEvidence:
+        """The prior's account of ``entity`` for the single question of ``batch``."""
+        from tpar.evaluation.baselines import _direct_links
+
+        b = batch.to("cpu")
+        bg = self._on_cpu(background)
+        rec = self.recurrency
+        lam, alp = rec._params_for(b.relation)
+        recency = float(rec.psi(b, bg, lam)[0, entity])
+        share = float(rec.xi(b, bg)[0, entity])
+        value = float(alp[0]) * recency + (1 - float(alp[0])) * share
+        edges, _ = _direct_links(b, bg)
+        times = sorted(int(t) for t in bg.index.time[edges[bg.index.dst[edges] == entity]].tolist())
+        return PriorEvidence(value, recency, share, float(lam[0]), float(alp[0]), len(times), times,
+                             float(self.term(torch.tensor([value], dtype=torch.float64))[0]), self.eps, self.beta)
+
+    def to_dict(self) -> dict:
+        return {"recurrency": self.recurrency.params(), "eps": self.eps, "beta": self.beta}
+
+    @classmethod
+    def from_dict(cls, d: dict, num_relations: int) -> "HistoryPrior":
+        """The stored prior, every value checked (ValueError naming the first that is wrong)."""
+        if not isinstance(d, dict):
+            raise ValueError("the prior is not an object")
+        for name, (lo, hi) in (("eps", EPS_RANGE), ("beta", BETA_RANGE)):
+            v = d.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and lo <= v <= hi):
+                raise ValueError(f"prior {name} {v!r} is not a finite number in {lo:g}..{hi:g}")
+        return cls(RecurrencyBaseline.from_params(d.get("recurrency"), num_relations), float(d["eps"]),
+                   float(d["beta"]))
+
+
+def _file_meta(m: Checkpoint) -> dict | None:
+    """``m``'s metadata as the file it was loaded from holds it, when that still describes ``m`` (nothing changed
+    since: the same weights, and the same metadata once read again); None else."""
+    mm = m.source_meta
+    if mm is None or not mm.get("sha256") or content_digest(mm, m.weights) != mm["sha256"]:
+        return None
+    try:
+        again = Checkpoint.from_meta(json.loads(json.dumps(mm)), m.weights)
+    except (DataError, KeyError, TypeError, ValueError):
+        return None
+    return mm if again.meta() == m.meta() else None
+
+
+@dataclass
+class CompositeParts:
+    """One forward pass of every part: ``f[i]`` (B, E) member i's scores (Eq. 9), ``reached[i]`` (B, E) what its
+    paths reach, ``psi`` (B, E) the prior's ψ (None without a prior), ``scores`` the composite S."""
+
+    f: list[torch.Tensor]
+    reached: list[torch.Tensor]
+    psi: torch.Tensor | None
+    scores: torch.Tensor
+
+    @property
+    def any_reached(self) -> torch.Tensor:
+        """(B, E): some member's path reaches the entity, or the prior gives it something (ψ > 0)."""
+        out = self.reached[0].clone()
+        for r in self.reached[1:]:
+            out |= r
+        if self.psi is not None:
+            out |= (self.psi > 0).to(out.device)
+        return out
+
+
+class CompositeModel(nn.Module):
+    """S(q, e) of the module docstring for a batch of questions, with the interface of
+    :class:`~tpar.model.network.TPAR` that rankers and predictors use (``forward``, ``scores_and_reach``).
+    Explanations go through each member (:mod:`tpar.reasoning.explanation`): a composite has no single
+    propagation to trace."""
+
+    def __init__(self, members: list[TPAR], temperatures: list[float], prior: HistoryPrior | None = None) -> None:
+        super().__init__()
+        if not members or len(members) != len(temperatures):
+            raise ValueError("a composite needs at least one member and one temperature per member")
+        self.members = nn.ModuleList(members)
+        self.temperatures = tuple(float(t) for t in temperatures)
+        self.prior = prior
+
+    @property
+    def coefficients(self) -> tuple[float, ...]:
+        """c_i = 1/(n·T_i): each member's weight in S."""
+        n = len(self.temperatures)
+        return tuple(1.0 / (n * t) for t in self.temperatures)
+
+    def parts(self, batch: QueryBatch, background: Background) -> CompositeParts:
+        f, reached = [], []
+        for m in self.members:
+            s, r = m.scores_and_reach(batch, background)
+            f.append(s)
+            reached.append(r)
+        psi = self.prior.psi(batch, background) if self.prior is not None else None
+        scores = combine_scores(f, self.coefficients, psi, *(
+            (self.prior.eps, self.prior.beta) if self.prior is not None else (1.0, 0.0)))
+        return CompositeParts(f, reached, psi, scores)
+
+    def scores_and_reach(self, batch: QueryBatch, background: Background, trace=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(S (B, E), reached (B, E)): reached by some member's path, or ψ > 0. An entity with neither scores 0."""
+        if trace is not None:
+            raise ValueError("a composite has no single propagation to trace: trace each member")
+        p = self.parts(batch, background)
+        return p.scores, p.any_reached
+
+    def forward(self, batch: QueryBatch, background: Background, trace=None) -> torch.Tensor:
+        return self.scores_and_reach(batch, background, trace)[0]
+
+    def formula(self) -> str:
+        """S in symbols with its numbers, e.g. "S = f₁/(2·0.958) + f₂/(2·0.972) + 0.4·log(1 + ψ/0.01)"."""
+        n = len(self.temperatures)
+        sub = "₁₂₃₄₅₆₇₈₉"
+        parts = [f"f{sub[i] if i < 9 else i + 1}/({n}·{t:.3g})" for i, t in enumerate(self.temperatures)]
+        if self.prior is not None:
+            parts.append(f"{self.prior.beta:g}·log(1 + ψ/{self.prior.eps:g})")
+        return "S = " + " + ".join(parts)
+
+
+@dataclass
+class CompositeCheckpoint(Checkpoint):
+    """A composite model's file content (see the module docstring). It is a :class:`Checkpoint` for every
+    consumer: relations, time axis, setting, data fingerprint, calibration (``extra["calibration"]``, fitted
+    on valid for the composite's own scores) and ``build_model``, which gives a :class:`CompositeModel`.
+    ``config`` is the first member's run config (what one model's shape is asked for); ``members`` holds each
+    member's, and ``weights`` all their weights under ``members.<i>.``."""
+
+    members: list[Checkpoint] = field(default_factory=list)
+    temperatures: list[float] = field(default_factory=list)
+    prior: dict | None = None          # HistoryPrior.to_dict(), or None: no prior
+    selection: dict = field(default_factory=dict)  # how it was chosen on valid (tpar.model.ensemble)
+    member_names: list[str] = field(default_factory=list)  # where each member came from (file names)
+
+    kind = "composite"
+
+    @classmethod
+    def assemble(cls, members: list[Checkpoint], temperatures: list[float], prior: HistoryPrior | None, *,
+                 setting: str, selection: dict, member_names: list[str], extra: dict | None = None,
+                 metrics: dict | None = None) -> "CompositeCheckpoint":
+        """A composite of ``members`` (same relations, time axis and data), ready to save."""
+        if not 1 <= len(members) <= MAX_MEMBERS:
+            raise DataError(f"a composite takes 1 to {MAX_MEMBERS} models, not {len(members)}")
+        first = members[0]
+        for i, m in enumerate(members[1:], start=2):
+            if list(m.relations) != list(first.relations) or m.time_axis != first.time_axis:
+                raise DataError(f"model {i} has other relations or another time axis than model 1: their scores "
+                                "answer different questions and cannot be combined")
+            if m.data_fingerprint != first.data_fingerprint:
+                raise DataError(f"model {i} was trained on other data ({m.data_name}, fingerprint "
+                                f"{m.data_fingerprint[:12]}) than model 1 ({first.data_name}, "
+                                f"{first.data_fingerprint[:12]})")
+            if m.kind != "single":
+                raise DataError(f"model {i} is itself a composite: combine its members instead")
+        if first.kind != "single":
+            raise DataError("model 1 is itself a composite: combine its members instead")
+        weights = {f"members.{i}.{k}": v.detach().cpu() for i, m in enumerate(members) for k, v in m.weights.items()}
+        ck = cls(config=first.config, weights=weights, relations=list(first.relations), time_axis=first.time_axis,
+                 setting=setting, data_name=first.data_name, data_fingerprint=first.data_fingerprint,
+                 metrics=dict(metrics or {}), extra=dict(extra or {}), members=list(members),
+                 temperatures=[float(t) for t in temperatures], prior=prior.to_dict() if prior is not None else None,
+                 selection=selection, member_names=list(member_names))
+        ck._check_parts()
+        return ck
+
+    # -- the model ----------------------------------------------------------------------------------
+    @property
+    def member_checkpoints(self) -> list[Checkpoint]:
+        return list(self.members)
+
+    def history_prior(self) -> HistoryPrior | None:
+        return HistoryPrior.from_dict(self.prior, len(self.relations)) if self.prior is not None else None
+
+    def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> CompositeModel:
+        """The :class:`CompositeModel` (each member built as :meth:`Checkpoint.build_model` builds it)."""
+        return CompositeModel([m.build_model(device, exact_propagation=exact_propagation) for m in self.members],
+                              self.temperatures, self.history_prior()).eval()
+
+    def _check_shapes(self) -> None:
+        for m in self.members:
+            m._check_shapes()
+
+    def describe(self) -> str:
+        """E.g. "composite of 2 models (L=3, d=64; L=3, d=64, cap=24+repeats=1 from step 2) + history prior"."""
+        inner = "; ".join(m.describe() for m in self.members)
+        n = len(self.members)
+        return (f"composite of {n} model{'s' if n > 1 else ''} ({inner})"
+                + (" + history prior" if self.prior is not None else ""))
+
+    def combination_text(self) -> str:
+        """What the ranking combines, in words: "2 models and the history prior"."""
+        n = len(self.members)
+        return f"{n} model{'s' if n > 1 else ''}" + (" and the history prior" if self.prior is not None else "")
+
+    def unfinished(self) -> str:
+        why = [f"model {i}: {m.unfinished()}" for i, m in enumerate(self.members, start=1) if m.unfinished()]
+        return "; ".join(why)
+
+    # -- io -----------------------------------------------------------------------------------------
+    def meta(self) -> dict:
+        members = []
+        for m in self.members:  # as its file holds it (its sha256 the file's), else as it is now
+            mm = _file_meta(m)
+            if mm is None:
+                mm = m.meta()
+                mm["sha256"] = content_digest(mm, m.weights)
+            members.append(mm)
+        return {"kind": "composite", "members": members, "member_names": list(self.member_names),
+                "temperatures": list(self.temperatures), "prior": self.prior, "selection": self.selection,
+                "relations": list(self.relations), "time_axis": self.time_axis, "setting": self.setting,
+                "data_name": self.data_name, "data_fingerprint": self.data_fingerprint, "metrics": self.metrics,
+                "extra": self.extra, "version": self.version}
+
+    def save(self, path: str | Path, *, optimizer: dict | None = None, position: dict | None = None) -> None:
+        if optimizer is not None or position is not None:
+            raise ValueError("a composite model is not trained: it has no optimiser state to resume")
+        meta = self.meta()
+        meta["sha256"] = content_digest(meta, self.weights)
+        self.digest = meta["sha256"]
+        atomic_torch_save({"format": COMPOSITE_FORMAT, "meta": json.dumps(meta),
+                           "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}, path)
+
+    @classmethod
+    def from_payload(cls, payload: dict, p: Path) -> "CompositeCheckpoint":
+        """The composite in a loaded payload, verified: the schema, the sha256 over everything, each member as a
+        single checkpoint is verified (its own sha256, shapes, stored numbers, finite weights), the members'
+        relations and time axis, the temperatures, the prior's parameters and the selection's figures."""
+        try:
+            meta = json.loads(payload["meta"])
+            _check_meta_schema(meta)
+            if meta.get("kind") != "composite":
+                raise ValueError("kind must be 'composite'")
+            weights = checked_weights(payload["weights"])
+            if content_digest(meta, weights) != meta.get("sha256"):
+                raise DataError("refused: the metadata or weights do not match their recorded sha256 (file altered "
+                                "or corrupt)")
+            members_meta = meta["members"]
+            if not isinstance(members_meta, list) or not 1 <= len(members_meta) <= MAX_MEMBERS:
+                raise ValueError(f"members must be a list of 1 to {MAX_MEMBERS} models")
+            members, claimed = [], set()
+            for i, mm in enumerate(members_meta):
+                prefix = f"members.{i}."
+                own = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+                claimed.update(prefix + k for k in own)
+                if not isinstance(mm, dict):
+                    raise ValueError(f"member {i + 1} is not an object")
+                _check_meta_schema(mm)
+                if content_digest(mm, own) != mm.get("sha256"):
+                    raise DataError(f"refused: model {i + 1}'s metadata or weights do not match its recorded sha256 "
+                                    "(file altered or corrupt)")
+                try:
+                    members.append(Checkpoint.from_meta(mm, own, f"{p} (model {i + 1})"))
+                except DataError as e:
+                    raise DataError(f"model {i + 1}: {e.problem}") from None
+            stray = sorted(set(weights) - claimed)
+            if stray:
+                raise ValueError(f"weights of no member: {', '.join(stray[:3])}")
+            temps = meta["temperatures"]
+            names = meta.get("member_names", [])
+            if not isinstance(temps, list) or len(temps) != len(members):
+                raise ValueError("one temperature per member is needed")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ValueError("member_names must be a list of names")
+            selection = meta.get("selection", {})
+            if not isinstance(selection, dict):
+                raise ValueError("selection must be an object")
+            ck = cls(config=members[0].config, weights=weights, relations=meta["relations"],
+                     time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
+                     data_fingerprint=meta["data_fingerprint"], metrics=meta.get("metrics", {}),
+                     extra=meta.get("extra", {}), version=meta.get("version", "?"), members=members,
+                     temperatures=temps, prior=meta.get("prior"), selection=selection, member_names=names)
+            ck._check_parts()
+            problems = stored_number_problems(meta) + number_problems("selection", selection)
+            if problems:
+                raise DataError("refused: stored figures out of range (file altered or corrupt): "
+                                + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+            check_finite_weights(weights)
+            ck.digest = str(meta["sha256"])
+            ck._check_calibration()
+            for i, m in enumerate(members, start=1):
+                ck.load_notes += [f"model {i}: {n}" for n in m.load_notes]
+        except DataError as e:
+            raise DataError(e.problem, file=p) from None
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
+            raise DataError(f"composite model metadata is malformed ({type(e).__name__}: {str(e)[:200]})",
+                            file=p) from None
+        return ck
+
+    def _check_parts(self) -> None:
+        """Members that answer the composite's questions; temperatures in range; a readable prior (ValueError)."""
+        for i, m in enumerate(self.members, start=1):
+            if list(m.relations) != list(self.relations):
+                raise ValueError(f"model {i}'s relations are not the composite's")
+            if m.time_axis != self.time_axis:
+                raise ValueError(f"model {i}'s time axis is not the composite's")
+        for i, t in enumerate(self.temperatures, start=1):
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (
+                    math.isfinite(t) and T_BOUNDS[0] <= t <= T_BOUNDS[1]):
+                raise ValueError(f"temperature of model {i} {t!r} is not a finite number in "
+                                 f"{T_BOUNDS[0]:g}..{T_BOUNDS[1]:g}")
+        if self.prior is not None:
+            HistoryPrior.from_dict(self.prior, len(self.relations))

@@ -1,0 +1,230 @@
+"""Building a composite model (:mod:`tpar.model.composite`) and choosing it on valid: ``tpar ensemble``.
+
+Given n trained checkpoints of one data set (the same relations and data fingerprint) and a setting:
+
+1. each member's temperature T_i is its stored calibration's for the setting (``tpar calibrate``), else fitted
+   now on (a seeded subset of) valid;
+2. with ``prior``: the history prior's ψ is the recurrency baseline fitted on valid as ``tpar baseline`` fits
+   it (:func:`tpar.evaluation.baselines.fit_recurrency`: λ and α per relation, on a seeded subset);
+3. every candidate is scored on the same valid questions in one pass (each member and the prior score each
+   batch once; :func:`score_candidates`): each member alone, each member with the prior at every (ε, β) of
+   :data:`EPS_GRID` × :data:`BETA_GRID`, and with several members their ensemble, alone and with the prior
+   (the candidates of ``benchmarks/posthoc_levers.py``);
+4. the composite written is the candidate *that uses every member given* with the best valid MRR
+   (realistic ties, time-aware filter, both directions) -- the plain ensemble, or the ensemble with the prior
+   at its best (ε, β); the other candidates' valid figures are kept in the selection record, test is never
+   looked at;
+5. the composite's own temperature and answer-set thresholds are fitted on valid
+   (:func:`tpar.evaluation.calibration.calibrate`).
+
+Every candidate's score is :func:`tpar.model.composite.combine_scores` of the same parts, so the valid MRR
+recorded for the chosen candidate is the composite's own (``tpar evaluate --split valid`` reproduces it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from tpar.data.kg import TemporalKG
+from tpar.errors import DataError
+from tpar.evaluation.baselines import RecurrencyBaseline, fit_recurrency
+from tpar.evaluation.calibration import calibrate, collect, fit_temperature, stored
+from tpar.evaluation.protocol import evaluate
+from tpar.evaluation.ranks import HITS_AT, filtered_ranks
+from tpar.graph.background import Background
+from tpar.graph.queries import QueryBatch, Setting
+from tpar.model.checkpoint import Checkpoint, hardware
+from tpar.model.composite import CompositeCheckpoint, HistoryPrior, combine_scores
+from tpar.model.ranker import ModelRanker
+
+#: the prior's ε and β tried on valid
+EPS_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
+BETA_GRID = (0.05, 0.1, 0.2, 0.4, 0.8)
+#: valid questions the recurrency prior is fitted on (a seeded subset), as benchmarks/posthoc_levers.py fits it
+PRIOR_QUERIES = 5000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One combination tried on valid: the members it averages (0-based) and the prior's (ε, β) or none."""
+
+    members: tuple[int, ...]
+    eps: float | None = None
+    beta: float | None = None
+
+    @property
+    def name(self) -> str:
+        who = "ensemble" if len(self.members) > 1 else f"model {self.members[0] + 1}"
+        return who + (f" + prior(eps={self.eps:g}, beta={self.beta:g})" if self.eps is not None else "")
+
+    def scores(self, f: list[torch.Tensor], temperatures: list[float], psi: torch.Tensor | None) -> torch.Tensor:
+        k = len(self.members)
+        coef = tuple(1.0 / (k * temperatures[i]) for i in self.members)
+        with_prior = self.eps is not None
+        return combine_scores([f[i] for i in self.members], coef, psi if with_prior else None,
+                              self.eps if with_prior else 1.0, self.beta if with_prior else 0.0)
+
+
+def candidates(n: int, prior: bool) -> list[Candidate]:
+    """Each member alone and (``prior``) with the prior at every (ε, β); with n > 1 the ensemble of all, alone
+    and with the prior."""
+    grid = list(itertools.product(EPS_GRID, BETA_GRID)) if prior else []
+    groups = [(i,) for i in range(n)] + ([tuple(range(n))] if n > 1 else [])
+    return [c for g in groups for c in [Candidate(g)] + [Candidate(g, e, b) for e, b in grid]]
+
+
+class _PartsRanker:
+    """Scores each batch with every member and the prior once, keeps the parts for the candidates, and gives the
+    evaluator the first member's scores (the candidates are ranked in :func:`score_candidates`' callback)."""
+
+    name = "candidates"
+
+    def __init__(self, rankers: list[ModelRanker], prior: RecurrencyBaseline | None) -> None:
+        self.rankers, self.prior = rankers, prior
+        self.parts: tuple[list[torch.Tensor], torch.Tensor | None] | None = None
+
+    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
+        f = [r.score(batch, background) for r in self.rankers]
+        psi = self.prior.score(batch, background).double() if self.prior is not None else None
+        self.parts = (f, psi)
+        return f[0]
+
+
+def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], prior: RecurrencyBaseline | None,
+                     cands: list[Candidate], setting: Setting | str, split: str = "valid", *, max_queries: int = 0,
+                     seed: int = 0, micro_batch: int = 16, progress: bool = False,
+                     on_batch: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+    """Every candidate's realistic MRR and Hits@k (fractions) on ``split`` (a seeded subset of ``max_queries``
+    when > 0), from one pass in which each member (a TPAR model) and the prior score each batch once."""
+    rankers = [ModelRanker(m, "cpu", micro_batch=micro_batch) for m in members]
+    parts = _PartsRanker(rankers, prior)
+    rr = {c.name: [] for c in cands}
+    hits = {c.name: {k: [] for k in HITS_AT} for c in cands}
+
+    def keep(batch: QueryBatch, _scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        f, psi = parts.parts
+        for c in cands:
+            o, p = filtered_ranks(c.scores(f, temperatures, psi), batch.answer, rows, cols)
+            real = (o + p) / 2
+            rr[c.name].append((1.0 / real).numpy())
+            for k in HITS_AT:
+                hits[c.name][k].append((real <= k).numpy())
+
+    res = evaluate(kg, parts, setting, split, batch_size=64, progress=progress, max_queries=max_queries, seed=seed,
+                   on_scores=keep, on_batch=on_batch)
+    out = {}
+    for c in cands:
+        out[c.name] = {"mrr": float(np.concatenate(rr[c.name]).mean()),
+                       **{f"hits@{k}": float(np.concatenate(hits[c.name][k]).mean()) for k in HITS_AT},
+                       "queries": res.num_queries}
+    return out
+
+
+def member_temperature(ck: Checkpoint, kg: TemporalKG, setting: str, *, max_queries: int = 2000,
+                       seed: int = 0) -> tuple[float, str]:
+    """(T, where it comes from): the stored calibration's temperature for ``setting``, else one fitted now on
+    valid (a seeded subset of ``max_queries``)."""
+    cal = stored(ck.extra, setting)
+    if cal is not None:
+        return cal.temperature, f"stored calibration (fitted on {cal.queries:,} {cal.split} questions)"
+    logits, answers = collect(kg, ModelRanker(ck.build_model("cpu"), "cpu"), setting, "valid",
+                              max_queries=max_queries, seed=seed)
+    return fit_temperature(logits, answers), f"fitted now on {len(answers):,} valid questions (seed {seed})"
+
+
+@dataclass
+class EnsembleReport:
+    """What :func:`build_composite` did: every candidate's valid figures, the choice, the timings."""
+
+    candidates: dict[str, dict]
+    chosen: str
+    eligible: list[str]
+    temperatures: list[float]
+    temperature_sources: list[str]
+    seconds: dict[str, float]
+
+    def best_other(self) -> tuple[str, dict] | None:
+        """The best candidate that is not eligible (a single member, alone or with the prior), when it beats the
+        chosen one on valid: worth saying, since the composite was asked to use every member."""
+        others = {k: v for k, v in self.candidates.items() if k not in self.eligible}
+        if not others:
+            return None
+        k = max(others, key=lambda n: others[n]["mrr"])
+        return (k, others[k]) if others[k]["mrr"] > self.candidates[self.chosen]["mrr"] else None
+
+
+def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[str], setting: Setting | str, *,
+                    prior: bool = True, valid_queries: int = 0, prior_queries: int = PRIOR_QUERIES, seed: int = 0,
+                    calibration_queries: int = 2000, progress: bool = False, command: str = "",
+                    on_step: Callable[[str], None] | None = None) -> tuple[CompositeCheckpoint, EnsembleReport]:
+    """The composite of ``checkpoints`` chosen on ``kg``'s valid split (the module docstring), and its report.
+    Refused (:class:`DataError`) when a checkpoint was not trained on ``kg`` (its valid split would not be the
+    one it was selected on) or ``kg`` has no valid facts."""
+    setting = Setting.parse(setting)
+    say = on_step or (lambda text: None)
+    if not checkpoints:
+        raise DataError("no checkpoint to combine")
+    if "valid" in kg.missing_splits or not len(kg.facts("valid")):
+        raise DataError(f"{kg.name} has no valid facts: a composite is chosen and calibrated on valid")
+    for name, ck in zip(names, checkpoints):
+        if ck.kind != "single":
+            raise DataError(f"{name} is itself a composite: combine its members instead", file=name)
+        if ck.data_fingerprint != kg.fingerprint:
+            raise DataError(f"{name} was trained on {ck.data_name} (fingerprint {ck.data_fingerprint[:12]}), not on "
+                            f"this data ({kg.name}, {kg.fingerprint[:12]}): a composite is chosen on the valid split of "
+                            "the data its models were trained on", file=name)
+        ck.check_fits(kg)
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    temps, sources = [], []
+    for name, ck in zip(names, checkpoints):
+        t, src = member_temperature(ck, kg, setting.value, seed=seed)
+        temps.append(t)
+        sources.append(src)
+        say(f"{name}: temperature {t:.3f} ({src})")
+    seconds["temperatures"] = time.perf_counter() - t0
+    rec = None
+    if prior:
+        t0 = time.perf_counter()
+        rec = fit_recurrency(kg, setting, split="valid", max_queries=prior_queries, seed=seed, progress=progress)
+        seconds["prior_fit"] = time.perf_counter() - t0
+        say(f"history prior: recurrency fitted on {rec.fit_info.get('queries', 0):,} valid questions "
+            f"(λ {rec.lmbda:g}, α {rec.alpha:g}, {len(rec.per_relation)} relations with their own)")
+    cands = candidates(len(checkpoints), prior)
+    n = len(checkpoints)
+    eligible = [c.name for c in cands if len(c.members) == n]
+    t0 = time.perf_counter()
+    models = [ck.build_model("cpu") for ck in checkpoints]
+    scored = score_candidates(kg, models, temps, rec, cands, setting, "valid", max_queries=valid_queries, seed=seed,
+                              progress=progress)
+    seconds["selection"] = time.perf_counter() - t0
+    chosen = max(eligible, key=lambda k: scored[k]["mrr"])
+    pick = next(c for c in cands if c.name == chosen)
+    say(f"chosen on valid: {chosen} (MRR {100 * scored[chosen]['mrr']:.2f})")
+    history = HistoryPrior(rec, pick.eps, pick.beta) if pick.eps is not None else None
+    selection = {"split": "valid", "queries": next(iter(scored.values()))["queries"],
+                 "subset": valid_queries or 0, "seed": seed, "metric": "realistic MRR, time-aware filter, both directions",
+                 "chosen": chosen, "eligible": "candidates that use every member", "candidates": scored,
+                 "eps_grid": list(EPS_GRID), "beta_grid": list(BETA_GRID) if prior else [],
+                 "prior_asked": bool(prior),
+                 "temperature_sources": sources}
+    extra = {"seed": seed, "hardware": hardware(), "command": command,
+             "prior_fit": rec.fit_info if rec is not None else None,
+             "member_digests": [ck.digest for ck in checkpoints]}
+    composite = CompositeCheckpoint.assemble(checkpoints, temps, history, setting=setting.value, selection=selection,
+                                             member_names=list(names), extra=extra)
+    t0 = time.perf_counter()
+    ranker = ModelRanker(composite.build_model("cpu"), "cpu")
+    cal = calibrate(kg, ranker, setting, split="valid", max_queries=calibration_queries, seed=seed)
+    composite.extra["calibration"] = {setting.value: cal.to_dict()}
+    seconds["calibration"] = time.perf_counter() - t0
+    composite.extra["seconds"] = sum(seconds.values())
+    composite.extra["build_seconds"] = dict(seconds)
+    say(f"composite calibrated on {cal.queries:,} valid questions: temperature {cal.temperature:.3f}")
+    return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds)
