@@ -236,7 +236,7 @@ class HeadSummary:
         return asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RuleConfig:
     """What :func:`distill_rules` asks and keeps."""
 
