@@ -490,7 +490,7 @@ def cmd_calibrate(args) -> int:
         print(json.dumps({s: c.to_dict() for s, c in fitted.items()}, indent=2))
         return 0
     for s, c in fitted.items():
-        print(f"{s}: temperature {c.temperature:.3f} fitted on {c.queries:,} valid questions (seed {c.seed})")
+        print(f"{s}: {c.method}, fitted on {c.queries:,} valid questions (seed {c.seed})")
         print("            ECE    Brier    NLL   top-1 acc  mean conf")
         for tag, m in (("before", c.before), ("after", c.after)):
             print(f"  {tag:7s} {m.ece:7.4f} {m.brier:7.4f} {m.nll:7.3f}   {100 * m.accuracy:6.2f}%   {100 * m.confidence:6.2f}%")
@@ -598,7 +598,7 @@ def cmd_predict(args) -> int:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
               "training data); not calibrated on this data: read them as a ranking, not as frequencies")
     else:
-        print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
+        print("probabilities: " + (f"calibrated ({p.calibrator}, fitted on valid)" if p.temperature
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
