@@ -225,9 +225,10 @@ OUTPUT_OPTIONS = {
     ("complete", "out"): ["complete", "--checkpoint", "{ckpt}", "--data", "{data}", "--input", "{data}", "--out", "{out}"],
     ("bench", "json"): ["bench", "--quick", "--json", "{out}"],
     ("sample-world", "out"): ["sample-world", "--out", "{out}"],
+    ("ensemble", "out"): ["ensemble", "--checkpoints", "{ckpt}", "--prior", "--data", "{data}", "--out", "{out}"],
 }
-#: outputs whose missing folders are created (a training run's folder, the sample world's folder)
-CREATES_FOLDERS = {("train", "out"), ("sample-world", "out")}
+#: outputs whose missing folders are created (a training run's folder, the sample world's folder, a composite's)
+CREATES_FOLDERS = {("train", "out"), ("sample-world", "out"), ("ensemble", "out")}
 
 
 def _writing_options() -> set[tuple[str, str]]:
