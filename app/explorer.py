@@ -18,7 +18,8 @@ from pathlib import Path
 import streamlit as st
 
 from tpar.model.checkpoint import Checkpoint
-from tpar.model.registry import CHECKPOINT_DIR, Match, find_checkpoints, matching_checkpoints
+from tpar.data.catalog import checkpoint_dir
+from tpar.model.registry import Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
@@ -94,7 +95,7 @@ def datasets() -> list[DataSource]:
 @st.cache_resource(ttl=30, show_spinner=False)
 def checkpoints():
     """(shipped and user-trained checkpoints, problems with unreadable files)."""
-    return find_checkpoints([CHECKPOINT_DIR, RUNS_DIR])
+    return find_checkpoints([checkpoint_dir(), RUNS_DIR])
 
 
 @st.cache_resource(show_spinner="Loading the data set…", max_entries=4)

@@ -29,7 +29,7 @@ import torch
 from tpar.data.benchmarks import load_benchmark
 from tpar.model.checkpoint import hardware
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-from tpar.model.training import train
+from tpar.training.trainer import train
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results"

@@ -29,7 +29,8 @@ from tpar.data.benchmarks import find_data_dir
 from tpar.data.loading import load_dataset
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-from tpar.model.training import resume_path, train
+from tpar.training.snapshots import resume_path
+from tpar.training.trainer import train
 
 from svgplot import frame
 
@@ -162,7 +163,7 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
     from tpar.graph.background import Background
     from tpar.model.network import TPAR, multiclass_log_loss
     from tpar.model.ranker import ModelRanker
-    from tpar.model.training import _Plan
+    from tpar.training.plan import EpochPlan
 
     torch.set_num_threads(threads)
     ck = Checkpoint.load(checkpoint)
@@ -184,7 +185,7 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
     run = RunConfig(base, TrainConfig(setting=ck.setting, batch_size=10, micro_batch=10, epochs=1, seed=0))
     train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, ck.setting) \
         if ck.setting == "extrapolation" else None
-    plan = _Plan(kg, run, 0, train_bg)
+    plan = EpochPlan(kg, run, 0, train_bg)
     spent = dict.fromkeys(names, 0.0)
     for i in range(batches):  # training cost, interleaved
         kind, batch = plan.batch(i, 10)

@@ -12,7 +12,7 @@ import csv
 
 import torch
 
-from tpar.data.catalog import SAMPLE_DIR
+from tpar.data.catalog import sample_dir
 from tpar.data.loading import load_dataset
 from tpar.evaluation.ranks import realistic_rank
 from tpar.graph.queries import Question
@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    world = SAMPLE_DIR / "world"
+    world = sample_dir() / "world"
     kg = load_dataset(world / "chronological")
     p = Predictor(Checkpoint.load(args.checkpoint), kg, "cpu")
     axis = kg.time_axis

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from conftest import E, R, make_kg, small_model
+from helpers import E, R, make_kg, small_model
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 from tpar.graph.queries import Question

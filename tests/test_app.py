@@ -59,6 +59,7 @@ def test_opens_on_the_sample_world_with_its_checkpoint():
     assert at.query_params["data"] == "sample: world/chronological"
 
 
+@pytest.mark.slow
 def test_pick_answer_explain():
     at = app().run()
     at.selectbox(key="w_subject").select("Orora Front").run()
@@ -189,7 +190,7 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
 
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig
     from tpar.data.loading import load_dataset
-    from tpar.model.training import train
+    from tpar.training.trainer import train
 
     kg = load_dataset(Path(APP).parent.parent / "sample_data" / "world" / "chronological")
     runs = tmp_path / "runs"

@@ -15,8 +15,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 import torch  # noqa: E402
 
-from conftest import tiny_world_csv  # noqa: E402
-from tpar.model.defaults import defaults_for_size  # noqa: E402
+from helpers import tiny_world_csv  # noqa: E402
+from tpar.training.defaults import defaults_for_size  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
 
@@ -98,6 +98,7 @@ def test_bad_files_are_explained(content, message):
         assert "bad.csv, row 1" in errors(at)
 
 
+@pytest.mark.slow
 def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("views/train.py").run()
@@ -123,7 +124,7 @@ def test_train_progress_finish_then_ask(workspace):
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
-    from tpar.model.timing import TrainingEstimate
+    from tpar.training.timing import TrainingEstimate
 
     spec = json.loads(next((workspace / "jobs_dir").glob("*/spec.json")).read_text())
     est = TrainingEstimate.from_dict(spec["estimate"])  # the shown estimate travels with the job: its live time left starts there
@@ -188,6 +189,7 @@ def test_evaluate_next_to_baselines():
     assert len(at.get("download_button")) == 3
 
 
+@pytest.mark.slow
 def test_teaching_page_puts_the_rule_beside_the_path():
     at = AppTest.from_file(APP, default_timeout=120).run()  # opens on the escalation example
     at.switch_page("views/teach.py").run()
@@ -248,6 +250,7 @@ def test_teaching_page_walks_through_the_steps_with_one_control():
     assert not at.session_state["teach_playing"] and at.button(key="teach_play")  # stopped at the last step
 
 
+@pytest.mark.slow
 def test_teaching_page_from_a_url_checks_the_rules_timing():
     """A shared link opens the page on its question (no "ask first"); the weekly rule's pair is
     answered right, but from the meeting 14 days before: the check says it does not follow the
@@ -408,6 +411,7 @@ def gappy_sample_world(masked: int = 20) -> bytes:
     return buf.getvalue().encode()
 
 
+@pytest.mark.slow
 def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     from tpar.data.loading import load_dataset
 
@@ -477,6 +481,7 @@ def test_upload_asks_for_the_date_order_and_confirms_a_lossy_save(workspace):
     assert kg.time_axis.label(int(kg.all_facts()[:, 3].max())) == "2024-01-12"  # read day first
 
 
+@pytest.mark.slow
 def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspace):
     """A batch with a relation the shipped model never saw: the model is still offered for the rows whose
     relations it knows, and says that the other relation's facts are no evidence to it (issue #33)."""
@@ -495,7 +500,7 @@ def test_upload_offers_a_model_whose_relations_cover_the_incomplete_rows(workspa
 def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
     """A job cancelled after 0.1 epoch (never validated): the Train page offers its model only with the
     warning, and the model lists, Data and model and Ask all say UNFINISHED."""
-    from conftest import SAMPLE_WORLD
+    from helpers import SAMPLE_WORLD
     from tpar.data.loading import load_dataset
     from tpar.model.checkpoint import from_model
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig

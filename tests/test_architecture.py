@@ -1,5 +1,5 @@
 """The package layout enforces the one-way data flow: each subpackage of ``tpar`` imports only from
-the ones before it (files -> graph -> evaluation -> model -> reasoning -> runtime -> CLI), ``tpar``
+the ones before it (files -> graph -> evaluation -> model -> training -> reasoning -> runtime -> CLI), ``tpar``
 never imports streamlit, and the app reaches the model only through the ``tpar`` API."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tpar"
 #: lower number = earlier in the data flow; a module may import its own layer and earlier ones
-LAYERS = {"errors": 0, "data": 1, "graph": 2, "evaluation": 3, "model": 4, "reasoning": 5, "runtime": 6, "cli": 7}
+LAYERS = {"errors": 0, "data": 1, "graph": 2, "evaluation": 3, "model": 4, "training": 5, "reasoning": 6, "runtime": 7,
+          "cli": 8}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -112,3 +113,30 @@ def test_readme_python_examples_import():
     assert lines
     for ln in lines:
         exec(ln, {})
+
+
+def test_no_function_in_the_package_is_longer_than_100_lines():
+    long = []
+    for p in MODULES + [PACKAGE / "__init__.py", PACKAGE / "__main__.py"]:
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
+                long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long
+
+
+def test_the_model_never_imports_how_it_is_trained():
+    for p in sorted((PACKAGE / "model").rglob("*.py")):
+        for line, module in imported_modules(p):
+            assert not module.startswith("tpar.training"), f"{p.relative_to(ROOT)}:{line} imports {module}"
+
+
+def test_test_modules_share_helpers_only_through_the_helpers_module_and_fixtures():
+    """No test file imports conftest or another test module (pytest's advice: fixtures, or a helpers module)."""
+    for p in sorted((ROOT / "tests").glob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        for line, module in imported_modules(p):
+            assert module != "conftest" and not module.startswith("test_"), f"{p.name}:{line} imports {module}"
+        for row in text.splitlines():  # scripts the tests run in subprocesses too
+            words = row.split()
+            if words[:1] in (["from"], ["import"]) and len(words) > 1:
+                assert words[1] != "conftest" and not words[1].startswith("test_"), f"{p.name}: {row.strip()}"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_kg, random_facts
+from helpers import make_kg, random_facts
 from tpar.graph.background import Background
 from tpar.evaluation.baselines import FrequencyBaseline, RecurrencyBaseline, fit_recurrency
 from tpar.evaluation.protocol import evaluate

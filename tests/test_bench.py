@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from conftest import tiny_world_csv
+import pytest
+
+from helpers import tiny_world_csv
 from tpar.data.upload import inspect_upload, save_dataset
 from tpar.runtime.bench import run_benchmarks
 
 
+@pytest.mark.slow
 def test_bench_rows_name_their_propagation(tmp_path):
     _, kg = inspect_upload(tiny_world_csv(days=80), "tiny.csv")
     save_dataset(kg, tmp_path / "extrapolation", "tiny")

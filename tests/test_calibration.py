@@ -108,13 +108,13 @@ def test_a_calibration_says_when_it_is_rough_or_the_model_guesses():
 
 
 def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsys):
-    from conftest import tiny_world_csv
+    from helpers import tiny_world_csv
     from tpar.cli import main
     from tpar.data.loading import load_dataset
     from tpar.graph.queries import Question
     from tpar.model.checkpoint import Checkpoint
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.model.training import train
+    from tpar.training.trainer import train
     from tpar.reasoning.prediction import Predictor
 
     data = tmp_path / "ring.csv"

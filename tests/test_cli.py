@@ -139,6 +139,7 @@ def test_top_takes_a_number_or_all():
     assert top_answers("3") == 3 and top_answers("ALL") == "all"
 
 
+@pytest.mark.slow
 def test_sample_world_refuses_a_folder_with_files_unless_forced(tmp_path, capsys):
     keep = tmp_path / "mine.txt"
     keep.write_text("my notes")
@@ -185,7 +186,9 @@ def test_bench_plans_the_sample_world_without_benchmarks_and_refuses_a_root_with
 
     monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "absent"))
     root, configs, note = bench.plan(quick=True)
-    assert root == bench.SAMPLE_WORLD and (root / "train.csv").is_file()
+    from helpers import SAMPLE_WORLD
+
+    assert root == SAMPLE_WORLD and (root / "train.csv").is_file()
     assert [c[1:] for c in configs] == bench.shapes(True) and "sample world" in note
     with pytest.raises(DataError, match="no benchmark data set here"):
         bench.plan(data_dir=str(tmp_path), quick=True)
@@ -195,6 +198,7 @@ def test_bench_plans_the_sample_world_without_benchmarks_and_refuses_a_root_with
         bench.plan(data=str(tmp_path / "nope.csv"))
 
 
+@pytest.mark.slow
 def test_bench_runs_on_a_small_csv(tmp_path):
     """Any data set can be benchmarked; a small one (here 400 rows) times the questions it has."""
     from tpar.runtime import bench
@@ -262,7 +266,7 @@ def _hostile_outputs(tmp_path, key):
 
 @pytest.mark.parametrize("key", sorted(OUTPUT_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
 def test_an_output_that_cannot_be_written_is_named_before_any_work(key, tmp_path, csv_file, capsys, monkeypatch):
-    from conftest import SAMPLE_CHECKPOINT
+    from helpers import SAMPLE_CHECKPOINT
     from tpar.data import loading, sample_world
     from tpar.model.checkpoint import Checkpoint
     from tpar.runtime import bench
@@ -307,7 +311,7 @@ def test_a_file_system_that_fails_while_writing_is_named_and_the_old_file_kept(c
 def test_calibrate_on_a_read_only_checkpoint_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
     import errno
 
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
     from tpar.data import outputs
 
     ckpt = tmp_path / "m.tpar"
@@ -375,7 +379,7 @@ def _hostile_checkpoints(tmp_path) -> dict[str, tuple]:
     """(file, what the refusal says) of checkpoints a tamperer or a newer tpar would hand over."""
     import zipfile
 
-    from conftest import SAMPLE_CHECKPOINT, rewrite_checkpoint
+    from helpers import SAMPLE_CHECKPOINT, rewrite_checkpoint
 
     def variant(name, edit_meta=None, edit_payload=None):
         return rewrite_checkpoint(tmp_path / name, edit_meta, edit_payload)
@@ -408,7 +412,7 @@ def test_a_hostile_checkpoint_is_refused_by_name_in_every_command(key, tmp_path,
 
 @pytest.mark.parametrize("key", sorted(FACT_FILE_OPTIONS), ids=lambda k: f"{k[0]}-{k[1]}")
 def test_a_bad_row_of_a_fact_file_is_named_with_file_and_row_in_every_command(key, tmp_path, capsys):
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 
     facts = tmp_path / "facts.csv"
     for rows, says in ((["Orora Front,Threaten,Hugo of Zanistan,2025-12-18", "Orora Front,Threaten"],

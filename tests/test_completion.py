@@ -20,7 +20,7 @@ from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.model.ranker import ModelRanker
-from tpar.model.training import train
+from tpar.training.trainer import train
 from tpar.reasoning.completion import complete, completed_rows, with_completions, write_completed_csv
 
 PEOPLE = [f"P{i}" for i in range(12)]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, make_kg, rewrite_checkpoint
+from helpers import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, make_kg, rewrite_checkpoint
 from tpar.cli import main
 from tpar.data.loading import load_dataset
 from tpar.errors import DataError
@@ -296,7 +296,7 @@ def test_the_history_prior_term_is_reported_from_the_questions_own_history(compo
 def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
     other = tmp_path / "other.tpar"
     shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "a.tpar")
-    from conftest import perturbed_sample_checkpoint
+    from helpers import perturbed_sample_checkpoint
 
     perturbed_sample_checkpoint(other)
     out = tmp_path / "comp.tpar"
@@ -333,7 +333,7 @@ def test_cli_ensemble_refuses_what_cannot_be_a_composite(tmp_path, capsys, args,
 
 
 def test_cli_ensemble_refuses_a_model_of_other_data(tmp_path, capsys):
-    from conftest import tiny_world_csv
+    from helpers import tiny_world_csv
 
     (tmp_path / "mine.csv").write_text(tiny_world_csv())
     assert main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation",

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tiny_world_csv
+from helpers import tiny_world_csv
 from tpar.cli import main
 from tpar.evaluation.baselines import FrequencyBaseline
 from tpar.evaluation.protocol import evaluate
 from tpar.data.loading import load_dataset
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import sparse_propagation
-from tpar.model.defaults import LARGE_FACTS, SMALL_FACTS, defaults_for_size, size_class, training_defaults
+from tpar.training.defaults import LARGE_FACTS, SMALL_FACTS, defaults_for_size, size_class, training_defaults
 from tpar.model.ranker import ModelRanker
 
 APP_TRAIN = Path(__file__).resolve().parents[1] / "app" / "views" / "train.py"
@@ -53,6 +53,7 @@ def small_world_csv(path: Path, rows: int = 400) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_tpar_train_prints_the_whole_configuration_first_and_beats_the_frequency_baseline(tmp_path, capsys):
     """On a 400-row CSV the CLI's defaults train a model that beats the frequency baseline on test
     (measured: MRR 24 against 14), and the run's configuration is printed in full before it starts."""

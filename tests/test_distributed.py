@@ -13,11 +13,13 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, tiny_world_csv
+from helpers import ROOT, tiny_world_csv
 from tpar.model.checkpoint import Checkpoint
 
-pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
-                                reason="torch.distributed with gloo is not available on this platform")
+pytestmark = [pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+                                 reason="torch.distributed with gloo is not available on this platform"),
+              pytest.mark.slow]  # several processes each
+
 
 
 def tpar(args: list[str], procs: int, cwd) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_kg, random_facts
+from helpers import make_kg, random_facts
 from tpar.graph.background import Background
 from tpar.evaluation.baselines import FrequencyBaseline
 from tpar.errors import DataError

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import E, R, small_kg, small_model
+from helpers import E, R, small_kg, small_model
 from tpar.model.checkpoint import from_model
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
@@ -368,6 +368,7 @@ def score_with_every_link_off(ex: Explainer, prepared, a: int) -> float:
         return float(model(prepared.batch, prepared.background, trace=trace)[0, a])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gate", [False, True], ids=["paper", "gated"])
 def test_integrated_importance_is_complete_and_reported(gate):
     """Integrated gradients over every link and self-loop sum to f(q, a) − f₀, f₀ being the score
@@ -557,6 +558,7 @@ def test_listed_paths_and_the_rest_add_up_to_the_score_above_no_evidence_each_li
     assert checked >= 3 and shared > 0  # the case the rule exists for: paths that share links
 
 
+@pytest.mark.slow
 def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_again(sample_kg, sample_checkpoint,
                                                                                      capsys):
     """The issue's case: five paths through one first link summed to 29.73 for a score of 10.50. Now the
@@ -564,7 +566,7 @@ def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_aga
     import json
 
     from tpar.cli import main
-    from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 
     args = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject",
             "Jonas of Jororistan", "--relation", "Consult", "--time", "2025-12-18", "--answer", "Mara of Yarzanora",

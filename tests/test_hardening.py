@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
+from helpers import ROOT, SAMPLE_CHECKPOINT, SAMPLE_WORLD, a_calibration, rewrite_checkpoint
 from tpar.cli import main
 from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
@@ -27,11 +27,6 @@ from tpar.model.checkpoint import Checkpoint
 
 
 rewrite = rewrite_checkpoint
-
-
-def a_calibration(setting: str, seed: int) -> dict:
-    cal = dict(Checkpoint.load(SAMPLE_CHECKPOINT).extra["calibration"]["extrapolation"])
-    return {**cal, "setting": setting, "seed": seed}
 
 
 # ---------------------------------------------------------------- concurrent writers of one file
@@ -62,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
 from tpar.cli import store_calibration
 from tpar.model.checkpoint import Checkpoint
-from test_hardening import a_calibration
+from helpers import a_calibration
 path, setting, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 ck = Checkpoint.load(path)
 while not go.exists():
@@ -72,6 +67,7 @@ for seed in range(5):
 """
 
 
+@pytest.mark.slow
 def test_two_simultaneous_calibrations_of_one_checkpoint_both_keep_theirs(tmp_path):
     path, go = tmp_path / "m.tpar", tmp_path / "go"
     shutil.copy(SAMPLE_CHECKPOINT, path)
@@ -172,6 +168,7 @@ def test_two_simultaneous_training_jobs_on_one_output_do_not_both_start(tmp_path
 
 
 # ---------------------------------------------------------------- stored numbers checked on load
+@pytest.mark.slow
 @pytest.mark.parametrize("temperature", [-1.0, float("nan"), float("inf"), 0.0])
 def test_a_stored_temperature_out_of_range_is_set_aside_and_said(tmp_path, temperature, capsys):
     from tpar.evaluation.calibration import stored
@@ -250,6 +247,7 @@ def test_a_newer_format_version_says_so(tmp_path):
         Checkpoint.load(other)
 
 
+@pytest.mark.slow
 def test_a_small_file_that_would_inflate_to_512_mb_is_refused_before_inflating(tmp_path):
     import resource
 

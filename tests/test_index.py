@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from conftest import random_facts
+from helpers import random_facts
 from tpar.graph.index import TemporalGraphIndex
 
 

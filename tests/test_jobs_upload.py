@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import tiny_world_csv
+from helpers import tiny_world_csv
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.runtime.jobs import JobSpec, list_jobs, start_job
@@ -40,6 +40,7 @@ def wait(job, timeout=180.0):
                          f"{(job.dir / 'worker.log').read_text()[-2000:]}")
 
 
+@pytest.mark.slow
 def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     out = tmp_path / "models" / "w.tpar"
     job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(epochs=2),
@@ -58,6 +59,7 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     assert phases == ["validating", "validating", "calibrating on valid", "evaluating on test"] and s.phase == ""
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):
     out = tmp_path / "models" / "c.tpar"
     job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",
@@ -71,6 +73,7 @@ def test_cancel_keeps_the_model_so_far(world_dir, tmp_path):
     assert s.state == "cancelled" and out.is_file()
 
 
+@pytest.mark.slow
 def test_two_jobs_never_share_an_output(world_dir, tmp_path):
     out = tmp_path / "models" / "same.tpar"
     first = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified",
@@ -182,8 +185,8 @@ def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, mon
     import shutil as sh
 
     from tpar.data.locks import acquire, release
-    from tpar.model import training
-    from tpar.model.training import train
+    from tpar.training import snapshots
+    from tpar.training.trainer import train
 
     kg = load_dataset(world_dir)
     run = RunConfig.from_dict(tiny_run(epochs=1, per_epoch=16), "test")
@@ -198,7 +201,7 @@ def test_a_second_training_run_on_one_output_is_refused(world_dir, tmp_path, mon
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(DataError, match="cannot write there"):
         train(kg, run, tmp_path / "a-file" / "m.tpar", progress=False)
-    monkeypatch.setattr(training.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
+    monkeypatch.setattr(snapshots.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(10, 10, 1024))
     with pytest.raises(DataError, match="MB free; training needs at least"):
         train(kg, run, tmp_path / "other.tpar", progress=False)
 

@@ -7,19 +7,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import importlib.util
-import os
 import shutil
 from collections import defaultdict
+from contextlib import contextmanager
 
 import numpy as np
 
 import pytest
 import torch
 
-from conftest import E, R, make_kg, small_kg, small_model
+from helpers import E, R, make_kg, small_kg, small_model
 from tpar.graph.background import Background
 from tpar.graph.queries import make_queries
-from tpar.model import kernels
+from tpar.model import kernel_build, kernels
 from tpar.model.config import ModelConfig
 from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
 
@@ -139,8 +139,23 @@ def kernel(request):
     """Run the test with each kernel selected; ``cpp`` is skipped only where no compiler exists."""
     if request.param == "cpp" and not compiler_available():
         pytest.skip("no C++ compiler or ninja here: the fused kernel cannot be built")
-    with kernels.kernel(request.param):
-        yield request.param
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TPAR_KERNEL", request.param)  # every model the test builds runs this kernel
+    yield request.param
+    mp.undo()
+
+
+@contextmanager
+def using(name: str, *models: TPAR):
+    """Run ``models`` with kernel ``name`` inside the block."""
+    before = [m.kernel for m in models]
+    for m in models:
+        m.kernel = name
+    try:
+        yield
+    finally:
+        for m, k in zip(models, before):
+            m.kernel = k
 
 
 def test_cpp_kernel_is_built_and_used_where_a_compiler_exists():
@@ -148,17 +163,17 @@ def test_cpp_kernel_is_built_and_used_where_a_compiler_exists():
     forward pass must run it -- a failed build may not silently turn the comparison into torch vs torch."""
     if not compiler_available():
         pytest.skip("no C++ compiler or ninja here")
-    assert kernels.cpp_kernel() is not None, kernels.kernel_status()
+    assert kernel_build.cpp_kernel() is not None, kernels.kernel_status()
     kg = small_kg(8)
     model = build()
     batch = make_queries(kg.facts("test"), R)[:6]
     bg = Background.for_evaluation(kg, "interpolation")
-    with kernels.kernel("auto"):
+    with using("auto", model):
         before = kernels.steps_run["cpp"]
         with torch.no_grad():
             fused = model(batch, bg)
         assert kernels.steps_run["cpp"] - before == model.cfg.num_layers
-    with kernels.kernel("torch"):
+    with using("torch", model):
         before = kernels.steps_run["cpp"], kernels.steps_run["torch"]
         with torch.no_grad():
             plain = model(batch, bg)
@@ -177,27 +192,25 @@ def test_a_background_build_lets_auto_answer_with_torch_meanwhile(monkeypatch):
 
     def slow_build():
         release.wait(30)
-        monkeypatch.setattr(kernels, "_cpp_module", built)
+        monkeypatch.setattr(kernel_build.BUILD, "module", built)
         return built
 
-    monkeypatch.setattr(kernels, "_cpp_module", None)
-    monkeypatch.setattr(kernels, "_cpp_failed", None)
-    monkeypatch.setattr(kernels, "_build_thread", None)
-    monkeypatch.setattr(kernels, "_build", slow_build)
-    with kernels.kernel("auto"):
-        assert kernels.build_in_background() is True and kernels.kernel_building()
-        assert kernels.use_fused(torch.device("cpu"), torch.float32, per_link_output=False) is False  # no wait
-        kg = small_kg(8)
-        model = build()
-        before = kernels.steps_run["torch"]
-        with torch.no_grad():
-            model(make_queries(kg.facts("test"), R)[:2], Background.for_evaluation(kg, "extrapolation"))
-        assert kernels.steps_run["torch"] - before == model.cfg.num_layers
-        release.set()
-        kernels._build_thread.join(10)
-        assert not kernels.kernel_building()
-        assert kernels.use_fused(torch.device("cpu"), torch.float32, per_link_output=False) is True
-        assert kernels.build_in_background() is False  # built: nothing to start
+    monkeypatch.setattr(kernel_build, "BUILD", kernel_build.KernelBuild())
+    monkeypatch.setattr(kernel_build.BUILD, "get", slow_build)
+    assert kernel_build.build_in_background() is True and kernel_build.kernel_building()
+    assert kernels.use_fused("auto", torch.device("cpu"), torch.float32, per_link_output=False) is False  # no wait
+    kg = small_kg(8)
+    model = build()
+    model.kernel = "auto"
+    before = kernels.steps_run["torch"]
+    with torch.no_grad():
+        model(make_queries(kg.facts("test"), R)[:2], Background.for_evaluation(kg, "extrapolation"))
+    assert kernels.steps_run["torch"] - before == model.cfg.num_layers
+    release.set()
+    kernel_build.BUILD.thread.join(10)
+    assert not kernel_build.kernel_building()
+    assert kernels.use_fused("auto", torch.device("cpu"), torch.float32, per_link_output=False) is True
+    assert kernel_build.build_in_background() is False  # built: nothing to start
 
 
 @pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
@@ -280,7 +293,7 @@ def test_interpolation_never_sees_own_fact_or_inverse():
     own[[0, n]] = True  # object and subject query of test fact 0
     with torch.no_grad():
         for name in KERNELS if compiler_available() else ["torch"]:
-            with kernels.kernel(name):
+            with using(name, model):
                 a = model(batch, Background.for_evaluation(one, "interpolation"))
                 b = model(batch, Background.for_evaluation(clean, "interpolation"))
             assert torch.allclose(a[own], b[own], atol=1e-12), name
@@ -431,7 +444,7 @@ def test_kernels_agree_on_scores_and_gradients(options):
     for name in KERNELS:
         torch.manual_seed(5)
         model = pruned(build(), **options)
-        with kernels.kernel(name):
+        with using(name, model):
             before = kernels.steps_run[name]
             scores = model(batch, Background.for_evaluation(kg, "interpolation"))
             scores.pow(2).sum().backward()
@@ -493,20 +506,20 @@ def test_time_table_is_bounded_whatever_the_span_or_the_question_time():
 def test_the_kernel_cache_key_follows_what_the_build_depends_on(tmp_path, monkeypatch):
     """Source, torch version, compiler flags, compiler and Python ABI each change the key; the checkout's
     location does not (two checkouts of the same source share one build)."""
-    inputs = kernels.build_inputs()
+    inputs = kernel_build.build_inputs()
     assert set(inputs) >= {"source_sha256", "torch", "flags", "python_abi", "compiler", "cpu_sha1"}
-    key = kernels.build_key(inputs)
+    key = kernel_build.build_key(inputs)
     for field, value in (("source_sha256", "0" * 64), ("torch", "0.0.1"), ("flags", "-O0"),
                          ("python_abi", "cpython-39"), ("compiler", "clang++")):
-        assert kernels.build_key({**inputs, field: value}) != key, field
+        assert kernel_build.build_key({**inputs, field: value}) != key, field
     copy = tmp_path / "elsewhere" / "links.cpp"
     copy.parent.mkdir()
-    copy.write_bytes(kernels.CPP_SOURCE.read_bytes())
-    assert kernels.build_key(kernels.build_inputs(copy)) == key
+    copy.write_bytes(kernel_build.CPP_SOURCE.read_bytes())
+    assert kernel_build.build_key(kernel_build.build_inputs(copy)) == key
     copy.write_text(copy.read_text() + "\n// changed\n")
-    assert kernels.build_key(kernels.build_inputs(copy)) != key
-    monkeypatch.setenv(kernels.CACHE_ENV, str(tmp_path / "cache"))
-    assert kernels.cache_root() == tmp_path / "cache"
+    assert kernel_build.build_key(kernel_build.build_inputs(copy)) != key
+    monkeypatch.setenv(kernel_build.CACHE_ENV, str(tmp_path / "cache"))
+    assert kernel_build.cache_root() == tmp_path / "cache"
 
 
 def test_many_concurrent_builders_build_once_and_a_killed_build_is_cleaned(tmp_path):
@@ -535,7 +548,7 @@ def test_many_concurrent_builders_build_once_and_a_killed_build_is_cleaned(tmp_p
 
     results = []
     threads = [threading.Thread(target=lambda: results.append(
-        kernels.build_once(root, name, compile_into, load_built, {"k": "v"}))) for _ in range(8)]
+        kernel_build.build_once(root, name, compile_into, load_built, {"k": "v"}))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -548,7 +561,7 @@ def test_many_concurrent_builders_build_once_and_a_killed_build_is_cleaned(tmp_p
     def failing(tmp):
         raise RuntimeError("no compiler")
     with pytest.raises(RuntimeError):
-        kernels.build_once(root, "other", failing, load_built)
+        kernel_build.build_once(root, "other", failing, load_built)
     assert not any(x.name.startswith("other.build-") for x in root.iterdir()) and not (root / "other").exists()
 
 
@@ -606,7 +619,7 @@ def test_fused_gate_equals_the_gru_cell(setting):
         with torch.no_grad():  # a gate far from its initialisation: every term matters
             for p in model.gate.parameters():
                 p.normal_(0, 0.7)
-        with kernels.kernel(name):
+        with using(name, model):
             before = kernels.steps_run["cpp-gate"]
             scores = model(batch, bg)
             (scores.pow(2) * torch.linspace(0.5, 2, scores.shape[1], dtype=scores.dtype)).sum().backward()
@@ -634,7 +647,7 @@ def test_torch_kernel_chunks_do_not_change_the_result(monkeypatch):
     for chunk in (kernels._CHUNK, 3):
         monkeypatch.setattr(kernels, "_CHUNK", chunk)
         model = small_model("tanh", seed=4)
-        with kernels.kernel("torch"):
+        with using("torch", model):
             s = model(batch, bg)
             s.sum().backward()
         out.append((s.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
@@ -655,7 +668,7 @@ def test_repeat_limit_reaches_exactly_the_entities_exact_propagation_reaches(set
         _, reach_exact = exact.scores_and_reach(batch, bg)
         _, reach_limited = limited.scores_and_reach(batch, bg)
         tr_exact, tr_limited = PropagationTrace(), PropagationTrace()
-        with kernels.kernel("torch"):
+        with using("torch", exact, limited):
             exact(batch, bg, trace=tr_exact)
             limited(batch, bg, trace=tr_limited)
     assert torch.equal(reach_exact, reach_limited)

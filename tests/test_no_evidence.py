@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 from tpar.cli import main
 from tpar.reasoning.prediction import NO_EVIDENCE_RATIO, Predictor, no_evidence_reason
 
@@ -31,6 +31,7 @@ def test_the_rule_no_evidence_means_no_entity_is_told_apart():
     assert no_evidence_reason(strong, torch.softmax(strong, 0), reached=4) == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("time, why", [("2026-03-01", "60 days after"), ("2024-12-01", "before the first")])
 def test_a_question_far_from_the_data_is_no_ranking(sample_kg, sample_checkpoint, capsys, time, why):
     p = Predictor(sample_checkpoint, sample_kg, "cpu").predict("Danenn", "Meet", time)
@@ -78,6 +79,7 @@ def shown(elements) -> str:
     return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "")
 
 
+@pytest.mark.slow
 def test_the_ask_and_evidence_pages_say_no_evidence_instead_of_ranking(app_test):
     at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2026-03-01"}).run()
     assert not at.exception

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import small_kg
+from helpers import small_kg
 
 PAPER = Path(__file__).resolve().parent.parent / "benchmarks" / "paper"
 sys.path.insert(0, str(PAPER))

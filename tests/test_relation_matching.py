@@ -14,7 +14,7 @@ from tpar.evaluation.protocol import evaluate
 from tpar.model.ranker import ModelRanker
 from tpar.reasoning.prediction import Predictor
 
-from conftest import make_kg
+from helpers import make_kg
 
 
 def test_normalisation_ignores_case_underscores_spaces_and_punctuation():

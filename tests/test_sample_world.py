@@ -26,6 +26,7 @@ def _files(root: Path) -> dict[str, bytes]:
             and p.name != "README.md"}
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_and_committed_copy_matches(generated, tmp_path):
     again = tmp_path / "again"
     write_world(again, seed=7)
@@ -49,6 +50,7 @@ def test_every_rule_at_its_stated_rate():
     assert all(diluted[k][2] <= rates[k][2] + 1e-9 for k in rates)
 
 
+@pytest.mark.slow
 def test_sizes_noise_and_loading(generated):
     meta = json.loads((generated / "rules.json").read_text())
     s = meta["summary"]

@@ -46,6 +46,7 @@ def test_loads_and_has_a_card(path):
     assert path.stat().st_size < 2 * 2 ** 20  # weights only, no data inside
 
 
+@pytest.mark.slow
 def test_sample_world_checkpoint_reproduces_its_metrics():
     ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
     kg = load_dataset(ROOT / "sample_data" / "world" / "chronological")

@@ -1,5 +1,5 @@
 """The training time: one function prices the estimate shown before a run and the time left while it
-runs (tpar.model.timing.time_left), and a job's status feeds it what the run measured."""
+runs (tpar.training.timing.time_left), and a job's status feeds it what the run measured."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tpar.model.timing import RunProgress, TrainingEstimate, time_left
+from tpar.training.timing import RunProgress, TrainingEstimate, time_left
 from tpar.runtime.jobs import JobSpec, TrainingJob
 
 EST = TrainingEstimate(seconds_per_question=0.01, questions_per_epoch=1000, valid_seconds=5.0, epochs=4,

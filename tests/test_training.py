@@ -16,8 +16,9 @@ from tpar.cli import main
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.errors import DataError
 from tpar.data.loading import load_dataset
-from conftest import small_kg
-from tpar.model.training import TrainingCallbacks, resume_path, train
+from helpers import small_kg
+from tpar.training.snapshots import resume_path
+from tpar.training.trainer import TrainingCallbacks, train
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +239,7 @@ def _rewrite(src, dst, edit):
     return dst
 
 
+@pytest.mark.slow
 def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, monkeypatch):
     import zipfile
 
@@ -301,6 +303,7 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation
 
 
+@pytest.mark.slow
 def test_sigint_during_tpar_train_leaves_a_resumable_snapshot(world, tmp_path):
     """Ctrl-C (or SIGTERM) stops after the step in progress with a resume snapshot of that point;
     --resume continues from there to the end."""
@@ -340,7 +343,7 @@ def test_sigint_during_tpar_train_leaves_a_resumable_snapshot(world, tmp_path):
     (100, {"extrapolation": 10, "interpolation": 3}, {"extrapolation": 10, "interpolation": 3}),
     (5, {"interpolation": 40}, {"interpolation": 5})])
 def test_the_question_budget_is_met_exactly(total, available, want):
-    from tpar.model.training import split_budget
+    from tpar.training.plan import split_budget
 
     got = split_budget(total, available)
     assert got == want
@@ -381,7 +384,8 @@ def test_a_run_interrupted_on_one_device_resumes_on_the_one_asked_for(world, tmp
 def test_warm_start_begins_from_the_checkpoint_and_says_so(world, tmp_path):
     kg = load_dataset(world)
     first = train(kg, tiny_run("interpolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
-    from tpar.model.training import model_config_for, warm_start_model
+    from tpar.training.plan import model_config_for
+    from tpar.training.trainer import warm_start_model
     model, record = warm_start_model(first, kg, model_config_for(kg, tiny_run("interpolation")),
                                      torch.device("cpu"), "a.tpar")
     for k, v in model.state_dict().items():
@@ -409,7 +413,7 @@ def small_kg_csv(tmp_path):
 
 
 def test_learning_rate_schedules():
-    from tpar.model.training import scheduled_lr
+    from tpar.training.schedule import scheduled_lr
     cfg = TrainConfig(lr=1e-2, epochs=4, lr_schedule="cosine")
     assert scheduled_lr(cfg, 0, 0, 10, []) == pytest.approx(1e-2)
     assert scheduled_lr(cfg, 2, 0, 10, []) == pytest.approx(1e-2 * 0.55)  # half-way
@@ -426,7 +430,7 @@ def test_learning_rate_schedules():
 
 
 def test_a_scheduled_run_uses_the_scheduled_rate(world, tmp_path):
-    from tpar.model.training import scheduled_lr
+    from tpar.training.schedule import scheduled_lr
     kg = load_dataset(world)
     seen = []
     run = tiny_run("extrapolation", epochs=2, lr_schedule="cosine")
@@ -441,7 +445,7 @@ def test_a_scheduled_run_uses_the_scheduled_rate(world, tmp_path):
 def test_the_time_estimate_prices_every_phase_of_the_run(world):
     """Steps and validation per epoch, then the finish (calibration on valid; the test split when asked):
     the total a user is promised covers the whole job, not only the optimiser steps."""
-    from tpar.model.training import estimate_training
+    from tpar.training.estimate import estimate_training
 
     kg = load_dataset(world)
     run = tiny_run("unified", epochs=3)

@@ -11,7 +11,7 @@ import pytest
 
 from tpar.cli import main
 
-from conftest import SAMPLE_CHECKPOINT, SAMPLE_WORLD, write_renamed_world
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, write_renamed_world
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,7 @@ def test_predict_and_explain_say_they_run_on_other_data(renamed, capsys):
     assert rc != 0 and "relation 'Invented relation' of renamed has no counterpart" in err
 
 
+@pytest.mark.slow
 def test_complete_on_other_data_with_a_relation_map(renamed, tmp_path, capsys):
     rmap = tmp_path / "map.csv"
     rmap.write_text("data_relation,model_relation\nInvented relation,Threaten\n")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import E, R, make_kg, small_kg, small_model
+from helpers import E, R, make_kg, small_kg, small_model
 from tpar.errors import DataError
 from tpar.evaluation.ranks import realistic_rank
 from tpar.graph.queries import Question

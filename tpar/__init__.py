@@ -5,7 +5,8 @@ Data flows one way, one subpackage per stage; each imports only from the stages 
     tpar.data        files -> TemporalKG (vocabularies, time axis, readers, uploads, sample world)
     tpar.graph       TemporalKG -> TemporalGraphIndex, queries, Background (the no-leakage rules)
     tpar.evaluation  rankers -> ranks under the protocol (time-aware filter, tie modes), baselines
-    tpar.model       the TPAR network, its kernels, configs, checkpoints, training
+    tpar.model       what the paper defines: the TPAR network, its layers and kernels, configs, checkpoints
+    tpar.training    how a model is fitted: trainer, schedule, early stopping, resume, distributed, estimates
     tpar.reasoning   a checkpoint on a data set -> predictions, path explanations, rule recovery
     tpar.runtime     background training jobs, the speed benchmark
     tpar.cli         the ``tpar`` command;  app/ (Streamlit) calls this package and holds no model logic
@@ -31,7 +32,7 @@ _EXPORTS = {
     "fit_recurrency": "tpar.evaluation.baselines",
     "ModelConfig": "tpar.model.config", "TrainConfig": "tpar.model.config", "RunConfig": "tpar.model.config",
     "TPAR": "tpar.model.network", "Checkpoint": "tpar.model.checkpoint", "ModelRanker": "tpar.model.ranker",
-    "train": "tpar.model.training", "TrainResult": "tpar.model.training",
+    "train": "tpar.training.trainer", "TrainResult": "tpar.training.trainer",
     "Predictor": "tpar.reasoning.prediction", "Prediction": "tpar.reasoning.prediction",
     "Explainer": "tpar.reasoning.explanation", "Explanation": "tpar.reasoning.explanation",
 }

@@ -122,7 +122,7 @@ def cmd_train(args) -> int:
     """``tpar train``: the output is reserved first (its lock, shared with ``tpar calibrate``), so a
     second run on the same output is refused before it loads anything or says it starts."""
     from tpar.data.locks import acquire, lock_path, release
-    from tpar.model.distributed import current
+    from tpar.training.distributed import current
 
     _output(args.out, "checkpoint", make_parents=True)
     dist = current()
@@ -135,21 +135,25 @@ def cmd_train(args) -> int:
         release(lock)
 
 
-def _train(args, reserved: bool) -> int:
-    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
-    from tpar.model.defaults import describe_run, training_defaults
-    from tpar.model.training import train
+TRAIN_OVERRIDES = ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
+                   "device", "lr_schedule", "background_fraction")
+MODEL_OVERRIDES = ("dim", "num_layers", "history_window", "link_cap", "recent_repeats", "top_k", "exact_steps",
+                   "priority", "gate", "activation")
 
-    kg = _load(args)
-    init = None
-    if args.init:
-        from tpar.model.checkpoint import Checkpoint
-        init = Checkpoint.load(args.init)
+
+def train_run_config(args, kg_name: str, kg=None, init=None):
+    """The run configuration ``tpar train`` builds from its arguments -- a config file (``paper``: the
+    paper's for ``kg_name``), a warm start's own, or the defaults sized to ``kg`` -- with the command
+    line's overrides and the propagation choice applied and validated. Returns (run, description of
+    where it came from). Needs no data unless neither a config nor a warm start is given."""
+    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
+    from tpar.training.defaults import training_defaults
+
     config_file = None
     if args.config == "paper":
-        config_file = paper_config_path(kg.name, "extrapolation" if args.setting == "unified" else args.setting)
+        config_file = paper_config_path(kg_name, "extrapolation" if args.setting == "unified" else args.setting)
         if config_file is None:
-            raise DataError(f"no paper configuration for {kg.name!r} ({args.setting}); the paper's are for its "
+            raise DataError(f"no paper configuration for {kg_name!r} ({args.setting}); the paper's are for its "
                             "benchmarks (tpar/configs/paper/)")
         run, source = RunConfig.load(config_file), str(config_file)
     elif args.config:
@@ -158,6 +162,8 @@ def _train(args, reserved: bool) -> int:
     elif init is not None:  # a warm start continues with the checkpoint's own configuration
         run, source = RunConfig.from_dict(init.config.to_dict(), str(args.init)), f"{args.init} (warm start)"
     else:
+        if kg is None:
+            raise DataError("the training defaults are sized to the data: give --config or --init")
         defaults = training_defaults(kg, args.setting)
         run, source = defaults.run, f"defaults for a {defaults.size} data set: {defaults.reason}"
     run.train.setting = args.setting
@@ -167,28 +173,36 @@ def _train(args, reserved: bool) -> int:
         choice = "sparse"
     if choice is not None:
         run.model = apply_propagation(run.model, args.setting, choice)
-    for key in ("epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience",
-                "device", "lr_schedule", "background_fraction"):
+    for key in TRAIN_OVERRIDES:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.train, key, val)
-    for key in ("dim", "num_layers", "history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority",
-                "gate", "activation"):
+    for key in MODEL_OVERRIDES:
         val = getattr(args, key, None)
         if val is not None:
             setattr(run.model, key, val)
     if args.train_seed is not None:
         run.train.seed = args.train_seed
     run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
-    overridden = [k for k in vars(args) if getattr(args, k) is not None and k in (
-        "epochs", "lr", "batch_size", "micro_batch", "max_train_queries", "max_valid_queries", "patience", "device",
-        "lr_schedule", "background_fraction", "dim", "num_layers", "history_window", "link_cap", "recent_repeats",
-        "top_k", "exact_steps", "priority", "gate", "activation", "train_seed", "propagation")]
+    overridden = [k for k in vars(args) if getattr(args, k) is not None
+                  and k in TRAIN_OVERRIDES + MODEL_OVERRIDES + ("train_seed", "propagation")]
     if choice == "sparse" and args.propagation is None:
         source += "; propagation: the sparse default (--propagation exact walks every link)"
+    return run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")
+
+
+def _train(args, reserved: bool) -> int:
+    from tpar.training.defaults import describe_run
+    from tpar.training.trainer import train
+
+    kg = _load(args)
+    init = None
+    if args.init:
+        from tpar.model.checkpoint import Checkpoint
+        init = Checkpoint.load(args.init)
+    run, source = train_run_config(args, kg.name, kg, init)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
-    print(describe_run(run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")),
-          file=sys.stderr, flush=True)
+    print(describe_run(run, source), file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                    init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved)
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
@@ -207,6 +221,60 @@ def _train(args, reserved: bool) -> int:
         for line in baseline_comparison(kg, result.checkpoint.metrics):
             print(line)
     return 0
+
+
+def cmd_retrain(args) -> int:
+    """``tpar retrain NAME``: every stage of a shipped checkpoint's recipe (tpar/configs/shipped/), each
+    warm-started from the one before as the original was, then the calibration on valid. A stage whose
+    model is written and has no resume file is done and skipped; one with a resume file continues
+    (so rerunning the command after an interruption goes on where it stopped)."""
+    import shlex
+
+    from tpar.data.benchmarks import find_data_dir
+    from tpar.training.recipes import load_recipe, stage_outputs
+    from tpar.training.snapshots import resume_path
+
+    recipe = load_recipe(args.recipe)
+    if args.data:
+        data = Path(args.data)
+    elif recipe.data.startswith("sample_data/"):  # the embedded sample world, shipped with the repository
+        from tpar.data.catalog import sample_dir
+        data = sample_dir() / recipe.data.removeprefix("sample_data/")
+    else:
+        root = find_data_dir()
+        if root is None:
+            raise DataError(f"the recipe trains on {recipe.data!r} under the benchmarks folder, which is not here: "
+                            "set $TPAR_DATA_DIR or give --data")
+        data = root / recipe.data
+    outs = stage_outputs(recipe, Path(args.out_dir))
+    threads = ["--threads", str(args.threads)] if args.threads is not None else []
+    for i, stage in enumerate(recipe.stages):
+        out = outs[stage.name]
+        if out.is_file() and not resume_path(out).exists():
+            print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
+            continue
+        argv = ["train", "--data", str(data), "--out", str(out), *stage.train_args, *threads]
+        if stage.init:
+            argv += ["--init", str(outs[stage.init])]
+        if resume_path(out).exists():
+            argv.append("--resume")
+        print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: tpar {shlex.join(argv)}"
+              + (f"  ({stage.note})" if stage.note else ""), file=sys.stderr, flush=True)
+        if args.dry_run:
+            continue
+        rc = main(argv)
+        if rc != 0:
+            return rc
+    final = outs[recipe.final.name]
+    argv = ["calibrate", "--checkpoint", str(final), "--data", str(data), *recipe.calibrate_args, *threads]
+    print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+    if args.dry_run:
+        return 0
+    rc = main(argv)
+    if rc == 0:
+        print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
+              "--split test)")
+    return rc
 
 
 def _model_section(path: Path) -> dict:
@@ -280,15 +348,15 @@ def _checkpoint_and_data(args):
 
 
 def cmd_evaluate(args) -> int:
-    from tpar.evaluation.protocol import evaluate
     from tpar.evaluation.reports import write_ranks_csv
     from tpar.model.ranker import ModelRanker
 
     _output(args.json, "JSON file")
     _output(args.ranks_csv, "ranks CSV")
     ckpt, kg = _checkpoint_and_data(args)
-    settings = [args.setting] if args.setting else (
-        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    from tpar.graph.queries import settings_of
+
+    settings = [args.setting] if args.setting else settings_of(ckpt.setting)
     if args.setting is None and ckpt.setting == "unified" and (args.json or args.ranks_csv):
         settings = ["extrapolation"]
         print("note: unified checkpoint: evaluating the extrapolation setting (use --setting for the other)",
@@ -300,7 +368,7 @@ def cmd_evaluate(args) -> int:
         print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
-    from tpar.model.distributed import current, evaluate_everywhere
+    from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
     for setting in settings:
@@ -397,8 +465,9 @@ def cmd_calibrate(args) -> int:
         raise DataError(f"calibrate stores the calibration in the checkpoint, so it needs the data the model was "
                         f"trained on ({ckpt.data_name}); {kg.name} has other relations ({kg.match.describe()})",
                         file=args.data)
-    settings = [args.setting] if args.setting else (
-        ["extrapolation", "interpolation"] if ckpt.setting == "unified" else [ckpt.setting])
+    from tpar.graph.queries import settings_of
+
+    settings = [args.setting] if args.setting else settings_of(ckpt.setting)
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
     fitted = {s: calibrate(kg, ranker, s, split="valid", max_queries=args.max_queries, seed=args.seed)
               for s in settings}
@@ -786,13 +855,7 @@ def top_answers(text: str) -> int | str:
     """``--top``: a positive number of answers, or ``all``."""
     if text.strip().lower() == "all":
         return "all"
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of answers (a positive number, or 'all')") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: at least 1 answer (or 'all')")
-    return n
+    return _at_least_one(text, "a number of answers (a positive number, or 'all')", "at least 1 answer (or 'all')")
 
 
 def coverage_share(text: str) -> float:
@@ -810,71 +873,112 @@ def coverage_share(text: str) -> float:
 
 def positive_int(text: str) -> int:
     """An option that counts something: 1 or more."""
+    return _at_least_one(text, "a whole number", "must be at least 1")
+
+
+def _at_least_one(text: str, kind: str, minimum: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
     if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: must be at least 1")
+        raise argparse.ArgumentTypeError(f"{n}: {minimum}")
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from tpar import __version__
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
-    p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
-    p.add_argument("--version", action="version",
-                   version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
-                   help="print the version and where the package is, then exit")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def data_args(sp):
-        sp.add_argument("--time-format", default="auto",
-                        choices=["auto", "date", "datetime", "month", "year", "int"],
-                        help="how the time column of a CSV file is read (default: auto)")
-        sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
-                        help="how a CSV file without a split column is split (default: chronological)")
-        sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
-        sp.add_argument("--drop-bad-rows", action="store_true",
-                        help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
-                             "the first")
-        order = sp.add_mutually_exclusive_group()
-        order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
-                           help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
-                                "by a day over 12; asked for when nothing shows it)")
-        order.add_argument("--month-first", dest="day_first", action="store_false",
-                           help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
+def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
+    """The sub-command ``name``, run by ``func(args)``."""
+    sp = sub.add_parser(name, **kw)
+    sp.set_defaults(func=func)
+    return sp
 
-    def transfer_args(sp):
-        """A checkpoint on data with other relations: how they are matched and how much must match."""
-        sp.add_argument("--relation-map", metavar="MAP_CSV",
-                        help="CSV of 'data relation, model relation' rows for relations whose names do not match "
-                             "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
-        sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
-                        help="refuse data whose facts use the model's relations less than this (default 95%%; "
-                             "'90%%' or 0.9)")
 
-    def question_args(sp):
-        """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
-        sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
-        sp.add_argument("--data", required=True, help=DATA_HELP)
-        sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
-        sp.add_argument("--relation", required=True, help="relation name (as in the data; case and spaces are "
-                        "forgiven, and a near miss is suggested)")
-        sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
-        sp.add_argument("--direction", default="object", choices=["object", "subject"],
-                        help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
-        sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
-                        help="auto: interpolation for times within the data, extrapolation after it")
-        transfer_args(sp)
+def threads_arg(sp) -> None:
+    sp.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
 
-    sp = sub.add_parser("info", help="statistics of a data set (benchmark folder or CSV file)")
+
+def subset_arg(sp) -> None:
+    """``--max-queries``: a seeded subset of the questions (the ``--seed`` of :func:`data_args`)."""
+    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
+                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+
+
+def run_args(sp, json_help: str) -> None:
+    """A long run on one data set: threads, ``--json`` (printing ``json_help``), progress bars, the data's reading."""
+    threads_arg(sp)
+    sp.add_argument("--json", action="store_true", help=json_help)
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+
+
+def ranking_args(sp) -> None:
+    """What ranking a split takes besides the ranker: a subset, other data's relations, the data's reading."""
+    subset_arg(sp)
+    transfer_args(sp)
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+
+
+def device_arg(sp, default: str | None = "auto") -> None:
+    """``--device``: where the model runs (the same choices for every command)."""
+    sp.add_argument("--device", default=default, choices=DEVICE_CHOICES, help=DEVICE_HELP)
+
+
+def data_args(sp) -> None:
+    """How a CSV file is read (every command that loads data)."""
+    sp.add_argument("--time-format", default="auto",
+                    choices=["auto", "date", "datetime", "month", "year", "int"],
+                    help="how the time column of a CSV file is read (default: auto)")
+    sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
+                    help="how a CSV file without a split column is split (default: chronological)")
+    sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
+    sp.add_argument("--drop-bad-rows", action="store_true",
+                    help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
+                         "the first")
+    order = sp.add_mutually_exclusive_group()
+    order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
+                       help="CSV input: read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows "
+                            "by a day over 12; asked for when nothing shows it)")
+    order.add_argument("--month-first", dest="day_first", action="store_false",
+                       help="CSV input: read dates like 03/04/2024 as MM/DD/YYYY")
+
+def transfer_args(sp) -> None:
+    """A checkpoint on data with other relations: how they are matched and how much must match."""
+    sp.add_argument("--relation-map", metavar="MAP_CSV",
+                    help="CSV of 'data relation, model relation' rows for relations whose names do not match "
+                         "(names are otherwise matched ignoring case, underscores, spaces and punctuation)")
+    sp.add_argument("--min-coverage", type=coverage_share, default=0.95, metavar="SHARE",
+                    help="refuse data whose facts use the model's relations less than this (default 95%%; "
+                         "'90%%' or 0.9)")
+
+def question_args(sp) -> None:
+    """A question (subject, relation, ?, time) on a data set, answered by a checkpoint."""
+    sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--subject", required=True, help="entity name (the object, with --direction subject)")
+    sp.add_argument("--relation", required=True, help="relation name (as in the data; case and spaces are "
+                    "forgiven, and a near miss is suggested)")
+    sp.add_argument("--time", required=True, help="a time label of the data: a date, a year or a step")
+    sp.add_argument("--direction", default="object", choices=["object", "subject"],
+                    help="object: (subject, r, ?, t); subject: (?, r, subject, t)")
+    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
+                    help="auto: interpolation for times within the data, extrapolation after it")
+    transfer_args(sp)
+
+
+def _add_info(sub) -> None:
+    sp = command(sub, "info", cmd_info, help="statistics of a data set (benchmark folder or CSV file)")
     sp.add_argument("data", help="benchmark folder, folder of train/valid/test.csv, or a CSV/TSV file")
     sp.add_argument("--json", action="store_true", help="print JSON")
     data_args(sp)
-    sp.set_defaults(func=cmd_info)
 
-    sp = sub.add_parser("baseline", help="rank a split with a baseline under the evaluation protocol")
+
+def _add_baseline(sub) -> None:
+    sp = command(sub, "baseline", cmd_baseline, help="rank a split with a baseline under the evaluation protocol")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--method", required=True, choices=["frequency", "recurrency"],
                     help="frequency: how often each answer occurred with the question's entity and relation before; "
@@ -888,19 +992,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--questions-of", metavar="CHECKPOINT",
                     help="rank only the questions this checkpoint (trained on other data) can be asked here, on the "
                          "background it sees: a baseline beside a transferred model on the same questions")
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
-    transfer_args(sp)
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_baseline)
+    ranking_args(sp)
 
-    sp = sub.add_parser("train", help="train a TPAR model")
+
+def _add_train(sub) -> None:
+    sp = command(sub, "train", cmd_train, help="train a TPAR model")
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--setting", required=True, choices=["extrapolation", "interpolation", "unified"],
                     help=SETTING_HELP + "; unified: both kinds of questions")
     sp.add_argument("--config", help="JSON with 'model' and 'train' sections, or 'paper' for the paper's configuration "
-                    "of a known benchmark (default: sized to the data, tpar.model.defaults; printed at the start)")
+                    "of a known benchmark (default: sized to the data, tpar.training.defaults; printed at the start)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
@@ -940,41 +1041,45 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--background-fraction", type=float, metavar="F",
                     help="interpolation: share of training facts kept as background each epoch, the rest "
                          "asked as questions (paper 0.75)")
-    sp.add_argument("--device", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp, default=None)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--json", action="store_true", help="print the run's history and metrics as JSON")
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_train)
+    run_args(sp, json_help="print the run's history and metrics as JSON")
 
-    sp = sub.add_parser("evaluate", help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
+
+def _add_evaluate(sub) -> None:
+    sp = command(sub, "evaluate", cmd_evaluate, help="evaluate a checkpoint on a split (same JSON as tpar baseline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help=DATA_HELP)
     sp.add_argument("--split", default="test", choices=["valid", "test"], help="split to evaluate (default: test)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"], help="default: the checkpoint's")
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON (same format as tpar baseline)")
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
     sp.add_argument("--propagation", default="trained", choices=["trained", "exact"],
                     help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
                          "exact: every temporal link, no pruning")
     sp.add_argument("--no-calibration", action="store_true",
                     help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
-    transfer_args(sp)
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_evaluate)
+    threads_arg(sp)
+    ranking_args(sp)
 
-    sp = sub.add_parser("ensemble", help="combine checkpoints (and, with --prior, a history prior) into one composite "
-                        "model chosen and calibrated on valid")
+
+def _add_retrain(sub) -> None:
+    sp = command(sub, "retrain", cmd_retrain, help="train a shipped checkpoint again from its recipe (tpar/configs/shipped/)")
+    sp.add_argument("recipe", help="a shipped checkpoint's name (e.g. yago-extrapolation) or a recipe .json file")
+    sp.add_argument("--data", help="the data folder (default: the recipe's folder under $TPAR_DATA_DIR or "
+                                   "../shared/datasets)")
+    sp.add_argument("--out-dir", default="runs/retrain", help="each stage writes <out-dir>/<name>/<stage>.tpar "
+                                                             "(default runs/retrain)")
+    sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for every stage")
+    sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+
+
+def _add_ensemble(sub) -> None:
+    sp = command(sub, "ensemble", cmd_ensemble, help="combine checkpoints (and, with --prior, a history prior) into "
+                 "one composite model chosen and calibrated on valid")
     sp.add_argument("--checkpoints", nargs="+", required=True, metavar="CHECKPOINT",
                     help="trained models of the same data (one with --prior: that model with the history prior)")
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the one the checkpoints were trained on)")
@@ -991,28 +1096,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--calibration-queries", type=int, default=2000, metavar="N",
                     help="valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
-    sp.add_argument("--json", action="store_true", help="print every candidate's valid figures as JSON")
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_args(sp)
-    sp.set_defaults(func=cmd_ensemble)
+    run_args(sp, json_help="print every candidate's valid figures as JSON")
 
-    sp = sub.add_parser("calibrate", help="fit a checkpoint's temperature and answer-set thresholds on valid")
+
+def _add_calibrate(sub) -> None:
+    sp = command(sub, "calibrate", cmd_calibrate, help="fit a checkpoint's temperature and answer-set thresholds on valid")
     sp.add_argument("--checkpoint", required=True, help="the checkpoint to calibrate (rewritten with the calibration)")
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
     sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    threads_arg(sp)
     sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
     data_args(sp)
-    sp.set_defaults(func=cmd_calibrate)
 
-    sp = sub.add_parser("predict", help="rank answers of (subject, relation, ?, time)")
+
+def _add_predict(sub) -> None:
+    sp = command(sub, "predict", cmd_predict, help="rank answers of (subject, relation, ?, time)")
     question_args(sp)
     sp.add_argument("--top", default=10, type=top_answers, help="number of answers to list (at least 1), or 'all' "
                     "(default 10)")
@@ -1023,11 +1125,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
     sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_predict)
 
-    sp = sub.add_parser("complete", help="propose the missing subject or object of incomplete rows of a CSV "
+
+def _add_complete(sub) -> None:
+    sp = command(sub, "complete", cmd_complete, help="propose the missing subject or object of incomplete rows of a CSV "
                         "(the interpolation half of the paper's pipeline)")
     sp.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     sp.add_argument("--data", required=True, help="the data set whose facts the proposals are reasoned from")
@@ -1051,11 +1154,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_complete)
 
-    sp = sub.add_parser("explain", help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
+
+def _add_explain(sub) -> None:
+    sp = command(sub, "explain", cmd_explain, help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
     sp.add_argument("--paths", type=positive_int, default=5, help="number of paths (default 5)")
@@ -1067,24 +1171,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
     sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
     sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     data_args(sp)
-    sp.set_defaults(func=cmd_explain)
 
-    sp = sub.add_parser("sample-world", help="generate the embedded sample world (deterministic)")
+
+def _add_sample_world(sub) -> None:
+    sp = command(sub, "sample-world", cmd_sample_world, help="generate the embedded sample world (deterministic)")
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
     sp.add_argument("--seed", type=int, default=7, help="generator seed (default 7: the shipped world)")
     sp.add_argument("--countries", type=positive_int, default=120, help="number of countries (default 120)")
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
-    sp.set_defaults(func=cmd_sample_world)
 
-    sp = sub.add_parser("app", help="start the Streamlit app (it opens on the sample world)")
+
+def _add_app(sub) -> None:
+    sp = command(sub, "app", cmd_app, help="start the Streamlit app (it opens on the sample world)")
     sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
-    sp.set_defaults(func=cmd_app)
 
-    sp = sub.add_parser("bench", help="speed benchmark: training ms/query, inference q/s, memory, links")
+
+def _add_bench(sub) -> None:
+    sp = command(sub, "bench", cmd_bench, help="speed benchmark: training ms/query, inference q/s, memory, links")
     sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
                     "../shared/datasets, else the sample world)")
@@ -1092,10 +1199,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
     sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=DEVICE_HELP)
+    device_arg(sp)
     sp.add_argument("--json", metavar="FILE", help="write every measurement as JSON")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
-    sp.set_defaults(func=cmd_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tpar import __version__
+
+    p = argparse.ArgumentParser(prog="tpar", description="TPAR Explorer: temporal-path reasoning over temporal KGs")
+    p.add_argument("--version", action="version",
+                   version=f"tpar {__version__} (Python {sys.version.split()[0]}, {Path(__file__).resolve().parent})",
+                   help="print the version and where the package is, then exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_ensemble, _add_calibrate,
+                _add_predict, _add_complete, _add_explain, _add_sample_world, _add_app, _add_bench):
+        add(sub)
     return p
 
 
@@ -1104,7 +1223,7 @@ def main(argv: list[str] | None = None) -> int:
     torchrun = int(os.environ.get("WORLD_SIZE", "1")) > 1
     rc = _run(args, torchrun)
     if torchrun:  # a worker whose group _run has destroyed: leave without interpreter finalisation
-        from tpar.model.distributed import exit_worker
+        from tpar.training.distributed import exit_worker
 
         exit_worker(rc)
     return rc
@@ -1114,7 +1233,7 @@ def _run(args, torchrun: bool) -> int:
     dist = None
     try:
         if torchrun:  # join the process group
-            from tpar.model.distributed import init_from_env
+            from tpar.training.distributed import init_from_env
 
             if args.command not in ("train", "evaluate"):
                 raise DataError(f"`tpar {args.command}` runs in one process; under torchrun only train and evaluate do")
@@ -1149,7 +1268,7 @@ def _run(args, torchrun: bool) -> int:
         return EXIT_INTERNAL
     finally:
         if dist is not None:
-            from tpar.model.distributed import shutdown
+            from tpar.training.distributed import shutdown
 
             shutdown()
 

@@ -20,11 +20,11 @@ import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
 from tpar.model.config import RunConfig, apply_propagation
-from tpar.model.defaults import TrainingDefaults, defaults_for_size
+from tpar.training.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
-from tpar.model.timing import TrainingEstimate, time_left
-from tpar.model.training import estimate_training
+from tpar.training.timing import TrainingEstimate, time_left
+from tpar.training.estimate import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
 #: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
@@ -58,7 +58,7 @@ def render() -> None:
 
 
 def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, RunConfig, bool] | None:
-    """The training form, its defaults from the policy shared with ``tpar train`` (tpar.model.defaults);
+    """The training form, its defaults from the policy shared with ``tpar train`` (tpar.training.defaults);
     on submit: (model name, run config, evaluate on test when done)."""
     ss = st.session_state
     policy: TrainingDefaults = defaults_for_size(n_train, ss.get("train_setting") or "unified")
@@ -163,7 +163,7 @@ def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
 
 
 def progress_time(s: JobStatus, now: float | None = None) -> str:
-    """Time so far and time left, one number refined as the run goes (tpar.model.timing.time_left: the
+    """Time so far and time left, one number refined as the run goes (tpar.training.timing.time_left: the
     start's estimate, weighted against the pace measured so far), with the whole run's length it adds up to."""
     now = dt.datetime.now().timestamp() if now is None else now
     so_far = max(0.0, now - s.started) if s.started else s.seconds

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from tpar.data.catalog import SAMPLE_DIR
+from tpar.data.catalog import sample_dir
 from tpar.data.kg import TemporalKG
 from tpar.data.textfile import decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
@@ -31,7 +31,7 @@ def render() -> None:
         "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), dates such as `25/03/2014`, "
         "`03/25/2014`, `2014/03/25` or `25.03.2014`, months (`2014-02`), years or integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
         "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
-    example = SAMPLE_DIR / "world" / "facts.csv"
+    example = sample_dir() / "world" / "facts.csv"
     if example.is_file():
         st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
                            file_name="sample-world-facts.csv", mime="text/csv")

@@ -35,7 +35,8 @@ from tpar.evaluation.protocol import evaluate
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.model.ranker import ModelRanker
-from tpar.model.training import resume_path, train
+from tpar.training.snapshots import resume_path
+from tpar.training.trainer import train
 from tpar.reasoning.completion import add_inferred, complete, masked_rows
 
 

@@ -1,22 +1,63 @@
-"""What data sets are available here.
+"""What data sets (and shipped checkpoints) are available here, and where they live.
 
 Data sets: the embedded sample data (``sample_data/<world>/<split>/`` folders of train/valid/test
 CSVs), the public benchmarks when ``$TPAR_DATA_DIR`` or ``../shared/datasets`` exists, and any
 extra folders the caller names (e.g. the app's uploads).
+
+Locations come from settings, with the repository as the default, so an installed (non-editable)
+package works too: :func:`sample_dir` is ``$TPAR_SAMPLE_DIR``, else the checkout's ``sample_data/``,
+else a per-user folder where the sample world is generated on first use (deterministic: the same bytes
+as the shipped copy); :func:`checkpoint_dir` is ``$TPAR_CHECKPOINT_DIR``, else the checkout's
+``checkpoints/`` (None when neither exists).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from tpar.data.benchmarks import find_data_dir
 from tpar.data.kg import SPLITS
 
+#: the checkout this package was loaded from (an installed package's parent holds no sample_data/)
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_DIR = REPO_ROOT / "sample_data"
+SAMPLE_ENV, CHECKPOINT_ENV = "TPAR_SAMPLE_DIR", "TPAR_CHECKPOINT_DIR"
 DEFAULT_DATASET = "sample: world/chronological"
+
+
+def user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpar"
+
+
+def sample_dir(repo_root: Path = REPO_ROOT) -> Path:
+    """The folder of sample data sets (``<world>/<split>/``): ``$TPAR_SAMPLE_DIR``, else the checkout's
+    ``sample_data/``, else ``~/.cache/tpar/sample_data`` with the sample world generated into it on
+    first use (about two seconds)."""
+    env = os.environ.get(SAMPLE_ENV)
+    if env:
+        return Path(env)
+    if (repo_root / "sample_data").is_dir():
+        return repo_root / "sample_data"
+    cached = user_cache() / "sample_data"
+    if not (cached / "world" / "rules.json").is_file():
+        from tpar.data.sample_world import write_world
+
+        tmp = cached / ".world-generating"
+        write_world(tmp)
+        (cached / "world").parent.mkdir(parents=True, exist_ok=True)
+        if not (cached / "world").exists():
+            tmp.rename(cached / "world")
+    return cached
+
+
+def checkpoint_dir(repo_root: Path = REPO_ROOT) -> Path | None:
+    """The shipped checkpoints: ``$TPAR_CHECKPOINT_DIR``, else the checkout's ``checkpoints/``, else None."""
+    env = os.environ.get(CHECKPOINT_ENV)
+    if env:
+        return Path(env)
+    return repo_root / "checkpoints" if (repo_root / "checkpoints").is_dir() else None
 
 
 @dataclass(frozen=True)
@@ -45,14 +86,15 @@ def _has_splits(p: Path) -> bool:
     return p.is_dir() and any((p / f"{s}.csv").is_file() for s in SPLITS)
 
 
-def find_datasets(extra_dirs: list[tuple[str, Path]] = (), sample_dir: Path = SAMPLE_DIR,
+def find_datasets(extra_dirs: list[tuple[str, Path]] = (), samples: Path | None = None,
                   data_dir: Path | None | str = "auto") -> list[DataSource]:
     """Every loadable data set: sample folders first (the default one at the top), then benchmark
     folders (``<setting>/<name>``), then each ``(kind, folder)`` of ``extra_dirs`` (its sub-folders
     holding split CSVs)."""
     found: list[DataSource] = []
-    if sample_dir.is_dir():
-        for p in sorted(sample_dir.glob("*/*")):
+    samples = sample_dir() if samples is None else samples
+    if samples.is_dir():
+        for p in sorted(samples.glob("*/*")):
             if _has_splits(p):
                 found.append(DataSource(f"sample: {p.parent.name}/{p.name}", p, "sample"))
     found.sort(key=lambda d: d.label != DEFAULT_DATASET)

@@ -352,11 +352,53 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     delim = sniff_separator(header_line)
     csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))  # long fields become row problems below
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-    report = CsvReport(file=str(path))
+    rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
+    pos, width = _read_header(path, next(reader), rp.report)
+    recs = _read_rows(reader, pos, width, incomplete, rp)
+    if time_format not in ("int", "year", "month") and recs:
+        recs = _dates_to_iso(path, recs, pos["time"], day_first, rp.report, rp.bad)
+    if not recs:
+        rp.raise_on_problems()
+        report = rp.report
+        raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
+                        f"{report.problems[0][0]}: {report.problems[0][1]})" if report.problems else ""),
+                        file=path)
+    kinds = [_classify_time(v[pos["time"]]) for _, v in recs]
+    fmt = time_format if time_format != "auto" else _dominant_time_format(path, recs, kinds, pos["time"], rp)
+    kept, parsed = _parse_times(recs, kinds, pos["time"], fmt, rp)
+    rp.raise_on_problems()
+    return _assemble(path, kept, parsed, pos, fmt, rp.report)
 
-    header = next(reader)
+
+@dataclass
+class _RowProblems:
+    """The bad rows of one file: collected in a pass, raised together in ``raise`` mode."""
+
+    path: Path
+    report: CsvReport
+    on_bad_rows: str
+
+    def bad(self, row: int, problem: str) -> None:
+        self.report.problems.append((row, problem))
+
+    def raise_on_problems(self) -> None:
+        """``raise`` mode: after a whole pass, one error naming the first bad row, its problem, and how many
+        other rows are bad (with their numbers), so a user mends the file once, not once per row."""
+        if self.on_bad_rows != "raise" or not self.report.problems:
+            return
+        problems = sorted(self.report.problems)
+        (row, problem), rest = problems[0], problems[1:]
+        if rest:
+            shown = ", ".join(str(r) for r, _ in rest[:MORE_BAD_ROWS_NAMED])
+            more = " …" if len(rest) > MORE_BAD_ROWS_NAMED else ""
+            problem += f" (and {len(rest):,} more bad row{'s' if len(rest) > 1 else ''}: {shown}{more})"
+        raise DataError(problem, file=self.path, row=row)
+
+
+def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict[str, int], int]:
+    """(column -> position, number of columns) of the header row; the report names the columns renamed and
+    those not read (an export's source, weight, id …)."""
     pos = map_header(header)
-    report.separator = SEPARATORS[delim]
     missing = [c for c in REQUIRED_COLUMNS if c not in pos]
     if missing:
         also = "; ".join(f"{c}: {', '.join(HEADER_SYNONYMS[c][1:5])}" for c in missing)
@@ -366,28 +408,16 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     dup_cols = {c for c, i in pos.items() if keys.count(keys[i]) > 1}
     if dup_cols:
         raise DataError(f"column(s) {', '.join(sorted(dup_cols))} appear twice in the header", file=path, row=1)
-    # other columns (an export's source, weight, id …) are not read; the report names them
     report.ignored_columns = [h.strip().lstrip(BOM) for i, h in enumerate(header) if i not in pos.values()]
     report.columns_renamed = [(header[i].strip().lstrip(BOM), c) for c, i in pos.items() if keys[i] != c]
-    cols = list(pos)  # the columns read
-    width = len(header)
+    return pos, len(header)
 
-    def bad(row: int, problem: str) -> None:
-        report.problems.append((row, problem))
 
-    def raise_on_problems() -> None:
-        """``raise`` mode: after a whole pass, one error naming the first bad row, its problem, and how many
-        other rows are bad (with their numbers), so a user mends the file once, not once per row."""
-        if on_bad_rows != "raise" or not report.problems:
-            return
-        problems = sorted(report.problems)
-        (row, problem), rest = problems[0], problems[1:]
-        if rest:
-            shown = ", ".join(str(r) for r, _ in rest[:MORE_BAD_ROWS_NAMED])
-            more = " …" if len(rest) > MORE_BAD_ROWS_NAMED else ""
-            problem += f" (and {len(rest):,} more bad row{'s' if len(rest) > 1 else ''}: {shown}{more})"
-        raise DataError(problem, file=path, row=row)
-
+def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
+               rp: _RowProblems) -> list[tuple[int, list[str]]]:
+    """(row number, cleaned cells) of every row whose cells are well formed (times are checked later);
+    each other row becomes a problem naming its row (an unclosed quote names every line it swallowed)."""
+    report, bad = rp.report, rp.bad
     recs: list[tuple[int, list[str]]] = []
     last = reader.line_num  # the header's last line
     while True:
@@ -419,80 +449,87 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
         vals = [unescape_cell(x.strip()) for x in rec]
-        for c in ("subject", "relation", "object"):
-            kept = clean_name(vals[pos[c]])
-            if kept != vals[pos[c]]:
-                report.normalised.append((row, vals[pos[c]], kept))
-                vals[pos[c]] = kept
-        long = [c for c in cols if len(vals[pos[c]]) > MAX_FIELD]
-        if long:
-            bad(row, ", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
-                + f" (at most {MAX_FIELD:,})")
+        problem = _row_problem(row, vals, pos, incomplete, report)
+        if problem:
+            bad(row, problem)
             continue
-        empty = [c for c in cols if not vals[pos[c]] and c not in ("completed", "probability", "alternatives")]
-        lacks_one = empty in (["subject"], ["object"])
-        if empty and not (lacks_one and incomplete == "keep"):
-            bad(row, f"empty {', '.join(empty)}" + (" (an incomplete fact: `tpar complete` or the Upload page can "
-                                                     "propose the missing entity)" if lacks_one else ""))
-            continue
-        if "split" in pos and vals[pos["split"]].lower() not in SPLITS:
-            bad(row, f"split {vals[pos['split']]!r} is not one of train, valid, test")
-            continue
-        if "completed" in pos and vals[pos["completed"]].lower() not in TRUE_VALUES + FALSE_VALUES:
-            bad(row, f"completed {vals[pos['completed']]!r} is not true or false")
-            continue
-        if "probability" in pos and vals[pos["probability"]]:
-            try:
-                p = float(vals[pos["probability"]])
-            except ValueError:
-                p = float("nan")
-            if not 0.0 <= p <= 1.0:  # also NaN
-                bad(row, f"probability {vals[pos['probability']]!r} is not a number from 0 to 1")
-                continue
         recs.append((row, vals))
-    if time_format not in ("int", "year", "month") and recs:
-        recs = _dates_to_iso(path, recs, pos["time"], day_first, report, bad)
-    if not recs:
-        raise_on_problems()
-        raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
-                        f"{report.problems[0][0]}: {report.problems[0][1]})" if report.problems else ""),
-                        file=path)
+    return recs
 
-    # time format: detect the dominant kind
-    kinds = [_classify_time(v[pos["time"]]) for _, v in recs]
-    fmt = time_format
-    if fmt == "auto":
-        counts: dict[str, int] = {}
-        for k in kinds:
-            key = "datetime" if k == "date" else k  # dates and date-times mix
-            counts[key] = counts.get(key, 0) + 1
-        counts.pop("bad", None)
-        if not counts:
-            raise_on_problems()
-            r0, v0 = recs[0]
-            raise DataError(f"time {v0[pos['time']]!r} is not an ISO date, date-time, month, year or integer, nor a "
-                            "date like 25/03/2024, 03/25/2024, 2024/03/25 or 25.03.2024", file=path, row=r0)
-        fmt = max(counts, key=lambda k: counts[k])
-        if fmt == "int":
-            ints = [int(v[pos["time"]]) for (_, v), k in zip(recs, kinds) if k == "int"]
-            fmt = "year" if all(1000 <= x <= 2999 for x in ints) else "int"
-        elif fmt == "datetime" and all(k != "datetime" for k in kinds):
-            fmt = "date"
+
+def _row_problem(row: int, vals: list[str], pos: dict[str, int], incomplete: str, report: CsvReport) -> str | None:
+    """What is wrong with one row's cells (names are normalised in place first), or None."""
+    for c in ("subject", "relation", "object"):
+        kept = clean_name(vals[pos[c]])
+        if kept != vals[pos[c]]:
+            report.normalised.append((row, vals[pos[c]], kept))
+            vals[pos[c]] = kept
+    long = [c for c in pos if len(vals[pos[c]]) > MAX_FIELD]
+    if long:
+        return (", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
+                + f" (at most {MAX_FIELD:,})")
+    empty = [c for c in pos if not vals[pos[c]] and c not in ("completed", "probability", "alternatives")]
+    lacks_one = empty in (["subject"], ["object"])
+    if empty and not (lacks_one and incomplete == "keep"):
+        return f"empty {', '.join(empty)}" + (" (an incomplete fact: `tpar complete` or the Upload page can "
+                                              "propose the missing entity)" if lacks_one else "")
+    if "split" in pos and vals[pos["split"]].lower() not in SPLITS:
+        return f"split {vals[pos['split']]!r} is not one of train, valid, test"
+    if "completed" in pos and vals[pos["completed"]].lower() not in TRUE_VALUES + FALSE_VALUES:
+        return f"completed {vals[pos['completed']]!r} is not true or false"
+    if "probability" in pos and vals[pos["probability"]]:
+        try:
+            p = float(vals[pos["probability"]])
+        except ValueError:
+            p = float("nan")
+        if not 0.0 <= p <= 1.0:  # also NaN
+            return f"probability {vals[pos['probability']]!r} is not a number from 0 to 1"
+    return None
+
+
+def _dominant_time_format(path: Path, recs, kinds: list[str], tpos: int, rp: _RowProblems) -> str:
+    """``auto``: the kind of time most rows have (dates and date-times mix; integers all in 1000..2999
+    are years)."""
+    counts: dict[str, int] = {}
+    for k in kinds:
+        key = "datetime" if k == "date" else k
+        counts[key] = counts.get(key, 0) + 1
+    counts.pop("bad", None)
+    if not counts:
+        rp.raise_on_problems()
+        r0, v0 = recs[0]
+        raise DataError(f"time {v0[tpos]!r} is not an ISO date, date-time, month, year or integer, nor a "
+                        "date like 25/03/2024, 03/25/2024, 2024/03/25 or 25.03.2024", file=path, row=r0)
+    fmt = max(counts, key=lambda k: counts[k])
+    if fmt == "int":
+        ints = [int(v[tpos]) for (_, v), k in zip(recs, kinds) if k == "int"]
+        fmt = "year" if all(1000 <= x <= 2999 for x in ints) else "int"
+    elif fmt == "datetime" and all(k != "datetime" for k in kinds):
+        fmt = "date"
+    return fmt
+
+
+def _parse_times(recs, kinds: list[str], tpos: int, fmt: str, rp: _RowProblems) -> tuple[list, list]:
+    """(rows kept, their parsed times): a row whose time is not of ``fmt`` or does not parse is a problem."""
     accepts = {"int": {"int"}, "year": {"int"}, "month": {"month"}, "date": {"date"},
                "datetime": {"date", "datetime"}}[fmt]
     kept: list[tuple[int, list[str]]] = []
     parsed: list = []
     for (row, v), k in zip(recs, kinds):
         if k not in accepts:
-            bad(row, f"time {v[pos['time']]!r} is not {_EXPECTED[fmt]} like the other rows")
+            rp.bad(row, f"time {v[tpos]!r} is not {_EXPECTED[fmt]} like the other rows")
             continue
         try:
-            parsed.append(parse_time(v[pos["time"]], fmt))
+            parsed.append(parse_time(v[tpos], fmt))
         except ValueError as e:
-            bad(row, str(e))
+            rp.bad(row, str(e))
             continue
         kept.append((row, v))
-    raise_on_problems()
+    return kept, parsed
+
+
+def _assemble(path: Path, kept, parsed: list, pos: dict[str, int], fmt: str, report: CsvReport) -> CsvQuadruples:
+    """The facts of the rows kept: incomplete rows set apart, times as steps, duplicates removed and counted."""
     whole = [bool(v[pos["subject"]] and v[pos["object"]]) for _, v in kept]  # else a row to complete
     held = [IncompleteRow(row, v[pos["subject"]] or None, v[pos["relation"]], v[pos["object"]] or None,
                           v[pos["time"]], v[pos["split"]].lower() if "split" in pos else None)
@@ -503,11 +540,9 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError("no row has a valid time", file=path)
     raw_times = [v[pos["time"]] for _, v in kept]
     axis, steps = _times_to_steps(parsed, fmt) if kept else (TimeAxis("step"), np.zeros(0, dtype=np.int64))
-
-    # duplicates (same quadruple and split)
     seen: set[tuple] = set()
     final: list[int] = []
-    for i, (row, v) in enumerate(kept):
+    for i, (row, v) in enumerate(kept):  # duplicates: the same quadruple and split
         key = (v[pos["subject"]], v[pos["relation"]], v[pos["object"]], int(steps[i]),
                v[pos["split"]].lower() if "split" in pos else "")
         if key in seen:
@@ -519,19 +554,20 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     report.utc_converted = [(kept[i][0], raw_times[i]) for i in final if _UTC_OFFSET.search(raw_times[i])]
     names = {kept[i][1][pos[c]] for i in final for c in ("subject", "object")}
     report.lookalikes = lookalike_groups(names) + lookalike_groups({kept[i][1][pos["relation"]] for i in final})
+    cell = [kept[i][1] for i in final]
     return CsvQuadruples(
-        subjects=[kept[i][1][pos["subject"]] for i in final],
-        relations=[kept[i][1][pos["relation"]] for i in final],
-        objects=[kept[i][1][pos["object"]] for i in final],
+        subjects=[v[pos["subject"]] for v in cell],
+        relations=[v[pos["relation"]] for v in cell],
+        objects=[v[pos["object"]] for v in cell],
         times=steps[final],
-        splits=[kept[i][1][pos["split"]].lower() for i in final] if "split" in pos else None,
+        splits=[v[pos["split"]].lower() for v in cell] if "split" in pos else None,
         time_axis=axis,
         report=report,
         rows=[kept[i][0] for i in final],
         raw_times=[raw_times[i] for i in final],
-        inferred=[kept[i][1][pos["completed"]].lower() in TRUE_VALUES for i in final] if "completed" in pos else None,
-        probabilities=[float(kept[i][1][pos["probability"]]) if kept[i][1][pos["probability"]] else float("nan")
-                       for i in final] if "probability" in pos else None,
+        inferred=[v[pos["completed"]].lower() in TRUE_VALUES for v in cell] if "completed" in pos else None,
+        probabilities=[float(v[pos["probability"]]) if v[pos["probability"]] else float("nan")
+                       for v in cell] if "probability" in pos else None,
         incomplete=held,
     )
 

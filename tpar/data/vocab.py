@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from tpar.errors import DataError
 
@@ -24,10 +24,6 @@ class Vocabulary:
                 raise ValueError(f"duplicate name in vocabulary: {name!r}")
             ids[name] = i
         object.__setattr__(self, "_ids", ids)
-
-    @classmethod
-    def from_names(cls, names: Iterable[str]) -> "Vocabulary":
-        return cls(tuple(names))
 
     def __len__(self) -> int:
         return len(self.names)

@@ -187,9 +187,11 @@ def fit_temperature(logits: torch.Tensor, answers: torch.Tensor) -> float:
     return float(log_t.detach().exp().clamp(*T_BOUNDS))
 
 
-def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """softmax(logits / T) per row (−inf entries get 0)."""
-    return torch.softmax(logits.double() / temperature, dim=1)
+def probabilities(logits: torch.Tensor, temperature: float | None = 1.0) -> torch.Tensor:
+    """softmax(logits / T) over the last dimension, in float64 (−inf entries get 0): the calibrated
+    probabilities of the answers when T was fitted on valid, the raw softmax when ``temperature`` is None.
+    The one place the product turns scores into probabilities (prediction, completion, calibration)."""
+    return torch.softmax(logits.double() / (temperature or 1.0), dim=-1)
 
 
 def metrics(logits: torch.Tensor, answers: torch.Tensor, temperature: float = 1.0,

@@ -168,7 +168,7 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
     training); the result's params record it. ``on_scores(batch, scores (B, E), rows, cols)`` sees
     each batch's raw scores with the time-aware filter's (row, entity) pairs (e.g. for calibration).
     ``shard=(r, N)``: only the batches r, r+N, ... (:func:`shard_positions`, of the possibly subsetted
-    list), one rank's part of a distributed evaluation (``tpar.model.distributed`` reassembles it);
+    list), one rank's part of a distributed evaluation (``tpar.training.distributed`` reassembles it);
     the batches are those one process would score, so the scores are the same to the bit."""
     setting = Setting.parse(setting)
     check_background(kg, setting)

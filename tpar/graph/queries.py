@@ -40,6 +40,21 @@ DIRECTION_NAMES: tuple[Direction, Direction] = ("object", "subject")
 SETTING_CHOICES = ("auto", "extrapolation", "interpolation")
 
 
+def resolve_setting(setting: "str | Setting", time_step: int, last_time: int) -> Setting:
+    """The setting of a question at ``time_step``: ``auto`` is extrapolation for a time after every
+    known fact (``last_time``), else interpolation; otherwise the one named."""
+    if setting == "auto":
+        return Setting.EXTRAPOLATION if time_step > last_time else Setting.INTERPOLATION
+    return Setting.parse(setting)
+
+
+def settings_of(setting: "str | Setting") -> list[str]:
+    """The settings a model trained for ``setting`` serves: both for ``unified`` (one model for
+    interpolation and extrapolation, the paper's point), else the one named."""
+    value = setting.value if isinstance(setting, Setting) else str(setting)
+    return ["extrapolation", "interpolation"] if value == "unified" else [value]
+
+
 @dataclass(frozen=True)
 class Question:
     """A user's question in the data's own names and time labels.

@@ -5,10 +5,8 @@
 
 with the tables of :class:`tpar.model.layers.AttentionTerms`. Two interchangeable implementations:
 
-* ``cpp`` -- :func:`csr_step` / :func:`csr_mark`: a fused C++ kernel (``csrc/links.cpp``), compiled on
-  first use with ``torch.utils.cpp_extension`` (needs a C++ compiler and ninja), once per build key --
-  source, torch, compiler flags, Python ABI, CPU -- in :func:`cache_root`, shared by every checkout.
-  It reads each node's links straight from the CSR index, threads own whole queries, and nothing of
+* ``cpp`` -- :func:`csr_step` / :func:`csr_mark`: a fused C++ kernel (``csrc/links.cpp``, built and
+  loaded by :mod:`tpar.model.kernel_build`). It reads each node's links straight from the CSR index, threads own whole queries, and nothing of
   size links × d is stored: the backward pass recomputes attention and messages. CPU, float32/64,
   and only where no per-link output is needed (no trace, no chronological ablation).
 * ``torch`` -- :func:`links`: the same maths in torch ops over a listed set of links, chunked so
@@ -19,270 +17,70 @@ element-wise passes fused, and W_hh h_prev computed only for the nodes that exis
 node reached for the first time has h_prev = 0). Same maths as ``torch.nn.GRUCell``; gated ICEWS14 training 1.4-1.5x faster
 than with the cell (``benchmarks/results/bench.json``, 2026-11-25).
 
-**One switch** chooses: :func:`select_kernel` (or the ``TPAR_KERNEL`` environment variable at start-up)
-with ``auto`` (the C++ kernel where it applies and builds, else torch, with one warning if the build
-fails), ``cpp`` (the C++ kernel wherever it applies; an error if it cannot be built) or ``torch``.
-:data:`steps_run` counts the steps each kernel ran, so a test can prove which one did.
+Each model chooses (``TPAR.kernel``, from the ``TPAR_KERNEL`` environment variable when it is built,
+:func:`default_kernel`): ``auto`` (the C++ kernel where it applies and builds, else torch, with one
+warning if the build fails), ``cpp`` (the C++ kernel wherever it applies; an error if it cannot be
+built) or ``torch``. :data:`steps_run` counts the steps each kernel ran, so a test can prove which one did.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import platform
-import shutil
-import sys
-import tempfile
-import threading
 import warnings
 from collections import Counter
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Callable, Iterator, Literal, TypeVar
+from typing import Literal
 
 import torch
 
-from tpar.model.layers import AttentionTerms
-
-T = TypeVar("T")
+from tpar.model import kernel_build
+from tpar.model.kernel_build import cpp_kernel
+from tpar.model.attention import AttentionTerms
 
 KernelChoice = Literal["auto", "cpp", "torch"]
 KERNEL_CHOICES: tuple[KernelChoice, ...] = ("auto", "cpp", "torch")
 
 _CHUNK = 1 << 13  # links per chunk on the CPU: temporaries stay in cache
 _CHUNK_CUDA = 1 << 17  # on a GPU each chunk costs kernel launches: fewer, larger chunks (64 MB at d=128)
-_cpp_module = None
-_cpp_failed: str | None = None
-_choice: KernelChoice = "auto"
 #: recursive steps run by each kernel in this process ("cpp" / "torch")
 steps_run: Counter = Counter()
 
 
-def select_kernel(choice: str) -> None:
-    """Choose the kernel for every later forward pass: ``auto``, ``cpp`` or ``torch``."""
-    global _choice
+def check_kernel(choice: str) -> KernelChoice:
     if choice not in KERNEL_CHOICES:
         raise ValueError(f"unknown kernel {choice!r} (expected one of {', '.join(KERNEL_CHOICES)})")
-    _choice = choice  # type: ignore[assignment]
+    return choice  # type: ignore[return-value]
 
 
-@contextmanager
-def kernel(choice: str) -> Iterator[None]:
-    """``with kernel("torch"): ...`` -- :func:`select_kernel` for a block, restored afterwards."""
-    before = _choice
-    select_kernel(choice)
-    try:
-        yield
-    finally:
-        select_kernel(before)
+def default_kernel() -> KernelChoice:
+    """The kernel a new model uses: ``$TPAR_KERNEL`` (auto, cpp or torch), else ``auto``."""
+    return check_kernel(os.environ.get("TPAR_KERNEL", "auto").lower() or "auto")
 
 
-select_kernel(os.environ.get("TPAR_KERNEL", "auto").lower() or "auto")
-
-
-#: the compiler flags of the C++ kernel (part of its cache key)
-CPP_FLAGS: tuple[str, ...] = ("-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-march=native")
-CPP_SOURCE = Path(__file__).resolve().parent / "csrc" / "links.cpp"
-#: where built kernels are kept (default ``~/.cache/tpar/kernels``, or under ``$XDG_CACHE_HOME``)
-CACHE_ENV = "TPAR_KERNEL_CACHE"
-
-
-def cache_root() -> Path:
-    """The folder of built kernels, one sub-folder per build key, shared by every checkout and venv."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpar" / "kernels"
-
-
-def _cpu_description() -> str:
-    """This CPU's feature flags: the kernel is built with -march=native, so a cache shared with another
-    kind of CPU must never serve it code it cannot run."""
-    try:
-        cpu = Path("/proc/cpuinfo").read_text(errors="replace")
-        return next((line for line in cpu.splitlines() if line.startswith("flags")), cpu[:2000])
-    except OSError:
-        return platform.processor()
-
-
-def build_inputs(source: Path = CPP_SOURCE) -> dict[str, str]:
-    """Everything the built kernel depends on: its source, torch (version and C++ ABI), the compiler
-    and its flags, the Python ABI and the CPU. Two checkouts or venvs agreeing on these share one build."""
-    import sysconfig
-
-    return {"source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-            "torch": torch.__version__,
-            "torch_cxx11_abi": str(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", "?")),
-            "compiler": os.environ.get("CXX", "c++"),
-            "flags": " ".join(CPP_FLAGS),
-            "python_abi": f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}",
-            "machine": platform.machine(),
-            "cpu_sha1": hashlib.sha1(_cpu_description().encode()).hexdigest()}
-
-
-def build_key(inputs: dict[str, str] | None = None) -> str:
-    """A short hash of :func:`build_inputs`: the cache folder's (and the module's) name."""
-    text = json.dumps(inputs or build_inputs(), sort_keys=True)
-    return "tpar_links_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _build_name() -> str:
-    return build_key()
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` across processes (and threads: each call opens its own file). The
-    operating system releases it when its holder dies, so a killed build never leaves a stale lock.
-    Where ``fcntl`` is missing (Windows) there is no lock; the atomic rename still keeps builds whole."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(path, "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
-def build_once(root: Path, name: str, compile_into: Callable[[Path], T], load_built: Callable[[Path], T],
-               inputs: dict[str, str] | None = None) -> T:
-    """The module ``name`` from ``root/name/``, built at most once however many processes ask.
-
-    A finished build is loaded with ``load_built(folder)`` without any lock. Otherwise, under a file
-    lock, ``compile_into(tmp)`` builds (and loads) it in a fresh temporary folder that is then renamed
-    to ``root/name`` -- a reader sees a complete build or none. Temporary folders left by builds
-    that were killed are removed first (a live builder would hold the lock). ``inputs`` are written
-    beside the build (``build.json``) to say what it was built from."""
-    final = root / name
-    if (final / "build.json").is_file():
-        return load_built(final)
-    root.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root / f"{name}.lock"):
-        if (final / "build.json").is_file():  # built by another process while this one waited
-            return load_built(final)
-        for old in root.glob(f"{name}.build-*"):  # left by a killed build: nobody else holds the lock
-            shutil.rmtree(old, ignore_errors=True)
-        if final.exists():  # an incomplete folder (e.g. from an older layout): rebuild
-            shutil.rmtree(final, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{name}.build-", dir=root))
-        try:
-            tmp.chmod(0o755)  # mkdtemp's 0700 would keep a shared cache from other users
-            module = compile_into(tmp)
-            (tmp / "build.json").write_text(json.dumps(inputs or {}, indent=2, sort_keys=True) + "\n")
-            os.rename(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return module
-
-
-def _compile_kernel(name: str, build_dir: Path):
-    """Build the C++ kernel in ``build_dir`` (its source copied there: the build does not depend on
-    which checkout asked) and load it."""
-    from torch.utils.cpp_extension import load
-
-    src = build_dir / "links.cpp"
-    shutil.copyfile(CPP_SOURCE, src)
-    return load(name=name, sources=[str(src)], extra_cflags=list(CPP_FLAGS), build_directory=str(build_dir),
-                verbose=False)
-
-
-def _load_kernel(name: str, folder: Path):
-    """Import a finished build's extension module."""
-    import importlib.util
-    from torch.utils.cpp_extension import LIB_EXT
-
-    spec = importlib.util.spec_from_file_location(name, folder / f"{name}{LIB_EXT}")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load the built kernel from {folder}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_build_lock = threading.Lock()  # guards starting the background thread
-_module_lock = threading.Lock()  # held while the module is built or loaded
-_build_thread: threading.Thread | None = None
-
-
-def build_in_background() -> bool:
-    """Start building (or loading from the kernel cache) the C++ kernel in a thread and return at once;
-    until it is ready, ``auto`` runs the torch kernel instead of waiting (an app's first question is
-    answered meanwhile). Returns whether a build is running."""
-    global _build_thread
-    if _choice == "torch" or _cpp_module is not None or _cpp_failed is not None:
-        return False
-    with _build_lock:
-        if _build_thread is None:
-            _build_thread = threading.Thread(target=cpp_kernel, name="tpar-kernel-build", daemon=True)
-            _build_thread.start()
-    return kernel_building()
-
-
-def wait_for_kernel(timeout: float | None = None) -> bool:
-    """Wait up to ``timeout`` seconds for a background build; whether it is done."""
-    thread = _build_thread
-    if thread is not None:
-        thread.join(timeout)
-    return not kernel_building()
-
-
-def kernel_building() -> bool:
-    """Whether a background build started by :func:`build_in_background` is still running."""
-    return _build_thread is not None and _build_thread.is_alive()
-
-
-def cpp_kernel():
-    """The compiled C++ module (built on first call), or ``None`` where it cannot be built (the reason
-    is in :func:`kernel_status`). Not consulted when ``torch`` is selected."""
-    if _cpp_module is not None or _cpp_failed is not None:
-        return _cpp_module
-    with _module_lock:  # one build per process; a caller that needs the module waits for a running one
-        return _build()
-
-
-def _build():
-    global _cpp_module, _cpp_failed
-    if _cpp_module is not None or _cpp_failed is not None:
-        return _cpp_module
-    try:
-        inputs = build_inputs()
-        name = build_key(inputs)
-        _cpp_module = build_once(cache_root(), name, lambda tmp: _compile_kernel(name, tmp),
-                                 lambda folder: _load_kernel(name, folder), inputs)
-    except Exception as e:  # no compiler, no ninja, a failed build: the torch kernel serves instead
-        _cpp_failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        if _choice == "auto":
-            warnings.warn(f"TPAR C++ kernel unavailable ({_cpp_failed}); using the slower torch kernel", stacklevel=2)
-    return _cpp_module
-
-
-def kernel_status() -> str:
-    """``cpp`` when the fused kernel serves the CPU, else ``torch (why)``."""
-    if _choice == "torch":
+def kernel_status(choice: str = "auto") -> str:
+    """``cpp`` when the fused kernel serves the CPU under ``choice``, else ``torch (why)``."""
+    if check_kernel(choice) == "torch":
         return "torch (selected)"
-    cpp_kernel()
-    return "cpp" if _cpp_module is not None else f"torch ({_cpp_failed})"
+    return "cpp" if kernel_build.cpp_kernel() is not None else f"torch ({kernel_build.build_failure()})"
 
 
-def use_fused(device: torch.device, dtype: torch.dtype, per_link_output: bool) -> bool:
-    """Whether a step runs in the fused C++ kernel: it applies on the CPU, in float32/64, when no
-    per-link output (α per link, chronological bounds) is needed; ``cpp`` then demands it."""
-    if _choice == "torch":
+def use_fused(choice: str, device: torch.device, dtype: torch.dtype, per_link_output: bool) -> bool:
+    """Whether a step runs in the fused C++ kernel under ``choice``: it applies on the CPU, in
+    float32/64, when no per-link output (α per link, chronological bounds) is needed; ``cpp`` then
+    demands it, ``auto`` takes it once built (never waiting for a background build)."""
+    if check_kernel(choice) == "torch":
         return False
     applies = device.type == "cpu" and dtype in (torch.float32, torch.float64) and not per_link_output
     if not applies:
         return False
-    if _choice == "auto" and kernel_building():
+    if choice == "auto" and kernel_build.kernel_building():
         return False  # being built in the background: the torch kernel answers meanwhile
-    if cpp_kernel() is None:
-        if _choice == "cpp":
-            raise RuntimeError(f"the C++ kernel was selected but cannot be built ({_cpp_failed})")
+    if kernel_build.cpp_kernel() is None:
+        if choice == "cpp":
+            raise RuntimeError(f"the C++ kernel was selected but cannot be built ({kernel_build.build_failure()})")
+        if not kernel_build.BUILD.warned:
+            kernel_build.BUILD.warned = True
+            warnings.warn(f"TPAR C++ kernel unavailable ({kernel_build.build_failure()}); using the slower torch "
+                          "kernel", stacklevel=2)
         return False
     return True
 

@@ -6,22 +6,25 @@ M = h_{e_s}^{ℓ-1} + h_r^ℓ + h_t, (6) the concatenation U = [h_{e_s} ‖ h_r 
 attention α = σ(w_αᵀ ReLU(W_α U)), (8) the aggregation h_{e_o}^ℓ = δ(W^ℓ Σ α·M), (9) the score
 f(q, e) = wᵀ h_e^L, (10) the multi-class log-loss, (14) top-k path interpretations (Section 5.4).
 
-:class:`RelativeTimeEncoding` is Eqs. 2-3; :class:`TPARLayer` is one recursive step ℓ with a method per
-equation (:meth:`~TPARLayer.message` Eq. 5, :meth:`~TPARLayer.attention_terms` and
-:meth:`AttentionTerms.alpha` Eqs. 6-7, :meth:`~TPARLayer.aggregate` Eq. 8). The network
-(:mod:`tpar.model.network`) runs the L steps; the kernels (:mod:`tpar.model.kernels`) evaluate Eqs. 5,
-7 and Eq. 8's sum for millions of links at once with exactly this maths.
+:class:`RelativeTimeEncoding` is Eqs. 2-3; :class:`TPARLayer` is one recursive step ℓ: its
+:meth:`~TPARLayer.forward` runs the step (attention terms, links, self-loops, aggregation, gate) with a
+method per equation (:meth:`~TPARLayer.message` Eq. 5, :meth:`~TPARLayer.attention_terms` and
+:meth:`~tpar.model.attention.AttentionTerms.alpha` Eqs. 6-7, :meth:`~TPARLayer.aggregate` Eq. 8). The
+network (:mod:`tpar.model.network`) loops over the L layers; the kernels (:mod:`tpar.model.kernels`)
+evaluate Eqs. 5, 7 and Eq. 8's sum for millions of links at once with exactly this maths.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from tpar.model.attention import AttentionTerms
 from tpar.model.config import ModelConfig
+from tpar.model.kernels import csr_mark, csr_step, gate_step, links
+from tpar.model.propagation import Frontier, StepContext
 
 ACTIVATIONS = {"identity": nn.Identity, "tanh": nn.Tanh, "relu": nn.ReLU}
 
@@ -50,31 +53,6 @@ class RelativeTimeEncoding(nn.Module):
     def linear(self, dt: torch.Tensor) -> torch.Tensor:
         """Eq. 2, non-periodic part: ω_np Δt + φ_np, (N, d)."""
         return self.omega_np * dt.to(self.omega_np.dtype).unsqueeze(-1) + self.phi_np
-
-
-@dataclass(frozen=True)
-class AttentionTerms:
-    """Eq. 7's W_α U for one step, split by where each part varies.
-
-    W_α (d_a × 4d) = [W_s | W_r | W_q | W_t] acting on U = [h_{e_s} ‖ h_r ‖ h_{r_q} ‖ h_t] (Eq. 6) is
-    W_s h_{e_s} + W_r h_r + W_q h_{r_q} + W_t h_t, so each term is computed once where it is cheap:
-    ``node`` (P, d_a) per frontier node, ``relation`` (2R+1, d_a) per relation, ``query`` (B, d_a) per
-    query (it carries W_α's bias), ``time`` (T, d_a) per distinct Δt; ``w`` (d_a,) and ``b`` (1,) are
-    w_α and its bias. A link then only adds four rows (:meth:`alpha`).
-    """
-
-    node: torch.Tensor
-    relation: torch.Tensor
-    query: torch.Tensor
-    time: torch.Tensor
-    w: torch.Tensor
-    b: torch.Tensor
-
-    def alpha(self, node: torch.Tensor, relation: torch.Tensor, query: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
-        """Eq. 7 for M links given by row indices (M,) into each table: σ(b + w·ReLU(Σ terms)), (M,)."""
-        pre = (self.node.index_select(0, node) + self.relation.index_select(0, relation)
-               + self.query.index_select(0, query) + self.time.index_select(0, dt))
-        return torch.sigmoid(torch.relu(pre) @ self.w + self.b)
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -129,6 +107,127 @@ class TPARLayer(nn.Module):
     def aggregate(self, summed: torch.Tensor) -> torch.Tensor:
         """Eq. 8: h^ℓ = δ(W^ℓ Σ α·M) from the summed weighted messages (P', d); dropout while training."""
         return dropout(self.activation(self.W(summed)), self.dropout.p, self.training)
+
+    def forward(self, frontier: Frontier, ctx: StepContext, limits, active: torch.Tensor | None = None,
+                node_gate: torch.Tensor | None = None, gate: nn.GRUCell | None = None) -> Frontier:
+        """Step ℓ of Algorithm 1 for every query of the batch: the frontier after step ℓ-1 -> after step ℓ.
+
+        Attention terms (Eqs. 6-7) once per node, relation, query and Δt; every admitted link's message
+        (Eq. 5) weighted by its attention (Eq. 7) and summed at its target, plus each node's self-loop
+        (identity relation, Δt = 0); then h^ℓ = δ(W^ℓ Σ α·M) (Eq. 8) and, with ``gate``, the GRU gate
+        between h^{ℓ-1} and h^ℓ. ``limits``: the links this step admits; ``active`` (P,): the nodes that
+        send along links (top-K; None = all); ``node_gate`` (P,): σ(priority) weighting their messages."""
+        terms = self.attention_terms(frontier.h, ctx.batch.relation, ctx.h_time)  # Eqs. 6-7, split
+        if ctx.fused:
+            nxt, summed, loop_dst = self._links_fused(frontier, ctx, terms, limits, active, node_gate)
+        else:
+            nxt, summed, loop_dst = self._links_listed(frontier, ctx, terms, limits, active, node_gate)
+        summed = summed.index_add(0, loop_dst, self._self_loops(frontier, ctx, terms))
+        h_new = self.aggregate(summed)  # Eq. 8
+        if gate is not None:  # each node's previous state reaches its new row by its self-loop
+            h_new = gate_step(gate, h_new, frontier.h, loop_dst, ctx.fused_gate)
+        nxt.h = h_new
+        if ctx.trace is not None:
+            ctx.trace.states.append(h_new.detach())
+        return nxt
+
+    def _links_fused(self, frontier: Frontier, ctx: StepContext, terms: AttentionTerms, limits, active, node_gate):
+        """Eqs. 5, 7 and 8's sum over the admitted links in the fused C++ kernel, reading the CSR index
+        directly: (next frontier without states, summed messages (P', d), each old node's row in it)."""
+        B, E, ix, rows = len(ctx.batch), ctx.num_entities, ctx.background.index, ctx.rows
+        old_q, old_e = frontier.node_q, frontier.node_e
+        node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=old_q.device))  # nodes sorted by query
+        repeat = ctx.background.repeat_bounds(limits)
+        start, end, own = ctx.background.link_ranges(old_e, old_q, ctx.batch, limits=limits, active=active)
+        if own is not None:  # the kernel compares the own fact's time in the table's codes
+            own = torch.cat([own[:, :3], rows.code_of(own[:, 3]).unsqueeze(1)], 1)
+        mark = csr_mark(start, end, old_e, node_ptr, ix, rows.code, own, repeat, ctx.batch.time)
+        uniq = torch.nonzero(mark).squeeze(1)
+        pos = torch.empty(B * E, dtype=torch.long)
+        pos[uniq] = torch.arange(uniq.shape[0])
+        node_q, node_e = uniq // E, uniq % E
+        summed = csr_step(frontier.h, self.relation_embeddings, ctx.h_time, terms, start=start, end=end,
+                          node_e=old_e, node_ptr=node_ptr, index=ix, time_code=rows.code, q_offset=rows.offset,
+                          own=own, pos=pos, num_out=node_q.shape[0], node_gate=node_gate, repeat=repeat,
+                          q_time=ctx.batch.time)
+        return (Frontier(node_q, node_e, frontier.node_bound, frontier.h), summed,
+                pos.index_select(0, old_q * E + old_e))
+
+    def _links_listed(self, frontier: Frontier, ctx: StepContext, terms: AttentionTerms, limits, active, node_gate):
+        """The same as :meth:`_links_fused` over a listed set of links in torch ops (any device; per-link
+        α for the trace; the chronological ablation's per-node time bounds)."""
+        B, E, ix, rows, trace = len(ctx.batch), ctx.num_entities, ctx.background.index, ctx.rows, ctx.trace
+        old_q, old_e = frontier.node_q, frontier.node_e
+        node_ptr = torch.searchsorted(old_q, torch.arange(B + 1, device=old_q.device))
+        edges, owner = ctx.background.edges_from(old_e, old_q, ctx.batch,
+                                                 before=frontier.node_bound if ctx.chrono else None,
+                                                 limits=limits, active=active)
+        # per-link gathers, each from a per-node or per-link table (no per-link query ids needed)
+        e_time = ix.time.index_select(0, edges)
+        rel = ix.rel.index_select(0, edges)
+        e_dst = ix.dst.index_select(0, edges)
+        dt = rows.code.index_select(0, edges) - rows.offset.index_select(0, old_q).index_select(0, owner)
+        if ctx.chrono:
+            e_q = old_q.index_select(0, owner)
+            node_q, node_e, node_bound, dst_all = unique_nodes_bounded(
+                torch.cat([e_q, old_q]), torch.cat([e_dst, old_e]), torch.cat([e_time + 1, frontier.node_bound]), E)
+        else:
+            key = torch.cat([(old_q * E).index_select(0, owner) + e_dst, old_q * E + old_e])
+            node_q, node_e, dst_all = unique_nodes(key, B, E)
+            node_bound = frontier.node_bound
+        m = edges.shape[0]
+        dst, loop_dst = dst_all[:m], dst_all[m:]
+        edge_ptr = torch.searchsorted(owner, node_ptr)  # query q's links: edge_ptr[q]:edge_ptr[q+1]
+        link_weight = None
+        if trace is not None and trace.weighted:
+            link_weight = torch.full((m,), trace.weight_scale, device=frontier.h.device, dtype=frontier.h.dtype,
+                                     requires_grad=True)
+            trace.link_weight.append(link_weight)
+        summed, alpha = links(frontier.h, self.relation_embeddings, ctx.h_time, terms, owner, rel, dt, dst, edge_ptr,
+                              node_q.shape[0], link_weight, node_gate)
+        if trace is not None:
+            trace.nodes.append(torch.stack([node_q, node_e], 1).detach())
+            trace.links.append(torch.stack([old_q[owner], ix.src[edges], rel, e_dst, e_time], 1).detach())
+            trace.alpha.append(alpha.detach())
+            trace.num_links.append(int(m))
+        return Frontier(node_q, node_e, node_bound, frontier.h), summed, loop_dst
+
+    def _self_loops(self, frontier: Frontier, ctx: StepContext, terms: AttentionTerms) -> torch.Tensor:
+        """Each node's message to itself (Eqs. 5, 7 with the identity relation and Δt = 0), (P, d)."""
+        old_q, trace = frontier.node_q, ctx.trace
+        loops = torch.arange(old_q.shape[0], device=old_q.device)
+        identity = torch.full_like(loops, ctx.identity_relation)
+        zero = torch.full_like(loops, ctx.rows.zero_row)
+        loop_alpha = terms.alpha(loops, identity, old_q, zero)
+        if trace is not None:
+            trace.loops.append(torch.stack([old_q, frontier.node_e], 1).detach())
+            trace.loop_alpha.append(loop_alpha.detach())
+            if trace.weighted:
+                loop_weight = torch.full_like(loop_alpha, trace.weight_scale, requires_grad=True)
+                trace.loop_weight.append(loop_weight)
+                loop_alpha = loop_alpha * loop_weight
+        return loop_alpha.unsqueeze(1) * self.message(frontier.h, loops, identity, zero, ctx.h_time)
+
+
+def unique_nodes(key: torch.Tensor, B: int, E: int):
+    """Distinct (query, entity) pairs of keys q·E + e, sorted, and each key's position among them.
+    A dense B x E mark table: O(B·E + M), no sort."""
+    mark = torch.zeros(B * E, dtype=torch.bool, device=key.device)
+    mark[key] = True
+    uniq = torch.nonzero(mark).squeeze(1)
+    pos = torch.empty(B * E, dtype=torch.long, device=key.device)
+    pos[uniq] = torch.arange(uniq.shape[0], device=key.device)
+    return uniq // E, uniq % E, pos.index_select(0, key)
+
+
+def unique_nodes_bounded(q: torch.Tensor, e: torch.Tensor, bound: torch.Tensor, E: int):
+    """Distinct (query, entity, time bound) nodes of the chronological ablation, and each key's position."""
+    lo = int(bound.min())
+    span = int(bound.max()) - lo + 1
+    key = (q * E + e) * span + (bound - lo)
+    uniq, inv = torch.unique(key, return_inverse=True)
+    qe = uniq // span
+    return qe // E, qe % E, uniq % span + lo, inv
 
 
 class LearnedPriority(nn.Module):

@@ -1,6 +1,6 @@
 """Which checkpoints are available here, and which of them serves a data set.
 
-Checkpoints: ``.tpar`` files in the given folders (default: the repository's ``checkpoints/``). A
+Checkpoints: ``.tpar`` files in the given folders (default: the shipped ones, :func:`tpar.data.catalog.checkpoint_dir`). A
 checkpoint serves a data set when :meth:`~tpar.model.checkpoint.Checkpoint.check_fits` accepts it
 (same relations and time unit), or when its relations, matched by name, cover enough of the data's
 facts (:mod:`tpar.data.relation_matching`; same time unit); one trained on exactly that data (same
@@ -12,14 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tpar.data.catalog import REPO_ROOT
+from tpar.data.catalog import checkpoint_dir
 from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import DEFAULT_MIN_COVERAGE, RelationMatch
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
-
-CHECKPOINT_DIR = REPO_ROOT / "checkpoints"
-
 
 @dataclass
 class CheckpointInfo:
@@ -58,13 +55,14 @@ class Match:
 
 
 def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[str]]:
-    """Loadable checkpoints in ``dirs`` (default: the repository's ``checkpoints/``), and one problem
-    line per file that could not be loaded (it is skipped, never executed)."""
+    """Loadable checkpoints in ``dirs`` (default: the shipped ones, ``$TPAR_CHECKPOINT_DIR`` or the
+    repository's ``checkpoints/``), and one problem line per file that could not be loaded (it is
+    skipped, never executed)."""
     infos, problems = [], []
-    for d in dirs or [CHECKPOINT_DIR]:
-        d = Path(d)
-        if not d.is_dir():
+    for d in dirs if dirs is not None else [checkpoint_dir()]:
+        if d is None or not Path(d).is_dir():
             continue
+        d = Path(d)
         for p in sorted(d.glob("*.tpar")):
             try:
                 infos.append(CheckpointInfo(p, p.stem, Checkpoint.load(p)))

@@ -32,7 +32,8 @@ from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
-from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time
+from tpar.evaluation.calibration import probabilities
+from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time, resolve_setting
 from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL
 
 #: how many runner-up proposals a completion lists
@@ -89,13 +90,6 @@ class Completion:
         if self.known_answers:
             parts.append(f"{self.known_answers} known answer(s) of the same question not proposed")
         return "; ".join(parts)
-
-
-def resolve_setting(setting: str, time_step: int, last_time: int) -> Setting:
-    """``auto``: extrapolation for a time after every known fact, else interpolation."""
-    if setting == "auto":
-        return Setting.EXTRAPOLATION if time_step > last_time else Setting.INTERPOLATION
-    return Setting.parse(setting)
 
 
 def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: str = "auto",
@@ -287,7 +281,7 @@ def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: 
     rows, ents = known
     masked = scores.clone()
     masked[rows, ents] = float("-inf")
-    probs = torch.softmax(masked / (temperature or 1.0), 1)
+    probs = probabilities(masked, temperature)
     for b, c in enumerate(comps):
         c.known_answers = int((rows == b).sum())
         c.calibrated = temperature is not None

@@ -13,7 +13,9 @@ from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
-from tpar.graph.queries import OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting, check_question_time
+from tpar.evaluation.calibration import probabilities
+from tpar.graph.queries import (OBJECT, SUBJECT, Direction, QueryBatch, Question, Setting, check_question_time,
+                                resolve_setting)
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.device import resolve_device
 
@@ -332,9 +334,7 @@ class Predictor:
 
     def resolve_setting(self, t: int, setting: str = "auto") -> Setting:
         """``auto``: extrapolation when ``t`` lies after the last known fact, else interpolation."""
-        if setting == "auto":
-            return Setting.EXTRAPOLATION if t > self.last_time else Setting.INTERPOLATION
-        return Setting.parse(setting)
+        return resolve_setting(setting, t, self.last_time)
 
     @property
     def time_span(self) -> int:
@@ -434,7 +434,7 @@ class Predictor:
         E = kg.num_entities
         cal = self.calibration(prepared.setting.value)
         temperature = cal.temperature if cal else None
-        probs = torch.softmax(scores.double() / (temperature or 1.0), 0)
+        probs = probabilities(scores, temperature)
         answer_set: list[str] = []
         set_size = 0
         if coverage is not None:

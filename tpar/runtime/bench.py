@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tpar.data.catalog import sample_dir
 from tpar.model.config import SPARSE_PROPAGATION
 
 #: the default sparse propagation (tpar.model.config.SPARSE_PROPAGATION, chosen in benchmarks/results/propagation.md)
@@ -34,7 +35,6 @@ CONFIGS = [  # (data folder under the benchmark root, L, d, propagation options)
 ]
 QUICK = [("extrapolation/ICEWS14", 3, 32, EXACT), ("extrapolation/ICEWS14", 3, 32, DEFAULT_PRUNING)]
 #: the embedded sample world: what ``tpar bench`` measures when no public benchmark is found
-SAMPLE_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world" / "chronological"
 
 
 def shapes(quick: bool) -> list[tuple[int, int, dict]]:
@@ -76,8 +76,9 @@ def plan(data: str | None = None, data_dir: str | None = None,
         return root, list(wanted), ""
     why = f"no public benchmark in {root}" if root is not None else (
         "no public benchmark found ($TPAR_DATA_DIR or ../shared/datasets)")
-    return SAMPLE_WORLD, [(".", layers, dim, opts) for layers, dim, opts in shapes(quick)], (
-        f"{why}: benchmarking the sample world ({SAMPLE_WORLD}); --data DATA benchmarks another data set")
+    world = sample_dir() / "world" / "chronological"
+    return world, [(".", layers, dim, opts) for layers, dim, opts in shapes(quick)], (
+        f"{why}: benchmarking the sample world ({world}); --data DATA benchmarks another data set")
 
 
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
@@ -85,7 +86,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     from tpar.graph.background import Background
     from tpar.model.config import ModelConfig
     from tpar.model.device import resolve_device
-    from tpar.model.kernels import kernel_status
+    from tpar.model.kernels import default_kernel, kernel_status
     from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
     from tpar.graph.queries import make_queries
     from tpar.data.loading import load_dataset
@@ -151,7 +152,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
             "propagation": cfg.propagation, "gate": cfg.gate, "propagation_options": {
                 k: getattr(cfg, k) for k in ("history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority")},
-            "device": str(dev), "kernel": kernel_status() if dev.type == "cpu" else "torch",
+            "device": str(dev), "kernel": kernel_status(default_kernel()) if dev.type == "cpu" else "torch",
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
             "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,

@@ -1,4 +1,4 @@
-"""Background training jobs: each runs :func:`tpar.model.training.train` in its own process and reports
+"""Background training jobs: each runs :func:`tpar.training.trainer.train` in its own process and reports
 through files, so a front end stays responsive, a page reload finds the job again, and several
 jobs (from several browser sessions) never share state.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from tpar.data.locks import exclusive
 from tpar.data.names import check_name
 from tpar.errors import DataError
-from tpar.model.timing import FINISH_PHASES, RunProgress, TimeLeft, TrainingEstimate, time_left
+from tpar.training.timing import FINISH_PHASES, RunProgress, TimeLeft, TrainingEstimate, time_left
 
 STEP_EVENT_EVERY = 0.5  # seconds between step events (the chart's resolution)
 
@@ -82,7 +82,7 @@ class JobStatus:
 
     def time_left(self, now: float | None = None) -> TimeLeft | None:
         """What is left of the run, every planned epoch run (early stopping may end sooner): the start's
-        estimate refined by the pace measured so far (:func:`tpar.model.timing.time_left`, the same
+        estimate refined by the pace measured so far (:func:`tpar.training.timing.time_left`, the same
         function that priced the estimate); ``None`` once finished or before anything says."""
         if self.finished:
             return None
@@ -267,7 +267,7 @@ def run_job(folder: str | Path) -> int:
     from tpar.model.config import RunConfig
     from tpar.data.loading import load_dataset
     from tpar.model.card import write_card
-    from tpar.model.training import TrainingCallbacks, train
+    from tpar.training.trainer import TrainingCallbacks, train
 
     job = TrainingJob(folder)
     events = open(job.dir / "events.jsonl", "a", encoding="utf-8")

@@ -85,7 +85,7 @@ def init_from_env(backend: str = "auto") -> Dist | None:
         return None
     if _current is not None:
         return _current
-    from tpar.model.kernels import cpp_kernel
+    from tpar.model.kernel_build import cpp_kernel
 
     cpp_kernel()  # build or load the C++ kernel before any collective: a first build outlasts a short timeout
     backend = os.environ.get("TPAR_DIST_BACKEND", backend)

@@ -1,7 +1,7 @@
 """How long a training run takes: one source for the estimate given before a run and the time left
 shown while it runs.
 
-:func:`tpar.model.training.estimate_training` times a few training questions and validation answers on
+:func:`tpar.training.trainer.estimate_training` times a few training questions and validation answers on
 this machine (a :class:`TrainingEstimate`). :func:`time_left` prices what is left of a run from that
 estimate, refined by what the run itself has measured so far (:class:`RunProgress`): before the first
 step it returns exactly the estimate's total, and the more of the run has been timed, the more the

@@ -1,0 +1,130 @@
+"""Write ``tpar/configs/shipped/<name>.json``: the recipe of every checkpoint in ``checkpoints/``.
+
+Each stage's ``tpar train`` options come from the training log (``benchmarks/results/tpar.md``); the
+configuration stored for a stage is what ``tpar train`` builds from them (``tpar.cli.train_run_config``,
+a warm start continuing from the stage before), and the last stage's must equal the checkpoint's own
+configuration -- the script refuses to write a recipe that disagrees with its checkpoint, or whose stage
+count differs from the warm-start chain the checkpoint records.
+
+    python benchmarks/shipped_configs.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tpar.cli import build_parser, train_run_config  # noqa: E402
+from tpar.model.checkpoint import Checkpoint  # noqa: E402
+from tpar.training.recipes import SHIPPED_DIR, Recipe, Stage, recipe_path  # noqa: E402
+
+CPU = "tpar/configs/cpu"
+EXACT = ["--propagation", "exact"]  # trained before the sparse default existed
+U_GATE = ("u-gate", None, ["--setting", "unified", "--config", f"{CPU}/icews14-unified.json", "--gate",
+                           "--lr-schedule", "cosine", "--epochs", "4", "--patience", "2", *EXACT],
+          "valid 52.41, 53.41, 53.66, 44.33: epoch 3 selected")
+U_TAIL = ("u-tail", "u-gate", ["--setting", "unified", "--lr", "5e-4", "--lr-schedule", "cosine", "--epochs", "2",
+                               "--patience", "2"], "")
+#: name -> (data folder, [(stage, init, train_args, note)], calibrate_args); the last stage is the checkpoint
+RECIPES = {
+    "icews14-extrapolation": ("extrapolation/ICEWS14", [
+        ("icews14-extrapolation", None, ["--setting", "extrapolation", "--config", f"{CPU}/icews14-extrapolation.json",
+                                         "--gate", "--dim", "64", "--lr-schedule", "cosine", "--epochs", "6",
+                                         "--patience", "3", "--max-train-queries", "60000", "--max-valid-queries", "0"],
+         "the sparse default propagation; 2,507 s of steps on a quiet machine, one thread")], ["--max-queries", "0"]),
+    "icews14-extrapolation-sparse": ("extrapolation/ICEWS14", [
+        ("icews14-extrapolation-sparse", None, ["--setting", "extrapolation", "--config",
+                                                f"{CPU}/icews14-extrapolation.json", "--gate", "--dim", "64",
+                                                "--lr-schedule", "cosine", "--epochs", "6", "--patience", "3",
+                                                "--max-train-queries", "60000", "--max-valid-queries", "0"],
+         "the sparse default propagation; 2,507 s of steps on a quiet machine, one thread")], ["--max-queries", "0"]),
+    "icews14-unified": ("interpolation/ICEWS14", [U_GATE, ("icews14-unified", *U_TAIL[1:])], ["--max-queries", "0"]),
+    "icews14-interpolation": ("interpolation/ICEWS14", [
+        U_GATE, U_TAIL,
+        ("icews14-interpolation", "u-tail", ["--setting", "interpolation", "--lr", "5e-4", "--lr-schedule", "cosine",
+                                             "--epochs", "3", "--patience", "3", "--max-valid-queries", "0"], "")],
+        ["--max-queries", "0"]),
+    "yago11k-interpolation": ("interpolation/YAGO11k", [
+        ("y11-gate-L5d64", None, ["--setting", "interpolation", "--config", f"{CPU}/yago11k-interpolation.json",
+                                  "--gate", "--num-layers", "5", "--dim", "64", "--epochs", "30", "--patience", "6",
+                                  *EXACT],
+         "the shipped chain's first run was stopped by hand in epoch 26 (best valid at epoch 24); this runs on to "
+         "epoch 30 or early stopping"),
+        ("y11-tail", "y11-gate-L5d64", ["--setting", "interpolation", "--lr", "5e-4", "--lr-schedule", "cosine",
+                                        "--epochs", "4", "--patience", "4"], ""),
+        ("yago11k-interpolation", "y11-tail", ["--setting", "interpolation", "--lr", "3e-4", "--lr-schedule", "cosine",
+                                               "--epochs", "4", "--patience", "4"], "")], ["--max-queries", "0"]),
+    "yago-extrapolation": ("extrapolation/YAGO", [
+        ("yago-extrapolation", None, ["--setting", "extrapolation", "--config", f"{CPU}/yago-extrapolation.json",
+                                      *EXACT], "")], []),
+    "sample-world-unified": ("sample_data/world/chronological", [
+        ("sample-world-unified", None, ["--setting", "unified", "--config", f"{CPU}/sample-world-unified.json",
+                                        *EXACT], "")], []),
+}
+
+
+def stage_config(train_args: list[str], kg_name: str, before, ckpt: Checkpoint):
+    """The configuration ``tpar train`` builds from ``train_args`` (warm-started from ``before``'s
+    configuration when given), its data-dependent fields taken from the checkpoint."""
+    args = build_parser().parse_args(["train", "--data", "-", "--out", "-", *train_args,
+                                      *(["--init", "-"] if before is not None else [])])
+    run, _ = train_run_config(args, kg_name, None, SimpleNamespace(config=before) if before is not None else None)
+    run.model.num_relations = ckpt.config.model.num_relations
+    run.model.time_span = ckpt.config.model.time_span
+    return run
+
+
+def build(name: str) -> Recipe:
+    data, stages, calibrate_args = RECIPES[name]
+    ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
+    chain, w = 0, ckpt.extra.get("warm_start")
+    while w:
+        chain, w = chain + 1, w.get("before")
+    if chain + 1 != len(stages):
+        raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain + 1}")
+    built, configs = [], {}
+    for stage, init, args, note in stages:
+        run = stage_config(args, ckpt.data_name, configs.get(init), ckpt)
+        configs[stage] = run
+        built.append(Stage(name=stage, init=init, train_args=args, config=run, note=note))
+    mine, theirs = built[-1].config.to_dict(), ckpt.config.to_dict()
+    differ = [f"{part}.{k}: recipe {mine[part].get(k)!r}, checkpoint {theirs[part].get(k)!r}"
+              for part in ("model", "train") for k in sorted(set(mine[part]) | set(theirs[part]))
+              if mine[part].get(k) != theirs[part].get(k)]
+    if differ:
+        raise SystemExit(f"{name}: the recipe's last stage is not the checkpoint's configuration:\n  " + "\n  ".join(differ))
+    return Recipe(name=name, data=data, stages=built, calibrate_args=calibrate_args,
+                  generated_by="python benchmarks/shipped_configs.py")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the files written, write nothing")
+    args = ap.parse_args()
+    shipped = sorted(p.stem for p in (ROOT / "checkpoints").glob("*.tpar"))
+    missing = sorted(set(shipped) - set(RECIPES))
+    if missing:
+        raise SystemExit(f"no recipe for {', '.join(missing)}: add its stages to RECIPES")
+    SHIPPED_DIR.mkdir(parents=True, exist_ok=True)
+    stale = 0
+    for name in shipped:
+        recipe = build(name)
+        path = recipe_path(name)
+        if args.check:
+            same = path.is_file() and json.loads(path.read_text(encoding="utf-8")) == recipe.to_dict()
+            stale += not same
+            print(f"{name}: {'up to date' if same else 'STALE'}")
+        else:
+            recipe.save(path)
+            print(f"{name}: {len(recipe.stages)} stage(s) -> {path.relative_to(ROOT)}")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Every shipped checkpoint has its recipe in tpar/configs/shipped/, the recipe reproduces the exact
+configuration the checkpoint was trained with, and ``tpar retrain`` runs a recipe's stages in order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from helpers import ROOT, SAMPLE_WORLD
+from tpar.cli import build_parser, main, train_run_config
+from tpar.errors import DataError
+from tpar.model.checkpoint import Checkpoint
+from tpar.training.recipes import Recipe, load_recipe, shipped_recipes
+
+CHECKPOINTS = sorted(p.stem for p in (ROOT / "checkpoints").glob("*.tpar"))
+
+
+def test_every_shipped_checkpoint_has_a_recipe_and_no_recipe_is_stale():
+    assert shipped_recipes() == CHECKPOINTS
+
+
+def warm_start_chain(ckpt: Checkpoint) -> list[dict]:
+    out, w = [], ckpt.extra.get("warm_start")
+    while w:
+        out.append(w)
+        w = w.get("before")
+    return out[::-1]  # earliest first
+
+
+@pytest.mark.parametrize("name", CHECKPOINTS)
+def test_the_recipe_is_the_configuration_the_checkpoint_was_trained_with(name):
+    recipe = load_recipe(name)
+    ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
+    assert recipe.final.config.to_dict() == ckpt.config.to_dict()
+    chain = warm_start_chain(ckpt)
+    assert len(recipe.stages) == len(chain) + 1, "one stage per run of the checkpoint's warm-start chain"
+    for stage, record in zip(recipe.stages, chain):  # each earlier run: its setting, and at least the epochs it ran
+        assert stage.config.train.setting == record["setting"]
+        assert stage.config.train.epochs >= record["epochs"]
+    for stage in recipe.stages:  # warm starts keep the model: the same L and d everywhere
+        assert (stage.config.model.num_layers, stage.config.model.dim) == \
+            (ckpt.config.model.num_layers, ckpt.config.model.dim)
+
+
+@pytest.mark.parametrize("name", CHECKPOINTS)
+def test_each_stage_config_is_what_tpar_train_builds_from_its_options(name):
+    recipe = load_recipe(name)
+    before = {}
+    for stage in recipe.stages:
+        args = build_parser().parse_args(["train", "--data", "-", "--out", "-", *stage.train_args,
+                                          *(["--init", "-"] if stage.init else [])])
+        init = SimpleNamespace(config=before[stage.init]) if stage.init else None
+        run, _ = train_run_config(args, "any", None, init)
+        run.model.num_relations, run.model.time_span = stage.config.model.num_relations, stage.config.model.time_span
+        assert run.to_dict() == stage.config.to_dict(), stage.name
+        before[stage.name] = stage.config
+
+
+def test_a_broken_recipe_is_refused_with_its_file_named(tmp_path):
+    good = load_recipe("yago11k-interpolation").to_dict()
+    cases = {"no stages": {**good, "stages": []},
+             "unknown init": {**good, "stages": [good["stages"][0], {**good["stages"][1], "init": "elsewhere"}]},
+             "reserved option": {**good, "stages": [{**good["stages"][0], "train_args": ["--out", "x.tpar"]}]},
+             "bad config": {**good, "stages": [{**good["stages"][0], "config": {"model": {"dim": -3}}}]}}
+    for what, d in cases.items():
+        path = tmp_path / f"{what.replace(' ', '-')}.json"
+        path.write_text(json.dumps(d))
+        with pytest.raises(DataError) as e:
+            load_recipe(path)
+        assert path.name in str(e.value), what
+    assert main(["retrain", "no-such-model", "--dry-run"]) == 2
+
+
+def test_retrain_runs_the_stages_in_order_each_warm_started_from_the_one_before(tmp_path, capsys):
+    base = load_recipe("sample-world-unified")
+    tiny = ["--epochs", "1", "--max-train-queries", "24", "--max-valid-queries", "16", "--dim", "8",
+            "--num-layers", "2"]
+    first = [*base.final.train_args, *tiny]
+    second = ["--setting", "extrapolation", "--lr", "1e-3", "--epochs", "1", "--max-train-queries", "24",
+              "--max-valid-queries", "16"]
+    d = {"name": "tiny", "data": str(SAMPLE_WORLD), "calibrate_args": ["--max-queries", "32"], "stages": [
+        {"name": "one", "init": None, "train_args": first, "config": base.final.config.to_dict()},
+        {"name": "two", "init": "one", "train_args": second, "config": base.final.config.to_dict()}]}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(d))
+    out = tmp_path / "runs"
+    assert main(["retrain", str(path), "--data", str(SAMPLE_WORLD), "--out-dir", str(out), "--threads", "1"]) == 0
+    final = Checkpoint.load(out / "tiny" / "two.tpar")
+    assert final.setting == "extrapolation" and final.config.train.lr == 1e-3
+    record = final.extra["warm_start"]
+    assert record["from"] == "one.tpar" and record["setting"] == "unified"
+    assert record["config"]["model"]["dim"] == 8  # the earlier stage's configuration travels with the model
+    assert "calibration" in final.extra
+    capsys.readouterr()
+    assert main(["retrain", str(path), "--data", str(SAMPLE_WORLD), "--out-dir", str(out), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "stage 1/2 one: done" in err and "stage 2/2 two: done" in err  # a finished stage is not run again
+    assert isinstance(Recipe.from_dict(d, "x"), Recipe)

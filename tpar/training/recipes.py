@@ -1,0 +1,127 @@
+"""The recipe of a shipped checkpoint: every ``tpar train`` stage that made it, with the exact
+configuration each trained with, so one command (``tpar retrain NAME``) trains it again.
+
+A recipe lives in ``tpar/configs/shipped/<name>.json`` (written by ``python
+benchmarks/shipped_configs.py`` from the checkpoint itself: the last stage's configuration is the
+checkpoint's own, the warm-start chain recorded in the checkpoint gives the earlier stages, whose
+commands come from the training log in ``benchmarks/results/tpar.md``)::
+
+    {"name": "yago11k-interpolation", "data": "interpolation/YAGO11k",
+     "stages": [{"name": "...", "init": null | "<earlier stage>", "train_args": ["--setting", ...],
+                 "config": {"model": {...}, "train": {...}}, "note": "..."}, ...],
+     "calibrate_args": ["--max-queries", "0"], "generated_by": "..."}
+
+``train_args`` are ``tpar train``'s options without ``--data``, ``--out`` and ``--init`` (the recipe
+supplies those); ``config`` is what they build (``tpar.cli.train_run_config``; a test checks both
+agree and that the last stage's equals the checkpoint's).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tpar.errors import DataError
+from tpar.model.config import RunConfig
+
+#: the shipped recipes, one per checkpoint in checkpoints/
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "configs" / "shipped"
+#: options a stage's ``train_args`` may not hold (the recipe sets them)
+RESERVED_ARGS = ("--data", "--out", "--init", "--resume")
+
+
+@dataclass(kw_only=True)
+class Stage:
+    """One ``tpar train`` run of a recipe: from scratch (``init`` None) or warm-started from the named
+    earlier stage's output."""
+
+    name: str
+    init: str | None
+    train_args: list[str]
+    config: RunConfig
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "init": self.init, "train_args": list(self.train_args),
+                "config": self.config.to_dict(), "note": self.note}
+
+
+@dataclass(kw_only=True)
+class Recipe:
+    name: str
+    data: str                      # the data folder, relative to the benchmarks folder (or a path)
+    stages: list[Stage]
+    calibrate_args: list[str] = field(default_factory=list)
+    generated_by: str = ""
+
+    @property
+    def final(self) -> Stage:
+        return self.stages[-1]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "data": self.data, "stages": [s.to_dict() for s in self.stages],
+                "calibrate_args": list(self.calibrate_args), "generated_by": self.generated_by}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str) -> Recipe:
+        """A recipe read from ``source``; a :class:`DataError` naming what is wrong otherwise."""
+        if not isinstance(d, dict) or not isinstance(d.get("stages"), list) or not d["stages"]:
+            raise DataError("not a recipe: it needs a non-empty 'stages' list", file=source)
+        stages, seen = [], set()
+        for i, s in enumerate(d["stages"]):
+            where = f"stage {i + 1}"
+            if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not s["name"]:
+                raise DataError(f"{where} needs a name", file=source)
+            args = s.get("train_args", [])
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise DataError(f"{where}: train_args must be a list of strings", file=source)
+            bad = [a for a in args if a.split("=")[0] in RESERVED_ARGS]
+            if bad:
+                raise DataError(f"{where}: train_args may not set {bad[0]} (the recipe sets it)", file=source)
+            init = s.get("init")
+            if init is not None and init not in seen:
+                raise DataError(f"{where}: starts from {init!r}, which is not an earlier stage", file=source)
+            if i > 0 and init is None:
+                raise DataError(f"{where}: only the first stage trains from scratch", file=source)
+            stages.append(Stage(name=s["name"], init=init, train_args=list(args),
+                                config=RunConfig.from_dict(s.get("config", {}), f"{source}, {where}"),
+                                note=str(s.get("note", ""))))
+            seen.add(s["name"])
+        if not isinstance(d.get("name"), str) or not isinstance(d.get("data"), str):
+            raise DataError("a recipe needs a 'name' and a 'data' folder", file=source)
+        return cls(name=d["name"], data=d["data"], stages=stages,
+                   calibrate_args=[str(a) for a in d.get("calibrate_args", [])],
+                   generated_by=str(d.get("generated_by", "")))
+
+
+def recipe_path(name: str, folder: Path = SHIPPED_DIR) -> Path:
+    return folder / f"{name}.json"
+
+
+def shipped_recipes(folder: Path = SHIPPED_DIR) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def load_recipe(name_or_path: str | Path, folder: Path = SHIPPED_DIR) -> Recipe:
+    """A shipped recipe by name, or a recipe file by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = recipe_path(str(name_or_path), folder)
+        if not path.is_file():
+            raise DataError(f"no shipped recipe {str(name_or_path)!r}; shipped: {', '.join(shipped_recipes(folder))}")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"cannot read the recipe ({e})", file=path) from None
+    return Recipe.from_dict(d, str(path))
+
+
+def stage_outputs(recipe: Recipe, out_dir: Path) -> dict[str, Path]:
+    """Where each stage writes its model: ``<out_dir>/<recipe>/<stage>.tpar``."""
+    return {s.name: out_dir / recipe.name / f"{s.name}.tpar" for s in recipe.stages}

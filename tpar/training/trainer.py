@@ -1,0 +1,391 @@
+"""Fitting TPAR: per-setting or unified, with validation, early stopping, periodic snapshots and resume.
+
+Loss: Eq. 10 (multi-class log-loss over all entities), Adam. Each optimiser step takes
+``batch_size`` queries in micro-batches of ``micro_batch`` (gradients accumulated; in a distributed
+run micro-batch k goes to rank k mod N, :mod:`tpar.training.distributed`). What each epoch trains on
+is :class:`~tpar.training.plan.EpochPlan` (the settings' backgrounds and the no-leakage rules).
+Validation after each epoch on (a seeded subset of) the valid split, realistic MRR, with the
+evaluation protocol of :mod:`tpar.evaluation`; the best epoch on valid is the model kept
+(:class:`~tpar.training.stopping.EarlyStopping`), then calibrated on valid.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from tpar.data.kg import TemporalKG
+from tpar.data.locks import acquire, lock_path, release
+from tpar.errors import DataError
+from tpar.evaluation.calibration import calibrate
+from tpar.evaluation.protocol import evaluate
+from tpar.evaluation.ranks import RANK_TYPES
+from tpar.graph.background import Background
+from tpar.graph.queries import settings_of
+from tpar.model.checkpoint import Checkpoint, from_model, hardware
+from tpar.model.config import RunConfig
+from tpar.model.device import resolve_device
+from tpar.model.network import TPAR, multiclass_log_loss
+from tpar.model.ranker import ModelRanker
+from tpar.training.distributed import Dist, current as current_dist
+from tpar.training.distributed import evaluate_everywhere, microbatch_seed
+from tpar.training.estimate import calibration_queries
+from tpar.training.plan import EpochPlan, extrapolation_background, model_config_for, set_seed
+from tpar.training.schedule import scheduled_lr
+from tpar.training.signals import TrainingCancelled, TrainingInterrupted, deferred_signals
+from tpar.training.snapshots import ResumePoint, check_output_folder, load_resume, resume_path, save_resume
+from tpar.training.stopping import EarlyStopping
+
+
+@dataclass
+class StepInfo:
+    epoch: int
+    batch: int
+    num_batches: int
+    loss: float
+    queries_per_second: float
+    elapsed: float
+    lr: float = 0.0  # the learning rate of this step (after the schedule)
+
+
+@dataclass
+class TrainingCallbacks:
+    """Hooks for the app (progress bar, live chart, cancel button). Return True from any to cancel."""
+
+    on_step: Callable[[StepInfo], bool | None] | None = None
+    on_epoch: Callable[[dict], bool | None] | None = None
+    on_checkpoint: Callable[[Path], None] | None = None
+    on_phase: Callable[[str], None] | None = None   # "validating", "calibrating on valid", "evaluating on test"
+
+
+@dataclass
+class TrainResult:
+    checkpoint: Checkpoint | None  # None on the ranks > 0 of a distributed run (rank 0 writes the model)
+    path: Path
+    history: list[dict]
+    best_epoch: int
+    seconds: float
+    stopped: str  # "completed", "early-stopping", "cancelled", "interrupted" (SIGINT/SIGTERM; resume file kept)
+
+
+@dataclass
+class TrainerState:
+    """Everything a run has done so far (what a resume snapshot restores): the ``epoch`` in progress
+    (0-based) and its next ``batch``, the validated epochs, early stopping, and the optimiser-step time."""
+
+    stopping: EarlyStopping
+    epoch: int = 0
+    batch: int = 0
+    history: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    epochs_trained: float = 0.0  # epochs of optimiser steps (0.1: a tenth of the first)
+
+
+def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
+             max_queries: int | None = None, split: str = "valid") -> dict[str, float]:
+    """Realistic MRR on (a seeded subset of) ``split`` for the run's setting(s)."""
+    kinds = settings_of(run.train.setting)
+    ranker = ModelRanker(model, device, micro_batch=max(1, run.train.micro_batch))
+    out = {}
+    for kind in kinds:  # split over the ranks of a distributed run (every rank gets the whole result)
+        res = evaluate_everywhere(kg, ranker, kind, split, progress=progress, batch_size=64,
+                                  max_queries=run.train.max_valid_queries if max_queries is None else max_queries,
+                                  seed=run.train.seed)
+        m = res.metrics("realistic")
+        out[f"{kind}_mrr"] = m.mrr
+        out[f"{kind}_hits@1"] = m.hits[1]
+        out[f"{kind}_hits@10"] = m.hits[10]
+    out["mrr"] = float(np.mean([out[f"{k}_mrr"] for k in kinds]))
+    model.train()
+    return out
+
+
+def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: torch.device,
+                     name: str = "") -> tuple[TPAR, dict]:
+    """The model of a warm start from ``init`` and the record kept of it; refuses other data or another
+    model configuration (naming the differing fields)."""
+    init.check_fits(kg)
+    if init.data_fingerprint != kg.fingerprint:
+        raise DataError(f"the warm-start checkpoint was trained on other data ({init.data_name}, fingerprint "
+                        f"{init.data_fingerprint[:12]}…; this data: {kg.fingerprint[:12]}…)")
+    mine, theirs = asdict(run.model), asdict(init.config.model)
+    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if differ:
+        raise DataError("the warm-start checkpoint has another model configuration: "
+                        + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ))
+    model = init.build_model(device).train()
+    record = {"from": name, "data_fingerprint": init.data_fingerprint, "setting": init.setting,
+              "epochs": len(init.history), "best_epoch": init.extra.get("best_epoch"),
+              "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset"),
+              "hardware": init.extra.get("hardware"), "history": init.history,
+              "config": init.config.to_dict(),  # what the earlier stage trained with (its recipe)
+              "before": init.extra.get("warm_start")}  # a chain of warm starts stays traceable
+    return model, record
+
+
+def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
+          callbacks: TrainingCallbacks | None = None, eval_test: bool = False,
+          init: Checkpoint | None = None, init_name: str = "", reserved: bool = False) -> TrainResult:
+    """Train (or resume training) and write the best model to ``out``; see the module docstring.
+
+    ``init``: a warm start -- the model begins with this checkpoint's weights (same data fingerprint and
+    model configuration, else a :class:`DataError`) and a fresh optimiser; the new run's epochs count from
+    1, its selection is on valid as always, and the checkpoint records where it started
+    (``extra["warm_start"]``, with ``init_name``). Ignored by ``resume``, whose file already holds the warm-started weights.
+
+    ``out`` is reserved for the run (``out.lock``): a second run writing the same checkpoint is refused
+    with a message, as is an output folder that cannot be written or has too little free space;
+    ``reserved``: the caller already holds that lock (``tpar train`` takes it before loading the data)."""
+    out = Path(out)
+    check_output_folder(out)
+    dist = current_dist()
+
+    def run_it(show: bool, cb: TrainingCallbacks | None) -> TrainResult:
+        trainer = Trainer(kg, run, out, resume=resume, progress=show, callbacks=cb, init=init, init_name=init_name)
+        return trainer.finish(trainer.fit(), eval_test)
+
+    if reserved:  # the caller holds the output's lock
+        return run_it(progress, callbacks)
+    if dist is not None and not dist.main:  # rank 0 holds the output's lock and writes every file
+        return run_it(False, None)
+    try:
+        lock = acquire(lock_path(out), f"checkpoint {out.name}")
+    except PermissionError as e:
+        raise DataError(f"cannot write there ({e.strerror})", file=out.parent) from None
+    try:
+        return run_it(progress, callbacks)
+    finally:
+        release(lock)
+
+
+class Trainer:
+    """One run: its model, optimiser and :class:`TrainerState`, fresh, warm-started or resumed.
+
+    :meth:`fit` runs the epochs (steps, validation, selection, snapshots) and says why it stopped;
+    :meth:`finish` calibrates the selected model on valid (and tests it when asked) and writes it."""
+
+    def __init__(self, kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress: bool,
+                 callbacks: TrainingCallbacks | None, init: Checkpoint | None = None, init_name: str = "") -> None:
+        if "train" in kg.missing_splits or len(kg.facts("train")) == 0:
+            raise DataError(f"{kg.name}: no training facts to train on")
+        if "valid" in kg.missing_splits:
+            raise DataError(f"{kg.name}: a valid split is needed for early stopping")
+        self.kg, self.out, self.progress = kg, Path(out), progress
+        self.cb = callbacks or TrainingCallbacks()
+        self.rpath = resume_path(self.out)
+        self.run = model_config_for(kg, run)
+        self.device = resolve_device(run.train.device)
+        set_seed(run.train.seed)
+        self.model = TPAR(self.run.model).to(self.device)
+        self.warm: dict | None = None
+        if init is not None and not resume:
+            self.model, self.warm = warm_start_model(init, kg, self.run, self.device, init_name)
+        cfg = self.run.train
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.state = TrainerState(EarlyStopping(cfg.patience))
+        if resume:
+            self._restore()
+        self.setting = self.run.train.setting  # after a resume: the interrupted run's setting, not the caller's
+        self.model.train()
+        self.extrap_bg = extrapolation_background(kg, self.setting)
+        self._bg: tuple[int, Background] | None = None
+        self.dist: Dist | None = current_dist()
+        self.main = self.dist is None or self.dist.main
+        self.t_run = time.perf_counter()
+
+    @property
+    def cfg(self):
+        return self.run.train
+
+    def _restore(self) -> None:
+        ck, opt_state, point = load_resume(self.rpath, self.kg, self.cfg.patience)
+        if ck.config.to_dict() != self.run.to_dict():
+            device_asked = self.cfg.device
+            self.run = ck.config  # the interrupted run's own configuration wins, except where it runs:
+            self.cfg.device = device_asked  # a run interrupted on a GPU machine may continue on a CPU one
+            self.device = resolve_device(device_asked)
+        point.stopping.patience = self.cfg.patience
+        self.model = ck.build_model(self.device).train()
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        self.opt.load_state_dict(opt_state["adam"])
+        torch.set_rng_state(opt_state["torch_rng"])
+        self.state = TrainerState(point.stopping, point.epoch, point.batch, ck.history, point.seconds,
+                                  float(point.epoch))
+        self.warm = ck.extra.get("warm_start")
+
+    # -- files -------------------------------------------------------------------------------------
+    def _extra(self, **more) -> dict:
+        return {"seconds": self.state.seconds, "hardware": hardware(), "seed": self.cfg.seed,
+                **more, **({"warm_start": self.warm} if self.warm else {})}
+
+    def snapshot(self, epoch: int, batch: int) -> None:
+        """Write the resume file: the model and optimiser now, resuming at ``batch`` of ``epoch``."""
+        if not self.main:
+            return
+        ck = from_model(self.model, self.run, self.kg, self.setting, history=self.state.history, extra=self._extra())
+        save_resume(self.rpath, ck, self.opt, ResumePoint(epoch, batch, self.state.stopping, self.state.seconds))
+        if self.cb.on_checkpoint:
+            self.cb.on_checkpoint(self.rpath)
+
+    def _save_best(self, val: dict) -> None:
+        if self.main:
+            from_model(self.model, self.run, self.kg, self.setting, history=self.state.history,
+                       metrics={"valid_subset": val},
+                       extra=self._extra(best_epoch=self.state.stopping.best_epoch,
+                                         ranks=self.dist.world if self.dist else 1)).save(self.out)
+
+    def _on_device(self, bg: Background) -> Background:
+        if self._bg is None or self._bg[0] != id(bg):
+            self._bg = (id(bg), bg.to(self.device))
+        return self._bg[1]
+
+    def _agree(self, *flags: bool) -> tuple[bool, ...]:
+        """Every rank of a distributed run takes the same decision (any rank's flag counts)."""
+        return tuple(self.dist.any(f) for f in flags) if self.dist is not None else flags
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def fit(self) -> str:
+        """Run the remaining epochs; returns why the run stopped: ``completed``, ``early-stopping``,
+        ``cancelled`` or ``interrupted`` (the resume file then holds the last step)."""
+        with deferred_signals() as received:
+            try:
+                for epoch in range(self.state.epoch, self.cfg.epochs):
+                    if self._epoch(epoch, received):
+                        return "early-stopping"
+            except TrainingInterrupted:
+                return "interrupted"
+            except TrainingCancelled:
+                return "cancelled"
+        return "completed"
+
+    def _epoch(self, epoch: int, received: list[int]) -> bool:
+        """Train, validate and select one epoch; True when early stopping ends the run."""
+        plan = EpochPlan(self.kg, self.run, epoch, self.extrap_bg)
+        nb = len(plan.batches)
+        first = self.state.batch if epoch == self.state.epoch else 0
+        bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{self.cfg.epochs}", unit="batch",
+                   disable=not (self.progress and self.main), mininterval=1.0)
+        t_epoch, n_q, losses = time.perf_counter(), 0, []
+        last_save = time.perf_counter()
+        for i in range(first, nb):
+            kind, batch = plan.batch(i, self.cfg.batch_size)
+            loss = self._step(batch, self._on_device(plan.backgrounds[kind]), epoch, i, nb)
+            n_q += len(batch)
+            losses.append(loss)
+            qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
+            self.state.epochs_trained = epoch + (i + 1) / nb
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", qps=f"{qps:.1f}", refresh=False)
+            info = StepInfo(epoch, i + 1, nb, loss, qps, self.state.seconds, self.opt.param_groups[0]["lr"])
+            cancel, stop, save = self._agree(bool(self.cb.on_step and self.cb.on_step(info)), bool(received),
+                                             time.perf_counter() - last_save >= self.cfg.checkpoint_every)
+            if cancel or stop or save:
+                self.snapshot(epoch, i + 1)
+                last_save = time.perf_counter()
+            if cancel:
+                raise TrainingCancelled()
+            if stop:  # Ctrl-C / SIGTERM: this step is done and kept
+                raise TrainingInterrupted()
+        bar.close()
+        self.state.batch = 0
+        return self._validate_epoch(epoch, plan, t_epoch, losses, received)
+
+    def _step(self, batch, bg: Background, epoch: int, i: int, nb: int) -> float:
+        """One optimiser step on ``batch`` (Eq. 10 summed over its micro-batches); returns its loss."""
+        cfg, dist = self.cfg, self.dist
+        t0 = time.perf_counter()
+        lr = scheduled_lr(cfg, epoch, i, nb, self.state.history)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self.opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for k, a in enumerate(range(0, len(batch), cfg.micro_batch)):
+            if dist is not None and k % dist.world != dist.rank:
+                continue  # another rank's micro-batch
+            torch.manual_seed(microbatch_seed(cfg.seed, epoch, i, k))  # dropout: the same in any layout
+            mb = batch[slice(a, a + cfg.micro_batch)].to(self.device)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=cfg.amp and self.device.type == "cuda"):
+                scores = self.model(mb, bg)
+            loss = multiclass_log_loss(scores.float(), mb.answer) * (len(mb) / len(batch))
+            loss.backward()
+            total += float(loss.detach())
+        if dist is not None:  # the global batch's gradient: the sum of the ranks' parts
+            dist.all_reduce_grads(self.model.parameters())
+            total = dist.sum(total)
+        self.opt.step()
+        self.state.seconds += time.perf_counter() - t0
+        return total
+
+    def _validate_epoch(self, epoch: int, plan: EpochPlan, t_epoch: float, losses: list[float],
+                        received: list[int]) -> bool:
+        """Validate after ``epoch``, keep the model when it is the best on valid, snapshot; True to stop."""
+        if self.cb.on_phase:
+            self.cb.on_phase("validating")
+        val = validate(self.model, self.kg, self.run, self.device, self.progress)
+        entry = {"epoch": epoch + 1, "loss": sum(losses) / max(len(losses), 1),
+                 "queries": plan.num_questions,  # all of them ran (some before a resume)
+                 "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
+        self.state.history.append(entry)
+        improved = self.state.stopping.update(val["mrr"], epoch + 1)
+        if improved:
+            self._save_best(val)
+        self.state.epoch = epoch + 1
+        self.snapshot(epoch + 1, 0)
+        if self.progress:
+            print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
+                  f"{' (best)' if improved else ''}", flush=True)
+        cancel, stop = self._agree(bool(self.cb.on_epoch and self.cb.on_epoch(entry)), bool(received))
+        if cancel:
+            raise TrainingCancelled()
+        if stop:  # arrived during validation: the epoch's snapshot is written
+            raise TrainingInterrupted()
+        return self.state.stopping.should_stop
+
+    # -- after the loop ----------------------------------------------------------------------------
+    def finish(self, stopped: str, eval_test: bool) -> TrainResult:
+        """Calibrate the selected model on valid (and test it when ``eval_test``), record how the run
+        went and write it; a finished run's resume file goes."""
+        st = self.state
+        if not self.main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
+            return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
+        if not self.out.is_file():  # cancelled before the first validation: keep what we have
+            from_model(self.model, self.run, self.kg, self.setting, history=st.history,
+                       extra=self._extra()).save(self.out)
+        best = Checkpoint.load(self.out)
+        best.history = st.history
+        best.extra.update({"seconds": st.seconds, "hardware": hardware(), "seed": self.cfg.seed, "stopped": stopped,
+                           "best_epoch": st.stopping.best_epoch, "wall_seconds": time.perf_counter() - self.t_run,
+                           "epochs_trained": round(st.epochs_trained, 3)})
+        if stopped not in ("cancelled", "interrupted"):
+            self._calibrate_and_test(best, eval_test)
+        best.save(self.out)
+        if stopped not in ("cancelled", "interrupted") and self.rpath.exists():
+            self.rpath.unlink()
+        return TrainResult(best, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
+
+    def _calibrate_and_test(self, best: Checkpoint, eval_test: bool) -> None:
+        cfg, kinds = self.cfg, settings_of(self.setting)
+        test = eval_test and "test" in self.kg.splits
+        if not (cfg.calibrate or test):
+            return
+        model = best.build_model(self.device)
+        if cfg.calibrate:
+            if self.cb.on_phase:
+                self.cb.on_phase("calibrating on valid")
+            for kind in kinds:  # temperature and conformal thresholds from valid (never test)
+                cal = calibrate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, split="valid",
+                                max_queries=calibration_queries(cfg), seed=cfg.seed)
+                best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
+        if test:
+            if self.cb.on_phase:
+                self.cb.on_phase("evaluating on test")
+            for kind in kinds:
+                res = evaluate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, "test",
+                               progress=self.progress, batch_size=64)
+                best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
