@@ -42,7 +42,7 @@ RESULTS_TABLE = [
      "a9b2ef0:checkpoints/icews14-extrapolation.tpar`) and once with the sparse default; each alone: 46.43 "
      "(`benchmarks/results/posthoc_levers_icews14.md`)"),
     ("2", "extrapolation", "ICEWS18", 35.76, None,
-     "no ICEWS18-trained model yet; the ICEWS14 model zero-shot (no ICEWS18 training): 33.71 on the whole test "
+     "no ICEWS18-trained model yet; the sparse ICEWS14 model (icews14-extrapolation-sparse) zero-shot (no ICEWS18 training): 33.71 on the whole test "
      "split (`benchmarks/results/transfer.md`)"),
     ("2", "extrapolation", "YAGO", 91.53, "yago-extrapolation",
      "`tpar train --data …/extrapolation/YAGO --setting extrapolation --config tpar/configs/cpu/yago-extrapolation.json "
