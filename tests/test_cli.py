@@ -229,10 +229,15 @@ OUTPUT_OPTIONS = {
     ("complete", "out"): ["complete", "--checkpoint", "{ckpt}", "--data", "{data}", "--input", "{data}", "--out", "{out}"],
     ("bench", "json"): ["bench", "--quick", "--json", "{out}"],
     ("sample-world", "out"): ["sample-world", "--out", "{out}"],
-    ("ensemble", "out"): ["ensemble", "--checkpoints", "{ckpt}", "--prior", "--data", "{data}", "--out", "{out}"],
+    ("rules", "json"): ["rules", "--checkpoint", "{ckpt}", "--data", "{data}", "--json", "{out}"],
+    ("rules", "rules_csv"): ["rules", "--checkpoint", "{ckpt}", "--data", "{data}", "--csv", "{out}"],
+    ("rules", "metrics_json"): ["rules", "--checkpoint", "{ckpt}", "--data", "{data}", "--evaluate", "test",
+                                "--metrics-json", "{out}"],
+    ("ensemble", "out"): ["ensemble", "--checkpoints", "{ckpt}", "{ckpt}", "--data", "{data}", "--out", "{out}"],
+    ("retrain", "out_dir"): ["retrain", "sample-world-unified", "--data", "{data}", "--out-dir", "{out}"],
 }
-#: outputs whose missing folders are created (a training run's folder, the sample world's folder, a composite's)
-CREATES_FOLDERS = {("train", "out"), ("sample-world", "out"), ("ensemble", "out")}
+#: outputs whose missing folders are created (a training run's folder, the sample world's folder)
+CREATES_FOLDERS = {("train", "out"), ("sample-world", "out"), ("ensemble", "out"), ("retrain", "out_dir")}
 
 
 def _writing_options() -> set[tuple[str, str]]:
@@ -245,7 +250,8 @@ def _writing_options() -> set[tuple[str, str]]:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     return {(name, a.dest) for name, sp in commands.items() for a in sp._actions
             if a.option_strings and a.nargs != 0
-            and (a.dest in ("out", "json") or a.dest.endswith("_csv") or "rewritten" in (a.help or ""))}
+            and (a.dest in ("out", "out_dir", "json") or a.dest.endswith(("_csv", "_json"))
+                 or "rewritten" in (a.help or ""))}
 
 
 def test_every_output_option_is_in_the_hostile_output_table():
@@ -259,7 +265,7 @@ def _hostile_outputs(tmp_path, key):
     (tmp_path / "a-folder").mkdir()
     if key not in CREATES_FOLDERS:
         cases["in a missing folder"] = tmp_path / "missing" / "x.out"
-    if key == ("sample-world", "out"):  # its output is a folder: a file is the wrong kind there
+    if key in (("sample-world", "out"), ("retrain", "out_dir")):  # a folder: a file is the wrong kind there
         cases["a folder"] = tmp_path / "a-file"
     return cases
 
@@ -346,6 +352,7 @@ CHECKPOINT_OPTIONS = {
                                 "--answer", "Bob"],
     ("baseline", "questions_of"): ["baseline", "--data", "{data}", "--method", "frequency", "--setting",
                                    "extrapolation", "--questions-of", "{ckpt}"],
+    ("rules", "checkpoint"): ["rules", "--checkpoint", "{ckpt}", "--data", "{data}"],
 }
 #: every option that reads a file of facts (subject, relation, object, time), with a command line whose
 #: other inputs are good: a bad row of it must be named with the file and the row
@@ -371,7 +378,8 @@ def _options(test) -> set[tuple[str, str]]:
 
 def test_every_checkpoint_and_fact_file_option_is_in_the_hostile_tables():
     assert _options(lambda a: a.dest in ("checkpoint", "init", "questions_of")) == set(CHECKPOINT_OPTIONS)
-    assert _options(lambda a: a.metavar == "FILE" and (a.dest not in ("json", "out") and not a.dest.endswith("_csv"))) \
+    assert _options(lambda a: a.metavar == "FILE" and (a.dest not in ("json", "out")
+                                                       and not a.dest.endswith(("_csv", "_json")))) \
         == set(FACT_FILE_OPTIONS)
 
 

@@ -95,3 +95,23 @@ def test_training_defaults_reads_the_data_sets_training_facts(sample_kg):
     d = training_defaults(sample_kg, "unified")
     assert d.size == "medium" and f"{len(sample_kg.facts('train')):,} training facts" in d.reason
     assert "max_valid_queries=1000" in d.describe() and d.run.train.setting == "unified"
+
+
+def test_tpar_train_prints_its_estimate_first_and_the_time_left_after_each_epoch(tmp_path, capsys):
+    """The CLI says before the first step how long the run should take (timed on this machine) and, after each
+    epoch but the last, how long it has left at most -- the same functions as the app's Train page."""
+    data = tmp_path / "ring.csv"
+    data.write_text(tiny_world_csv(days=60))
+    assert main(["train", "--data", str(data), "--setting", "extrapolation", "--out", str(tmp_path / "m.tpar"),
+                 "--threads", "1", "--epochs", "3", "--patience", "3", "--max-train-queries", "40"]) == 0
+    captured = capsys.readouterr()
+    err, out = captured.err, captured.out
+    assert "estimate on this machine: 40 training questions per epoch at " in err
+    assert "at most" in err and "for 3 epochs (early stopping may end sooner)" in err
+    lines = [line for line in out.splitlines() if line.startswith("epoch ") and ": loss" in line]
+    assert len(lines) == 3, out
+    assert all("left at most" in line for line in lines[:2]) and "left" not in lines[2], lines
+    quiet = tmp_path / "q.tpar"
+    assert main(["train", "--data", str(data), "--setting", "extrapolation", "--out", str(quiet), "--threads", "1",
+                 "--epochs", "1", "--max-train-queries", "20", "--quiet"]) == 0
+    assert "estimate" not in capsys.readouterr().err  # --quiet: no timing run

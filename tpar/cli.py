@@ -203,8 +203,19 @@ def _train(args, reserved: bool) -> int:
     run, source = train_run_config(args, kg.name, kg, init)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
     print(describe_run(run, source), file=sys.stderr, flush=True)
+    estimate = None
+    from tpar.training.distributed import current
+
+    dist = current()
+    if not args.quiet and not args.resume and (dist is None or dist.main):  # timed here: a few steps and answers
+        from tpar.training.estimate import estimate_training
+        from tpar.training.timing import describe_estimate
+
+        estimate = estimate_training(kg, run, eval_test=args.eval_test)
+        print(describe_estimate(estimate), file=sys.stderr, flush=True)
     result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
-                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved)
+                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved,
+                   estimate=estimate)
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
         return 0
     if result.stopped == "interrupted":
@@ -234,6 +245,9 @@ def cmd_retrain(args) -> int:
     from tpar.training.recipes import load_recipe, stage_outputs
     from tpar.training.snapshots import resume_path
 
+    from tpar.data.outputs import check_output_folder
+
+    check_output_folder(args.out_dir, "retrain folder")  # before any work
     recipe = load_recipe(args.recipe)
     if args.data:
         data = Path(args.data)
@@ -762,6 +776,98 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_rules(args) -> int:
+    """Temporal rules distilled from a checkpoint's top paths (``tpar.reasoning.distilled_rules``), and, with
+    ``--evaluate``, the rules as a predictor under the evaluation protocol (``tpar.reasoning.rule_ranker``)."""
+    from tpar.reasoning.distilled_rules import RuleConfig, RuleSet, distill_rules, head_relations, resolve_setting
+
+    _output(args.json, "JSON file")
+    _output(args.rules_csv, "CSV file")
+    _output(args.metrics_json, "metrics JSON file")
+    if args.rules_file is None and args.checkpoint is None:
+        raise DataError("give --checkpoint (the model to distil rules from), or --rules FILE (rules written by "
+                        "tpar rules --json)")
+    if args.rules_file is not None:
+        if args.checkpoint is not None:
+            print("note: --rules given: the checkpoint is not asked again (the rules file says what it came from)",
+                  file=sys.stderr)
+        kg = _load(args)
+        rules = RuleSet.read(args.rules_file)
+        if rules.meta.get("data_fingerprint") not in (None, kg.fingerprint):
+            print(f"warning: {args.rules_file} was distilled on {rules.meta.get('data', '?')} (fingerprint "
+                  f"{str(rules.meta.get('data_fingerprint'))[:12]}), not on this data ({kg.fingerprint[:12]})",
+                  file=sys.stderr)
+        setting = args.setting if args.setting != "auto" else rules.meta.get("setting", "extrapolation")
+        shown = [kg.relations.resolve(r, "relation") for r in args.relation or ()]
+    else:
+        from tqdm.auto import tqdm
+
+        from tpar.reasoning.explanation import Explainer
+        from tpar.reasoning.prediction import Predictor
+
+        ckpt, kg = _checkpoint_and_data(args)
+        config = RuleConfig(questions=args.questions, source=args.source, setting=args.setting, answers=args.answers,
+                            paths=args.paths, relations=tuple(args.relation or ()), max_rules=args.max_rules,
+                            min_support=args.min_support, seed=args.seed)
+        shown = [kg.relations.name(r) for r in head_relations(kg, config)] if config.relations else []
+        setting = resolve_setting(ckpt.setting, config.setting)
+        explainer = Explainer(Predictor(ckpt, kg, args.device))
+        with tqdm(desc="distilling rules", unit="q", disable=args.quiet, mininterval=1.0) as bar:
+            def tick(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            rules = distill_rules(explainer, config, on_progress=tick)
+        rules.meta["checkpoint"] = str(args.checkpoint)
+    print(rules_summary(rules, shown, args.show))
+    if args.json:
+        from tpar.data.outputs import write_text
+
+        write_text(args.json, rules.to_json(), "JSON file")
+        print(f"wrote {args.json}")
+    if args.rules_csv:
+        from tpar.data.outputs import write_csv
+
+        write_csv(args.rules_csv, rules.csv_rows(), what="CSV file")
+        print(f"wrote {args.rules_csv}")
+    if args.evaluate:
+        from tpar.evaluation.protocol import evaluate
+        from tpar.reasoning.rule_ranker import RuleRanker
+
+        ranker = RuleRanker(rules, kg, top=args.rules_per_head)
+        for w in _warnings(kg, setting) + ranker.coverage_notes(kg, args.evaluate):
+            print(f"warning: {w}", file=sys.stderr)
+        res = evaluate(kg, ranker, setting, args.evaluate, progress=not args.quiet, params=ranker.params(),
+                       max_queries=args.max_queries, seed=args.seed, batch_size=64)
+        print(res.summary())
+        if args.metrics_json:
+            res.write_json(args.metrics_json)
+            print(f"wrote {args.metrics_json}")
+    return 0
+
+
+def rules_summary(rules, heads: list[str] | None = None, show: int = 3) -> str:
+    """The rules as text, ``show`` per head relation and direction (``heads``: only these; [] = all)."""
+    m = rules.meta
+    c = m.get("config", {})
+    lines = [f"rules of {m.get('checkpoint', '?')} on {m.get('data', '?')} ({m.get('setting', '?')}): "
+             f"{m.get('questions', 0):,} questions from {c.get('source', '?')}, up to {c.get('questions', '?')} facts "
+             f"per relation asked both ways, the model's {c.get('answers', '?')} best answers and "
+             f"{c.get('paths', '?')} top paths each ({m.get('importance', '')}); {m.get('seconds', 0):g} s",
+             f"  {m.get('score', '')}; X: the question's entity, Y: the answer"]
+    for h in rules.heads:
+        if heads and h.head not in heads:
+            continue
+        q = f"(?, {h.head}, X, t)" if h.head_inverse else f"(X, {h.head}, ?, t)"
+        kept = rules.for_head(h.head, h.head_inverse)
+        lines.append(f"{q}: {h.questions:,} questions, the model's first answer right for {100 * h.answered_first:.0f}%; "
+                     f"{h.patterns:,} patterns" + ("" if kept else ", none seen in enough questions to keep"))
+        for r in kept[:show]:
+            lines.append(f"  {r.rank:2d}. {r.text(rules.scale)}   support {r.support}, confidence "
+                         f"{100 * r.confidence:.0f}%, importance {r.importance:.3g}, score {r.score:.3f}")
+    return "\n".join(lines)
+
+
 def cmd_bench(args) -> int:
     from tpar.runtime.bench import run_benchmarks
 
@@ -909,15 +1015,18 @@ def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
     return sp
 
 
+def count_arg(sp, flag: str, default: int, help: str) -> None:
+    """An option counting questions (0 usually meaning all of them)."""
+    sp.add_argument(flag, type=int, default=default, metavar="N", help=help)
+
+
 def threads_arg(sp) -> None:
-    sp.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    count_arg(sp, "--threads", 0, "CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
 
 
 def subset_arg(sp) -> None:
     """``--max-queries``: a seeded subset of the questions (the ``--seed`` of :func:`data_args`)."""
-    sp.add_argument("--max-queries", type=int, default=0, metavar="N",
-                    help="rank a random subset of N questions, drawn with --seed (default 0: all)")
+    count_arg(sp, "--max-queries", 0, "rank a random subset of N questions, drawn with --seed (default 0: all)")
 
 
 def run_args(sp, json_help: str) -> None:
@@ -925,6 +1034,13 @@ def run_args(sp, json_help: str) -> None:
     threads_arg(sp)
     sp.add_argument("--json", action="store_true", help=json_help)
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_args(sp)
+
+
+def answer_args(sp, json_help: str) -> None:
+    """How an answering command prints (``--json``: ``json_help``), where the model runs, and the data's reading."""
+    sp.add_argument("--json", action="store_true", help=json_help)
+    device_arg(sp)
     data_args(sp)
 
 
@@ -1102,12 +1218,9 @@ def _add_ensemble(sub) -> None:
                          "eps and beta chosen on valid)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="the setting it is chosen for (default: the checkpoints')")
-    sp.add_argument("--valid-queries", type=int, default=0, metavar="N",
-                    help="choose on a seeded subset of N valid questions (default 0: all)")
-    sp.add_argument("--prior-queries", type=int, default=5000, metavar="N",
-                    help="valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
-    sp.add_argument("--calibration-queries", type=int, default=2000, metavar="N",
-                    help="valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
+    count_arg(sp, "--valid-queries", 0, "choose on a seeded subset of N valid questions (default 0: all)")
+    count_arg(sp, "--prior-queries", 5000, "valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    count_arg(sp, "--calibration-queries", 2000, "valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")
 
@@ -1137,9 +1250,7 @@ def _add_predict(sub) -> None:
     sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
                     help="also the answer set that holds the answer with this probability (split conformal; needs "
                          "a calibrated checkpoint)")
-    sp.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    device_arg(sp)
-    data_args(sp)
+    answer_args(sp, json_help="print the prediction as JSON")
 
 
 def _add_complete(sub) -> None:
@@ -1166,9 +1277,7 @@ def _add_complete(sub) -> None:
     transfer_args(sp)
     sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
-    sp.add_argument("--json", action="store_true", help="print every proposal as JSON")
-    device_arg(sp)
-    data_args(sp)
+    answer_args(sp, json_help="print every proposal as JSON")
 
 
 def _add_explain(sub) -> None:
@@ -1183,8 +1292,43 @@ def _add_explain(sub) -> None:
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
     sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
-    sp.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    answer_args(sp, json_help="print the explanation as JSON")
+
+
+def _add_rules(sub) -> None:
+    sp = command(sub, "rules", cmd_rules, help="temporal rules distilled from a checkpoint's top paths; --evaluate: "
+                 "the rules as a predictor")
+    sp.add_argument("--checkpoint", help=CHECKPOINT_HELP + " (not needed with --rules)")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--relation", action="append", metavar="R",
+                    help="a head relation to distil (repeat for more; default: every relation with questions)")
+    sp.add_argument("--questions", type=positive_int, default=50, metavar="N",
+                    help="facts per head relation, each asked in both directions (default 50; a seeded sample)")
+    sp.add_argument("--from", dest="source", default="valid", choices=["valid", "train", "test"],
+                    help="the split the questions' facts come from (default valid; train: sampled training facts)")
+    sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
+                    help="auto: the checkpoint's; a unified model's rules are read in interpolation")
+    sp.add_argument("--answers", type=positive_int, default=2, help="the model's best answers explained per question "
+                    "(default 2)")
+    sp.add_argument("--paths", type=positive_int, default=3, help="top paths per answer (default 3)")
+    sp.add_argument("--max-rules", type=positive_int, default=50, help="rules kept per head and direction (default 50)")
+    sp.add_argument("--min-support", type=positive_int, default=2,
+                    help="rules seen in fewer questions are dropped (default 2)")
+    sp.add_argument("--show", type=int, default=3, metavar="N", help="rules printed per head and direction (default 3)")
+    sp.add_argument("--json", metavar="FILE", help="write every rule as JSON")
+    sp.add_argument("--csv", dest="rules_csv", metavar="FILE", help="write every rule as CSV (formula-safe)")
+    sp.add_argument("--rules", dest="rules_file", metavar="RULES_JSON",
+                    help="read rules written by --json instead of distilling them (e.g. to --evaluate them)")
+    sp.add_argument("--evaluate", choices=["valid", "test"],
+                    help="rank this split with the rules (time-aware filter, both directions, realistic ties)")
+    sp.add_argument("--rules-per-head", type=positive_int, default=20, metavar="K",
+                    help="--evaluate: the K best rules of each head and direction are applied (default 20)")
+    count_arg(sp, "--max-queries", 0, "--evaluate: a seeded random subset of N queries (0 = all)")
+    sp.add_argument("--metrics-json", metavar="FILE", help="--evaluate: write the metrics as JSON")
     device_arg(sp)
+    threads_arg(sp)
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    transfer_args(sp)
     data_args(sp)
 
 
@@ -1226,7 +1370,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the version and where the package is, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_ensemble, _add_calibrate,
-                _add_predict, _add_complete, _add_explain, _add_sample_world, _add_app, _add_bench):
+                _add_predict, _add_complete, _add_explain, _add_rules, _add_sample_world, _add_app, _add_bench):
         add(sub)
     return p
 

@@ -23,7 +23,7 @@ from tpar.model.config import RunConfig, apply_propagation
 from tpar.training.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name
-from tpar.training.timing import TrainingEstimate, time_left
+from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
@@ -121,22 +121,6 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
     run.train.setting, run.train.lr, run.train.epochs = setting, float(lr), int(epochs)
     run.train.max_train_queries = int(per_epoch)
     return name, run, eval_test, "start" if submitted else "estimate"
-
-
-def about(seconds: float) -> str:
-    """'about 45 s', but 'under 1 s' (never 'about under 1 s')."""
-    return duration(seconds) if seconds < 1 else f"about {duration(seconds)}"
-
-
-def duration(seconds: float) -> str:
-    """'under 1 s', '45 s', '12 min', '2 h 05 min'."""
-    if seconds < 1:
-        return "under 1 s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
 def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):

@@ -297,7 +297,7 @@ RANKING_TEXT = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Explanation(AnsweredQuestion):
     answer: str
     score: float             # f(q, answer), Eq. 9
@@ -340,6 +340,25 @@ class Explanation(AnsweredQuestion):
                                     "prior": self.prior.to_dict() if self.prior else None}
 
 
+@dataclass
+class AnswerPaths:
+    """One answer's most important paths (Eq. 14, marginal ranking) as :meth:`Explainer.top_paths` finds them."""
+
+    answer: str
+    answer_id: int
+    score: float             # f(q, answer), Eq. 9
+    rank: float              # realistic rank among all entities
+    reached: bool
+    paths: list[TemporalPath]
+
+
+@dataclass(kw_only=True)
+class TopPaths(AnsweredQuestion):
+    """The top paths of several answers of one question (:meth:`Explainer.top_paths`)."""
+
+    answers: list[AnswerPaths]
+
+
 #: attention below which a link is not shown as one the model "attends to" in the teaching trace
 ATTENTION_FLOOR = 0.01
 
@@ -353,7 +372,7 @@ def complete_enough(gap: float, target: float) -> bool:
     return abs(gap) <= COMPLETENESS_TOLERANCE * max(abs(target), 1e-3)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Counterfactual(AnsweredQuestion):
     """The smallest set of evidence facts found whose removal takes ``answer`` off rank 1: greedy over
     the links of the top paths (most important first), then pruned to a minimal set (every fact in
@@ -393,7 +412,7 @@ class LayerSummary:
     links_towards_answer: int | None = None  # admitted links of this step on some walk to the answer
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ReasoningTrace(AnsweredQuestion):
     layers: list[LayerSummary]
     answer: str | None = None
@@ -521,11 +540,7 @@ class Explainer:
             sc = scores.detach().cpu()
             rank = realistic_rank(sc, float(sc[a]))
         reached = any(bool(((n[:, 1] == a)).any()) for n in trace.nodes[-1:])
-        weights = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
-        grads = torch.autograd.grad(f, weights, allow_unused=True) if reached else [None] * len(weights)
-        grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
-        link_grads = [g.detach().cpu() for g in grads[0::2]]
-        loop_grads = [g.detach().cpu() for g in grads[1::2]]
+        link_grads, loop_grads = self._gradients(f, trace, reached)
         used = "gradient"
         extra_warnings = []
         baseline = gap = None
@@ -543,9 +558,7 @@ class Explainer:
                 if not complete_enough(gap, target):
                     extra_warnings.append(f"integrated importance is approximate: the shares add up to "
                                           f"{target + gap:.4g}, not f − f₀ = {target:.4g}, after {used_steps} points")
-        trace = PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
-                                 alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
-                                 loops=[x.cpu() for x in trace.loops])  # the search runs on the CPU
+        trace = self._on_cpu(trace)  # the search runs on the CPU
         width = beam or max(4 * num_paths, 20)
         pool = self._beam_search(s, a, t, trace, link_grads, loop_grads, num_paths if ranking == "total" else width,
                                  width, simple) if reached else []
@@ -574,9 +587,11 @@ class Explainer:
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
-        return Explanation(subject, relation, direction, prepared.time_label, t, prepared.setting.value, answer,
-                           float(f.detach()), rank, reached, paths, len(trace.links), warnings, used, facts,
-                           baseline, used_steps, gap, decomposition, ranking), trace, link_grads
+        return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                           time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
+                           rank=rank, reached=reached, paths=paths, num_layers=len(trace.links), warnings=warnings,
+                           importance=used, facts=facts, baseline_score=baseline, integration_steps=used_steps,
+                           completeness_gap=gap, decomposition=decomposition, ranking=ranking), trace, link_grads
 
     def _explain_composite(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
                            setting: str, num_paths: int, beam: int | None, simple: bool, importance: str, steps: int,
@@ -670,19 +685,80 @@ class Explainer:
                    for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
                                                                       runs, decs))]
         first = runs[0][0]
-        return Explanation(first.subject, first.relation, direction, first.time, first.time_step, first.setting, answer,
-                           score, rank, reached, paths, max(e.num_layers for e, _, _ in runs), warnings,
-                           decomposition.method, facts, decomposition.no_evidence_score,
-                           max(e.integration_steps for e, _, _ in runs),
-                           (sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
-                            if all(e.completeness_gap is not None for e, _, _ in runs) else None),
-                           decomposition, ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
+        return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
+                           time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
+                           reached=reached, paths=paths, num_layers=max(e.num_layers for e, _, _ in runs),
+                           warnings=warnings, importance=decomposition.method, facts=facts,
+                           baseline_score=decomposition.no_evidence_score,
+                           integration_steps=max(e.integration_steps for e, _, _ in runs),
+                           completeness_gap=(sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
+                                             if all(e.completeness_gap is not None for e, _, _ in runs) else None),
+                           decomposition=decomposition, ranking=ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
                            members=members, prior=prior)
 
     def _member_names(self) -> list[str]:
         ck = self.predictor.checkpoint
         names = list(getattr(ck, "member_names", []))
         return [names[i] if i < len(names) else f"model {i + 1}" for i in range(len(self.members or []))]
+
+    @staticmethod
+    def _gradients(f: torch.Tensor, trace: PropagationTrace, reached: bool, retain_graph: bool = False
+                   ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """∂f/∂w of Eq. 14 per layer for the links and for the self-loops of a weighted ``trace`` (zeros when
+        ``reached`` is False: no path reaches the answer), on the CPU."""
+        weights = [w for pair in zip(trace.link_weight, trace.loop_weight) for w in pair]
+        grads = (torch.autograd.grad(f, weights, allow_unused=True, retain_graph=retain_graph) if reached
+                 else [None] * len(weights))
+        grads = [torch.zeros_like(w) if g is None else g for w, g in zip(weights, grads)]
+        return [g.detach().cpu() for g in grads[0::2]], [g.detach().cpu() for g in grads[1::2]]
+
+    @staticmethod
+    def _on_cpu(trace: PropagationTrace) -> PropagationTrace:
+        """The parts of ``trace`` the path search reads, on the CPU."""
+        return PropagationTrace(nodes=trace.nodes, links=[x.cpu() for x in trace.links],
+                                alpha=[x.cpu() for x in trace.alpha], num_links=trace.num_links,
+                                loops=[x.cpu() for x in trace.loops])
+
+    def top_paths(self, question: Question, answers: int | list[str] = 1, *, num_paths: int = 5,
+                  beam: int | None = None, simple: bool = True) -> TopPaths:
+        """The cheapest way to the paths :meth:`explain` lists with ``importance="gradient"`` (Eq. 14, marginal
+        ranking: the same paths and importances), for several answers of one question: one traced forward
+        pass, one backward pass per answer, no f₀, decomposition or fact shares. ``answers``: the model's
+        ``answers`` best-scoring reached entities (the question's own entity left out: no simple path ends
+        there), or a list of entity names."""
+        prepared, scores, trace = self._traced(question, weighted=True)
+        s, t = prepared.subject_id, prepared.time_step
+        kg = self.kg
+        with torch.no_grad():
+            sc = scores.detach().float().cpu()
+        on_last = torch.zeros(kg.num_entities, dtype=torch.bool)
+        if trace.nodes:
+            on_last[trace.nodes[-1][:, 1].cpu()] = True
+        if isinstance(answers, int):
+            candidates = torch.nonzero(on_last).squeeze(1)
+            candidates = candidates[candidates != s]
+            order = torch.argsort(sc[candidates], descending=True, stable=True)[:max(0, answers)]
+            ids = candidates[order].tolist()
+        else:
+            ids = [kg.entities.id(kg.entities.resolve(a, "answer entity")) for a in answers]
+        cpu_trace = self._on_cpu(trace)
+        width = beam or max(4 * num_paths, 20)
+        out = []
+        for a in ids:
+            reached = bool(on_last[a])
+            paths: list[TemporalPath] = []
+            if reached:
+                link_grads, loop_grads = self._gradients(scores[a], trace, True, retain_graph=True)
+                pool = self._beam_search(s, a, t, cpu_trace, link_grads, loop_grads, width, width, simple)
+                paths = rank_paths(pool, num_paths, "marginal")
+                floor = evidence_floor(float(sc[a]))
+                for path in paths:
+                    path.meaningful = abs(path.total) >= floor
+            out.append(AnswerPaths(kg.entities.name(a), int(a), float(sc[a]), realistic_rank(sc, float(sc[a])),
+                                   reached, paths))
+        q = prepared.question
+        return TopPaths(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
+                        time_step=t, setting=prepared.setting.value, answers=out)
 
     def _no_evidence_score(self, prepared: PreparedQuestion, a: int) -> float:
         """f₀: f(q, a) from one pass with every link's and self-loop's weight at 0."""
@@ -901,8 +977,9 @@ class Explainer:
             top = int(torch.argmax(scores))
             return realistic_rank(scores, float(scores[a])), self.kg.entities.name(top)
 
-        base = Counterfactual(e.subject, e.relation, e.direction, e.time, e.time_step, e.setting, e.answer, [], False,
-                              e.rank, e.rank, "", len(facts))
+        base = Counterfactual(subject=e.subject, relation=e.relation, direction=e.direction, time=e.time,
+                              time_step=e.time_step, setting=e.setting, answer=e.answer, removed=[], flipped=False,
+                              rank_before=e.rank, rank_after=e.rank, top_after="", candidates=len(facts))
         if e.rank != 1:
             base.reason = f"{e.answer!r} is not ranked first (rank {e.rank:g}): nothing to take away"
             return base
@@ -984,7 +1061,8 @@ class Explainer:
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank,
                                        None if towards is None else int(towards[l].sum())))
-        return ReasoningTrace(subject, relation, direction, prepared.time_label, t, prepared.setting.value, layers, answer)
+        return ReasoningTrace(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
+                              time_step=t, setting=prepared.setting.value, layers=layers, answer=answer)
 
     @staticmethod
     def _towards(trace: PropagationTrace, answer: int) -> list[torch.Tensor] | None:

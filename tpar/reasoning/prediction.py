@@ -25,7 +25,7 @@ from tpar.model.device import resolve_device
 TIE_ATOL, TIE_RTOL = 1e-6, 1e-5
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Answer:
     """One ranked entity. ``rank`` is its place in the list (ties listed by entity id); the model's
     own ranks are the range ``rank_low``..``rank_high``: 1 + the entities scoring higher, and the
@@ -89,7 +89,7 @@ class PreparedQuestion:
     background: Background
 
 
-@dataclass
+@dataclass(kw_only=True)
 class AnsweredQuestion:
     """A question as it was answered: the names asked, the resolved time and the setting used."""
 
@@ -104,7 +104,7 @@ class AnsweredQuestion:
         return asdict(self)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Prediction(AnsweredQuestion):
     """The ranked answers and how sure they are.
 
@@ -458,8 +458,9 @@ class Predictor:
         answers = []
         for pos, e in enumerate(order[:k].tolist(), start=1):
             fact = (s_id, r_base, e, t) if q.direction == "object" else (e, r_base, s_id, t)
-            answers.append(Answer(kg.entities.name(e), e, float(scores[e]), float(probs[e]), pos, fact in self._known,
-                                  int(rank_lo[e]), int(rank_hi[e]), True))
+            answers.append(Answer(entity=kg.entities.name(e), entity_id=e, score=float(scores[e]),
+                                  probability=float(probs[e]), rank=pos, known=fact in self._known,
+                                  rank_low=int(rank_lo[e]), rank_high=int(rank_hi[e]), reached=True))
         n_reached = int(reached.sum())
         unreached_rank, unreached_p = (0, 0), 0.0
         if n_reached < E:
@@ -482,9 +483,11 @@ class Predictor:
         else:
             warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
                             "to know how often they are right.")
-        return Prediction(q.subject, q.relation, q.direction, prepared.time_label, t, prepared.setting.value, answers,
-                          n_reached, warnings, E, unreached_rank, unreached_p, self.checkpoint.setting,
-                          temperature, coverage, answer_set, set_size,
+        return Prediction(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
+                          time_step=t, setting=prepared.setting.value, answers=answers, reached=n_reached,
+                          warnings=warnings, num_entities=E, unreached_rank=unreached_rank,
+                          unreached_probability=unreached_p, model_setting=self.checkpoint.setting,
+                          temperature=temperature, coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "")

@@ -128,3 +128,29 @@ def time_left(estimate: TrainingEstimate | None, progress: RunProgress | None = 
             left += pending * valid
         left += finish
     return TimeLeft(left, step, valid, finish, live_epochs > 0)
+
+
+def duration(seconds: float) -> str:
+    """'under 1 s', '45 s', '12 min', '2 h 05 min'."""
+    if seconds < 1:
+        return "under 1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def about(seconds: float) -> str:
+    """'about 45 s', but 'under 1 s' (never 'about under 1 s')."""
+    return duration(seconds) if seconds < 1 else f"about {duration(seconds)}"
+
+
+def describe_estimate(est: TrainingEstimate) -> str:
+    """The estimate in one sentence (``tpar train`` prints it before the first step)."""
+    finish = f", then {duration(est.finish_seconds)} to calibrate (and test)" if est.finish_seconds else ""
+    return (f"estimate on this machine: {est.questions_per_epoch:,} training questions per epoch at "
+            f"{1000 * est.seconds_per_question:.1f} ms each plus {duration(est.valid_seconds)} of validation: "
+            f"{about(est.epoch_seconds)} per epoch; at most {duration(est.total_seconds)} for {est.epochs} epoch"
+            f"{'s' if est.epochs != 1 else ''} (early stopping may end sooner){finish}")
+

@@ -41,6 +41,7 @@ from tpar.training.schedule import scheduled_lr
 from tpar.training.signals import TrainingCancelled, TrainingInterrupted, deferred_signals
 from tpar.training.snapshots import ResumePoint, check_output_folder, load_resume, resume_path, save_resume
 from tpar.training.stopping import EarlyStopping
+from tpar.training.timing import RunProgress, TrainingEstimate, about, time_left
 
 
 @dataclass
@@ -85,6 +86,8 @@ class TrainerState:
     history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     epochs_trained: float = 0.0  # epochs of optimiser steps (0.1: a tenth of the first)
+    validations: int = 0         # validation passes run by this process (not before a resume)
+    validation_seconds: float = 0.0
 
 
 def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
@@ -131,8 +134,13 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
           callbacks: TrainingCallbacks | None = None, eval_test: bool = False,
-          init: Checkpoint | None = None, init_name: str = "", reserved: bool = False) -> TrainResult:
+          init: Checkpoint | None = None, init_name: str = "", reserved: bool = False,
+          estimate: TrainingEstimate | None = None) -> TrainResult:
     """Train (or resume training) and write the best model to ``out``; see the module docstring.
+
+    ``estimate``: the run's :func:`~tpar.training.estimate.estimate_training`; with ``progress`` each
+    epoch's line then says how long the run has left at most (:func:`~tpar.training.timing.time_left`,
+    the estimate refined by the pace measured so far).
 
     ``init``: a warm start -- the model begins with this checkpoint's weights (same data fingerprint and
     model configuration, else a :class:`DataError`) and a fresh optimiser; the new run's epochs count from
@@ -147,7 +155,8 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     dist = current_dist()
 
     def run_it(show: bool, cb: TrainingCallbacks | None) -> TrainResult:
-        trainer = Trainer(kg, run, out, resume=resume, progress=show, callbacks=cb, init=init, init_name=init_name)
+        trainer = Trainer(kg, run, out, resume=resume, progress=show, callbacks=cb, init=init, init_name=init_name,
+                          estimate=estimate)
         return trainer.finish(trainer.fit(), eval_test)
 
     if reserved:  # the caller holds the output's lock
@@ -171,12 +180,13 @@ class Trainer:
     :meth:`finish` calibrates the selected model on valid (and tests it when asked) and writes it."""
 
     def __init__(self, kg: TemporalKG, run: RunConfig, out: Path, *, resume: bool, progress: bool,
-                 callbacks: TrainingCallbacks | None, init: Checkpoint | None = None, init_name: str = "") -> None:
+                 callbacks: TrainingCallbacks | None, init: Checkpoint | None = None, init_name: str = "",
+                 estimate: TrainingEstimate | None = None) -> None:
         if "train" in kg.missing_splits or len(kg.facts("train")) == 0:
             raise DataError(f"{kg.name}: no training facts to train on")
         if "valid" in kg.missing_splits:
             raise DataError(f"{kg.name}: a valid split is needed for early stopping")
-        self.kg, self.out, self.progress = kg, Path(out), progress
+        self.kg, self.out, self.progress, self.estimate = kg, Path(out), progress, estimate
         self.cb = callbacks or TrainingCallbacks()
         self.rpath = resume_path(self.out)
         self.run = model_config_for(kg, run)
@@ -198,6 +208,7 @@ class Trainer:
         self.dist: Dist | None = current_dist()
         self.main = self.dist is None or self.dist.main
         self.t_run = time.perf_counter()
+        self._start_epoch, self._start_seconds = self.state.epoch, self.state.seconds  # what a resume began with
 
     @property
     def cfg(self):
@@ -327,7 +338,10 @@ class Trainer:
         """Validate after ``epoch``, keep the model when it is the best on valid, snapshot; True to stop."""
         if self.cb.on_phase:
             self.cb.on_phase("validating")
+        t_valid = time.perf_counter()
         val = validate(self.model, self.kg, self.run, self.device, self.progress)
+        self.state.validations += 1
+        self.state.validation_seconds += time.perf_counter() - t_valid
         entry = {"epoch": epoch + 1, "loss": sum(losses) / max(len(losses), 1),
                  "queries": plan.num_questions,  # all of them ran (some before a resume)
                  "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
@@ -339,13 +353,24 @@ class Trainer:
         self.snapshot(epoch + 1, 0)
         if self.progress:
             print(f"epoch {epoch + 1}: loss {entry['loss']:.4f}, valid MRR {100 * val['mrr']:.2f}"
-                  f"{' (best)' if improved else ''}", flush=True)
+                  f"{' (best)' if improved else ''}{self._time_left_text(epoch + 1)}", flush=True)
         cancel, stop = self._agree(bool(self.cb.on_epoch and self.cb.on_epoch(entry)), bool(received))
         if cancel:
             raise TrainingCancelled()
         if stop:  # arrived during validation: the epoch's snapshot is written
             raise TrainingInterrupted()
         return self.state.stopping.should_stop
+
+    def _time_left_text(self, epochs_done: int) -> str:
+        """'; about 12 min left at most' after ``epochs_done`` epochs (nothing without an estimate or at the end)."""
+        if self.estimate is None or epochs_done >= self.cfg.epochs:
+            return ""
+        st = self.state
+        done_here = max(st.epochs_trained - self._start_epoch, 1e-9)
+        left = time_left(self.estimate, RunProgress(
+            epochs=self.cfg.epochs - self._start_epoch, epoch_fraction=done_here, step_seconds=st.seconds - self._start_seconds,
+            validations=st.validations, validation_seconds=st.validation_seconds))
+        return f"; {about(left.seconds)} left at most" if left is not None else ""
 
     # -- after the loop ----------------------------------------------------------------------------
     def finish(self, stopped: str, eval_test: bool) -> TrainResult:
