@@ -279,16 +279,29 @@ def cmd_retrain(args) -> int:
         rc = main(argv)
         if rc != 0:
             return rc
+    for stage in recipe.member_stages:  # one model, or each member of a composite
+        argv = ["calibrate", "--checkpoint", str(outs[stage.name]), "--data", str(data), *recipe.calibrate_args,
+                *threads]
+        print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+        rc = 0 if args.dry_run else main(argv)
+        if rc != 0:
+            return rc
     final = outs[recipe.final.name]
-    argv = ["calibrate", "--checkpoint", str(final), "--data", str(data), *recipe.calibrate_args, *threads]
-    print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+    if recipe.ensemble is not None:  # a composite: its members combined and chosen on valid
+        from tpar.training.recipes import composite_output
+
+        final = composite_output(recipe, Path(args.out_dir))
+        argv = ["ensemble", "--checkpoints", *(str(outs[s.name]) for s in recipe.member_stages), "--data", str(data),
+                "--out", str(final), *recipe.ensemble["args"], *threads]
+        print(f"composite: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+        rc = 0 if args.dry_run else main(argv)
+        if rc != 0:
+            return rc
     if args.dry_run:
         return 0
-    rc = main(argv)
-    if rc == 0:
-        print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
-              "--split test)")
-    return rc
+    print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
+          "--split test)")
+    return 0
 
 
 def _model_section(path: Path) -> dict:
