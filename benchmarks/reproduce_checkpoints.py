@@ -24,7 +24,8 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.ranker import ModelRanker
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-interpolation": "interpolation/ICEWS14",
+DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-extrapolation-sparse": "extrapolation/ICEWS14",
+        "icews14-interpolation": "interpolation/ICEWS14",
         "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k",
         "yago-extrapolation": "extrapolation/YAGO"}
 TOLERANCE = 0.1  # percentage points

@@ -31,13 +31,20 @@ U_GATE = ("u-gate", None, ["--setting", "unified", "--config", f"{CPU}/icews14-u
           "valid 52.41, 53.41, 53.66, 44.33: epoch 3 selected")
 U_TAIL = ("u-tail", "u-gate", ["--setting", "unified", "--lr", "5e-4", "--lr-schedule", "cosine", "--epochs", "2",
                                "--patience", "2"], "")
-#: name -> (data folder, [(stage, init, train_args, note)], calibrate_args); the last stage is the checkpoint
+I14X = ["--setting", "extrapolation", "--config", f"{CPU}/icews14-extrapolation.json", "--gate", "--dim", "64",
+        "--lr-schedule", "cosine", "--epochs", "6", "--patience", "3", "--max-train-queries", "60000",
+        "--max-valid-queries", "0"]
+#: name -> (data folder, [(stage, init, train_args, note)], calibrate_args[, ensemble]); the last stage is the
+#: checkpoint, or with an ensemble {"members": [stage names], "args": [...]} the composite of those stages
 RECIPES = {
     "icews14-extrapolation": ("extrapolation/ICEWS14", [
-        ("icews14-extrapolation", None, ["--setting", "extrapolation", "--config", f"{CPU}/icews14-extrapolation.json",
-                                         "--gate", "--dim", "64", "--lr-schedule", "cosine", "--epochs", "6",
-                                         "--patience", "3", "--max-train-queries", "60000", "--max-valid-queries", "0"],
-         "the sparse default propagation; 2,507 s of steps on a quiet machine, one thread")], ["--max-queries", "0"]),
+        ("icews14-extrapolation-exact", None, [*I14X, *EXACT],
+         "the exact-propagation model shipped until 2026-11-25 (git show a9b2ef0:checkpoints/icews14-extrapolation.tpar); "
+         "10,192 s of steps, one thread, two sessions resumed once"),
+        ("icews14-extrapolation-sparse", None, I14X,
+         "the sparse default propagation (checkpoints/icews14-extrapolation-sparse.tpar); 2,507 s of steps on a quiet "
+         "machine, one thread")], ["--max-queries", "0"],
+        {"members": ["icews14-extrapolation-exact", "icews14-extrapolation-sparse"], "args": ["--prior", "--seed", "7"]}),
     "icews14-extrapolation-sparse": ("extrapolation/ICEWS14", [
         ("icews14-extrapolation-sparse", None, ["--setting", "extrapolation", "--config",
                                                 f"{CPU}/icews14-extrapolation.json", "--gate", "--dim", "64",
@@ -81,26 +88,33 @@ def stage_config(train_args: list[str], kg_name: str, before, ckpt: Checkpoint):
 
 
 def build(name: str) -> Recipe:
-    data, stages, calibrate_args = RECIPES[name]
+    data, stages, calibrate_args, *rest = RECIPES[name]
+    ensemble = rest[0] if rest else None
     ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
-    chain, w = 0, ckpt.extra.get("warm_start")
-    while w:
-        chain, w = chain + 1, w.get("before")
-    if chain + 1 != len(stages):
-        raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain + 1}")
+    chain = 0
+    for member in ckpt.member_checkpoints:  # a composite: each member's own chain
+        chain, w = chain + 1, member.extra.get("warm_start")
+        while w:
+            chain, w = chain + 1, w.get("before")
+    if chain != len(stages):
+        raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain}")
     built, configs = [], {}
     for stage, init, args, note in stages:
         run = stage_config(args, ckpt.data_name, configs.get(init), ckpt)
         configs[stage] = run
         built.append(Stage(name=stage, init=init, train_args=args, config=run, note=note))
-    mine, theirs = built[-1].config.to_dict(), ckpt.config.to_dict()
-    differ = [f"{part}.{k}: recipe {mine[part].get(k)!r}, checkpoint {theirs[part].get(k)!r}"
-              for part in ("model", "train") for k in sorted(set(mine[part]) | set(theirs[part]))
-              if mine[part].get(k) != theirs[part].get(k)]
-    if differ:
-        raise SystemExit(f"{name}: the recipe's last stage is not the checkpoint's configuration:\n  " + "\n  ".join(differ))
-    return Recipe(name=name, data=data, stages=built, calibrate_args=calibrate_args,
-                  generated_by="python benchmarks/shipped_configs.py")
+    recipe = Recipe(name=name, data=data, stages=built, calibrate_args=calibrate_args,
+                    generated_by="python benchmarks/shipped_configs.py", ensemble=ensemble)
+    if len(recipe.member_stages) != len(ckpt.member_checkpoints):
+        raise SystemExit(f"{name}: {len(recipe.member_stages)} member stage(s) for {len(ckpt.member_checkpoints)} model(s)")
+    for stage, member in zip(recipe.member_stages, ckpt.member_checkpoints):
+        mine, theirs = stage.config.to_dict(), member.config.to_dict()
+        differ = [f"{part}.{k}: recipe {mine[part].get(k)!r}, checkpoint {theirs[part].get(k)!r}"
+                  for part in ("model", "train") for k in sorted(set(mine[part]) | set(theirs[part]))
+                  if mine[part].get(k) != theirs[part].get(k)]
+        if differ:
+            raise SystemExit(f"{name}: stage {stage.name} is not its model's configuration:\n  " + "\n  ".join(differ))
+    return recipe
 
 
 def main() -> int:

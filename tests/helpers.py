@@ -152,3 +152,24 @@ def build_sample_composite(folder: Path, name: str = "sample-composite.tpar", va
     ck.save(out)
     return out
 
+
+
+APP = ROOT / "app" / "streamlit_app.py"
+
+
+def open_app(params: dict, timeout: int = 120, monkeypatch=None, tmp_path: Path | None = None):
+    """An AppTest of the explorer with ``params`` in its URL; with ``monkeypatch`` and ``tmp_path`` also no benchmark
+    data sets, the app's folder importable and its cached data sets and models forgotten (a fresh app)."""
+    from streamlit.testing.v1 import AppTest
+
+    if monkeypatch is not None:
+        monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
+        monkeypatch.syspath_prepend(str(APP.parent))
+        import explorer
+
+        explorer.datasets.clear()
+        explorer.checkpoints.clear()
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+from helpers import open_app  # noqa: E402
+
 QUESTION = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
             "setting": "extrapolation", "model": "sample-composite"}
 
@@ -24,25 +24,21 @@ def texts(at) -> str:
 
 @pytest.fixture()
 def with_composite(monkeypatch, tmp_path, sample_composite):
-    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
-    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    """A fresh app whose user models folder holds the small composite."""
+    open_app({}, monkeypatch=monkeypatch, tmp_path=tmp_path)  # no benchmarks, the app's modules importable
     import explorer
 
     runs = tmp_path / "runs"
     runs.mkdir()
     shutil.copy(sample_composite, runs / "sample-composite.tpar")
     monkeypatch.setattr(explorer, "RUNS_DIR", runs)
-    explorer.datasets.clear()
     explorer.checkpoints.clear()
     yield
     explorer.checkpoints.clear()
 
 
 def app(params: dict) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at
+    return open_app(params, timeout=240)
 
 
 def test_ask_and_evidence_say_the_ranking_combines_models_and_the_prior(with_composite):

@@ -350,3 +350,35 @@ def test_the_card_says_what_it_combines_and_how_it_was_chosen(composite, sample_
     shutil.copy(sample_composite, tmp_path / "c.tpar")
     write_card(tmp_path / "c.tpar")
     assert card_for(Checkpoint.load(tmp_path / "c.tpar"), tmp_path / "c.tpar")[1] == ""
+
+
+def test_one_model_with_the_prior_is_a_composite_too(kg, tmp_path):
+    """A single model with the copy prior: S = f/T + β·log(1 + ψ/ε), chosen on valid among that model alone and
+    with the prior; calibrating it again (``tpar calibrate``) rewrites the composite file in place."""
+    from tpar.model.ensemble import build_composite
+
+    single = Checkpoint.load(SAMPLE_CHECKPOINT)
+    ck, report = build_composite(kg, [single], ["sample-world-unified.tpar"], "extrapolation", valid_queries=200,
+                                 prior_queries=200, calibration_queries=200)
+    assert set(report.eligible) == set(report.candidates) and "model 1" in report.candidates
+    path = tmp_path / "one.tpar"
+    ck.save(path)
+    back = Checkpoint.load(path)
+    assert back.combination_text() == ("1 model and the history prior" if back.prior else "1 model")
+    q = evaluation_queries(kg, "test")[:30]
+    bg = Background.for_evaluation(kg, "extrapolation")
+    with torch.no_grad():
+        f = single.build_model()(q, bg).double()
+        got = back.build_model()(q, bg).double()
+    T = back.temperatures[0]
+    want = f / T
+    if back.prior is not None:
+        rec = back.prior["recurrency"]
+        psi = RecurrencyBaseline(rec["lambda"], rec["alpha"], {int(r): (v["lambda"], v["alpha"])
+                                                              for r, v in rec["per_relation"].items()}).score(q, bg)
+        want = want + back.prior["beta"] * torch.log1p(psi.double() / back.prior["eps"])
+    assert torch.allclose(got, want, atol=1e-4, rtol=1e-5)
+    assert main(["calibrate", "--checkpoint", str(path), "--data", str(SAMPLE_WORLD), "--max-queries", "100",
+                 "--threads", "1"]) == 0
+    again = Checkpoint.load(path)
+    assert again.kind == "composite" and again.extra["calibration"]["extrapolation"]["queries"] == 100

@@ -57,22 +57,10 @@ def test_a_question_with_evidence_is_still_ranked(sample_kg, sample_checkpoint, 
 @pytest.fixture
 def app_test(monkeypatch, tmp_path):
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
+    from helpers import open_app
 
-    app = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
-    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "no-benchmarks-here"))
-    monkeypatch.syspath_prepend(str(Path(app).parent))
-    import explorer
-
-    explorer.datasets.clear()
-    explorer.checkpoints.clear()
-
-    def make(params: dict) -> AppTest:
-        at = AppTest.from_file(app, default_timeout=120)
-        for k, v in params.items():
-            at.query_params[k] = v
-        return at
-    return make
+    open_app({}, monkeypatch=monkeypatch, tmp_path=tmp_path)  # a fresh app: no benchmarks, nothing cached
+    return open_app
 
 
 def shown(elements) -> str:

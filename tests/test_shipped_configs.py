@@ -34,15 +34,26 @@ def warm_start_chain(ckpt: Checkpoint) -> list[dict]:
 def test_the_recipe_is_the_configuration_the_checkpoint_was_trained_with(name):
     recipe = load_recipe(name)
     ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
-    assert recipe.final.config.to_dict() == ckpt.config.to_dict()
-    chain = warm_start_chain(ckpt)
-    assert len(recipe.stages) == len(chain) + 1, "one stage per run of the checkpoint's warm-start chain"
-    for stage, record in zip(recipe.stages, chain):  # each earlier run: its setting, and at least the epochs it ran
-        assert stage.config.train.setting == record["setting"]
-        assert stage.config.train.epochs >= record["epochs"]
-    for stage in recipe.stages:  # warm starts keep the model: the same L and d everywhere
-        assert (stage.config.model.num_layers, stage.config.model.dim) == \
-            (ckpt.config.model.num_layers, ckpt.config.model.dim)
+    # one model, or each model of a composite (its recipe's ensemble names the stage that made each)
+    assert (recipe.ensemble is not None) == (ckpt.kind == "composite")
+    assert len(recipe.member_stages) == len(ckpt.member_checkpoints)
+    assert sum(len(warm_start_chain(m)) + 1 for m in ckpt.member_checkpoints) == len(recipe.stages), \
+        "one stage per run of each model's warm-start chain"
+    by_name = {s.name: s for s in recipe.stages}
+    for final, member in zip(recipe.member_stages, ckpt.member_checkpoints):
+        assert final.config.to_dict() == member.config.to_dict()
+        stages, s = [], final
+        while s.init:
+            s = by_name[s.init]
+            stages.insert(0, s)
+        chain = warm_start_chain(member)
+        assert len(stages) == len(chain)
+        for stage, record in zip(stages, chain):  # each earlier run: its setting, and at least the epochs it ran
+            assert stage.config.train.setting == record["setting"]
+            assert stage.config.train.epochs >= record["epochs"]
+        for stage in [*stages, final]:  # warm starts keep the model: the same L and d everywhere
+            assert (stage.config.model.num_layers, stage.config.model.dim) == \
+                (member.config.model.num_layers, member.config.model.dim)
 
 
 @pytest.mark.parametrize("name", CHECKPOINTS)
@@ -99,3 +110,31 @@ def test_retrain_runs_the_stages_in_order_each_warm_started_from_the_one_before(
     err = capsys.readouterr().err
     assert "stage 1/2 one: done" in err and "stage 2/2 two: done" in err  # a finished stage is not run again
     assert isinstance(Recipe.from_dict(d, "x"), Recipe)
+
+
+def test_retrain_of_a_composite_recipe_trains_each_member_then_combines_them(tmp_path, capsys):
+    """A composite's recipe: its member stages each train from scratch and are calibrated, then ``tpar ensemble``
+    combines them (chosen on valid) into one composite checkpoint."""
+    base = load_recipe("sample-world-unified")
+    tiny = ["--epochs", "1", "--max-train-queries", "24", "--max-valid-queries", "16", "--dim", "8", "--num-layers", "2"]
+    d = {"name": "duo", "data": str(SAMPLE_WORLD), "calibrate_args": ["--max-queries", "32"],
+         "stages": [{"name": "a", "init": None, "train_args": [*base.final.train_args, *tiny],
+                     "config": base.final.config.to_dict()},
+                    {"name": "b", "init": None, "train_args": [*base.final.train_args, *tiny, "--train-seed", "3"],
+                     "config": base.final.config.to_dict()}],
+         "ensemble": {"members": ["a", "b"], "args": ["--prior", "--setting", "extrapolation", "--valid-queries", "40",
+                                                      "--prior-queries", "40", "--calibration-queries", "40"]}}
+    path = tmp_path / "duo.json"
+    path.write_text(json.dumps(d))
+    out = tmp_path / "runs"
+    assert main(["retrain", str(path), "--data", str(SAMPLE_WORLD), "--out-dir", str(out), "--threads", "1"]) == 0
+    composite = Checkpoint.load(out / "duo" / "duo.composite.tpar")
+    assert composite.kind == "composite" and composite.member_names == ["a.tpar", "b.tpar"]
+    assert all("calibration" in m.extra for m in composite.members)
+    bad = {**d, "ensemble": {"members": ["a", "nowhere"], "args": []}}
+    with pytest.raises(DataError, match="must name stages"):
+        Recipe.from_dict(bad, "x")
+    with pytest.raises(DataError, match="may not set --out"):
+        Recipe.from_dict({**d, "ensemble": {"members": ["a"], "args": ["--out", "x"]}}, "x")
+    with pytest.raises(DataError, match="only the first stage trains from scratch"):
+        Recipe.from_dict({k: v for k, v in d.items() if k != "ensemble"}, "x")

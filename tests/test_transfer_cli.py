@@ -111,7 +111,7 @@ def test_calibrate_refuses_other_data(renamed, capsys):
     assert rc != 0 and "needs the data the model was trained on (chronological)" in err
 
 
-@pytest.mark.parametrize("command", ["evaluate", "predict", "explain", "complete", "baseline"])
+@pytest.mark.parametrize("command", ["evaluate", "predict", "explain", "complete", "baseline", "rules"])
 def test_a_bad_relation_map_is_named_with_file_and_row_in_every_command(command, renamed, tmp_path, capsys):
     import argparse
 
@@ -120,7 +120,7 @@ def test_a_bad_relation_map_is_named_with_file_and_row_in_every_command(command,
     takes = {name for name, sp in next(a for a in build_parser()._actions
                                        if isinstance(a, argparse._SubParsersAction)).choices.items()
              if any(a.dest == "relation_map" for a in sp._actions)}
-    assert takes == {"evaluate", "predict", "explain", "complete", "baseline"}   # every command that takes one
+    assert takes == {"evaluate", "predict", "explain", "complete", "baseline", "rules"}   # every command that takes one
     rmap = tmp_path / "map.csv"
     rmap.write_text("Invented relation,Threaten\nInvented relation,Praise\n")
     base = ["--data", str(renamed), "--relation-map", str(rmap)]
@@ -130,7 +130,8 @@ def test_a_bad_relation_map_is_named_with_file_and_row_in_every_command(command,
             "explain": ["explain", *ck, *base, *q, "--answer", "Arovia"],
             "complete": ["complete", *ck, *base, "--input", str(rmap), "--out", str(tmp_path / "o.csv")],
             "baseline": ["baseline", *base, "--method", "frequency", "--setting", "extrapolation",
-                         "--questions-of", str(SAMPLE_CHECKPOINT)]}[command]
+                         "--questions-of", str(SAMPLE_CHECKPOINT)],
+            "rules": ["rules", *ck, *base, "--questions", "2", "--quiet"]}[command]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{rmap}: 1 bad row(s) in the relation map: row 2: 'Invented relation' is mapped again" in err

@@ -281,16 +281,29 @@ def cmd_retrain(args) -> int:
         rc = main(argv)
         if rc != 0:
             return rc
+    for stage in recipe.member_stages:  # one model, or each member of a composite
+        argv = ["calibrate", "--checkpoint", str(outs[stage.name]), "--data", str(data), *recipe.calibrate_args,
+                *threads]
+        print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+        rc = 0 if args.dry_run else main(argv)
+        if rc != 0:
+            return rc
     final = outs[recipe.final.name]
-    argv = ["calibrate", "--checkpoint", str(final), "--data", str(data), *recipe.calibrate_args, *threads]
-    print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+    if recipe.ensemble is not None:  # a composite: its members combined and chosen on valid
+        from tpar.training.recipes import composite_output
+
+        final = composite_output(recipe, Path(args.out_dir))
+        argv = ["ensemble", "--checkpoints", *(str(outs[s.name]) for s in recipe.member_stages), "--data", str(data),
+                "--out", str(final), *recipe.ensemble["args"], *threads]
+        print(f"composite: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
+        rc = 0 if args.dry_run else main(argv)
+        if rc != 0:
+            return rc
     if args.dry_run:
         return 0
-    rc = main(argv)
-    if rc == 0:
-        print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
-              "--split test)")
-    return rc
+    print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
+          "--split test)")
+    return 0
 
 
 def _model_section(path: Path) -> dict:
@@ -492,7 +505,7 @@ def cmd_calibrate(args) -> int:
         print(json.dumps({s: c.to_dict() for s, c in fitted.items()}, indent=2))
         return 0
     for s, c in fitted.items():
-        print(f"{s}: temperature {c.temperature:.3f} fitted on {c.queries:,} valid questions (seed {c.seed})")
+        print(f"{s}: {c.method}, fitted on {c.queries:,} valid questions (seed {c.seed})")
         print("            ECE    Brier    NLL   top-1 acc  mean conf")
         for tag, m in (("before", c.before), ("after", c.after)):
             print(f"  {tag:7s} {m.ece:7.4f} {m.brier:7.4f} {m.nll:7.3f}   {100 * m.accuracy:6.2f}%   {100 * m.confidence:6.2f}%")
@@ -600,7 +613,7 @@ def cmd_predict(args) -> int:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
               "training data); not calibrated on this data: read them as a ranking, not as frequencies")
     else:
-        print("probabilities: " + (f"calibrated (temperature {p.temperature:.3f}, fitted on valid)" if p.temperature
+        print("probabilities: " + (f"calibrated ({p.calibrator}, fitted on valid)" if p.temperature
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")

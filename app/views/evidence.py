@@ -94,7 +94,7 @@ def composite_ui(e: Explanation) -> None:
     if e.prior is not None:
         rows.append({"part": "history prior", "score": e.prior.value, "weight": None, "adds": e.prior.contribution,
                      "rank alone": None, "paths listed": None})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder="–", column_config={
         "part": st.column_config.TextColumn("Part of the score"),
         "score": st.column_config.NumberColumn("Own score", format="%.4f",
                                                help="a model: its f(q, a) (Eq. 9); the prior: ψ, its recurrency score"),

@@ -8,6 +8,16 @@ they are right too, so they are not competitors). With a temperature T:
 
 * **Temperature** (Guo et al. 2017): the T > 0 minimising the negative log-likelihood of the true
   answers of (a seeded subset of) the valid split; one per setting.
+* **Top-answer map**, where temperature scaling is not enough (the NLL-optimal T need not make the top
+  answer's probability match how often it is right): a monotone map g of the top probability, fitted on
+  the same valid questions by isotonic regression of "the top answer is right" on it (pool adjacent
+  violators, then blocks merged to at least :data:`TOP_MAP_MIN_BLOCK` questions each; linear between
+  the blocks' (mean probability, accuracy) knots). Applied, the top answer gets g(p₁) and every other
+  entity its share of the rest (p_e · (1 − g) / (1 − p₁)): the order of the answers is kept (g never
+  drops the top below the second) and a top tied with another answer is left alone. Kept only when it
+  helps on questions it was not fitted on: fitted on one half of the split and measured on the other,
+  both ways, it must lower the ECE by :data:`TOP_MAP_GAIN` on average. The calibration says which
+  calibrator the probabilities come from (:attr:`Calibration.method`).
 * **Metrics**: NLL = mean −log p_a; multi-class Brier = mean Σ_e (p_e − [e = a])²; top-1 ECE with
   15 equal-width bins = Σ_b (n_b / n)·|accuracy_b − confidence_b|, where confidence = max_e p_e and
   accuracy = [argmax_e p_e = a].
@@ -37,6 +47,12 @@ T_BOUNDS = (1e-3, 1e3)
 MIN_RELIABLE_QUERIES = 100
 #: a calibrated NLL above (1 − this) · log E (the uniform guess's) is reported as guessing
 UNINFORMATIVE_GAIN = 0.05
+#: a top-answer map is kept when its cross-fitted ECE gain on the split is at least this
+TOP_MAP_GAIN = 0.005
+#: each knot of a top-answer map rests on at least this many questions
+TOP_MAP_MIN_BLOCK = 50
+#: at most this many knots are stored
+TOP_MAP_MAX_KNOTS = 200
 #: coverage levels stored with a calibration (the app and ``tpar predict --coverage`` choose among them)
 LEVELS = (0.8, 0.9, 0.95)
 
@@ -79,12 +95,27 @@ class Calibration:
     thresholds: dict[str, float] = field(default_factory=dict)   # "0.9" -> minimum calibrated probability
     entities: int = 0       # candidate answers per question (0: not recorded, in calibrations made before)
     set_sizes: dict[str, dict[str, float]] = field(default_factory=dict)  # level -> size stats on ``split``
+    top_map: list[tuple[float, float]] = field(default_factory=list)  # (top probability, accuracy) knots; [] = none
+    top_map_gain: float = 0.0   # the map's cross-fitted ECE gain on ``split`` (whether kept or not)
+
+    @property
+    def method(self) -> str:
+        """Which calibrator the probabilities come from, in words."""
+        if self.top_map:
+            return (f"temperature T = {self.temperature:.3f}, then a map of the top answer's probability "
+                    f"({len(self.top_map)} knots; cross-fitted ECE gain {self.top_map_gain:.3f})")
+        return f"temperature T = {self.temperature:.3f}"
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """The calibrated probabilities of ``logits`` (…, E): softmax(f / T), then the top-answer map when fitted."""
+        return probabilities(logits, self.temperature, self.top_map)
 
     def to_dict(self) -> dict:
         return {"setting": self.setting, "temperature": self.temperature, "split": self.split,
                 "queries": self.queries, "seed": self.seed, "before": self.before.to_dict(),
                 "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities,
-                "set_sizes": {k: dict(v) for k, v in self.set_sizes.items()}}
+                "set_sizes": {k: dict(v) for k, v in self.set_sizes.items()},
+                "top_map": [[x, y] for x, y in self.top_map], "top_map_gain": self.top_map_gain}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
@@ -93,7 +124,9 @@ class Calibration:
         c = cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
                 CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
                 {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)),
-                {str(k): {str(a): float(b) for a, b in v.items()} for k, v in d.get("set_sizes", {}).items()})
+                {str(k): {str(a): float(b) for a, b in v.items()} for k, v in d.get("set_sizes", {}).items()},
+                [(float(x), float(y)) for x, y in d.get("top_map", [])[:TOP_MAP_MAX_KNOTS + 1]],
+                float(d.get("top_map_gain", 0.0)))
         c.check()
         return c
 
@@ -113,6 +146,16 @@ class Calibration:
         for level, sizes in self.set_sizes.items():
             for name, value in sizes.items():
                 need(f"set size {name} at {level}", value, 0.0)
+        previous = (-1.0, -1.0)
+        for i, (x, y) in enumerate(self.top_map):
+            need(f"top-answer map knot {i + 1} probability", x, 0.0, 1.0)
+            need(f"top-answer map knot {i + 1} accuracy", y, 0.0, 1.0)
+            if x < previous[0] or y < previous[1]:
+                raise ValueError(f"top-answer map knot {i + 1} ({x:g}, {y:g}) is not monotone")
+            previous = (x, y)
+        if len(self.top_map) > TOP_MAP_MAX_KNOTS:
+            raise ValueError(f"top-answer map has more than {TOP_MAP_MAX_KNOTS} knots")
+        need("top-answer map gain", self.top_map_gain, -1.0, 1.0)
         for tag, m in (("before", self.before), ("after", self.after)):
             for name in ("ece", "brier", "accuracy", "confidence"):
                 need(f"{tag} {name}", float(getattr(m, name)), 0.0, 2.0 if name == "brier" else 1.0)
@@ -187,17 +230,110 @@ def fit_temperature(logits: torch.Tensor, answers: torch.Tensor) -> float:
     return float(log_t.detach().exp().clamp(*T_BOUNDS))
 
 
-def probabilities(logits: torch.Tensor, temperature: float | None = 1.0) -> torch.Tensor:
-    """softmax(logits / T) over the last dimension, in float64 (−inf entries get 0): the calibrated
-    probabilities of the answers when T was fitted on valid, the raw softmax when ``temperature`` is None.
-    The one place the product turns scores into probabilities (prediction, completion, calibration)."""
-    return torch.softmax(logits.double() / (temperature or 1.0), dim=-1)
+def probabilities(logits: torch.Tensor, temperature: float | None = 1.0,
+                  top_map: list[tuple[float, float]] | None = None) -> torch.Tensor:
+    """softmax(logits / T) over the last dimension, in float64 (−inf entries get 0), then the top-answer
+    map when given (module docstring): the calibrated probabilities of the answers when T (and the map)
+    were fitted on valid, the raw softmax when ``temperature`` is None. The one place the product turns
+    scores into probabilities (prediction, completion, calibration)."""
+    p = torch.softmax(logits.double() / (temperature or 1.0), dim=-1)
+    return apply_top_map(p, top_map) if top_map else p
+
+
+def _interpolate(knots: list[tuple[float, float]], x: torch.Tensor) -> torch.Tensor:
+    xs = torch.tensor([k[0] for k in knots], dtype=torch.float64)
+    ys = torch.tensor([k[1] for k in knots], dtype=torch.float64)
+    if len(knots) == 1:
+        return ys.expand_as(x).clone()
+    i = torch.searchsorted(xs, x.contiguous()).clamp(1, len(knots) - 1)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    w = ((x - x0) / (x1 - x0).clamp_min(1e-12)).clamp(0.0, 1.0)
+    return y0 + w * (y1 - y0)
+
+
+def apply_top_map(p: torch.Tensor, top_map: list[tuple[float, float]]) -> torch.Tensor:
+    """``p`` (…, E) with each row's top probability p₁ mapped to g(p₁) and the others scaled to share
+    1 − g(p₁); g is kept at or above what leaves the top answer on top, rows whose top is tied (or
+    certain) are left as they are."""
+    if p.shape[-1] < 2:
+        return p
+    two = p.topk(2, dim=-1)
+    p1, p2, top = two.values[..., 0], two.values[..., 1], two.indices[..., 0]
+    g = _interpolate(top_map, p1)
+    g = torch.maximum(g, p2 / (1 - p1 + p2).clamp_min(1e-300))  # the top stays the top
+    g = g.clamp(max=1 - 1e-12)
+    keep = (p2 >= p1) | (p1 >= 1 - 1e-12)
+    g = torch.where(keep, p1, g)
+    scale = torch.where(keep, torch.ones_like(p1), (1 - g) / (1 - p1).clamp_min(1e-300))
+    out = p * scale.unsqueeze(-1)
+    return out.scatter(-1, top.unsqueeze(-1), g.unsqueeze(-1))
+
+
+def fit_top_map(confidence: torch.Tensor, correct: torch.Tensor,
+                min_block: int = TOP_MAP_MIN_BLOCK) -> list[tuple[float, float]]:
+    """Isotonic regression of ``correct`` (n,) on ``confidence`` (n,) by pool adjacent violators, blocks
+    then merged with a neighbour until each holds ``min_block`` questions (merging adjacent blocks of a
+    monotone fit keeps it monotone); one (mean confidence, accuracy) knot per block, at most
+    :data:`TOP_MAP_MAX_KNOTS`."""
+    n = len(confidence)
+    if n == 0:
+        return []
+    order = torch.argsort(confidence, stable=True)
+    xs, ys = confidence[order].tolist(), correct[order].tolist()
+    blocks: list[list[float]] = []  # [sum of x, sum of y, count]
+    for x, y in zip(xs, ys):
+        blocks.append([x, y, 1])
+        while len(blocks) > 1 and blocks[-2][1] * blocks[-1][2] > blocks[-1][1] * blocks[-2][2]:
+            sx, sy, c = blocks.pop()
+            blocks[-1][0] += sx
+            blocks[-1][1] += sy
+            blocks[-1][2] += c
+    need = max(min_block, math.ceil(n / TOP_MAP_MAX_KNOTS))
+    merged: list[list[float]] = []
+    for b in blocks:
+        if merged and merged[-1][2] < need:
+            merged[-1] = [merged[-1][0] + b[0], merged[-1][1] + b[1], merged[-1][2] + b[2]]
+        else:
+            merged.append(list(b))
+    if len(merged) > 1 and merged[-1][2] < need:
+        last = merged.pop()
+        merged[-1] = [merged[-1][0] + last[0], merged[-1][1] + last[1], merged[-1][2] + last[2]]
+    return [(sx / c, sy / c) for sx, sy, c in merged]
+
+
+def _top(p: torch.Tensor, answers: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    conf, top = p.max(1)
+    return conf, (top == answers).double()
+
+
+def _ece(confidence: torch.Tensor, correct: torch.Tensor) -> float:
+    stats = reliability(confidence, correct)
+    n = max(len(confidence), 1)
+    return float(sum(c / n * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c))
+
+
+def cross_fitted_gain(logits: torch.Tensor, answers: torch.Tensor, temperature: float, seed: int = 0) -> float:
+    """How much a top-answer map lowers the ECE on questions it was not fitted on: the split's questions
+    cut in two seeded halves, the map fitted on each and measured on the other, the two gains averaged."""
+    n = len(answers)
+    if n < 4 * TOP_MAP_MIN_BLOCK:
+        return 0.0
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    halves = (perm[: n // 2], perm[n // 2:])
+    p = probabilities(logits, temperature)
+    gains = []
+    for fit, check in (halves, halves[::-1]):
+        knots = fit_top_map(*_top(p[fit], answers[fit]))
+        before = _ece(*_top(p[check], answers[check]))
+        after = _ece(*_top(apply_top_map(p[check], knots), answers[check]))
+        gains.append(before - after)
+    return sum(gains) / len(gains)
 
 
 def metrics(logits: torch.Tensor, answers: torch.Tensor, temperature: float = 1.0,
-            bins: int = ECE_BINS) -> tuple[CalibrationMetrics, Reliability]:
+            bins: int = ECE_BINS, top_map: list[tuple[float, float]] | None = None) -> tuple[CalibrationMetrics, Reliability]:
     """NLL, Brier, top-1 ECE (``bins`` equal-width bins), accuracy and mean confidence."""
-    p = probabilities(logits, temperature)
+    p = probabilities(logits, temperature, top_map)
     n = len(answers)
     idx = torch.arange(n)
     p_true = p[idx, answers]
@@ -223,10 +359,11 @@ def reliability(confidence: torch.Tensor, correct: torch.Tensor, bins: int = ECE
     return Reliability([i / bins for i in range(bins)], counts, conf, acc)
 
 
-def conformal_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, level: float) -> float:
+def conformal_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, level: float,
+                        top_map: list[tuple[float, float]] | None = None) -> float:
     """The probability a set member needs for coverage ``level``: 1 − q̂, q̂ the ⌈(n+1)·level⌉-th
     smallest nonconformity 1 − p_a (0: every entity, when n is too small for the level)."""
-    p_true = probabilities(logits, temperature)[torch.arange(len(answers)), answers]
+    p_true = probabilities(logits, temperature, top_map)[torch.arange(len(answers)), answers]
     scores = torch.sort(1 - p_true).values
     n = len(scores)
     k = math.ceil((n + 1) * level)
@@ -258,12 +395,15 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     setting = Setting.parse(setting)
     logits, answers = collect(kg, ranker, setting, split, max_queries=max_queries, seed=seed)
     t = fit_temperature(logits, answers)
+    gain = cross_fitted_gain(logits, answers, t, seed)
+    top_map = fit_top_map(*_top(probabilities(logits, t), answers)) if gain >= TOP_MAP_GAIN else []
     before, _ = metrics(logits, answers, 1.0)
-    after, _ = metrics(logits, answers, t)
-    thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv) for lv in levels}
-    p = probabilities(logits, t)
+    after, _ = metrics(logits, answers, t, top_map=top_map)
+    thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv, top_map) for lv in levels}
+    p = probabilities(logits, t, top_map)
     sizes = {k: set_size_stats((p >= thr).sum(1)) for k, thr in thresholds.items()}
-    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes)
+    return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes,
+                       top_map, gain)
 
 
 #: a precision threshold rests on at least this many split questions above it (fewer: none is fitted)
@@ -307,8 +447,8 @@ class PrecisionThreshold:
 
 
 def precision_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature: float, target: float, *,
-                        setting: str = "", split: str = "valid",
-                        min_support: int = MIN_PRECISION_SUPPORT) -> PrecisionThreshold:
+                        setting: str = "", split: str = "valid", min_support: int = MIN_PRECISION_SUPPORT,
+                        top_map: list[tuple[float, float]] | None = None) -> PrecisionThreshold:
     """The lowest top-1 probability p* (under softmax(logits / T)) such that the questions whose top probability
     is ≥ p* number at least ``min_support`` and their first proposals are right at least ``target`` of the time
     (questions tied at p* are all in or all out)."""
@@ -317,7 +457,7 @@ def precision_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature
     n = len(answers)
     if n == 0:
         return PrecisionThreshold(setting, target, math.inf, math.nan, 0, 0, split)
-    conf, top = probabilities(logits, temperature).max(1)
+    conf, top = probabilities(logits, temperature, top_map).max(1)
     correct = (top == answers).double()
     order = torch.argsort(conf, descending=True, stable=True)
     c_sorted, right = conf[order], torch.cumsum(correct[order], 0)
@@ -365,7 +505,7 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
         logits = filtered_logits(scores, rows, cols)
         idx = torch.arange(len(batch))
         for tag, temp in (("1", 1.0), ("t", t)):
-            p = probabilities(logits, temp)
+            p = probabilities(logits, temp, calibration.top_map if tag == "t" else None)
             pt = p[idx, batch.answer]
             conf, top = p.max(1)
             parts[f"p_true_{tag}"].append(pt)

@@ -170,7 +170,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
         lines.append(f"| {i + 1} | `{ckpt.member_names[i] if i < len(ckpt.member_names) else '?'}` | {m.describe()} | "
-                     f"{t:.3f} ({sources[i] if i < len(sources) else '?'}) | {c:.4f} | "
+                     f"{t:.3f}; {sources[i] if i < len(sources) else '?'} | {c:.4f} | "
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
                      f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {m.extra.get('seed', mt.seed)}, "
                      f"{m.extra.get('seconds', 0):.0f} s | `{m.digest[:12]}` |")
@@ -202,6 +202,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                   f"{100 * v.get('hits@1', float('nan')):.2f} | {100 * v.get('hits@10', float('nan')):.2f} |"
                   for k, v in ranked[:10]]
         lines.append("")
+    lines += ["## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
     lines += _results(ckpt, baselines, paper)
     return "\n".join(lines + _closing(ckpt))
 

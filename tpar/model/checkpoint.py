@@ -6,6 +6,8 @@ history, metrics, seed, version, hardware), ``weights`` (a state dict of tensors
 files, ``optimizer`` and ``position``. Loading uses ``torch.load(weights_only=True)``, so a file
 that would run pickled code is refused; a sha256 over the weights detects tampering. Writes go to
 a temporary file that is renamed over the target, so a crash never leaves a half-written file.
+A composite model (several checkpoints and a history prior, :mod:`tpar.model.composite`) has a format of its
+own; :meth:`Checkpoint.load` reads either and verifies a composite member by member.
 """
 
 from __future__ import annotations

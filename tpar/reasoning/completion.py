@@ -32,7 +32,7 @@ from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
-from tpar.evaluation.calibration import probabilities
+from tpar.evaluation.calibration import Calibration, probabilities
 from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time, resolve_setting
 from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL
 
@@ -93,12 +93,12 @@ class Completion:
 
 
 def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: str = "auto",
-             temperature: Callable[[str], float | None] = lambda setting: None, batch_size: int = 64,
+             calibration: Callable[[str], Calibration | None] = lambda setting: None, batch_size: int = 64,
              alternatives: int = ALTERNATIVES, evidence: str = "all",
              on_progress: Callable[[int, int], None] | None = None) -> list[Completion]:
     """Propose the missing entity of each row with ``ranker`` (anything with ``score(batch,
     background) -> (B, E)``: a :class:`~tpar.model.ranker.ModelRanker` or a baseline) on the known
-    facts of ``kg``. ``temperature(setting)``: the calibrated temperature or None. One
+    facts of ``kg``. ``calibration(setting)``: the stored calibration (temperature, top-answer map) or None. One
     :class:`Completion` per row, in order (its row spelled as the data spells the names); rows naming
     an unknown entity, relation or time get a ``problem`` instead of a proposal.
 
@@ -135,13 +135,13 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
     total, done = sum(len(v) for v in todo.values()), 0
     for s, items in todo.items():
         background = Background.from_facts(facts, kg.num_entities, R, s)
-        T = temperature(s.value)
+        cal = calibration(s.value)
         for a in range(0, len(items), batch_size):
             part = items[a: a + batch_size]
             cols = torch.tensor([x[1:] for x in part], dtype=torch.int64).T.contiguous()
             batch = QueryBatch(cols[0], cols[1], cols[2], torch.full((len(part),), -1), cols[3])
             scores = ranker.score(batch, background).double()
-            _fill(kg, [out[x[0]] for x in part], scores, known.pairs(batch), T, alternatives)
+            _fill(kg, [out[x[0]] for x in part], scores, known.pairs(batch), cal, alternatives)
             done += len(part)
             if on_progress:
                 on_progress(done, total)
@@ -227,7 +227,7 @@ def complete_with_checkpoint(checkpoint, kg: TemporalKG, rows: Sequence[Incomple
     progress = (lambda done, total: on_progress(done + len(out), len(rows))) if on_progress else None
     done = iter(complete(view, _ranker(checkpoint, device), [r for r in rows if id(r) not in out], setting=setting,
                          evidence=evidence, on_progress=progress,
-                         temperature=lambda s: (c.temperature if (c := stored(checkpoint.extra, s)) else None)))
+                         calibration=lambda s: stored(checkpoint.extra, s)))
     return [out[id(r)] if id(r) in out else next(done) for r in rows]
 
 
@@ -262,7 +262,8 @@ def fit_thresholds(checkpoint, kg: TemporalKG, settings: Sequence[str], precisio
         ranker = ranker or _ranker(checkpoint, device)
         logits, answers = collect(view, ranker, s, "valid", max_queries=max_queries, seed=seed)
         cal = stored(checkpoint.extra, s)
-        out[s] = precision_threshold(logits, answers, cal.temperature if cal else 1.0, precision, setting=s)
+        out[s] = precision_threshold(logits, answers, cal.temperature if cal else 1.0, precision, setting=s,
+                                     top_map=cal.top_map if cal else None)
     return out
 
 
@@ -276,15 +277,16 @@ def apply_thresholds(completions: Sequence[Completion], thresholds: dict) -> Non
 
 
 def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: tuple[torch.Tensor, torch.Tensor],
-          temperature: float | None, alternatives: int) -> None:
-    """Proposals from (B, E) scores: known answers out, softmax(f / T) over the rest, ties counted."""
+          cal: Calibration | None, alternatives: int) -> None:
+    """Proposals from (B, E) scores: known answers out, the calibrated probabilities over the rest (raw
+    softmax without a calibration), ties counted."""
     rows, ents = known
     masked = scores.clone()
     masked[rows, ents] = float("-inf")
-    probs = probabilities(masked, temperature)
+    probs = cal.probabilities(masked) if cal is not None else probabilities(masked, None)
     for b, c in enumerate(comps):
         c.known_answers = int((rows == b).sum())
-        c.calibrated = temperature is not None
+        c.calibrated = cal is not None
         candidates = torch.isfinite(masked[b])
         if not candidates.any():
             c.problem = f"row {c.row.row}: every entity already answers this question"

@@ -442,6 +442,38 @@ def rank_paths(pool: list[TemporalPath], k: int, ranking: str = "marginal") -> l
     return out
 
 
+def merge_member_paths(member_paths: list[list[TemporalPath]], weights: tuple[float, ...]) -> list[TemporalPath]:
+    """A composite's paths: each member i's paths (importances its own marginals) scaled by its weight c_i in the
+    score; paths walking the same facts in the same order merged -- their scaled importances, stays, totals and
+    link gradients summed, ``models`` the members that found them, a link's α the mean over those members --
+    largest merged importance first."""
+    merged: dict[tuple, TemporalPath] = {}
+    alphas: dict[tuple, list[list[float]]] = {}
+    for i, (paths, c) in enumerate(zip(member_paths, weights)):
+        for path in paths:
+            key = tuple((x.subject, x.relation, x.object, x.time_step, x.inverse) for x in path.links)
+            keys = tuple((i, *k) for k in path.link_keys)
+            if key not in merged:
+                merged[key] = TemporalPath([replace(x, gradient=c * x.gradient) for x in path.links],
+                                           c * path.importance, c * path.stay, True, c * path.total, link_keys=keys,
+                                           models=(i + 1,))
+                alphas[key] = [[x.attention] for x in path.links]
+                continue
+            m = merged[key]
+            m.importance += c * path.importance
+            m.stay += c * path.stay
+            m.total += c * path.total
+            m.link_keys += keys
+            m.models += (i + 1,)
+            for x, y, seen in zip(m.links, path.links, alphas[key]):
+                x.gradient += c * y.gradient
+                seen.append(y.attention)
+    for key, path in merged.items():
+        for x, seen in zip(path.links, alphas[key]):
+            x.attention = sum(seen) / len(seen)
+    return sorted(merged.values(), key=lambda q: -q.importance)
+
+
 def decompose(score: float, baseline: float, paths: list[TemporalPath], link_attr: list[torch.Tensor],
               loop_attr: list[torch.Tensor], method: str) -> Decomposition:
     """f − f₀ = Σ listed paths' importances + links on no listed path + self-loops + residual, each link once
@@ -620,32 +652,7 @@ class Explainer:
         runs = [m._explain(subject, relation, time, answer, direction=direction, setting=setting, num_paths=num_paths,
                            beam=beam, simple=simple, importance=importance, steps=steps, max_steps=max_steps,
                            top_facts=0, measure_facts=0, ranking=ranking) for m in self.members]
-        merged: dict[tuple, TemporalPath] = {}
-        alphas: dict[tuple, list[list[float]]] = {}
-        for i, (e, _, _) in enumerate(runs):
-            c = coef[i]
-            for path in e.paths:
-                key = tuple((x.subject, x.relation, x.object, x.time_step, x.inverse) for x in path.links)
-                keys = tuple((i, *k) for k in path.link_keys)
-                if key not in merged:
-                    merged[key] = TemporalPath([replace(x, gradient=c * x.gradient) for x in path.links],
-                                               c * path.importance, c * path.stay, True, c * path.total, link_keys=keys,
-                                               models=(i + 1,))
-                    alphas[key] = [[x.attention] for x in path.links]
-                    continue
-                m = merged[key]
-                m.importance += c * path.importance
-                m.stay += c * path.stay
-                m.total += c * path.total
-                m.link_keys += keys
-                m.models += (i + 1,)
-                for x, y, seen in zip(m.links, path.links, alphas[key]):
-                    x.gradient += c * y.gradient
-                    seen.append(y.attention)
-        for key, path in merged.items():  # α: the mean over the models whose listed path walks the link
-            for x, seen in zip(path.links, alphas[key]):
-                x.attention = sum(seen) / len(seen)
-        ranked = sorted(merged.values(), key=lambda q: -q.importance)
+        ranked = merge_member_paths([e.paths for e, _, _ in runs], coef)
         paths, dropped = ranked[:num_paths], ranked[num_paths:]
         floor = evidence_floor(score)
         for path in paths:
@@ -693,8 +700,8 @@ class Explainer:
                            integration_steps=max(e.integration_steps for e, _, _ in runs),
                            completeness_gap=(sum(c * e.completeness_gap for c, (e, _, _) in zip(coef, runs))
                                              if all(e.completeness_gap is not None for e, _, _ in runs) else None),
-                           decomposition=decomposition, ranking=ranking, combines=p.checkpoint.combination_text(), formula=model.formula(),
-                           members=members, prior=prior)
+                           decomposition=decomposition, ranking=ranking, combines=p.checkpoint.combination_text(),
+                           formula=model.formula(), members=members, prior=prior)
 
     def _member_names(self) -> list[str]:
         ck = self.predictor.checkpoint

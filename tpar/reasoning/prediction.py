@@ -123,6 +123,7 @@ class Prediction(AnsweredQuestion):
     unreached_probability: float = 0.0         # their probabilities summed
     model_setting: str = ""                     # what the checkpoint was trained for
     temperature: float | None = None            # the calibration's T (None: raw softmax, not calibrated)
+    calibrator: str = ""                        # which calibrator the probabilities come from ("" : none)
     coverage: float | None = None               # the answer set's level, when one was asked for
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
@@ -434,7 +435,7 @@ class Predictor:
         E = kg.num_entities
         cal = self.calibration(prepared.setting.value)
         temperature = cal.temperature if cal else None
-        probs = probabilities(scores, temperature)
+        probs = cal.probabilities(scores) if cal is not None else probabilities(scores, None)
         answer_set: list[str] = []
         set_size = 0
         if coverage is not None:
@@ -487,7 +488,8 @@ class Predictor:
                           time_step=t, setting=prepared.setting.value, answers=answers, reached=n_reached,
                           warnings=warnings, num_entities=E, unreached_rank=unreached_rank,
                           unreached_probability=unreached_p, model_setting=self.checkpoint.setting,
-                          temperature=temperature, coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
+                          temperature=temperature, calibrator=cal.method if cal is not None else "",
+                          coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "")

@@ -14,6 +14,14 @@ commands come from the training log in ``benchmarks/results/tpar.md``)::
 ``train_args`` are ``tpar train``'s options without ``--data``, ``--out`` and ``--init`` (the recipe
 supplies those); ``config`` is what they build (``tpar.cli.train_run_config``; a test checks both
 agree and that the last stage's equals the checkpoint's).
+
+A composite checkpoint (:mod:`tpar.model.composite`) has an ``ensemble`` section besides its stages::
+
+    "ensemble": {"members": ["<stage>", "<stage>", ...], "args": ["--prior", "--seed", "7"]}
+
+its members are the named stages' models (each its own chain, so several stages may train from scratch),
+each calibrated with ``calibrate_args``, then combined by ``tpar ensemble --checkpoints ... <args>``; each
+member stage's configuration is that member's.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from tpar.model.config import RunConfig
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "configs" / "shipped"
 #: options a stage's ``train_args`` may not hold (the recipe sets them)
 RESERVED_ARGS = ("--data", "--out", "--init", "--resume")
+#: options the ``ensemble`` section's ``args`` may not hold (the recipe sets them)
+RESERVED_ENSEMBLE_ARGS = ("--checkpoints", "--data", "--out")
 
 
 @dataclass(kw_only=True)
@@ -54,14 +64,27 @@ class Recipe:
     stages: list[Stage]
     calibrate_args: list[str] = field(default_factory=list)
     generated_by: str = ""
+    #: a composite: {"members": [stage names], "args": [tpar ensemble options]}; None for one model
+    ensemble: dict | None = None
 
     @property
     def final(self) -> Stage:
         return self.stages[-1]
 
+    @property
+    def member_stages(self) -> list[Stage]:
+        """The stages whose models the checkpoint is made of: the composite's members, else the last stage."""
+        if self.ensemble is None:
+            return [self.final]
+        by_name = {s.name: s for s in self.stages}
+        return [by_name[n] for n in self.ensemble["members"]]
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "data": self.data, "stages": [s.to_dict() for s in self.stages],
-                "calibrate_args": list(self.calibrate_args), "generated_by": self.generated_by}
+        d = {"name": self.name, "data": self.data, "stages": [s.to_dict() for s in self.stages],
+             "calibrate_args": list(self.calibrate_args), "generated_by": self.generated_by}
+        if self.ensemble is not None:
+            d["ensemble"] = {"members": list(self.ensemble["members"]), "args": list(self.ensemble["args"])}
+        return d
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -73,6 +96,7 @@ class Recipe:
         """A recipe read from ``source``; a :class:`DataError` naming what is wrong otherwise."""
         if not isinstance(d, dict) or not isinstance(d.get("stages"), list) or not d["stages"]:
             raise DataError("not a recipe: it needs a non-empty 'stages' list", file=source)
+        ensemble = d.get("ensemble")
         stages, seen = [], set()
         for i, s in enumerate(d["stages"]):
             where = f"stage {i + 1}"
@@ -87,7 +111,7 @@ class Recipe:
             init = s.get("init")
             if init is not None and init not in seen:
                 raise DataError(f"{where}: starts from {init!r}, which is not an earlier stage", file=source)
-            if i > 0 and init is None:
+            if i > 0 and init is None and ensemble is None:  # a composite's members each start a chain
                 raise DataError(f"{where}: only the first stage trains from scratch", file=source)
             stages.append(Stage(name=s["name"], init=init, train_args=list(args),
                                 config=RunConfig.from_dict(s.get("config", {}), f"{source}, {where}"),
@@ -95,9 +119,21 @@ class Recipe:
             seen.add(s["name"])
         if not isinstance(d.get("name"), str) or not isinstance(d.get("data"), str):
             raise DataError("a recipe needs a 'name' and a 'data' folder", file=source)
+        if ensemble is not None:
+            members, args = (ensemble.get("members"), ensemble.get("args", [])) if isinstance(ensemble, dict) else (0, 0)
+            if not isinstance(members, list) or not members or not all(m in seen for m in members):
+                raise DataError("ensemble: 'members' must name stages of this recipe", file=source)
+            if len(set(members)) != len(members):
+                raise DataError("ensemble: a stage is named twice among the members", file=source)
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise DataError("ensemble: args must be a list of strings", file=source)
+            bad = [a for a in args if a.split("=")[0] in RESERVED_ENSEMBLE_ARGS]
+            if bad:
+                raise DataError(f"ensemble: args may not set {bad[0]} (the recipe sets it)", file=source)
+            ensemble = {"members": list(members), "args": list(args)}
         return cls(name=d["name"], data=d["data"], stages=stages,
                    calibrate_args=[str(a) for a in d.get("calibrate_args", [])],
-                   generated_by=str(d.get("generated_by", "")))
+                   generated_by=str(d.get("generated_by", "")), ensemble=ensemble)
 
 
 def recipe_path(name: str, folder: Path = SHIPPED_DIR) -> Path:
@@ -125,3 +161,8 @@ def load_recipe(name_or_path: str | Path, folder: Path = SHIPPED_DIR) -> Recipe:
 def stage_outputs(recipe: Recipe, out_dir: Path) -> dict[str, Path]:
     """Where each stage writes its model: ``<out_dir>/<recipe>/<stage>.tpar``."""
     return {s.name: out_dir / recipe.name / f"{s.name}.tpar" for s in recipe.stages}
+
+
+def composite_output(recipe: Recipe, out_dir: Path) -> Path:
+    """Where a composite recipe's ``tpar ensemble`` writes: ``<out_dir>/<recipe>/<recipe>.composite.tpar``."""
+    return out_dir / recipe.name / f"{recipe.name}.composite.tpar"
