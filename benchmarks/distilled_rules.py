@@ -3,7 +3,7 @@ sample world's planted rules recovered, and the rules as a predictor (:mod:`tpar
 evaluation protocol, its aggregation chosen on valid, then scored on test.
 
     python benchmarks/distilled_rules.py sample [--json F]
-    python benchmarks/distilled_rules.py predictor --checkpoint checkpoints/icews14-extrapolation.tpar \\
+    python benchmarks/distilled_rules.py predictor --checkpoint checkpoints/icews14-extrapolation-sparse.tpar \\
         --data ../shared/datasets/extrapolation/ICEWS14 --from train --questions 200 --max-rules 100 \\
         [--rules-json F] [--valid-queries 4000] [--test-queries 0] [--show Threaten,...]
 

@@ -189,6 +189,26 @@ def test_top_paths_lists_the_paths_and_importances_that_explain_does(sample_kg, 
                        [(p.describe(), pytest.approx(p.importance), p.meaningful) for p in ans.paths]
 
 
+def test_top_paths_of_a_composite_are_its_explanations_paths(sample_composite, sample_kg):
+    """A composite (two models and the history prior): its answers by the composite score, and per answer the
+    members' paths scaled and merged as its explanation lists them."""
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    ex = Explainer(Predictor(Checkpoint.load(sample_composite), sample_kg, "cpu"))
+    q = Question("Orora Front", "Mobilize against", "2025-12-20", "object", "extrapolation")
+    top = ex.top_paths(q, 2, num_paths=3)
+    pred = ex.predictor.predict(q.subject, q.relation, q.time, setting="extrapolation", top_k=3)
+    assert [a.answer for a in top.answers] == [a.entity for a in pred.answers if a.entity != q.subject][:2]
+    for ans in top.answers:
+        e = ex.explain(q.subject, q.relation, q.time, ans.answer, setting="extrapolation", num_paths=3, top_facts=0,
+                       importance="gradient")
+        assert e.score == pytest.approx(ans.score) and e.rank == ans.rank
+        assert [(p.describe(), p.models) for p in e.paths] == [(p.describe(), p.models) for p in ans.paths]
+        assert [p.importance for p in e.paths] == pytest.approx([p.importance for p in ans.paths])
+
+
 # ---------------------------------------------------------------- the rule ranker
 def _rule(head: str, inverse: bool, body, correct=9, support=10) -> DistilledRule:
     return DistilledRule(head, inverse, 1, [BodyAtom(*a) for a in body], support, correct, 1.0, 0.5, 10)

@@ -732,7 +732,11 @@ class Explainer:
         ranking: the same paths and importances), for several answers of one question: one traced forward
         pass, one backward pass per answer, no f₀, decomposition or fact shares. ``answers``: the model's
         ``answers`` best-scoring reached entities (the question's own entity left out: no simple path ends
-        there), or a list of entity names."""
+        there), or a list of entity names. A composite model: each member's paths to the composite's answers,
+        scaled by the member's weight and merged as :meth:`explain` does (the history prior's part of the score is
+        no path and is in none of them)."""
+        if self.members is not None:
+            return self._top_paths_composite(question, answers, num_paths=num_paths, beam=beam, simple=simple)
         prepared, scores, trace = self._traced(question, weighted=True)
         s, t = prepared.subject_id, prepared.time_step
         kg = self.kg
@@ -766,6 +770,37 @@ class Explainer:
         q = prepared.question
         return TopPaths(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
                         time_step=t, setting=prepared.setting.value, answers=out)
+
+    def _top_paths_composite(self, question: Question, answers: int | list[str], *, num_paths: int,
+                             beam: int | None, simple: bool) -> TopPaths:
+        """:meth:`top_paths` of a composite: the answers ranked by the composite's score S, each member's top paths
+        to them (:meth:`top_paths` of the member) scaled by its weight c_i and merged (:func:`merge_member_paths`,
+        as :meth:`_explain_composite` lists them)."""
+        p, kg = self.predictor, self.kg
+        prepared = p.prepare(question)
+        with torch.no_grad():
+            parts = p.model.parts(prepared.batch, prepared.background)
+        sc = parts.scores[0].detach().float().cpu()
+        reached = parts.any_reached[0].cpu()
+        if isinstance(answers, int):
+            candidates = torch.nonzero(reached).squeeze(1)
+            candidates = candidates[candidates != prepared.subject_id]
+            ids = candidates[torch.argsort(sc[candidates], descending=True, stable=True)[:max(0, answers)]].tolist()
+        else:
+            ids = [kg.entities.id(kg.entities.resolve(a, "answer entity")) for a in answers]
+        names = [kg.entities.name(a) for a in ids]
+        runs = [m.top_paths(question, names, num_paths=num_paths, beam=beam, simple=simple) for m in self.members]
+        out = []
+        for j, a in enumerate(ids):
+            paths = merge_member_paths([run.answers[j].paths for run in runs], p.model.coefficients)[:num_paths]
+            floor = evidence_floor(float(sc[a]))
+            for path in paths:
+                path.meaningful = abs(path.total) >= floor
+            out.append(AnswerPaths(names[j], int(a), float(sc[a]), realistic_rank(sc, float(sc[a])), bool(reached[a]),
+                                   paths))
+        first = runs[0]
+        return TopPaths(subject=first.subject, relation=first.relation, direction=first.direction, time=first.time,
+                        time_step=first.time_step, setting=first.setting, answers=out)
 
     def _no_evidence_score(self, prepared: PreparedQuestion, a: int) -> float:
         """f₀: f(q, a) from one pass with every link's and self-loop's weight at 0."""
