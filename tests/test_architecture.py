@@ -132,7 +132,7 @@ def test_the_model_never_imports_how_it_is_trained():
 
 def test_test_modules_share_helpers_only_through_the_helpers_module_and_fixtures():
     """No test file imports conftest or another test module (pytest's advice: fixtures, or a helpers module)."""
-    for p in sorted((ROOT / "tests").glob("*.py")):
+    for p in sorted((ROOT / "tests").rglob("*.py")):
         text = p.read_text(encoding="utf-8")
         for line, module in imported_modules(p):
             assert module != "conftest" and not module.startswith("test_"), f"{p.name}:{line} imports {module}"
@@ -140,3 +140,15 @@ def test_test_modules_share_helpers_only_through_the_helpers_module_and_fixtures
             words = row.split()
             if words[:1] in (["from"], ["import"]) and len(words) > 1:
                 assert words[1] != "conftest" and not words[1].startswith("test_"), f"{p.name}: {row.strip()}"
+
+
+def test_tests_mirror_the_package_layout():
+    """Each test module sits in the folder of the package stage it tests (tests/<stage>/), apart from the
+    cross-cutting ones at the top (the architecture itself, the paper's experiments)."""
+    stages = set(LAYERS) - {"errors"} | {"app"}
+    for p in sorted((ROOT / "tests").rglob("test_*.py")):
+        where = p.relative_to(ROOT / "tests").parts
+        if len(where) == 1:
+            assert p.name in ("test_architecture.py", "test_paper_experiments.py"), f"{p.name}: move it into tests/<stage>/"
+        else:
+            assert where[0] in stages, f"{p.relative_to(ROOT)}: tests/{where[0]}/ is not a stage of the package"

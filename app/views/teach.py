@@ -23,7 +23,6 @@ ANSWER_COLOUR, OTHER_COLOUR = palette.CHOSEN, palette.OTHER
 
 def render() -> None:
     st.title("How TPAR reasons")
-    ss = st.session_state
     sel = ex.require_model(ex.selection())
     kg = sel.kg
     if not ex.question_ready():

@@ -138,7 +138,6 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     sel = ckpt.selection or {}
     cands = sel.get("candidates", {})
     hw = ckpt.extra.get("hardware", {})
-    n = len(ckpt.members)
     lines = [f"# Model card: {name}", "",
              f"- kind: **composite** -- the ranking combines {ckpt.combination_text()}, chosen on valid: "
              f"`{model.formula()}`",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import E, R, small_kg, small_model
+from helpers import ROOT, E, R, small_kg, small_model
 from tpar.model.checkpoint import from_model
 from tpar.model.config import RunConfig, TrainConfig
 from tpar.errors import DataError
@@ -19,7 +19,6 @@ from tpar.reasoning.prediction import Predictor
 from tpar.model.network import PropagationTrace
 from tpar.graph.queries import OBJECT, QueryBatch, Question, Setting
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def toy_explainer(gate: bool = False):

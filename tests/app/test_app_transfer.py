@@ -11,9 +11,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from helpers import write_renamed_world  # noqa: E402
+from helpers import ROOT, write_renamed_world  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app" / "streamlit_app.py")
 
 

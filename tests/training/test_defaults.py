@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import tiny_world_csv
+from helpers import ROOT, tiny_world_csv
 from tpar.cli import main
 from tpar.evaluation.baselines import FrequencyBaseline
 from tpar.evaluation.protocol import evaluate
@@ -16,7 +16,7 @@ from tpar.model.config import sparse_propagation
 from tpar.training.defaults import LARGE_FACTS, SMALL_FACTS, defaults_for_size, size_class, training_defaults
 from tpar.model.ranker import ModelRanker
 
-APP_TRAIN = Path(__file__).resolve().parents[1] / "app" / "views" / "train.py"
+APP_TRAIN = ROOT / "app" / "views" / "train.py"
 
 
 def test_the_size_classes_scale_the_model_the_schedule_and_validation():

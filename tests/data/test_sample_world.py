@@ -10,8 +10,9 @@ import pytest
 
 from tpar.data.loading import load_dataset
 from tpar.data.sample_world import RULES, generate, measure_rule_rates, write_world
+from helpers import ROOT
 
-COMMITTED = Path(__file__).resolve().parent.parent / "sample_data" / "world"
+COMMITTED = ROOT / "sample_data" / "world"
 
 
 @pytest.fixture(scope="module")

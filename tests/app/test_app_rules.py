@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from helpers import SAMPLE_CHECKPOINT  # noqa: E402
+from helpers import ROOT, SAMPLE_CHECKPOINT  # noqa: E402
 from tpar.reasoning import distilled_rules  # noqa: E402
 from tpar.reasoning.distilled_rules import (BodyAtom, DistilledRule, GapScale, HeadSummary, RuleConfig,  # noqa: E402
                                             RuleExample, RuleSet, cache_path)
 
-APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+APP = str(ROOT / "app" / "streamlit_app.py")
 HEAD = "Mobilize against"
 
 

@@ -15,10 +15,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import tiny_world_csv  # noqa: E402
+from helpers import ROOT, tiny_world_csv  # noqa: E402
 from tpar.training.defaults import defaults_for_size  # noqa: E402
 
-APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+APP = str(ROOT / "app" / "streamlit_app.py")
 
 
 @pytest.fixture(autouse=True)

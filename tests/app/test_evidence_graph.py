@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from tpar.reasoning.explanation import PathLink, TemporalPath
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "app"))
+sys.path.insert(0, str(ROOT / "app"))
 import evidence_graph as eg  # noqa: E402
 
 

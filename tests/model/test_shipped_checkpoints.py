@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import ROOT
 from tpar.model.checkpoint import Checkpoint
 from tpar.evaluation.protocol import evaluate
 from tpar.model.ranker import ModelRanker
 from tpar.data.benchmarks import find_data_dir
 from tpar.data.loading import load_dataset
 
-ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "checkpoints").glob("*.tpar"))
 DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-extrapolation-sparse": "extrapolation/ICEWS14",
         "icews14-interpolation": "interpolation/ICEWS14",

@@ -14,8 +14,9 @@ import pytest
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
+from helpers import ROOT
 
-APP = str(Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py")
+APP = str(ROOT / "app" / "streamlit_app.py")
 QUESTION = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
             "setting": "extrapolation"}
 
