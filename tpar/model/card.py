@@ -100,13 +100,15 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> li
     cal = ckpt.extra.get("calibration") or {}
     if cal:
         lines += ["## Calibration (fitted on valid; `tpar calibrate`)", "",
-                  "| setting | temperature | ECE before → after | Brier before → after | NLL before → after | "
+                  "| setting | calibrator | ECE before → after | Brier before → after | NLL before → after | "
                   "answer-set thresholds |", "|---|---|---|---|---|---|"]
         for setting, c in cal.items():
             try:
                 b, a = c["before"], c["after"]
                 thr = ", ".join(f"{100 * float(k):g}%: p ≥ {v:.2g}" for k, v in c.get("thresholds", {}).items())
-                lines.append(f"| {setting} | {c['temperature']:.3f} | {b['ece']:.4f} → {a['ece']:.4f} | "
+                knots = len(c.get("top_map") or [])
+                how = f"T = {c['temperature']:.3f}" + (f" + top-answer map ({knots} knots)" if knots else "")
+                lines.append(f"| {setting} | {how} | {b['ece']:.4f} → {a['ece']:.4f} | "
                              f"{b['brier']:.4f} → {a['brier']:.4f} | {b['nll']:.3f} → {a['nll']:.3f} | {thr} |")
             except (KeyError, TypeError, ValueError):
                 lines.append(f"| {setting} | unreadable | | | | |")
