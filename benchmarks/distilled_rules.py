@@ -113,6 +113,24 @@ def predictor(args) -> None:
           f"{pct(res.metrics('optimistic').mrr)} | {res.seconds:.0f} s |")
 
 
+def ship(args) -> None:
+    """Distil the shipped sample-world checkpoint's rules with the Learned rules page's default configuration
+    into checkpoints/rules/ (the page reads them there, keyed by checkpoint, data and configuration)."""
+    from tpar.data.catalog import checkpoint_dir, sample_dir
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.distilled_rules import RuleConfig, cache_path, cached_rules
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    ck = checkpoint_dir() / "sample-world-unified.tpar"
+    kg = load_dataset(sample_dir() / "world" / "chronological")
+    rules, cached = cached_rules(checkpoint_dir() / "rules", ck, Explainer(Predictor(Checkpoint.load(ck), kg, "cpu")),
+                                 RuleConfig())
+    print(f"{'kept' if cached else 'wrote'} {cache_path(checkpoint_dir() / 'rules', ck, kg, RuleConfig())}: "
+          f"{len(rules.head_names)} head relations")
+
+
 def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -121,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--json")
     sp.add_argument("--seed", type=int, default=0)
     sp.set_defaults(func=sample)
+    sp = sub.add_parser("ship")
+    sp.set_defaults(func=ship)
     sp = sub.add_parser("predictor")
     sp.add_argument("--checkpoint", required=True)
     sp.add_argument("--data", required=True)

@@ -15,11 +15,14 @@ from plotly.subplots import make_subplots
 import explorer as ex
 import palette
 from tpar.errors import DataError
+from tpar.data.catalog import checkpoint_dir
 from tpar.reasoning.distilled_rules import (DistilledRule, RuleConfig, RuleSet, cache_path, cached_rules,
                                             follows_planted, resolve_setting, rule_questions)
 from tpar.reasoning.rules import PlantedRules, parse_atom
 
 RULES_DIR = ex.WORKSPACE / "rules"
+#: rules distilled once for shipped checkpoints and data sets, under the same content keys (read-only)
+SHIPPED_RULES = (checkpoint_dir() / "rules") if checkpoint_dir() is not None else None
 #: rules drawn in the chart and listed in the table
 SHOWN = 10
 
@@ -48,6 +51,9 @@ def render() -> None:
                       "`tpar rules --from train` samples training facts."))
         st.stop()
     path = str(cache_path(RULES_DIR, sel.checkpoint_path, kg, config))  # keyed by the checkpoint's bytes
+    shipped = SHIPPED_RULES and cache_path(SHIPPED_RULES, sel.checkpoint_path, kg, config)
+    if not Path(path).is_file() and shipped and shipped.is_file():  # distilled once and shipped (the sample world)
+        path = str(shipped)
     if not Path(path).is_file():
         compute_ui(sel, config)
         st.stop()

@@ -134,3 +134,16 @@ def test_names_from_the_data_are_escaped(workspace, sample_kg):
     chart = at.get("plotly_chart")[0].proto.spec  # plotly reads a few tags: brackets escaped
     labels = json.loads(chart)["data"][0]["customdata"]
     assert labels[0].startswith("(Y, &lt;b&gt;x&lt;/b&gt;[click]") and "<b>x" not in chart
+
+
+def test_the_sample_worlds_rules_ship_under_the_key_the_page_looks_for(sample_kg):
+    """The Learned rules page opens at once on the sample world: its rules are distilled once and shipped in
+    checkpoints/rules/ under the content key of the shipped checkpoint, data and default configuration (a new
+    checkpoint or data set changes the key, and the page then distils again instead of showing stale rules)."""
+    from helpers import ROOT, SAMPLE_CHECKPOINT
+    from tpar.reasoning.distilled_rules import RuleConfig, RuleSet, cache_path
+
+    shipped = cache_path(ROOT / "checkpoints" / "rules", SAMPLE_CHECKPOINT, sample_kg, RuleConfig())
+    assert shipped.is_file(), "regenerate: python benchmarks/distilled_rules.py ship"
+    rules = RuleSet.read(shipped)
+    assert rules.head_names and "Mobilize against" in rules.head_names
