@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-extrapolation-sparse": "extrapolation/ICEWS14",
         "icews14-interpolation": "interpolation/ICEWS14",
         "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k",
-        "yago-extrapolation": "extrapolation/YAGO"}
+        "yago-extrapolation": "extrapolation/YAGO", "wikidata12k-interpolation": "interpolation/WIKIDATA12k"}
 TOLERANCE = 0.1  # percentage points
 
 

@@ -15,6 +15,6 @@ tr i14u $K/icews14-interpolation.tpar --data $I/ICEWS14 --setting unified --epoc
 tr i14x "" --data $X/ICEWS14 --setting extrapolation --config $C/paper/icews14-extrapolation.json --epochs 60 --patience 6 --max-train-queries 30000 --max-valid-queries 3000
 tr y11i "" --data $I/YAGO11k --setting interpolation --config $C/paper/yago11k-interpolation.json --epochs 80 --patience 8 --max-valid-queries 3000
 tr yagx "" --data $X/YAGO --setting extrapolation --config $C/paper/yago-extrapolation.json --epochs 60 --patience 6 --max-train-queries 30000 --max-valid-queries 3000
-( cd ../.. && timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_model.py -k "cuda or pruned_forward" >> .gpu/runs/cuda-tests.log 2>&1 )
+( cd ../.. && timeout 150 python3 -m pytest -q -p no:cacheprovider tests/model/test_model.py -k "cuda or pruned_forward" >> .gpu/runs/cuda-tests.log 2>&1 )
 sleep 5; nvidia-smi >> nvidia-smi.txt 2>&1
 wait

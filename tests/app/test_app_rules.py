@@ -37,8 +37,17 @@ def workspace(monkeypatch, tmp_path):
 
 
 @pytest.fixture()
-def few_questions(monkeypatch):
-    """The page's questions cut to 12 facts of one head (both directions), so that a distillation takes seconds."""
+def few_questions(monkeypatch, tmp_path):
+    """The page's questions cut to 12 facts of one head (both directions), so that a distillation takes seconds; the
+    shipped checkpoint served from a folder without the shipped rules (checkpoints/rules/), so the page distils."""
+    import shutil
+
+    from helpers import SAMPLE_CHECKPOINT
+
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(SAMPLE_CHECKPOINT, models / SAMPLE_CHECKPOINT.name)
+    monkeypatch.setenv("TPAR_CHECKPOINT_DIR", str(models))
     real = distilled_rules.rule_questions
 
     def few(kg, config):

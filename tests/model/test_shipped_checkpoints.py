@@ -19,7 +19,7 @@ SHIPPED = sorted((ROOT / "checkpoints").glob("*.tpar"))
 DATA = {"icews14-extrapolation": "extrapolation/ICEWS14", "icews14-extrapolation-sparse": "extrapolation/ICEWS14",
         "icews14-interpolation": "interpolation/ICEWS14",
         "icews14-unified": "interpolation/ICEWS14", "yago11k-interpolation": "interpolation/YAGO11k",
-        "yago-extrapolation": "extrapolation/YAGO"}
+        "yago-extrapolation": "extrapolation/YAGO", "wikidata12k-interpolation": "interpolation/WIKIDATA12k"}
 
 
 def test_the_documented_checkpoints_are_shipped():
