@@ -76,7 +76,8 @@ def render() -> None:
     summary = next((h for h in rules.heads if h.head == head and h.head_inverse == inverse), None)
     learned = rules.for_head(head, inverse)
     st.caption(f"{m.get('questions', 0):,} questions in {m.get('seconds', 0):g} s ({ex.md(m.get('setting', ''))}); "
-               f"kept in the workspace. {ex.md(m.get('score', ''))}."
+               + ("distilled once and shipped beside the checkpoint (`checkpoints/rules/`). " if shipped and path == str(shipped)
+                  else "kept in the workspace. ") + f"{ex.md(m.get('score', ''))}."
                + (f" Here: {summary.questions:,} questions, the model's first answer right for "
                   f"{100 * summary.answered_first:.0f}% of them; {summary.patterns:,} patterns seen, "
                   f"{len(learned):,} in at least {config.min_support} questions." if summary else ""))
