@@ -73,9 +73,10 @@ RECIPES = {
                                 "--max-valid-queries", "0"],
          "the sparse default propagation; the shipped chain's run was stopped by hand in epoch 20 (best valid 34.48 at "
          "epoch 18, two sessions, resumed once); this runs on to epoch 30 or early stopping"),
-        ("wikidata12k-interpolation", "wd12k-gL5d64", ["--setting", "interpolation", "--lr", "3e-4", "--lr-schedule",
-                                                       "cosine", "--epochs", "4", "--patience", "4",
-                                                       "--max-valid-queries", "0"], "")], ["--max-queries", "0"]),
+        ("wd12k-tail", "wd12k-gL5d64", ["--setting", "interpolation", "--lr", "3e-4", "--lr-schedule", "cosine",
+                                        "--epochs", "4", "--patience", "4", "--max-valid-queries", "0"],
+         "valid 35.01, 35.10, 35.21, 35.04; alone: test 34.82")], ["--max-queries", "0"],
+        {"members": ["wd12k-tail"], "args": ["--prior"]}),
     "yago-extrapolation": ("extrapolation/YAGO", [
         ("yago-extrapolation", None, ["--setting", "extrapolation", "--config", f"{CPU}/yago-extrapolation.json",
                                       *EXACT], "")], []),
