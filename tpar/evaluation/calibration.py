@@ -306,10 +306,13 @@ def _top(p: torch.Tensor, answers: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return conf, (top == answers).double()
 
 
-def _ece(confidence: torch.Tensor, correct: torch.Tensor) -> float:
-    stats = reliability(confidence, correct)
-    n = max(len(confidence), 1)
-    return float(sum(c / n * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c))
+def _ece(confidence: torch.Tensor, correct: torch.Tensor, bins: int = ECE_BINS) -> float:
+    return ece_of(reliability(confidence, correct, bins), len(confidence))
+
+
+def ece_of(stats: Reliability, n: int) -> float:
+    """Top-1 ECE from a reliability diagram of ``n`` questions: Σ_b (n_b / n)·|accuracy_b − confidence_b|."""
+    return float(sum(c / max(n, 1) * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c))
 
 
 def cross_fitted_gain(logits: torch.Tensor, answers: torch.Tensor, temperature: float, seed: int = 0) -> float:
@@ -342,7 +345,7 @@ def metrics(logits: torch.Tensor, answers: torch.Tensor, temperature: float = 1.
     conf, top = p.max(1)
     correct = (top == answers).double()
     stats = reliability(conf, correct, bins)
-    ece = sum(c / max(n, 1) * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c)
+    ece = ece_of(stats, n)
     return CalibrationMetrics(float(ece), brier, nll, float(correct.mean()), float(conf.mean()), n), stats
 
 
@@ -525,7 +528,7 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
     out = {}
     for tag in ("1", "t"):
         stats = reliability(cat[f"conf_{tag}"], cat[f"top_{tag}"])
-        ece = sum(c / n[0] * abs(a - m) for c, a, m in zip(stats.counts, stats.accuracy, stats.confidence) if c)
+        ece = ece_of(stats, n[0])
         out[tag] = (CalibrationMetrics(float(ece), float(cat[f"brier_{tag}"].mean()),
                                        float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
                                        float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()), n[0]), stats)
