@@ -358,9 +358,10 @@ def train_summary(result) -> str:
     return "\n".join(lines)
 
 
-def _checkpoint_and_data(args):
+def _checkpoint_and_data(args, warn: bool = True):
     """The checkpoint and the data, the data's relations matched to the model's when they differ
-    (``--relation-map``, ``--min-coverage``): the match's report goes to stderr."""
+    (``--relation-map``, ``--min-coverage``): the match's report goes to stderr, and (``warn``) what limits the
+    model on this data."""
     from tpar.data.relation_matching import MatchedKG, read_relation_map
     from tpar.model.checkpoint import Checkpoint
 
@@ -370,7 +371,7 @@ def _checkpoint_and_data(args):
     kg = ckpt.fit(kg, rmap, getattr(args, "min_coverage", 0.95))
     if isinstance(kg, MatchedKG):
         print(kg.match.report(getattr(args, "split", "test")), file=sys.stderr)
-    for w in ckpt.load_notes + ckpt.check_fits(kg):
+    for w in (ckpt.load_notes + ckpt.check_fits(kg)) if warn else ():
         if not (isinstance(kg, MatchedKG) and w.startswith(kg.match.describe())):  # reported just above
             print(f"warning: {w}", file=sys.stderr)
     return ckpt, kg
@@ -576,7 +577,7 @@ def _fact_file(path: str | None, day_first: bool | None = None) -> list[tuple[st
 def cmd_predict(args) -> int:
     from tpar.reasoning.prediction import Predictor, probability_text
 
-    ckpt, kg = _checkpoint_and_data(args)
+    ckpt, kg = _checkpoint_and_data(args, warn=False)  # the prediction's warnings hold them
     pred = Predictor(ckpt, kg, args.device)
     top = None if args.top == "all" else args.top
     p = pred.predict(args.subject, args.relation, args.time, direction=args.direction, setting=args.setting, top_k=top,
@@ -592,6 +593,7 @@ def cmd_predict(args) -> int:
              else "reached by temporal paths")
     print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
           f"{p.reached:,} of {p.num_entities:,} entities {reach}")
+    print(p.provenance)
     if p.combines:
         print(f"the ranking combines {p.combines}: {p.formula}")
     for w in p.warnings:
@@ -906,6 +908,55 @@ def bench_summary(report: dict) -> str:
     if report.get("note"):
         lines += ["", f"note: {report['note']}"]
     return "\n".join(lines)
+
+
+def cmd_grow(args) -> int:
+    from tpar.data.growth import grow, save_grown
+    from tpar.data.kg import SPLITS
+    from tpar.data.loading import load_dataset
+    from tpar.data.textfile import read_text
+
+    data = Path(args.data)
+    csv_folder = data.is_dir() and any((data / f"{s}.csv").is_file() for s in SPLITS)
+    if not args.out and not args.dry_run and not csv_folder:
+        raise DataError("only a folder of train/valid/test.csv is grown in place (a benchmark folder or a single file "
+                        "is never rewritten): give --out FOLDER for the grown copy", file=data)
+    if args.out:
+        _check_grown_out(Path(args.out), data, args.replace)
+    kg = load_dataset(data)
+    rows = Path(args.rows)
+    report, grown = grow(kg, read_text(rows), str(rows), split=args.split, day_first=args.day_first)
+    print("\n".join(report.lines()))
+    if args.dry_run:
+        print("dry run: nothing written")
+        return 0
+    if not report.facts_added:
+        print("nothing to add: the data set is unchanged")
+        return 0
+    out = Path(args.out) if args.out else data
+    dest = save_grown(kg, report, grown, out.parent, out.name, overwrite=bool(args.replace or not args.out))
+    print(f"saved {dest}: {len(grown.all_facts()):,} facts ({len(kg.all_facts()):,} before), "
+          f"{grown.num_entities:,} entities; a model answers over it at once (tpar predict --data {dest})")
+    return 0
+
+
+def _check_grown_out(out: Path, data: Path, replace: bool) -> None:
+    """``--out`` of ``tpar grow``: a new data set folder (or one to replace) whose parent can be written, checked
+    before any data is read."""
+    from tpar.data.names import check_name
+    from tpar.data.outputs import check_output_folder
+
+    if out.resolve() == data.resolve():
+        raise DataError("--out is the data set itself: leave --out out to grow it in place", file=out)
+    if out.exists() and not out.is_dir():
+        raise DataError("exists and is not a folder: the grown data set is a folder", file=out)
+    if out.exists() and not replace:
+        raise DataError("a data set (or folder) is already there: choose another --out, or add --replace", file=out)
+    try:
+        check_name("data set", out.name)
+        check_output_folder(out.parent, "folder of the grown data set")
+    except DataError as e:
+        raise DataError(f"cannot write the grown data set there ({e})", file=out) from None
 
 
 def cmd_sample_world(args) -> int:
@@ -1341,6 +1392,26 @@ def _add_rules(sub) -> None:
     data_args(sp)
 
 
+def _add_grow(sub) -> None:
+    sp = command(sub, "grow", cmd_grow, help="add the rows of a CSV file to a data set (models answer over the grown "
+                 "history at once)")
+    sp.add_argument("--data", required=True, help="the data set: a folder of train/valid/test.csv (grown in place "
+                    "unless --out) or a benchmark folder (with --out)")
+    sp.add_argument("--rows", required=True, help="CSV/TSV of new quadruples (header subject, relation, object, time "
+                    "and optionally split), times as the data set's own")
+    sp.add_argument("--split", default="train", choices=["train", "valid", "test", "column"],
+                    help="where the new facts go: train (default: the history every model reads), valid, test, or "
+                         "the file's split column")
+    sp.add_argument("--out", help="write the grown data set to this new folder instead (required for a benchmark)")
+    sp.add_argument("--replace", action="store_true", help="with --out: replace an existing data set there")
+    sp.add_argument("--dry-run", action="store_true", help="print the report only; write nothing")
+    order = sp.add_mutually_exclusive_group()
+    order.add_argument("--day-first", dest="day_first", action="store_true", default=None,
+                       help="read dates like 03/04/2024 as DD/MM/YYYY (default: as the file shows)")
+    order.add_argument("--month-first", dest="day_first", action="store_false",
+                       help="read dates like 03/04/2024 as MM/DD/YYYY")
+
+
 def _add_sample_world(sub) -> None:
     sp = command(sub, "sample-world", cmd_sample_world, help="generate the embedded sample world (deterministic)")
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
@@ -1379,7 +1450,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the version and where the package is, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_add_info, _add_baseline, _add_train, _add_evaluate, _add_retrain, _add_ensemble, _add_calibrate,
-                _add_predict, _add_complete, _add_explain, _add_rules, _add_sample_world, _add_app, _add_bench):
+                _add_predict, _add_complete, _add_explain, _add_rules, _add_grow, _add_sample_world, _add_app, _add_bench):
         add(sub)
     return p
 
@@ -1420,6 +1491,9 @@ def _run(args, torchrun: bool) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (`tpar predict ... | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit stays quiet
+        return 141
     except Exception as e:  # a bug: one line naming the log, the traceback in the log
         if isinstance(e, OSError) and e.filename is not None:  # the file system refused a named file: not a bug
             print(f"error: {e.filename}: {e.strerror or e}", file=sys.stderr)

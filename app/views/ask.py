@@ -54,6 +54,8 @@ def render() -> None:
     else:
         st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
                    f"temporal paths of length ≤ {L}; the others score 0.")
+    if pred.provenance:  # which model and data this answer used, and how far it lies past the training facts
+        st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
     for w in pred.warnings:
         st.warning(ex.md(w))
     if pred.no_evidence:  # a ranking would present a guess as an answer

@@ -1,5 +1,6 @@
 """Upload: a CSV/TSV of quadruples -> validation report -> (incomplete rows completed by a model, each
-proposal reviewed) -> a saved data set (then train on it)."""
+proposal reviewed) -> a saved data set (then train on it); or new rows added to an existing data set (its
+history grows, and every model answers over it at once)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from tpar.data.catalog import sample_dir
+from tpar.data.catalog import DataSource, sample_dir
+from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.textfile import decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
@@ -31,6 +33,13 @@ def render() -> None:
         "Times may be ISO dates (`2014-02-02`), date-times (`2014-02-02T06:00`), dates such as `25/03/2014`, "
         "`03/25/2014`, `2014/03/25` or `25.03.2014`, months (`2014-02`), years or integer steps. A row may leave its `subject` or its `object` empty: a model then proposes the missing "
         "entity and you review the proposals. Nothing is used before you have seen the validation report below.")
+    mode = st.radio("What to do", ["new", "grow"], horizontal=True, key="upload_mode",
+                    format_func={"new": "a new data set", "grow": "add rows to an existing data set"}.get,
+                    help="Adding rows: new facts (and entities) join a data set's history; every model that "
+                         "serves it answers over the grown history at once, without retraining.")
+    if mode == "grow":
+        grow_ui()
+        return
     example = sample_dir() / "world" / "facts.csv"
     if example.is_file():
         st.download_button("Download an example (the sample world, 23,481 facts)", example.read_bytes(),
@@ -295,6 +304,108 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
             st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(kg.all_facts()):,} "
                        f"facts{inferred}). Train a model on it next.")
             st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
+
+
+# -- adding rows to an existing data set ------------------------------------------------------------------
+@st.cache_data(show_spinner="Checking the new rows against the data set…", max_entries=4)
+def check_growth(data_path: str, data_version: int, text: str, name: str, split: str,
+                 day_first: bool | None) -> tuple[GrowthReport, TemporalKG]:
+    return grow(ex.load_kg(data_path, data_version), text, name, split=split, day_first=day_first)
+
+
+def grow_ui() -> None:
+    """Pick a data set, upload rows, see what they add, then save: an uploaded data set grows in place, a sample
+    or benchmark one into a new uploaded data set (those folders are never rewritten)."""
+    ss = st.session_state
+    sources = {s.label: s for s in ex.datasets()}
+    label = st.selectbox("Data set to grow", list(sources), key="upload_grow_target",
+                         index=list(sources).index(ss["data"]) if ss.get("data") in sources else 0)
+    source: DataSource = sources[label]
+    st.markdown("The new rows use the upload format (a header with `subject`, `relation`, `object`, `time`, optionally "
+                "`split`); their times are read as the data set's own. Rows the data set already holds are skipped.")
+    c1, c2 = st.columns(2)
+    split = c1.selectbox("The new facts go to", GROW_SPLITS, key="upload_grow_split",
+                         format_func={"train": "train: the history every model reads", "valid": "valid",
+                                      "test": "test (to evaluate on later)", "column": "the file's split column"}.get)
+    order = c2.selectbox("Dates like 03/04/2024", ["file", "day", "month"], key="upload_grow_day_first",
+                         format_func={"file": "as the file shows", "day": "day first (DD/MM/YYYY)",
+                                      "month": "month first (MM/DD/YYYY)"}.get)
+    file_name, text = file_ui()
+    try:
+        report, grown = check_growth(str(source.path), ex.version(source.path), text, file_name, split,
+                                     {"file": None, "day": True, "month": False}[order])
+    except DataError as e:
+        st.error(ex.md(f"These rows cannot be added: {e}"))
+        st.stop()
+    growth_report_ui(report)
+    if not report.facts_added:
+        st.info("Nothing to add: every readable row is already in the data set.")
+        return
+    save_growth_ui(source, report, grown)
+
+
+def growth_report_ui(report: GrowthReport) -> None:
+    st.subheader("What the rows add")
+    m = st.columns(3)
+    m[0].metric("Rows read", f"{report.rows_read:,}")
+    m[1].metric("Facts added", f"{report.facts_added:,}",
+                help=", ".join(f"{s} {n:,}" for s, n in report.added.items()) or None)
+    m[2].metric("New entities", f"{len(report.new_entities):,}")
+    m = st.columns(3)
+    m[0].metric("Already in the data set", f"{report.known:,}")
+    m[1].metric("Repeated in the file", f"{report.duplicates:,}")
+    m[2].metric("Rows dropped", f"{len(report.dropped):,}")
+    if report.time_range:
+        reach = (f", **{ex.md(report.extends_by)}** past its last time {ex.md(report.data_last)}" if report.extends_by
+                 else f"; its last time stays {ex.md(report.data_last)}")
+        st.markdown(f"New facts from **{ex.md(report.time_range[0])}** to **{ex.md(report.time_range[1])}**{reach}.")
+    if report.new_entities:
+        shown = ", ".join(report.new_entities[:10]) + (" …" if len(report.new_entities) > 10 else "")
+        st.caption(ex.md(f"New entities: {shown}. TPAR embeds no entities: a model reasons about them from their "
+                         "facts at once."))
+    for new, old in report.lookalikes[:10]:
+        st.warning(ex.md(f"New entity {new!r} differs from the existing {old!r} only in case: check the spelling."))
+    for rel, n in report.new_relations:
+        st.warning(ex.md(f"New relation {rel!r} ({n:,} facts): models trained before it do not know it; they leave "
+                         "its facts out of what they read (a model trained on the grown data knows it)."))
+    for note in report.notes:
+        st.warning(ex.md(note))
+    if report.dropped:
+        st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,}:")
+        st.dataframe(pd.DataFrame([{"row": r, "problem": p} for r, p in report.dropped[:1000]]), hide_index=True,
+                     width="stretch")
+
+
+def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) -> None:
+    """An uploaded data set grows in place; a sample or benchmark into a new uploaded data set."""
+    ss = st.session_state
+    st.subheader("Save")
+    before = ex.load_kg(str(source.path), ex.version(source.path))
+    if source.kind == "upload":
+        name, replace = source.path.name, True
+        st.caption(ex.md(f"The data set {source.label!r} is rewritten with the new facts (atomically: a failed save "
+                         "leaves it as it was); its lineage records what was added."))
+    else:
+        st.caption(ex.md(f"{source.label!r} is never rewritten: the grown data set is saved as a new uploaded one."))
+        name = st.text_input("Name of the grown data set", value=f"{source.path.name}-grown"[:64],
+                             key="upload_grow_name")
+        exists = f"upload: {name}" in {s.label for s in ex.datasets()}
+        replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_grow_replace") \
+            if exists else False
+        if exists and not replace:
+            st.stop()
+    if st.button(f"Add {report.facts_added:,} facts", type="primary", key="upload_grow_save"):
+        try:
+            save_grown(before, report, grown, ex.UPLOAD_DIR, name, overwrite=replace)
+        except DataError as e:
+            st.error(ex.md(e))
+            return
+        ex.datasets.clear()
+        ss["data"] = f"upload: {name}"
+        ss.pop("subject", None)
+        st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(grown.all_facts()):,} facts, "
+                   f"{report.facts_added:,} new). Every model that serves it answers over the grown history now.")
+        st.page_link("views/ask.py", label="Ask a question", icon=":material/help:")
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -81,6 +81,47 @@ def test_upload_a_good_file_and_save(workspace):
     assert at.button(key="upload_save").disabled
 
 
+def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_rewritten(workspace):
+    """Upload page, "add rows to an existing data set": the report before anything is saved; an uploaded data set
+    grows in place (with its lineage); a sample data set grows into a new uploaded one, its own folder untouched."""
+    from tpar.data.loading import load_dataset
+    from tpar.data.upload import inspect_upload, save_dataset
+
+    _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
+    save_dataset(kg, workspace / "upload_dir", "ring")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/upload.py").run()
+    at.radio(key="upload_mode").set_value("grow").run()
+    at.selectbox(key="upload_grow_target").set_value("upload: ring").run()
+    rows = "subject,relation,object,time\nP0,meets,Newcomer,2024-03-06\nP0,meets,P1,2024-01-01\nP1,calls\n"
+    at.get("file_uploader")[0].upload("new.csv", rows.encode(), "text/csv").run()
+    assert not at.exception and not at.error
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Facts added"], metrics["New entities"], metrics["Already in the data set"],
+            metrics["Rows dropped"]) == ("1", "1", "1", "1")
+    assert "2 days" in " ".join(m.value for m in at.markdown).replace("\\", "")  # past the last time 2024-03-04
+    at.button(key="upload_grow_save").click().run()
+    assert not at.exception and any("Saved as data set" in s.value for s in at.success)
+    grown = load_dataset(workspace / "upload_dir" / "ring")
+    assert len(grown.all_facts()) == len(kg.all_facts()) + 1 and grown.lineage[0]["file"] == "new.csv"
+    assert at.session_state["data"] == "upload: ring"
+    # a sample data set is copied: its folder is never rewritten
+    sample = "sample: world/chronological"
+    at.selectbox(key="upload_grow_target").set_value(sample).run()
+    at.get("file_uploader")[0].upload("jan.csv", b"subject,relation,object,time\nAristan,Criticize,Newland,"
+                                      b"2026-01-02\n", "text/csv").run()
+    assert not at.exception and at.text_input(key="upload_grow_name").value == "chronological-grown"
+    at.button(key="upload_grow_save").click().run()
+    assert not at.exception and at.session_state["data"] == "upload: chronological-grown"
+    copy = load_dataset(workspace / "upload_dir" / "chronological-grown")
+    assert copy.lineage[0]["base_name"] == "chronological" and "Newland" in copy.entities
+    # the Ask page answers over the grown copy with the sample model and says which data and how far past
+    at.switch_page("views/ask.py").run()
+    assert not at.exception
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "answering over chronological-grown" in said and "past its training facts" in said
+
+
 @pytest.mark.parametrize("content, message", [
     (b"subject\xff", "not UTF-8 text"),
     (b"\xff\xfesubject", "starts as UTF-16 text"),

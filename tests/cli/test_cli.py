@@ -235,9 +235,11 @@ OUTPUT_OPTIONS = {
                                 "--metrics-json", "{out}"],
     ("ensemble", "out"): ["ensemble", "--checkpoints", "{ckpt}", "{ckpt}", "--data", "{data}", "--out", "{out}"],
     ("retrain", "out_dir"): ["retrain", "sample-world-unified", "--data", "{data}", "--out-dir", "{out}"],
+    ("grow", "out"): ["grow", "--data", "{data}", "--rows", "{data}", "--out", "{out}"],
 }
 #: outputs whose missing folders are created (a training run's folder, the sample world's folder)
-CREATES_FOLDERS = {("train", "out"), ("sample-world", "out"), ("ensemble", "out"), ("retrain", "out_dir")}
+CREATES_FOLDERS = {("train", "out"), ("sample-world", "out"), ("ensemble", "out"), ("retrain", "out_dir"),
+                   ("grow", "out")}
 
 
 def _writing_options() -> set[tuple[str, str]]:

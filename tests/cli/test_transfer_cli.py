@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,9 @@ def test_predict_and_explain_say_they_run_on_other_data(renamed, capsys):
     out = capsys.readouterr().out
     assert "(Arovia, PROVIDE_AID_TO, ?, 2025-12-01)" in out and "applied to renamed" in out
     assert "fitted on chronological's valid questions (the training data); not calibrated on this data" in out
-    answer = out.splitlines()[2].split(".", 1)[1].split("  ")[0].strip()
+    assert "model trained on chronological" in out and "answering over renamed" in out  # which model, which data
+    first = next(line for line in out.splitlines() if re.match(r"\s*1\. ", line))
+    answer = first.split(".", 1)[1].split("  ")[0].strip()
     assert main(["explain", *q, "--answer", answer, "--paths", "2", "--device", "cpu"]) == 0
     assert "applied to renamed" in capsys.readouterr().out
     rc = main(["predict", *q[:6], "--relation", "invented relation", "--time", "2025-12-01", "--device", "cpu"])

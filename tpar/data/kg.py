@@ -50,6 +50,8 @@ class TemporalKG:
         inferred: facts ``(s, r, o, t)`` (ids, members of the splits) that a model proposed rather
             than anyone observed (``tpar complete``, the Upload page's completion), with the
             model's probability (nan when not recorded). Shown as inferred wherever facts are shown.
+        lineage: how the data set grew (:mod:`tpar.data.lineage`): one dict per step, oldest first, with the
+            fingerprint of the data it grew from. Not part of the fingerprint.
     """
 
     name: str
@@ -60,6 +62,7 @@ class TemporalKG:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     inferred: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
+    lineage: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for split, arr in self.splits.items():

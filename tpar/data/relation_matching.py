@@ -252,7 +252,7 @@ class RelationMatch:
                                   "unmatched relation left out"]
         return MatchedKG(name=kg.name, entities=kg.entities, relations=MatchedVocabulary(tuple(names), unknown),
                          time_axis=kg.time_axis, splits=splits, source=kg.source, notes=notes, inferred=inferred,
-                         match=self, original=kg)
+                         lineage=list(kg.lineage), match=self, original=kg)
 
 
 @dataclass(frozen=True)

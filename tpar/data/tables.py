@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import BOM, read_text
 from tpar.data.timeaxis import TimeAxis
@@ -808,4 +809,9 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
             notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
         notes += dropped_rows_notes(f"{split}.csv", q.report)
         notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
-    return build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
+    kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
+    kg.lineage = lineage_of(folder)
+    if kg.lineage:
+        kg.notes.append(f"grown {len(kg.lineage)} time(s) since {kg.lineage[0]['base_name']} (rows added from "
+                        + ", ".join(str(x.get('file')) for x in kg.lineage[-3:]) + ")")
+    return kg

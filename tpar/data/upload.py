@@ -237,21 +237,23 @@ def keep_rows(q, idx: np.ndarray):
                    rows=[q.rows[i] for i in pick], raw_times=[q.raw_times[i] for i in pick])
 
 
-def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bool = False) -> Path:
+def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bool = False,
+                 extra_files: dict[str, str] | None = None) -> Path:
     """Write ``kg`` as ``folder/name/{train,valid,test}.csv`` and check it reads back identically.
     Refuses an existing name unless ``overwrite``; the old folder is replaced only after the new
-    one is complete."""
+    one is complete. ``extra_files``: more text files written into the folder with it (plain names, e.g. the
+    lineage of a grown data set)."""
     check_name("data set", name)
     root = Path(folder)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with exclusive(root / f".{name}.lock", f"data set {name!r}"):  # one save of a name at a time
-            return _save_locked(kg, root, name, overwrite)
+            return _save_locked(kg, root, name, overwrite, extra_files or {})
     except OSError as e:  # a full disk, a read-only folder: earlier data sets are untouched
         raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
 
 
-def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path:
+def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool, extra_files: dict[str, str]) -> Path:
     dest = root / name
     if dest.exists() and not overwrite:
         raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
@@ -274,6 +276,10 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool) -> Path
             (tmp / f"{split}.csv").write_text(csv_text(rows, ["subject", "relation", "object", "time"]
                                                        + (["completed", "probability"] if marked else [])),
                                               encoding="utf-8")
+        for file, text in extra_files.items():
+            if Path(file).name != file or file.startswith(".") or file.endswith(".csv"):
+                raise ValueError(f"not a plain extra file name: {file!r}")
+            (tmp / file).write_text(text, encoding="utf-8")
         back = load_csv_folder(tmp, time_format={"step": "int", "year": "year", "month": "month", "day": "date"}
                                .get(ax.granularity, "datetime"))
         if sorted(back.entities.names) != sorted(kg.entities.names) or len(back.inferred) != len(kg.inferred) or \

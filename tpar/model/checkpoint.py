@@ -26,6 +26,7 @@ import torch
 from tpar import __version__
 from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
+from tpar.data.lineage import growth_text
 from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
                                          match_relations)
 from tpar.errors import DataError
@@ -261,6 +262,11 @@ class Checkpoint:
             warnings.append(f"{kg.match.describe()}: the model answers over data it was not trained on "
                             "(zero-shot; TPAR embeds no entities, so new entities are fine, but its accuracy and "
                             f"calibration were measured on {self.data_name}, not on this data)")
+        elif kg.fingerprint != self.data_fingerprint and any(x.get("base_fingerprint") == self.data_fingerprint
+                                                             for x in kg.lineage):
+            warnings.append(f"the data has grown since this model was trained on it ({growth_text(kg.lineage)}): it "
+                            "answers over the grown history without retraining (TPAR embeds no entities); its test "
+                            f"figures and calibration were measured on {self.data_name} as it was")
         elif kg.fingerprint != self.data_fingerprint:
             warnings.append(f"data fingerprint {kg.fingerprint[:12]} differs from the training data's "
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
@@ -474,6 +480,14 @@ def atomic_torch_save(obj, path: str | Path) -> None:
 
 
 def from_model(model: TPAR, run: RunConfig, kg: TemporalKG, setting: str, **kw) -> Checkpoint:
+    """A checkpoint of ``model`` trained on ``kg``; its ``extra`` records the training facts' time range (labels),
+    so that an answer over data that grew since can say how far it lies past them (:mod:`tpar.data.lineage`)."""
+    train = kg.facts("train")
+    if len(train):
+        extra = dict(kw.pop("extra", None) or {})
+        extra.setdefault("train_time_range", [kg.time_axis.label(int(train[:, 3].min())),
+                                              kg.time_axis.label(int(train[:, 3].max()))])
+        kw["extra"] = extra
     return Checkpoint(config=run, weights={k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
                       relations=list(kg.relations.names), time_axis=kg.time_axis.to_dict(), setting=setting,
                       data_name=kg.name, data_fingerprint=kg.fingerprint, **kw)

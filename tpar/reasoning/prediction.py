@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
+from tpar.data.lineage import growth_text, trained_until as training_end
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
@@ -131,6 +132,7 @@ class Prediction(AnsweredQuestion):
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
     combines: str = ""      # a composite model: what the ranking combines ("2 models and the history prior"); "" else
     formula: str = ""       # a composite model: its score in symbols (CompositeModel.formula); "" else
+    provenance: str = ""    # which data the model was trained on and answers over, and how far past its training facts
 
     @property
     def has_evidence(self) -> bool:
@@ -395,6 +397,40 @@ class Predictor:
 
         return stored(self.checkpoint.extra, setting)
 
+    @property
+    def trained_until(self) -> int | None:
+        """The step (on this data's axis) of the last training fact the model was trained on, when known
+        (:func:`tpar.data.lineage.trained_until`); None else."""
+        label = training_end(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg)
+        try:
+            return None if label is None else self.kg.time_axis.parse(label)
+        except ValueError:
+            return None
+
+    def provenance_text(self, t: int) -> str:
+        """Which data the model was trained on and which it answers over, and how far time ``t`` lies past the
+        model's training facts, e.g. "model trained on ICEWS14 (training facts to 2014-10-31), answering over
+        ICEWS14-grown (facts 2014-01-01 to 2014-12-30): 2014-12-31 lies 61 days past its training facts"."""
+        kg, ck = self.kg, self.checkpoint
+        data = getattr(kg, "original", None) or kg
+        until = self.trained_until
+        first, last = kg.time_range
+        label, span = kg.time_axis.label, kg.time_axis.describe_span
+        trained = f"model trained on {ck.data_name}" + (f" (training facts to {label(until)})" if until is not None
+                                                         else "")
+        same = ck.data_fingerprint == data.fingerprint
+        over = (f"answering over the same data (facts {label(first)} to {label(last)})" if same else
+                f"answering over {data.name} (facts {label(first)} to {label(last)}"
+                + (f"; {growth_text(data.lineage)}" if data.lineage else "") + ")")
+        if until is None:
+            where = (f"how far {label(t)} lies past the model's training facts is not known (the checkpoint does not "
+                     "record their time range and this data is not known to have grown from them)")
+        elif t > until:
+            where = f"{label(t)} lies {span(t - until)} past its training facts"
+        else:
+            where = f"{label(t)} lies inside its training period"
+        return f"{trained}, {over}: {where}"
+
     def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
         """Why this question's answers deserve less trust than the model's test figures suggest: a
         setting the checkpoint was not trained for, a time before or far after the known facts."""
@@ -492,4 +528,5 @@ class Predictor:
                           coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
                           combines=self.checkpoint.combination_text() if self.composite else "",
-                          formula=self.model.formula() if self.composite else "")
+                          formula=self.model.formula() if self.composite else "",
+                          provenance=self.provenance_text(t))

@@ -1,0 +1,177 @@
+"""A data set that grows (issue #31): new rows are checked as an upload is, placed on the data set's own time axis,
+saved atomically with their lineage, and a model trained before them answers over the grown history at once,
+saying how far the question lies past its training facts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import SAMPLE_CHECKPOINT, tiny_world_csv
+from tpar.cli import main
+from tpar.data.growth import grow, save_grown
+from tpar.data.lineage import LINEAGE_FILE, lineage_of, trained_until
+from tpar.data.loading import load_dataset
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.upload import inspect_upload, save_dataset
+from tpar.errors import DataError
+
+HEADER = "subject,relation,object,time\n"
+
+
+@pytest.fixture()
+def ring(tmp_path):
+    """The ring world (six people, 60 days of 2024) saved as an uploaded data set."""
+    _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
+    return save_dataset(kg, tmp_path, "ring")
+
+
+def test_new_rows_keep_ids_skip_known_facts_and_name_every_dropped_row(ring):
+    kg = load_dataset(ring)
+    known = "P0,meets,P1,2024-01-01\n"  # already a fact of the ring
+    text = HEADER + known + "P0,meets,Newcomer,2024-03-05\nP0,meets,Newcomer,2024-03-05\n" \
+        "P1,calls,P0,2024-03-05T06:30\nonly,three,columns\nP2,befriends,P3,2024-03-06\n"
+    report, grown = grow(kg, text, "more.csv")
+    assert report.known == 1 and report.duplicates == 1 and report.added == {"train": 2}
+    assert report.new_entities == ["Newcomer"] and report.new_relations == [("befriends", 1)]
+    rows = dict(report.dropped)
+    assert set(rows) == {5, 6}, rows  # file rows: the date-time on a data set of days, the short row
+    assert "2024-03-05T06:30" in rows[5] and "as the data set's times are (day steps from 2024-01-01)" in rows[5]
+    # every old id means what it meant; new names come after them
+    assert grown.entities.names[:kg.num_entities] == kg.entities.names
+    assert grown.relations.names[:kg.num_relations] == kg.relations.names
+    for split in kg.splits:
+        assert np.array_equal(grown.facts(split)[:len(kg.facts(split))], kg.facts(split))
+    assert report.time_range == ("2024-03-05", "2024-03-06") and report.data_last == "2024-03-04"
+    assert report.extends_by == "2 days"
+    text_report = "\n".join(report.lines())
+    assert "row 5" in text_report and "'Newcomer'" in text_report and "'befriends'" in text_report
+
+
+def test_a_time_before_the_axis_origin_rebases_the_axis_keeping_every_label(ring):
+    kg = load_dataset(ring)
+    report, grown = grow(kg, HEADER + "P0,meets,P3,2023-12-25\n", "early.csv")
+    assert report.added == {"train": 1} and any("before the data set's first time" in n for n in report.notes)
+    assert grown.time_axis.origin.startswith("2023-12-25")
+    old = {(kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), kg.time_axis.label(t))
+           for s, r, o, t in kg.all_facts().tolist()}
+    new = {(grown.entities.name(s), grown.relations.name(r), grown.entities.name(o), grown.time_axis.label(t))
+           for s, r, o, t in grown.all_facts().tolist()}
+    assert new - old == {("P0", "meets", "P3", "2023-12-25")} and old <= new
+
+
+def test_an_index_only_axis_refuses_steps_before_zero_and_a_typo_year_is_flagged(ring):
+    from tpar.data.kg import TemporalKG
+    from tpar.data.vocab import Vocabulary
+
+    kg = TemporalKG("steps", Vocabulary(("a", "b")), Vocabulary(("r",)), TimeAxis("step"),
+                    {"train": np.array([[0, 0, 1, 0], [1, 0, 0, 5]])})
+    report, grown = grow(kg, HEADER + "a,r,b,-3\na,r,b,7\na,r,b,500\n", "s.csv")
+    assert [r for r, _ in report.dropped] == [2] and "before the data set's first step 0" in report.dropped[0][1]
+    assert report.added == {"train": 2} and any("more than 5 time steps" in n for n in report.notes)
+
+
+def test_the_split_of_the_new_rows_is_chosen_or_read_from_the_file(ring):
+    kg = load_dataset(ring)
+    report, grown = grow(kg, HEADER + "P0,meets,P4,2024-03-01\n", "t.csv", split="test")
+    assert report.added == {"test": 1} and len(grown.facts("test")) == len(kg.facts("test")) + 1
+    text = "subject,relation,object,time,split\nP0,meets,P4,2024-03-01,valid\nP1,meets,P4,2024-03-02,train\n"
+    report, _ = grow(kg, text, "c.csv", split="column")
+    assert report.added == {"valid": 1, "train": 1}
+    with pytest.raises(DataError, match="no 'split' column"):
+        grow(kg, HEADER + "P0,meets,P4,2024-03-01\n", "n.csv", split="column")
+    with pytest.raises(DataError, match="unknown split"):
+        grow(kg, HEADER, "n.csv", split="history")
+
+
+def test_saved_growth_records_its_lineage_and_reads_back(ring):
+    kg = load_dataset(ring)
+    report, grown = grow(kg, HEADER + "P0,meets,Newcomer,2024-03-05\n", "day1.csv")
+    save_grown(kg, report, grown, ring.parent, ring.name, overwrite=True)
+    once = load_dataset(ring)
+    assert once.fingerprint == grown.fingerprint and len(once.lineage) == 1
+    step = once.lineage[0]
+    assert step["base_fingerprint"] == kg.fingerprint and step["file"] == "day1.csv" and step["added"] == {"train": 1}
+    report2, grown2 = grow(once, HEADER + "Newcomer,calls,P0,2024-03-06\n", "day2.csv")
+    save_grown(once, report2, grown2, ring.parent, ring.name, overwrite=True)
+    twice = load_dataset(ring)
+    assert [x["file"] for x in twice.lineage] == ["day1.csv", "day2.csv"]
+    assert twice.lineage[1]["base_fingerprint"] == once.fingerprint
+    assert any("grown 2 time(s)" in n for n in twice.notes)
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", json.dumps({"steps": "x"}).encode(),
+                                     b" " * 2_000_000])
+def test_a_broken_or_huge_lineage_file_is_ignored(ring, content):
+    (ring / LINEAGE_FILE).write_bytes(content)
+    assert lineage_of(ring) == [] and load_dataset(ring).lineage == []
+
+
+def test_trained_until_from_the_checkpoint_the_same_data_or_the_lineage(ring):
+    kg = load_dataset(ring)
+    assert trained_until("x", {"train_time_range": ["2024-01-01", "2024-01-20"]}, kg) == "2024-01-20"
+    last_train = kg.time_axis.label(int(kg.facts("train")[:, 3].max()))
+    assert trained_until(kg.fingerprint, {}, kg) == last_train
+    report, grown = grow(kg, HEADER + "P0,meets,P4,2024-03-01\n", "g.csv")
+    save_grown(kg, report, grown, ring.parent, "ring-grown")
+    assert trained_until(kg.fingerprint, {}, load_dataset(ring.parent / "ring-grown")) == last_train
+    assert trained_until("another", {}, load_dataset(ring.parent / "ring-grown")) is None
+
+
+def test_a_model_answers_over_the_grown_history_at_once_and_says_so(tmp_path):
+    """The sample-world model, trained before the new facts, reaches a new entity through a new fact."""
+    from tpar.data.catalog import sample_dir
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.prediction import Predictor
+
+    base = sample_dir() / "world" / "chronological"
+    kg = load_dataset(base)
+    ck = Checkpoint.load(SAMPLE_CHECKPOINT)
+    subject = kg.entities.name(int(kg.facts("test")[0, 0]))
+    relation = kg.relations.name(int(kg.facts("test")[0, 1]))
+    report, grown = grow(kg, HEADER + f"{subject},{relation},Newland,2026-01-02\n", "jan.csv")
+    dest = save_grown(kg, report, grown, tmp_path, "world-grown")
+    before = Predictor(ck, kg).predict(subject, relation, "2026-01-04", top_k=None)
+    after = Predictor(ck, load_dataset(dest)).predict(subject, relation, "2026-01-04", top_k=None)
+    assert "Newland" not in {a.entity for a in before.answers}
+    newland = next(a for a in after.answers if a.entity == "Newland")
+    assert newland.score > 0 and after.reached == before.reached + 1
+    assert "32 days past its training facts" in after.provenance and "grown from chronological" in after.provenance
+    assert any("grown since this model was trained" in w for w in after.warnings)
+    assert "answering over the same data" in before.provenance
+
+
+def test_cli_grow_in_place_into_a_copy_dry_run_and_refusals(ring, tmp_path, capsys):
+    rows = tmp_path / "new.csv"
+    rows.write_text(HEADER + "P0,meets,Newcomer,2024-03-05\nbad\n", encoding="utf-8")
+    before = load_dataset(ring).fingerprint
+    assert main(["grow", "--data", str(ring), "--rows", str(rows), "--dry-run"]) == 0
+    assert "dry run: nothing written" in capsys.readouterr().out and load_dataset(ring).fingerprint == before
+    assert main(["grow", "--data", str(ring), "--rows", str(rows), "--out", str(tmp_path / "copy")]) == 0
+    assert load_dataset(ring).fingerprint == before and len(load_dataset(tmp_path / "copy").lineage) == 1
+    assert main(["grow", "--data", str(ring), "--rows", str(rows), "--out", str(tmp_path / "copy")]) == 2
+    assert "is already there" in capsys.readouterr().err
+    assert main(["grow", "--data", str(ring), "--rows", str(rows)]) == 0
+    out = capsys.readouterr().out
+    assert "1 fact added" in out and "row 3" in out and load_dataset(ring).fingerprint != before
+    assert main(["grow", "--data", str(ring), "--rows", str(rows)]) == 0
+    assert "nothing to add" in capsys.readouterr().out
+    single = tmp_path / "one.csv"
+    single.write_text(tiny_world_csv(), encoding="utf-8")
+    assert main(["grow", "--data", str(single), "--rows", str(rows)]) == 2
+    assert "never rewritten" in capsys.readouterr().err
+
+
+def test_checkpoints_record_the_time_range_of_their_training_facts(ring):
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    kg = load_dataset(ring)
+    cfg = RunConfig(model=ModelConfig(num_relations=kg.num_relations, dim=8, attn_dim=4, num_layers=2),
+                    train=TrainConfig())
+    ck = from_model(TPAR(cfg.model), cfg, kg, "extrapolation")
+    train = kg.facts("train")[:, 3]
+    assert ck.extra["train_time_range"] == [kg.time_axis.label(int(train.min())), kg.time_axis.label(int(train.max()))]

@@ -1,0 +1,218 @@
+"""A data set that grows: new rows added to an existing data set, checked as an upload is, on its time axis.
+
+An analyst's event table grows every day, and TPAR embeds no entities, so a trained model answers over the
+grown history at once (issue #31). :func:`grow` reads the new rows (the upload format: a header with subject,
+relation, object, time and optionally split), keeps the data set's entity and relation ids (new names are
+appended), places each time on the data set's own time axis (a row whose time does not fall on it is
+dropped and named), skips the rows the data set already holds, and returns a :class:`GrowthReport` with the
+grown :class:`~tpar.data.kg.TemporalKG`. Nothing is written: :func:`save_grown` saves the result as a data set
+folder (atomically, :func:`tpar.data.upload.save_dataset`) with its lineage, so that an answer can say how far
+its question lies past the facts a model was trained on (:mod:`tpar.data.lineage`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.lineage import LINEAGE_FILE, lineage_entry
+from tpar.data.tables import read_quadruple_csv, reading_notes
+from tpar.data.timeaxis import TimeAxis
+from tpar.data.upload import save_dataset
+from tpar.data.vocab import Vocabulary
+from tpar.errors import DataError
+
+#: where the new rows go: the data set's training facts (the history every model reads), valid, test, or the
+#: file's own ``split`` column
+GROW_SPLITS = ("train", "valid", "test", "column")
+#: the time format each kind of axis is read with (the format the data set's own files are written in)
+_FORMAT_OF_AXIS = {"step": "int", "year": "year", "month": "month", "day": "date"}
+
+
+@dataclass(kw_only=True)
+class GrowthReport:
+    """What adding a file's rows to a data set did, before anything is saved."""
+
+    file: str
+    data: str                                   # the data set grown
+    rows_read: int
+    added: dict[str, int]                       # facts added per split
+    known: int                                  # rows the data set already held (skipped)
+    duplicates: int                             # rows repeated inside the file (skipped)
+    dropped: list[tuple[int, str]]              # (row in the file, problem): unreadable, or off the time axis
+    new_entities: list[str]
+    new_relations: list[tuple[str, int]]        # (relation, facts) the data set did not have
+    time_range: tuple[str, str] | None          # of the added facts (None: nothing added)
+    data_last: str                              # the data set's last time before growing
+    extends_by: str                             # how far the added facts reach past it ("" when they do not)
+    notes: list[str] = field(default_factory=list)
+    lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
+
+    @property
+    def facts_added(self) -> int:
+        return sum(self.added.values())
+
+    def lines(self) -> list[str]:
+        """The report as text lines (the CLI prints them; the app shows the same figures)."""
+        out = [f"{self.file} -> {self.data}: {self.rows_read:,} rows read, {self.facts_added:,} "
+               f"fact{'' if self.facts_added == 1 else 's'} added ("
+               + ", ".join(f"{s} {n:,}" for s, n in self.added.items() if n) + ")" if self.facts_added else
+               f"{self.file} -> {self.data}: {self.rows_read:,} rows read, no new facts"]
+        out.append(f"  skipped: {self.known:,} already in the data set, {self.duplicates:,} repeated in the file; "
+                   f"{len(self.dropped):,} rows dropped")
+        for row, problem in self.dropped[:10]:
+            out.append(f"    row {row}: {problem}")
+        if len(self.dropped) > 10:
+            out.append(f"    ... {len(self.dropped) - 10:,} more dropped rows")
+        if self.time_range:
+            reach = f", {self.extends_by} past its last time {self.data_last}" if self.extends_by else \
+                f" (its last time stays {self.data_last})"
+            out.append(f"  new facts from {self.time_range[0]} to {self.time_range[1]}{reach}")
+        if self.new_entities:
+            shown = ", ".join(repr(e) for e in self.new_entities[:5])
+            out.append(f"  {len(self.new_entities):,} new entities: {shown}" + (" ..." if len(self.new_entities) > 5
+                                                                                 else ""))
+        for new, old in self.lookalikes[:5]:
+            out.append(f"  new entity {new!r} differs from the existing {old!r} only in case: check the spelling")
+        for rel, n in self.new_relations:
+            out.append(f"  new relation {rel!r} ({n:,} facts): a model trained before it does not know it, and "
+                       "leaves its facts out of what it reads")
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+
+def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
+         day_first: bool | None = None) -> tuple[GrowthReport, TemporalKG]:
+    """``kg`` with the facts of the quadruple file ``text`` added to ``split`` (``column``: the file's own split
+    column). Existing ids stay; times are read as the data set's own (a date-time row for a data set of days is
+    dropped, naming its row). Raises :class:`DataError` only when the file cannot be read at all or the split
+    choice is impossible; bad rows are dropped and listed in the report."""
+    if split not in GROW_SPLITS:
+        raise DataError(f"unknown split {split!r} for the new rows (expected {', '.join(GROW_SPLITS)})")
+    axis = kg.time_axis
+    fmt = "int" if axis.origin is None else _FORMAT_OF_AXIS.get(axis.granularity, "datetime")
+    q = read_quadruple_csv(file_name, time_format=fmt, on_bad_rows="drop", text=text, day_first=day_first)
+    if split == "column" and q.splits is None:
+        raise DataError("no 'split' column in the file: choose train, valid or test for the new rows", file=file_name)
+    theirs = f" as the data set's times are ({axis.describe()})"  # the reader compares with the file's other rows
+    dropped = [(row, p.replace(" like the other rows", theirs)) for row, p in q.report.problems]
+    steps: list[int | None] = []
+    for i, raw in enumerate(q.raw_times):
+        try:
+            steps.append(axis.parse(q.time_axis.label(int(q.times[i]))))
+        except ValueError as e:
+            steps.append(None)
+            dropped.append((q.rows[i], f"time {raw!r} does not fit the data set's time axis "
+                                       f"({axis.describe()}): {e}"))
+    if axis.origin is None:  # an index-only axis has no time before its step 0
+        for i, t in enumerate(steps):
+            if t is not None and t < 0:
+                steps[i] = None
+                dropped.append((q.rows[i], f"time {q.raw_times[i]!r} lies before the data set's first step 0"))
+    ents, rels = list(kg.entities.names), list(kg.relations.names)
+    ent_id = {n: i for i, n in enumerate(ents)}
+    rel_id = {n: i for i, n in enumerate(rels)}
+    known = {tuple(f) for f in kg.all_facts().tolist()}
+    rows: dict[str, list[tuple[int, int, int, int]]] = {s: [] for s in SPLITS}
+    new_rel_facts: dict[str, int] = {}
+    seen, n_known, n_dup = set(), 0, q.report.duplicates
+    for i, t in enumerate(steps):
+        if t is None:
+            continue
+        s, r, o = (ent_id.setdefault(q.subjects[i], len(ent_id)), rel_id.setdefault(q.relations[i], len(rel_id)),
+                   ent_id.setdefault(q.objects[i], len(ent_id)))
+        fact = (s, r, o, t)
+        if fact in known:
+            n_known += 1
+            continue
+        if fact in seen:  # the same fact under two split labels
+            n_dup += 1
+            continue
+        seen.add(fact)
+        if r >= len(rels):
+            new_rel_facts[q.relations[i]] = new_rel_facts.get(q.relations[i], 0) + 1
+        rows[q.splits[i] if split == "column" else split].append(fact)
+    new_ents = list(ent_id)[len(ents):]
+    used = {e for f in seen for e in (f[0], f[2])}
+    new_ents = [n for j, n in enumerate(new_ents) if len(ents) + j in used]
+    grown = _grown_kg(kg, ent_id, rel_id, rows)
+    added = {s: len(v) for s, v in rows.items() if v}
+    last = kg.time_range[1] if len(kg.all_facts()) else None
+    t_new = [f[3] for f in seen]
+    extends = ""
+    if t_new and last is not None and max(t_new) > last:
+        extends = axis.describe_span(max(t_new) - last)
+    lower = {n.casefold(): n for n in ents}
+    report = GrowthReport(
+        file=file_name, data=kg.name, rows_read=q.report.rows_read, added=added, known=n_known, duplicates=n_dup,
+        dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
+        time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
+        data_last=axis.label(last) if last is not None else "–", extends_by=extends,
+        notes=reading_notes(q.report) + _order_notes(kg, rows) + _range_notes(kg, t_new),
+        lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower])
+    return report, grown
+
+
+def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
+              rows: dict[str, list[tuple[int, int, int, int]]]) -> TemporalKG:
+    """``kg`` with ``rows`` appended to their splits; a calendar axis is re-based when a new time precedes its
+    origin (every step shifted alike: only differences of times reach the model)."""
+    splits = {s: kg.facts(s) for s in kg.splits}
+    for s, new in rows.items():
+        if new:
+            splits[s] = np.concatenate([kg.facts(s), np.asarray(new, dtype=np.int64).reshape(-1, 4)])
+    axis, inferred = kg.time_axis, dict(kg.inferred)
+    low = min((int(a[:, 3].min()) for a in splits.values() if len(a)), default=0)
+    if low < 0 and axis.origin is not None:
+        axis = TimeAxis(axis.granularity, axis.label(low), axis.step)
+        splits = {s: a - np.array([0, 0, 0, low], dtype=np.int64) for s, a in splits.items()}
+        inferred = {(s, r, o, t - low): p for (s, r, o, t), p in inferred.items()}
+    return TemporalKG(name=kg.name, entities=Vocabulary(tuple(ent_id)), relations=Vocabulary(tuple(rel_id)),
+                      time_axis=axis, splits=splits, source=kg.source, notes=list(kg.notes), inferred=inferred,
+                      lineage=list(kg.lineage))
+
+
+def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
+    """Say when new facts lie before the data set's first time, or further after its last one than it spans (a
+    typed year, say)."""
+    if not t_new or not len(kg.all_facts()):
+        return []
+    first, last = kg.time_range
+    t = np.asarray(t_new)
+    out, label, span = [], kg.time_axis.label, kg.time_axis.describe_span
+    if (t < first).any():
+        out.append(f"{int((t < first).sum()):,} new facts lie before the data set's first time {label(first)} (the "
+                   f"earliest {label(int(t.min()))}): check their dates")
+    far = t > last + max(1, last - first)
+    if far.any():
+        out.append(f"{int(far.sum()):,} new facts lie more than {span(max(1, last - first))} (the data set's whole "
+                   f"span) after its last time {label(last)} (the latest {label(int(t.max()))}): check their dates")
+    return out
+
+
+def _order_notes(kg: TemporalKG, rows: dict[str, list[tuple[int, int, int, int]]]) -> list[str]:
+    """Say when the new facts break a chronological split (training facts after valid/test ones)."""
+    new_train = [f[3] for f in rows.get("train", [])]
+    later = [kg.facts(s) for s in ("valid", "test") if len(kg.facts(s))]
+    if not new_train or not later:
+        return []
+    first_eval = min(int(a[:, 3].min()) for a in later)
+    n = sum(t >= first_eval for t in new_train)
+    if not n:
+        return []
+    return [f"{n:,} new training facts lie at or after the first valid/test time ({kg.time_axis.label(first_eval)}): "
+            "they are history for questions after them; an extrapolation evaluation still reads only facts before "
+            "each question, but a model trained before them was selected on a split they now precede"]
+
+
+def save_grown(before: TemporalKG, report: GrowthReport, grown: TemporalKG, folder: str | Path, name: str, *,
+               overwrite: bool = False) -> Path:
+    """Save ``grown`` as data set ``folder/name`` with its lineage (the steps ``before`` already had, then this
+    one). Atomic: a failed save leaves any existing data set as it was."""
+    steps = list(before.lineage) + [lineage_entry(before, report)]
+    text = json.dumps({"steps": steps}, indent=1, ensure_ascii=False)
+    return save_dataset(grown, folder, name, overwrite=overwrite, extra_files={LINEAGE_FILE: text})

@@ -1,0 +1,68 @@
+"""How a data set grew (:mod:`tpar.data.growth`), recorded beside its split files, and what that tells an answer.
+
+A grown data set's folder holds ``lineage.json``: one entry per growth step with the data it grew from (its
+name, fingerprint and last training time). A model trained on that earlier data can then say how far a question
+lies past the facts it was trained on (:func:`trained_until`), even though the data it answers over has grown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from tpar.data.kg import TemporalKG
+
+#: the file beside a grown data set's split files that records how it grew (JSON; read, never executed)
+LINEAGE_FILE = "lineage.json"
+#: a lineage file larger than this is not read (it is a few hundred bytes per growth)
+LINEAGE_MAX_BYTES = 1_000_000
+_KEYS = ("file", "added", "new_entities", "date", "base_name", "base_fingerprint", "base_train_last", "base_last")
+
+
+def lineage_entry(before: TemporalKG, report) -> dict:
+    """One growth step (``report``: a :class:`~tpar.data.growth.GrowthReport`): what was added to which data (its
+    fingerprint and last times before growing)."""
+    train = before.facts("train")
+    return {"file": report.file, "added": report.added, "new_entities": len(report.new_entities),
+            "date": dt.date.today().isoformat(), "base_name": before.name, "base_fingerprint": before.fingerprint,
+            "base_train_last": before.time_axis.label(int(train[:, 3].max())) if len(train) else None,
+            "base_last": report.data_last}
+
+
+def lineage_of(folder: str | Path) -> list[dict]:
+    """The growth steps recorded beside a data set (oldest first); [] when none, too large or unreadable."""
+    p = Path(folder) / LINEAGE_FILE
+    try:
+        if not p.is_file() or p.stat().st_size > LINEAGE_MAX_BYTES:
+            return []
+        steps = json.loads(p.read_text(encoding="utf-8")).get("steps", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [{k: x.get(k) for k in _KEYS} for x in steps if isinstance(x, dict)] if isinstance(steps, list) else []
+
+
+def growth_text(lineage: list[dict]) -> str:
+    """The lineage in a few words, e.g. "grown from ICEWS14 by 1,204 facts in 3 steps"."""
+    if not lineage:
+        return ""
+    facts = sum(sum(v for v in (x.get("added") or {}).values() if isinstance(v, int)) for x in lineage)
+    steps = f" in {len(lineage)} steps" if len(lineage) > 1 else ""
+    return f"grown from {lineage[0].get('base_name')} by {facts:,} fact{'' if facts == 1 else 's'}{steps}"
+
+
+def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | None:
+    """The last time of the training facts a model (its data fingerprint and ``extra``) was trained on, as a
+    label, when it can be known: recorded in the checkpoint, or ``kg`` is the training data, or ``kg`` grew from
+    it (its :attr:`~tpar.data.kg.TemporalKG.lineage`). None otherwise."""
+    kg = getattr(kg, "original", None) or kg  # a relation-matched view: the data as loaded
+    rng = extra.get("train_time_range")
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[1], str):
+        return rng[1]
+    if data_fingerprint == kg.fingerprint:
+        train = kg.facts("train")
+        return kg.time_axis.label(int(train[:, 3].max())) if len(train) else None
+    for step in kg.lineage:
+        if step.get("base_fingerprint") == data_fingerprint and isinstance(step.get("base_train_last"), str):
+            return step["base_train_last"]
+    return None
