@@ -373,7 +373,9 @@ def growth_report_ui(report: GrowthReport) -> None:
     if report.dropped:
         st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,}:")
         st.dataframe(pd.DataFrame([{"row": r, "problem": p} for r, p in report.dropped[:1000]]), hide_index=True,
-                     width="stretch")
+                     width="stretch", row_height=72,  # a long problem wraps instead of being cut off
+                     column_config={"row": st.column_config.NumberColumn("row", width="small"),
+                                    "problem": st.column_config.TextColumn("problem")})
 
 
 def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) -> None:
