@@ -109,6 +109,15 @@ def test_a_broken_or_huge_lineage_file_is_ignored(ring, content):
     assert lineage_of(ring) == [] and load_dataset(ring).lineage == []
 
 
+def test_lineage_values_are_cleaned_of_control_characters_and_wrong_kinds(ring):
+    steps = [{"file": "a\x1b[31mred\x07.csv", "added": {"train": 3, "evil": 1, "test": -2}, "new_entities": "x",
+              "base_name": ["not", "text"], "base_fingerprint": "f" * 300}, "not a step"]
+    (ring / LINEAGE_FILE).write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    (step,) = lineage_of(ring)
+    assert step["file"] == "a[31mred.csv" and step["added"] == {"train": 3}
+    assert step["new_entities"] is None and step["base_name"] is None and len(step["base_fingerprint"]) == 200
+
+
 def test_trained_until_from_the_checkpoint_the_same_data_or_the_lineage(ring):
     kg = load_dataset(ring)
     assert trained_until("x", {"train_time_range": ["2024-01-01", "2024-01-20"]}, kg) == "2024-01-20"

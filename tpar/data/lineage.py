@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import unicodedata
 from pathlib import Path
 
-from tpar.data.kg import TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG
 
 #: the file beside a grown data set's split files that records how it grew (JSON; read, never executed)
 LINEAGE_FILE = "lineage.json"
@@ -39,7 +40,22 @@ def lineage_of(folder: str | Path) -> list[dict]:
         steps = json.loads(p.read_text(encoding="utf-8")).get("steps", [])
     except (OSError, ValueError, AttributeError):
         return []
-    return [{k: x.get(k) for k in _KEYS} for x in steps if isinstance(x, dict)] if isinstance(steps, list) else []
+    if not isinstance(steps, list):
+        return []
+    return [{k: _clean(k, x.get(k)) for k in _KEYS} for x in steps if isinstance(x, dict)]
+
+
+def _clean(key: str, value):
+    """A lineage value as its kind allows (the file may have been edited by anyone): text without control
+    characters and at most 200 characters, counts as non-negative integers; anything else None."""
+    if key == "added":
+        return {str(s): v for s, v in value.items() if s in SPLITS and isinstance(v, int) and v >= 0} \
+            if isinstance(value, dict) else {}
+    if key == "new_entities":
+        return value if isinstance(value, int) and value >= 0 else None
+    if not isinstance(value, str):
+        return None
+    return "".join(ch for ch in value if unicodedata.category(ch)[0] != "C")[:200]
 
 
 def growth_text(lineage: list[dict]) -> str:
@@ -48,7 +64,8 @@ def growth_text(lineage: list[dict]) -> str:
         return ""
     facts = sum(sum(v for v in (x.get("added") or {}).values() if isinstance(v, int)) for x in lineage)
     steps = f" in {len(lineage)} steps" if len(lineage) > 1 else ""
-    return f"grown from {lineage[0].get('base_name')} by {facts:,} fact{'' if facts == 1 else 's'}{steps}"
+    base = lineage[0].get("base_name") or "an earlier version"
+    return f"grown from {base} by {facts:,} fact{'' if facts == 1 else 's'}{steps}"
 
 
 def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | None:

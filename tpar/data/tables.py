@@ -812,6 +812,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
     kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
     kg.lineage = lineage_of(folder)
     if kg.lineage:
-        kg.notes.append(f"grown {len(kg.lineage)} time(s) since {kg.lineage[0]['base_name']} (rows added from "
+        kg.notes.append(f"grown {len(kg.lineage)} time(s) since {kg.lineage[0]['base_name'] or 'an earlier version'} "
+                        "(rows added from "
                         + ", ".join(str(x.get('file')) for x in kg.lineage[-3:]) + ")")
     return kg
