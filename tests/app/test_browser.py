@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urlparse
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, write_renamed_world
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -40,6 +40,7 @@ def server(tmp_path_factory):
     port = free_port()
     workspace = tmp_path_factory.mktemp("workspace")
     SERVER_LOG["workspace"] = workspace
+    write_renamed_world(workspace / "uploads" / "renamed")  # data whose relations only one checkpoint covers, by name
     env = dict(os.environ, TPAR_DATA_DIR=str(tmp_path_factory.mktemp("no-benchmarks")), TPAR_WORKSPACE=str(workspace))
     log = tmp_path_factory.mktemp("log") / "streamlit.log"
     SERVER_LOG["path"] = log
@@ -330,5 +331,31 @@ def test_learned_rules_page_and_an_example_opened_in_ask(server, learned_rules, 
             ask.locator("[data-testid='stDataFrame'] [role='gridcell']").first.wait_for(state="attached",
                                                                                        timeout=60_000)
             assert "Setting: interpolation" in ask.locator("[data-testid='stMain']").inner_text()
+        browser.close()
+    assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
+
+
+def test_a_foreign_checkpoint_is_chosen_for_data_with_other_relations(server, tmp_path):
+    """Data and model offers the sample model for data whose relations it knows under other spellings, shows the
+    coverage before it is used; Ask then answers with it and says which data it was trained on (issue #31)."""
+    outside: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 820, "height": 1600})
+        local_only(page, outside)
+        main = page.locator("[data-testid='stMain']")
+        with diagnosed(page):
+            page.goto(f"{server}/data?" + urlencode({"data": "upload: renamed"}))
+            page.get_by_text("Relations matched").wait_for(timeout=90_000)
+            page.get_by_text(re.compile(r"^Fingerprint [0-9a-f]+$")).wait_for(timeout=90_000)  # the last element: run done
+            text = main.inner_text()
+            assert "20 of 21" in text and "99.9%" in text and "applied to renamed" in text
+            page.screenshot(path=str(tmp_path / "data-model-820.png"), full_page=True)
+            page.get_by_role("link", name="Ask", exact=True).click()
+            cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
+            cells.first.wait_for(state="attached", timeout=90_000)
+            text = main.inner_text()
+            assert "model trained on chronological" in text and "answering over renamed" in text
+            assert "applied to renamed" in text
         browser.close()
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
