@@ -205,6 +205,11 @@ def _train(args, reserved: bool) -> int:
     run, source = train_run_config(args, kg.name, kg, init)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
     print(describe_run(run, source), file=sys.stderr, flush=True)
+    if init is not None and not args.resume and init.data_fingerprint != kg.fingerprint:
+        same = list(kg.relations.names) == list(init.relations)
+        print(f"fine-tuning a model trained on {init.data_name} on {kg.name}: "
+              + ("the same relations" if same else init.match(kg).describe() + " (an unmatched relation starts from "
+                                                   "a fresh embedding)"), file=sys.stderr, flush=True)
     estimate = None
     from tpar.training.distributed import current
 
@@ -1188,8 +1193,9 @@ def _add_train(sub) -> None:
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
-                    help="warm start: begin with this checkpoint's weights (same data and model configuration; "
-                         "without --config its configuration is used) and a fresh optimiser")
+                    help="warm start: begin with this checkpoint's weights (same model configuration; without "
+                         "--config its configuration is used) and a fresh optimiser. Other data fine-tunes it: "
+                         "relations matched by name (as tpar evaluate matches them), an unmatched one starts fresh")
     sp.add_argument("--epochs", type=int, help="maximum epochs (default: the config's)")
     sp.add_argument("--lr", type=float, help="Adam learning rate (default: the config's)")
     sp.add_argument("--batch-size", type=int, help="questions per optimiser step (default: the config's)")

@@ -400,16 +400,48 @@ def test_warm_start_begins_from_the_checkpoint_and_says_so(world, tmp_path):
         bigger = tiny_run("interpolation")
         bigger.model.dim = 16
         train(kg, bigger, tmp_path / "c.tpar", progress=False, init=first)
-    other = load_dataset(small_kg_csv(tmp_path))
-    with pytest.raises(DataError):
-        train(other, tiny_run("interpolation"), tmp_path / "d.tpar", progress=False, init=first)
+    # data whose relations the model does not cover is refused, naming them
+    (tmp_path / "alien.csv").write_text("subject,relation,object,time\n" + "".join(
+        f"A{i % 5},trades with,B{i % 7},2024-01-{1 + i % 28:02d}\n" for i in range(80)))
+    with pytest.raises(DataError, match="trades with"):
+        train(load_dataset(tmp_path / "alien.csv"), tiny_run("interpolation"), tmp_path / "d.tpar", progress=False,
+              init=first)
 
 
-def small_kg_csv(tmp_path):
-    p = tmp_path / "other.csv"
-    p.write_text("subject,relation,object,time\n" + "".join(
-        f"A{i % 5},meets,B{i % 7},2024-01-{1 + i % 28:02d}\n" for i in range(80)))
-    return p
+def test_a_warm_start_from_other_data_fine_tunes_with_relations_matched_by_name(world, tmp_path):
+    """Other data (new entities, relations spelled otherwise, one new relation): each matched relation's
+    embedding rows (r, its inverse r + R, and the self-loops' identity row) start from the model's own; the new
+    relation's rows from a fresh initialisation; the record names the data it came from."""
+    from tpar.training.plan import model_config_for
+    from tpar.training.trainer import warm_start_model
+
+    kg = load_dataset(world)
+    first = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
+    rows = ["subject,relation,object,time"]
+    for day in range(40):  # other people, MEETS / CALLS spelled otherwise, and a relation of its own
+        a, b = f"Q{day % 4}", f"Q{(day + 1) % 4}"
+        date = f"2024-03-{1 + day % 28:02d}" if day < 28 else f"2024-04-{day - 27:02d}"
+        rows += [f"{a},MEETS,{b},{date}", f"{b},Calls,{a},{date}"] + ([f"{a},waves at,{b},{date}"] if day == 5 else [])
+    (tmp_path / "other.csv").write_text("\n".join(rows) + "\n")
+    other = load_dataset(tmp_path / "other.csv")
+    run = model_config_for(other, tiny_run("extrapolation"))
+    model, record = warm_start_model(first, other, run, torch.device("cpu"), "a.tpar")
+    R_old, R_new = len(first.relations), other.num_relations
+    for layer in range(2):
+        old, new = first.weights[f"layers.{layer}.rel_emb.weight"], model.state_dict()[f"layers.{layer}.rel_emb.weight"]
+        for data_name, model_name in (("MEETS", "meets"), ("Calls", "calls")):
+            j, i = other.relations.id(data_name), first.relations.index(model_name)
+            assert torch.equal(new[j], old[i]) and torch.equal(new[j + R_new], old[i + R_old])
+        assert torch.equal(new[2 * R_new], old[2 * R_old])
+        waves = other.relations.id("waves at")
+        assert not any(torch.equal(new[waves], old[i]) for i in range(2 * R_old + 1))
+    for k, v in model.state_dict().items():
+        if "rel_emb" not in k:
+            assert torch.equal(v, first.weights[k]), k
+    assert record["other_data"] and record["data_name"] == first.data_name and "matched" in record["relations"]
+    res = train(other, tiny_run("extrapolation", epochs=1), tmp_path / "ft.tpar", progress=False, init=first,
+                init_name="a.tpar")
+    assert res.checkpoint.extra["warm_start"]["other_data"] and res.checkpoint.data_fingerprint == other.fingerprint
 
 
 def test_learning_rate_schedules():

@@ -109,27 +109,69 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
     return out
 
 
+#: model fields that the data sets (relations, time span): a warm start from other data may differ in them
+DATA_FIELDS = ("num_relations", "time_span")
+
+
 def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: torch.device,
                      name: str = "") -> tuple[TPAR, dict]:
-    """The model of a warm start from ``init`` and the record kept of it; refuses other data or another
-    model configuration (naming the differing fields)."""
-    init.check_fits(kg)
-    if init.data_fingerprint != kg.fingerprint:
-        raise DataError(f"the warm-start checkpoint was trained on other data ({init.data_name}, fingerprint "
-                        f"{init.data_fingerprint[:12]}…; this data: {kg.fingerprint[:12]}…)")
+    """The model of a warm start from ``init`` and the record kept of it. The same data continues a run; other
+    data fine-tunes a model trained elsewhere (TPAR embeds no entities, so only relations must agree): the data's
+    relations are matched to the model's by name (:mod:`tpar.data.relation_matching`, refused below its
+    coverage), each matched relation starts from its counterpart's embedding, an unmatched one from a fresh one.
+    Refuses another time unit or another model configuration (naming the differing fields)."""
+    problem = init.time_unit_problem(kg)
+    if problem:
+        raise DataError(problem)
+    same_data = init.data_fingerprint == kg.fingerprint
     mine, theirs = asdict(run.model), asdict(init.config.model)
-    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    differ = sorted(k for k in set(mine) | set(theirs)
+                    if mine.get(k) != theirs.get(k) and (same_data or k not in DATA_FIELDS))
     if differ:
         raise DataError("the warm-start checkpoint has another model configuration: "
                         + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ))
-    model = init.build_model(device).train()
+    match = None
+    if list(kg.relations.names) != list(init.relations):
+        match = init.match(kg)
+        match.check()  # a DataError below the coverage, naming the unmatched relations
+    model = TPAR(run.model)
+    model.load_state_dict(_mapped_weights(init, kg, match, model.state_dict()))
+    model = model.to(device).train()
     record = {"from": name, "data_fingerprint": init.data_fingerprint, "setting": init.setting,
               "epochs": len(init.history), "best_epoch": init.extra.get("best_epoch"),
               "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset"),
               "hardware": init.extra.get("hardware"), "history": init.history,
               "config": init.config.to_dict(),  # what the earlier stage trained with (its recipe)
               "before": init.extra.get("warm_start")}  # a chain of warm starts stays traceable
+    if not same_data:
+        record.update({"data_name": init.data_name, "other_data": True,
+                       "relations": match.describe() if match is not None else "the same relations"})
     return model, record
+
+
+def _mapped_weights(init: Checkpoint, kg: TemporalKG, match, fresh: dict[str, torch.Tensor]) -> dict:
+    """``init``'s weights for a model of ``kg``'s relations: every relation-embedding table (rows r, r + R and,
+    with the self-loops' identity relation, 2R) re-indexed through ``match`` (None: the same relations); the
+    rows of unmatched relations keep ``fresh``'s initialisation."""
+    if match is None:
+        return {k: v.clone() for k, v in init.weights.items()}
+    R_old, R_new = len(init.relations), kg.num_relations
+    old_id = {n: i for i, n in enumerate(init.relations)}
+    pairs = [(kg.relations.id(m.data_relation), old_id[m.model_relation]) for m in match.matched]
+    new_ids = torch.tensor([j for j, _ in pairs], dtype=torch.long)
+    old_ids = torch.tensor([i for _, i in pairs], dtype=torch.long)
+    out = {}
+    for key, w in init.weights.items():
+        if key.endswith("rel_emb.weight") and w.shape[0] in (2 * R_old, 2 * R_old + 1):
+            table = fresh[key].clone()
+            table[new_ids] = w[old_ids]
+            table[new_ids + R_new] = w[old_ids + R_old]
+            if w.shape[0] == 2 * R_old + 1:
+                table[2 * R_new] = w[2 * R_old]
+            out[key] = table
+        else:
+            out[key] = w.clone()
+    return out
 
 
 def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
