@@ -184,3 +184,31 @@ def test_checkpoints_record_the_time_range_of_their_training_facts(ring):
     ck = from_model(TPAR(cfg.model), cfg, kg, "extrapolation")
     train = kg.facts("train")[:, 3]
     assert ck.extra["train_time_range"] == [kg.time_axis.label(int(train.min())), kg.time_axis.label(int(train.max()))]
+
+
+@pytest.mark.parametrize("axis", [TimeAxis("year"), TimeAxis("day", "2024-01-01", 7)])
+def test_a_time_axis_csv_files_cannot_hold_is_refused_before_anything_is_written(axis):
+    """YAGO's year indices (no calendar) would read back from CSV files as plain steps, a week step as days: the
+    grown data set would no longer fit any model of the data it grew from."""
+    from tpar.data.kg import TemporalKG
+    from tpar.data.vocab import Vocabulary
+
+    kg = TemporalKG("yagoish", Vocabulary(("a", "b")), Vocabulary(("r",)), axis,
+                    {"train": np.array([[0, 0, 1, 0], [1, 0, 0, 2]])})
+    with pytest.raises(DataError, match="cannot be grown") as e:
+        grow(kg, HEADER + f"a,r,b,{axis.label(3)}\n", "more.csv")
+    assert axis.describe() in str(e.value)
+
+
+def test_vocabulary_entities_without_facts_do_not_stop_the_save(tmp_path):
+    """A benchmark's entity2id may list entities of no fact (YAGO: 38, ICEWS05-15: 3,875): CSV files of facts do
+    not hold them, so the grown data set saves without them, and the report says so."""
+    from tpar.data.kg import TemporalKG
+    from tpar.data.vocab import Vocabulary
+
+    kg = TemporalKG("bench", Vocabulary(("a", "b", "unused")), Vocabulary(("r",)), TimeAxis("day", "2024-01-01"),
+                    {"train": np.array([[0, 0, 1, 0], [1, 0, 0, 2]])})
+    report, grown = grow(kg, HEADER + "a,r,b,2024-01-05\n", "more.csv")
+    assert any("1 entity of the vocabulary" in n for n in report.notes), report.notes
+    back = load_dataset(save_grown(kg, report, grown, tmp_path, "bench-grown"))
+    assert sorted(back.entities.names) == ["a", "b"] and len(back.all_facts()) == 3

@@ -94,6 +94,9 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     if split not in GROW_SPLITS:
         raise DataError(f"unknown split {split!r} for the new rows (expected {', '.join(GROW_SPLITS)})")
     axis = kg.time_axis
+    problem = unsaved_axis_problem(axis)
+    if problem:
+        raise DataError(f"data set {kg.name!r} cannot be grown: {problem}")
     fmt = "int" if axis.origin is None else _FORMAT_OF_AXIS.get(axis.granularity, "datetime")
     q = read_quadruple_csv(file_name, time_format=fmt, on_bad_rows="drop", text=text, day_first=day_first)
     if split == "column" and q.splits is None:
@@ -152,9 +155,33 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
         time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
-        notes=reading_notes(q.report) + _order_notes(kg, rows) + _range_notes(kg, t_new),
+        notes=reading_notes(q.report) + _order_notes(kg, rows) + _range_notes(kg, t_new) + _vocabulary_notes(grown),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower])
     return report, grown
+
+
+def unsaved_axis_problem(axis: TimeAxis) -> str | None:
+    """Why a data set on ``axis`` cannot be saved as CSV files that read back on the same time unit (None when it
+    can): their times are dates, date-times or plain integers, read back one unit per step, and integers as plain
+    steps (years only when they look like years), so a model of the data would no longer fit the saved copy."""
+    if axis.origin is None and axis.granularity != "step":
+        return (f"its times are {axis.describe()}; saved as CSV files they would read back as plain integer steps, "
+                f"and a model trained on its {axis.granularity} steps would no longer fit the grown data set")
+    if axis.step != 1:
+        return (f"its times are {axis.describe()}; saved as CSV files they would read back one {axis.granularity} "
+                "per step, and a model trained on its steps would no longer fit the grown data set")
+    return None
+
+
+def _vocabulary_notes(grown: TemporalKG) -> list[str]:
+    """Say when the vocabulary lists entities of no fact (a benchmark's entity2id may): the saved CSV files,
+    which hold facts, do not keep them."""
+    facts = grown.all_facts()
+    n = grown.num_entities - (len(np.unique(facts[:, [0, 2]])) if len(facts) else 0)
+    if not n:
+        return []
+    return [f"{n:,} entit{'y' if n == 1 else 'ies'} of the vocabulary occur in no fact: the saved data set (CSV "
+            "files of facts) does not keep them; no model needs them (TPAR embeds no entities)"]
 
 
 def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
