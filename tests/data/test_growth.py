@@ -212,3 +212,31 @@ def test_vocabulary_entities_without_facts_do_not_stop_the_save(tmp_path):
     assert any("1 entity of the vocabulary" in n for n in report.notes), report.notes
     back = load_dataset(save_grown(kg, report, grown, tmp_path, "bench-grown"))
     assert sorted(back.entities.names) == ["a", "b"] and len(back.all_facts()) == 3
+
+
+def test_a_grown_data_set_with_a_new_relation_is_still_called_grown_not_other_data(ring, tmp_path):
+    """A new relation (or a relation first seen earlier once the new rows are saved) changes the relation order a
+    saved data set reads back in: the model is then served through relation matching, and must still be told that
+    the data grew from its own -- by the growth since it, not since the first data set -- not that it is zero-shot
+    on other data."""
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+    from tpar.model.registry import CheckpointInfo, matching_checkpoints
+
+    kg = load_dataset(ring)
+    report, grown = grow(kg, HEADER + "P0,meets,P5,2024-03-05\n", "first.csv")
+    save_grown(kg, report, grown, ring.parent, ring.name, overwrite=True)
+    once = load_dataset(ring)
+    cfg = RunConfig(model=ModelConfig(num_relations=once.num_relations, dim=8, attn_dim=4, num_layers=2),
+                    train=TrainConfig())
+    ck = from_model(TPAR(cfg.model), cfg, once, "extrapolation")
+    report, grown = grow(once, HEADER + "P0,befriends,P3,2024-03-06\nP1,meets,P2,2024-03-06\n", "second.csv")
+    twice = load_dataset(save_grown(once, report, grown, ring.parent, ring.name, overwrite=True))
+    assert list(twice.relations.names) != list(ck.relations)
+    for warnings in (ck.check_fits(ck.fit(twice)),
+                     matching_checkpoints(twice, [CheckpointInfo(tmp_path / "m.tpar", "m", ck)])[0].warnings):
+        (w,) = warnings
+        assert "grown since this model was trained" in w and "zero-shot" not in w, w
+        assert "by 2 facts" in w and "in 2 steps" not in w and "1 of 2 relations" not in w, w
+        assert "'befriends'" in w, w

@@ -58,8 +58,11 @@ def _clean(key: str, value):
     return "".join(ch for ch in value if unicodedata.category(ch)[0] != "C")[:200]
 
 
-def growth_text(lineage: list[dict]) -> str:
-    """The lineage in a few words, e.g. "grown from ICEWS14 by 1,204 facts in 3 steps"."""
+def growth_text(lineage: list[dict], since: str | None = None) -> str:
+    """The lineage in a few words, e.g. "grown from ICEWS14 by 1,204 facts in 3 steps"; ``since``: a data
+    fingerprint, the growth since the last step that grew from that data (a model trained on it)."""
+    starts = [i for i, x in enumerate(lineage) if since is not None and x.get("base_fingerprint") == since]
+    lineage = lineage[starts[-1]:] if starts else lineage
     if not lineage:
         return ""
     facts = sum(sum(v for v in (x.get("added") or {}).values() if isinstance(v, int)) for x in lineage)

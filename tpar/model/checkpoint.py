@@ -28,7 +28,7 @@ from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import growth_text
 from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
-                                         match_relations)
+                                         match_relations, share_text)
 from tpar.errors import DataError
 from tpar.model.network import TPAR
 
@@ -259,19 +259,41 @@ class Checkpoint:
             raise DataError(problem)
         warnings = []
         if isinstance(kg, MatchedKG) and kg.match is not None:
-            warnings.append(f"{kg.match.describe()}: the model answers over data it was not trained on "
-                            "(zero-shot; TPAR embeds no entities, so new entities are fine, but its accuracy and "
-                            f"calibration were measured on {self.data_name}, not on this data)")
-        elif kg.fingerprint != self.data_fingerprint and any(x.get("base_fingerprint") == self.data_fingerprint
-                                                             for x in kg.lineage):
-            warnings.append(f"the data has grown since this model was trained on it ({growth_text(kg.lineage)}): it "
-                            "answers over the grown history without retraining (TPAR embeds no entities); its test "
-                            f"figures and calibration were measured on {self.data_name} as it was")
+            warnings.append(self.other_data_warning(kg, kg.match))
+        elif self.grown_from_me(kg):
+            warnings.append(self.other_data_warning(kg))
         elif kg.fingerprint != self.data_fingerprint:
             warnings.append(f"data fingerprint {kg.fingerprint[:12]} differs from the training data's "
                             f"{self.data_fingerprint[:12]} ({self.data_name}); relations and time unit match, "
                             "so the model can still answer (TPAR does not embed entities)")
         return warnings
+
+    def grown_from_me(self, kg: TemporalKG) -> bool:
+        """``kg`` (a relation-matched view: the data as loaded) grew from this model's training data (its lineage,
+        :mod:`tpar.data.lineage`), and is no longer that data."""
+        data = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+        return data.fingerprint != self.data_fingerprint and any(x.get("base_fingerprint") == self.data_fingerprint
+                                                                 for x in data.lineage)
+
+    def other_data_warning(self, kg: TemporalKG, match: RelationMatch | None = None) -> str:
+        """What limits this model on ``kg``, data it was not trained on, with its relations matched by ``match``
+        (None: the model's own relations): data grown from its training data (a saved growth may read its relations
+        back in another order, or add one), or other data (zero-shot)."""
+        if self.grown_from_me(kg):
+            data = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+            unknown = [u.data_relation for u in match.unmatched] if match is not None else []
+            named = ", ".join(repr(r) for r in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+            return (f"the data has grown since this model was trained on it "
+                    f"({growth_text(data.lineage, self.data_fingerprint)}): it answers over the grown history "
+                    "without retraining (TPAR embeds no entities)"
+                    + (f"; its relations matched by name, {share_text(match.fact_coverage)} of the facts"
+                       if match is not None else "")
+                    + (f"; new relation(s) {named} it does not know: their facts are left out of what it reads"
+                       if unknown else "")
+                    + f"; its test figures and calibration were measured on {self.data_name} as it was")
+        return (f"{match.describe()}: the model answers over data it was not trained on (zero-shot; TPAR embeds no "
+                "entities, so new entities are fine, but its accuracy and calibration were measured on "
+                f"{self.data_name}, not on this data)")
 
     def time_unit_problem(self, kg: TemporalKG) -> str | None:
         """Why ``kg``'s time unit does not fit the model's, or None when it does."""

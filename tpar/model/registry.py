@@ -93,9 +93,7 @@ def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo],
             continue
         if rm.fact_coverage < min_coverage:
             continue
-        out.append(Match(info, False, [f"{rm.describe()}: the model answers over data it was not trained on "
-                                       "(zero-shot; its accuracy and calibration were measured on "
-                                       f"{ck.data_name})"], rm))
+        out.append(Match(info, False, [ck.other_data_warning(kg, rm)], rm))
     out.sort(key=lambda m: (not m.exact, m.relations is not None, -(m.relations.fact_coverage if m.relations else 1),
                             m.info.setting != "unified", m.info.name))
     return out
