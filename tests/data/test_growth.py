@@ -240,3 +240,17 @@ def test_a_grown_data_set_with_a_new_relation_is_still_called_grown_not_other_da
         assert "grown since this model was trained" in w and "zero-shot" not in w, w
         assert "by 2 facts" in w and "in 2 steps" not in w and "1 of 2 relations" not in w, w
         assert "'befriends'" in w, w
+
+
+def test_rows_a_model_inferred_stay_marked_inferred_and_never_become_test_facts(ring):
+    """New rows with ``completed=true`` (``tpar complete`` writes them) are a model's proposals, not observations:
+    the grown data set keeps them marked (with their probability) and in train, as an upload does."""
+    kg = load_dataset(ring)
+    text = ("subject,relation,object,time,completed,probability\n"
+            "P0,meets,P4,2024-03-01,true,0.4\nP1,meets,P3,2024-03-02,false,\n")
+    report, grown = grow(kg, text, "completed.csv", split="test")
+    assert report.added == {"train": 1, "test": 1} and any("inferred" in n for n in report.notes), report.notes
+    fact = (kg.entities.id("P0"), kg.relations.id("meets"), kg.entities.id("P4"), kg.time_axis.parse("2024-03-01"))
+    assert grown.inferred == {fact: pytest.approx(0.4)}
+    back = load_dataset(save_grown(kg, report, grown, ring.parent, "ring-completed"))
+    assert len(back.inferred) == 1 and len(back.facts("test")) == len(kg.facts("test")) + 1

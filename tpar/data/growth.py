@@ -121,6 +121,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     rel_id = {n: i for i, n in enumerate(rels)}
     known = {tuple(f) for f in kg.all_facts().tolist()}
     rows: dict[str, list[tuple[int, int, int, int]]] = {s: [] for s in SPLITS}
+    inferred: dict[tuple[int, int, int, int], float] = {}  # rows marked completed: a model's, never test facts
     new_rel_facts: dict[str, int] = {}
     seen, n_known, n_dup = set(), 0, q.report.duplicates
     for i, t in enumerate(steps):
@@ -138,11 +139,15 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         seen.add(fact)
         if r >= len(rels):
             new_rel_facts[q.relations[i]] = new_rel_facts.get(q.relations[i], 0) + 1
+        if q.inferred is not None and q.inferred[i]:
+            inferred[fact] = q.probabilities[i] if q.probabilities is not None else float("nan")
+            rows["train"].append(fact)
+            continue
         rows[q.splits[i] if split == "column" else split].append(fact)
     new_ents = list(ent_id)[len(ents):]
     used = {e for f in seen for e in (f[0], f[2])}
     new_ents = [n for j, n in enumerate(new_ents) if len(ents) + j in used]
-    grown = _grown_kg(kg, ent_id, rel_id, rows)
+    grown = _grown_kg(kg, ent_id, rel_id, rows, inferred)
     added = {s: len(v) for s, v in rows.items() if v}
     last = kg.time_range[1] if len(kg.all_facts()) else None
     t_new = [f[3] for f in seen]
@@ -155,7 +160,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
         time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
-        notes=reading_notes(q.report) + _order_notes(kg, rows) + _range_notes(kg, t_new) + _vocabulary_notes(grown),
+        notes=reading_notes(q.report) + _inferred_notes(inferred) + _order_notes(kg, rows) + _range_notes(kg, t_new) + _vocabulary_notes(grown),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower])
     return report, grown
 
@@ -185,14 +190,16 @@ def _vocabulary_notes(grown: TemporalKG) -> list[str]:
 
 
 def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
-              rows: dict[str, list[tuple[int, int, int, int]]]) -> TemporalKG:
-    """``kg`` with ``rows`` appended to their splits; a calendar axis is re-based when a new time precedes its
-    origin (every step shifted alike: only differences of times reach the model)."""
+              rows: dict[str, list[tuple[int, int, int, int]]],
+              new_inferred: dict[tuple[int, int, int, int], float]) -> TemporalKG:
+    """``kg`` with ``rows`` appended to their splits (``new_inferred``: those a model inferred); a calendar axis is
+    re-based when a new time precedes its origin (every step shifted alike: only differences of times reach the
+    model)."""
     splits = {s: kg.facts(s) for s in kg.splits}
     for s, new in rows.items():
         if new:
             splits[s] = np.concatenate([kg.facts(s), np.asarray(new, dtype=np.int64).reshape(-1, 4)])
-    axis, inferred = kg.time_axis, dict(kg.inferred)
+    axis, inferred = kg.time_axis, {**kg.inferred, **new_inferred}
     low = min((int(a[:, 3].min()) for a in splits.values() if len(a)), default=0)
     if low < 0 and axis.origin is not None:
         axis = TimeAxis(axis.granularity, axis.label(low), axis.step)
@@ -201,6 +208,14 @@ def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
     return TemporalKG(name=kg.name, entities=Vocabulary(tuple(ent_id)), relations=Vocabulary(tuple(rel_id)),
                       time_axis=axis, splits=splits, source=kg.source, notes=list(kg.notes), inferred=inferred,
                       lineage=list(kg.lineage))
+
+
+def _inferred_notes(inferred: dict) -> list[str]:
+    """Say how many new rows are marked completed (a model's proposals): kept marked, in train."""
+    if not inferred:
+        return []
+    return [f"{len(inferred):,} new fact(s) marked completed (inferred by a model, not observed): kept marked as "
+            "inferred and added to train whatever the chosen split (inferred facts are never evaluated on)"]
 
 
 def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
