@@ -916,8 +916,9 @@ def bench_summary(report: dict) -> str:
 
 
 def cmd_grow(args) -> int:
-    from tpar.data.growth import grow, save_grown
+    from tpar.data.growth import grow, in_place_losses, save_grown
     from tpar.data.kg import SPLITS
+    from tpar.data.lineage import LINEAGE_FILE
     from tpar.data.loading import load_dataset
     from tpar.data.textfile import read_text
 
@@ -928,6 +929,13 @@ def cmd_grow(args) -> int:
                         "is never rewritten): give --out FOLDER for the grown copy", file=data)
     if args.out:
         _check_grown_out(Path(args.out), data, args.replace)
+    elif csv_folder and not args.dry_run:
+        lost = in_place_losses(data)
+        if lost:
+            raise DataError("growing in place rewrites the folder as tpar saves a data set (train/valid/test.csv and "
+                            f"{LINEAGE_FILE} only), which would lose " + ", ".join(lost[:5])
+                            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+                            + ": give --out FOLDER for the grown copy", file=data)
     kg = load_dataset(data)
     rows = Path(args.rows)
     report, grown = grow(kg, read_text(rows), str(rows), split=args.split, day_first=args.day_first)

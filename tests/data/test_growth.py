@@ -254,3 +254,24 @@ def test_rows_a_model_inferred_stay_marked_inferred_and_never_become_test_facts(
     assert grown.inferred == {fact: pytest.approx(0.4)}
     back = load_dataset(save_grown(kg, report, grown, ring.parent, "ring-completed"))
     assert len(back.inferred) == 1 and len(back.facts("test")) == len(kg.facts("test")) + 1
+
+
+def test_growing_in_place_never_loses_a_file_or_a_column_of_the_folder(ring, tmp_path, capsys):
+    """In place, the folder is rewritten as tpar saves a data set: a file of the user's beside the splits, or a
+    column tpar does not read, would be deleted silently. Refused, naming them; --out still makes a grown copy."""
+    rows = tmp_path / "new.csv"
+    rows.write_text(HEADER + "P0,meets,Newcomer,2024-03-05\n", encoding="utf-8")
+    (ring / "NOTES.md").write_text("my notes", encoding="utf-8")
+    before = load_dataset(ring).fingerprint
+    assert main(["grow", "--data", str(ring), "--rows", str(rows)]) == 2
+    err = capsys.readouterr().err
+    assert "NOTES.md" in err and "--out" in err
+    assert (ring / "NOTES.md").read_text(encoding="utf-8") == "my notes" and load_dataset(ring).fingerprint == before
+    (ring / "NOTES.md").unlink()
+    valid = (ring / "valid.csv").read_text(encoding="utf-8").splitlines()
+    (ring / "valid.csv").write_text("\n".join([valid[0] + ",source"] + [v + ",reuters" for v in valid[1:]]) + "\n",
+                                    encoding="utf-8")
+    assert main(["grow", "--data", str(ring), "--rows", str(rows)]) == 2
+    assert "valid.csv column 'source'" in capsys.readouterr().err
+    assert main(["grow", "--data", str(ring), "--rows", str(rows), "--out", str(tmp_path / "copy")]) == 0
+    assert "reuters" in (ring / "valid.csv").read_text(encoding="utf-8")

@@ -12,6 +12,7 @@ its question lies past the facts a model was trained on (:mod:`tpar.data.lineage
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,8 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import LINEAGE_FILE, lineage_entry
-from tpar.data.tables import read_quadruple_csv, reading_notes
+from tpar.data.tables import map_header, read_quadruple_csv, reading_notes, sniff_separator
+from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.upload import save_dataset
 from tpar.data.vocab import Vocabulary
@@ -249,6 +251,23 @@ def _order_notes(kg: TemporalKG, rows: dict[str, list[tuple[int, int, int, int]]
     return [f"{n:,} new training facts lie at or after the first valid/test time ({kg.time_axis.label(first_eval)}): "
             "they are history for questions after them; an extrapolation evaluation still reads only facts before "
             "each question, but a model trained before them was selected on a split they now precede"]
+
+
+def in_place_losses(folder: str | Path) -> list[str]:
+    """What rewriting the data set folder ``folder`` in place (as :func:`save_grown` saves: the split CSVs and
+    the lineage only) would lose: every other entry of the folder, and the columns of its split files that are
+    not read (a source, a weight ...), e.g. ``["NOTES.md", "train.csv column 'source'"]``."""
+    folder = Path(folder)
+    keep = {f"{s}.csv" for s in SPLITS} | {LINEAGE_FILE}
+    lost = sorted(p.name for p in folder.iterdir() if p.name not in keep)
+    for s in SPLITS:
+        p = folder / f"{s}.csv"
+        if p.is_file():
+            header_line = read_text(p).lstrip("\ufeff").split("\n", 1)[0].rstrip("\r")
+            header = next(csv.reader([header_line], delimiter=sniff_separator(header_line)), [])
+            used = set(map_header(header).values())
+            lost += [f"{p.name} column {h.strip()[:40]!r}" for i, h in enumerate(header) if i not in used]
+    return lost
 
 
 def save_grown(before: TemporalKG, report: GrowthReport, grown: TemporalKG, folder: str | Path, name: str, *,
