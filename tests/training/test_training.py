@@ -444,6 +444,20 @@ def test_a_warm_start_from_other_data_fine_tunes_with_relations_matched_by_name(
     assert res.checkpoint.extra["warm_start"]["other_data"] and res.checkpoint.data_fingerprint == other.fingerprint
 
 
+def test_a_composite_model_is_refused_as_a_warm_start_with_a_message(world, tmp_path):
+    """A composite's weights are its members' (``members.<i>.``): loading them into one model was a traceback."""
+    from tpar.model.composite import CompositeCheckpoint
+    from tpar.training.plan import model_config_for
+    from tpar.training.trainer import warm_start_model
+
+    kg = load_dataset(world)
+    first = train(kg, tiny_run("extrapolation", epochs=1), tmp_path / "a.tpar", progress=False).checkpoint
+    composite = CompositeCheckpoint.assemble([first], [1.0], None, setting=first.setting, selection={},
+                                             member_names=["a.tpar"])
+    with pytest.raises(DataError, match="composite"):
+        warm_start_model(composite, kg, model_config_for(kg, tiny_run("extrapolation")), torch.device("cpu"))
+
+
 def test_learning_rate_schedules():
     from tpar.training.schedule import scheduled_lr
     cfg = TrainConfig(lr=1e-2, epochs=4, lr_schedule="cosine")

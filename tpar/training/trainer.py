@@ -120,6 +120,9 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     relations are matched to the model's by name (:mod:`tpar.data.relation_matching`, refused below its
     coverage), each matched relation starts from its counterpart's embedding, an unmatched one from a fresh one.
     Refuses another time unit or another model configuration (naming the differing fields)."""
+    if init.kind != "single":
+        raise DataError("a composite model cannot be a warm start (its weights are its members', each a model of "
+                        "its own): give one member's checkpoint to --init")
     problem = init.time_unit_problem(kg)
     if problem:
         raise DataError(problem)
