@@ -240,6 +240,10 @@ def test_a_grown_data_set_with_a_new_relation_is_still_called_grown_not_other_da
         assert "grown since this model was trained" in w and "zero-shot" not in w, w
         assert "by 2 facts" in w and "in 2 steps" not in w and "1 of 2 relations" not in w, w
         assert "'befriends'" in w, w
+    from tpar.reasoning.prediction import Predictor
+
+    text = Predictor(ck, twice).provenance_text(twice.time_range[1])
+    assert "grown from ring by 2 facts)" in text, text
 
 
 def test_rows_a_model_inferred_stay_marked_inferred_and_never_become_test_facts(ring):
@@ -275,3 +279,22 @@ def test_growing_in_place_never_loses_a_file_or_a_column_of_the_folder(ring, tmp
     assert "valid.csv column 'source'" in capsys.readouterr().err
     assert main(["grow", "--data", str(ring), "--rows", str(rows), "--out", str(tmp_path / "copy")]) == 0
     assert "reuters" in (ring / "valid.csv").read_text(encoding="utf-8")
+
+
+def test_a_question_before_the_training_facts_is_not_said_to_lie_inside_them(ring):
+    """Rows added before a data set's first time (the axis re-based) make questions before a model's training
+    facts possible: the answer must not say they lie inside its training period."""
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+    from tpar.reasoning.prediction import Predictor
+
+    kg = load_dataset(ring)
+    cfg = RunConfig(model=ModelConfig(num_relations=kg.num_relations, dim=8, attn_dim=4, num_layers=2),
+                    train=TrainConfig())
+    ck = from_model(TPAR(cfg.model), cfg, kg, "extrapolation")
+    report, grown = grow(kg, HEADER + "P0,meets,P3,2023-12-01\n", "early.csv")
+    pred = Predictor(ck, load_dataset(save_grown(kg, report, grown, ring.parent, "ring-early")))
+    text = pred.provenance_text(pred.kg.time_axis.parse("2023-12-25"))
+    assert "2023-12-25 lies 7 days before its training facts" in text and "inside" not in text, text
+    assert "inside its training period" in pred.provenance_text(pred.kg.time_axis.parse("2024-01-05"))

@@ -86,3 +86,16 @@ def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | N
         if step.get("base_fingerprint") == data_fingerprint and isinstance(step.get("base_train_last"), str):
             return step["base_train_last"]
     return None
+
+
+def trained_from(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | None:
+    """The first time of the training facts a model was trained on, as a label, when it can be known: recorded in
+    the checkpoint, or ``kg`` is the training data. None otherwise (a lineage records only where they ended)."""
+    kg = getattr(kg, "original", None) or kg
+    rng = extra.get("train_time_range")
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[0], str):
+        return rng[0]
+    if data_fingerprint == kg.fingerprint:
+        train = kg.facts("train")
+        return kg.time_axis.label(int(train[:, 3].min())) if len(train) else None
+    return None

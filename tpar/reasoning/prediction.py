@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
-from tpar.data.lineage import growth_text, trained_until as training_end
+from tpar.data.lineage import growth_text, trained_from as training_start, trained_until as training_end
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
@@ -407,6 +407,16 @@ class Predictor:
         except ValueError:
             return None
 
+    @property
+    def trained_from(self) -> int | None:
+        """The step (on this data's axis) of the first training fact the model was trained on, when known
+        (:func:`tpar.data.lineage.trained_from`); None else."""
+        label = training_start(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg)
+        try:
+            return None if label is None else self.kg.time_axis.parse(label)
+        except ValueError:
+            return None
+
     def provenance_text(self, t: int) -> str:
         """Which data the model was trained on and which it answers over, and how far time ``t`` lies past the
         model's training facts, e.g. "model trained on ICEWS14 (training facts to 2014-10-31), answering over
@@ -421,12 +431,16 @@ class Predictor:
         same = ck.data_fingerprint == data.fingerprint
         over = (f"answering over the same data (facts {label(first)} to {label(last)})" if same else
                 f"answering over {data.name} (facts {label(first)} to {label(last)}"
-                + (f"; {growth_text(data.lineage)}" if data.lineage else "") + ")")
+                + (f"; {growth_text(data.lineage, ck.data_fingerprint)}" if data.lineage else "") + ")")
         if until is None:
             where = (f"how far {label(t)} lies past the model's training facts is not known (the checkpoint does not "
                      "record their time range and this data is not known to have grown from them)")
         elif t > until:
             where = f"{label(t)} lies {span(t - until)} past its training facts"
+        elif (start := self.trained_from) is None:
+            where = f"{label(t)} does not lie past its training facts"
+        elif t < start:
+            where = f"{label(t)} lies {span(start - t)} before its training facts"
         else:
             where = f"{label(t)} lies inside its training period"
         return f"{trained}, {over}: {where}"
