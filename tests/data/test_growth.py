@@ -298,3 +298,26 @@ def test_a_question_before_the_training_facts_is_not_said_to_lie_inside_them(rin
     text = pred.provenance_text(pred.kg.time_axis.parse("2023-12-25"))
     assert "2023-12-25 lies 7 days before its training facts" in text and "inside" not in text, text
     assert "inside its training period" in pred.provenance_text(pred.kg.time_axis.parse("2024-01-05"))
+
+
+def test_step_numbers_of_unrelated_data_are_not_compared_with_the_training_facts():
+    """Index-only axes (plain steps, YAGO's year indices) have no calendar: step 40 of one data set says nothing
+    about step 40 of another, so an answer over unrelated data does not claim how far it lies past the model's
+    training facts (calendar axes, and data grown from the training data, still do)."""
+    from tpar.data.kg import TemporalKG
+    from tpar.data.vocab import Vocabulary
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+    from tpar.reasoning.prediction import Predictor
+
+    def data(name, axis, shift):
+        facts = np.array([[i % 3, i % 2, (i + 1) % 3, i + shift] for i in range(12)])
+        return TemporalKG(name, Vocabulary(("a", "b", "c")), Vocabulary(("r", "s")), axis,
+                          {"train": facts[:8], "valid": facts[8:10], "test": facts[10:]})
+
+    for axis, known in ((TimeAxis("step"), False), (TimeAxis("day", "2024-01-01"), True)):
+        a, b = data("a", axis, 0), data("b", axis, 30)
+        cfg = RunConfig(model=ModelConfig(num_relations=2, dim=8, attn_dim=4, num_layers=2), train=TrainConfig())
+        text = Predictor(from_model(TPAR(cfg.model), cfg, a, "extrapolation"), b).provenance_text(45)
+        assert ("past its training facts" in text) is known and ("is not known" in text) is not known, text

@@ -71,13 +71,22 @@ def growth_text(lineage: list[dict], since: str | None = None) -> str:
     return f"grown from {base} by {facts:,} fact{'' if facts == 1 else 's'}{steps}"
 
 
-def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | None:
+def _comparable(data_fingerprint: str, kg: TemporalKG, calendar: bool) -> bool:
+    """Whether a time label recorded with a model means the same time on ``kg``'s axis: both axes are calendars,
+    or ``kg`` is the model's training data or grew from it (step numbers of unrelated data are not comparable)."""
+    return (calendar and kg.time_axis.origin is not None) or data_fingerprint == kg.fingerprint or any(
+        x.get("base_fingerprint") == data_fingerprint for x in kg.lineage)
+
+
+def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG, calendar: bool = True) -> str | None:
     """The last time of the training facts a model (its data fingerprint and ``extra``) was trained on, as a
-    label, when it can be known: recorded in the checkpoint, or ``kg`` is the training data, or ``kg`` grew from
-    it (its :attr:`~tpar.data.kg.TemporalKG.lineage`). None otherwise."""
+    label, when it can be known: recorded in the checkpoint (``calendar``: on a calendar axis; else only for its
+    own data or data grown from it), or ``kg`` is the training data, or ``kg`` grew from it (its
+    :attr:`~tpar.data.kg.TemporalKG.lineage`). None otherwise."""
     kg = getattr(kg, "original", None) or kg  # a relation-matched view: the data as loaded
     rng = extra.get("train_time_range")
-    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[1], str):
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[1], str) and \
+            _comparable(data_fingerprint, kg, calendar):
         return rng[1]
     if data_fingerprint == kg.fingerprint:
         train = kg.facts("train")
@@ -88,12 +97,14 @@ def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | N
     return None
 
 
-def trained_from(data_fingerprint: str, extra: dict, kg: TemporalKG) -> str | None:
+def trained_from(data_fingerprint: str, extra: dict, kg: TemporalKG, calendar: bool = True) -> str | None:
     """The first time of the training facts a model was trained on, as a label, when it can be known: recorded in
-    the checkpoint, or ``kg`` is the training data. None otherwise (a lineage records only where they ended)."""
+    the checkpoint (as :func:`trained_until`), or ``kg`` is the training data. None otherwise (a lineage records
+    only where they ended)."""
     kg = getattr(kg, "original", None) or kg
     rng = extra.get("train_time_range")
-    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[0], str):
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[0], str) and \
+            _comparable(data_fingerprint, kg, calendar):
         return rng[0]
     if data_fingerprint == kg.fingerprint:
         train = kg.facts("train")

@@ -401,7 +401,8 @@ class Predictor:
     def trained_until(self) -> int | None:
         """The step (on this data's axis) of the last training fact the model was trained on, when known
         (:func:`tpar.data.lineage.trained_until`); None else."""
-        label = training_end(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg)
+        label = training_end(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg,
+                             self.checkpoint.time_axis.get("origin") is not None)
         try:
             return None if label is None else self.kg.time_axis.parse(label)
         except ValueError:
@@ -411,7 +412,8 @@ class Predictor:
     def trained_from(self) -> int | None:
         """The step (on this data's axis) of the first training fact the model was trained on, when known
         (:func:`tpar.data.lineage.trained_from`); None else."""
-        label = training_start(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg)
+        label = training_start(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg,
+                               self.checkpoint.time_axis.get("origin") is not None)
         try:
             return None if label is None else self.kg.time_axis.parse(label)
         except ValueError:
