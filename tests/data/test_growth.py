@@ -321,3 +321,9 @@ def test_step_numbers_of_unrelated_data_are_not_compared_with_the_training_facts
         cfg = RunConfig(model=ModelConfig(num_relations=2, dim=8, attn_dim=4, num_layers=2), train=TrainConfig())
         text = Predictor(from_model(TPAR(cfg.model), cfg, a, "extrapolation"), b).provenance_text(45)
         assert ("past its training facts" in text) is known and ("is not known" in text) is not known, text
+
+
+def test_a_deeply_nested_lineage_file_is_ignored_not_a_crash(ring):
+    """json.loads recurses per nesting level: a 1 MB file of brackets was a RecursionError (an internal error)."""
+    (ring / LINEAGE_FILE).write_text('{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    assert lineage_of(ring) == [] and load_dataset(ring).lineage == []

@@ -38,7 +38,7 @@ def lineage_of(folder: str | Path) -> list[dict]:
         if not p.is_file() or p.stat().st_size > LINEAGE_MAX_BYTES:
             return []
         steps = json.loads(p.read_text(encoding="utf-8")).get("steps", [])
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: brackets nested too deep
         return []
     if not isinstance(steps, list):
         return []
