@@ -327,3 +327,24 @@ def test_a_deeply_nested_lineage_file_is_ignored_not_a_crash(ring):
     """json.loads recurses per nesting level: a 1 MB file of brackets was a RecursionError (an internal error)."""
     (ring / LINEAGE_FILE).write_text('{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     assert lineage_of(ring) == [] and load_dataset(ring).lineage == []
+
+
+def test_years_outside_those_read_as_years_are_not_saved_into_a_data_set_of_years(tmp_path):
+    """CSV files read integers as years only when all lie in 1000..2999: a typo year (214) would turn a data set
+    of years into one of plain steps, which no model of it fits. The row is dropped and named; a data set whose
+    own years lie outside (YAGO11k from -431, WIKIDATA12k from 19) cannot be grown into CSV files at all."""
+    from tpar.data.kg import TemporalKG
+    from tpar.data.vocab import Vocabulary
+
+    rows = "".join(f"a{i % 4},r{i % 2},a{(i + 1) % 4},{1990 + i % 20}\n" for i in range(60))
+    _, kg = inspect_upload(HEADER + rows, "y.csv")
+    years = load_dataset(save_dataset(kg, tmp_path, "years"))
+    report, grown = grow(years, HEADER + "a0,r0,a1,214\na0,r0,a2,2011\n", "typo.csv")
+    assert report.added == {"train": 1} and [r for r, _ in report.dropped] == [2], report.dropped
+    assert "1000..2999" in report.dropped[0][1]
+    back = load_dataset(save_grown(years, report, grown, tmp_path, "years", overwrite=True))
+    assert back.time_axis.granularity == "year"
+    old = TemporalKG("yago11kish", Vocabulary(("a", "b")), Vocabulary(("r",)), TimeAxis("year", "0"),
+                     {"train": np.array([[0, 0, 1, -431], [1, 0, 0, 1990]])})
+    with pytest.raises(DataError, match="cannot be grown.*-431"):
+        grow(old, HEADER + "a,r,b,1995\n", "more.csv")

@@ -21,7 +21,7 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import LINEAGE_FILE, lineage_entry
-from tpar.data.tables import map_header, read_quadruple_csv, reading_notes, sniff_separator
+from tpar.data.tables import AUTO_YEARS, map_header, read_quadruple_csv, reading_notes, sniff_separator
 from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.upload import save_dataset
@@ -96,7 +96,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     if split not in GROW_SPLITS:
         raise DataError(f"unknown split {split!r} for the new rows (expected {', '.join(GROW_SPLITS)})")
     axis = kg.time_axis
-    problem = unsaved_axis_problem(axis)
+    problem = unsaved_axis_problem(axis) or _unsaved_years_problem(kg)
     if problem:
         raise DataError(f"data set {kg.name!r} cannot be grown: {problem}")
     fmt = "int" if axis.origin is None else _FORMAT_OF_AXIS.get(axis.granularity, "datetime")
@@ -113,6 +113,13 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
             steps.append(None)
             dropped.append((q.rows[i], f"time {raw!r} does not fit the data set's time axis "
                                        f"({axis.describe()}): {e}"))
+    if axis.granularity == "year" and axis.origin is not None:  # CSV files read other integers as plain steps
+        lo, hi = AUTO_YEARS
+        for i, t in enumerate(steps):
+            if t is not None and not lo <= int(axis.label(t)) <= hi:
+                steps[i] = None
+                dropped.append((q.rows[i], f"year {q.raw_times[i]!r} lies outside {lo}..{hi}: saved, the data set's "
+                                           "times would read back as plain integer steps, not years"))
     if axis.origin is None:  # an index-only axis has no time before its step 0
         for i, t in enumerate(steps):
             if t is not None and t < 0:
@@ -178,6 +185,20 @@ def unsaved_axis_problem(axis: TimeAxis) -> str | None:
         return (f"its times are {axis.describe()}; saved as CSV files they would read back one {axis.granularity} "
                 "per step, and a model trained on its steps would no longer fit the grown data set")
     return None
+
+
+def _unsaved_years_problem(kg: TemporalKG) -> str | None:
+    """Why a data set of calendar years cannot be saved as CSV files that read back as years (None when it can):
+    they read integers as years only when all lie in :data:`~tpar.data.tables.AUTO_YEARS`."""
+    axis, facts = kg.time_axis, kg.all_facts()
+    if axis.granularity != "year" or axis.origin is None or not len(facts):
+        return None
+    first, last = (int(axis.label(int(f(facts[:, 3])))) for f in (np.min, np.max))
+    if AUTO_YEARS[0] <= first and last <= AUTO_YEARS[1]:
+        return None
+    return (f"its years run from {first} to {last}; saved as CSV files, integers outside "
+            f"{AUTO_YEARS[0]}..{AUTO_YEARS[1]} read back as plain steps, and a model trained on its years would no "
+            "longer fit the grown data set")
 
 
 def _vocabulary_notes(grown: TemporalKG) -> list[str]:

@@ -103,6 +103,8 @@ def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
 
 #: longest name (subject, relation, object) a row may hold; longer fields are row problems
 MAX_FIELD = 1000
+#: integer times are read as years (``auto``) only when every one lies in this range, else as plain steps
+AUTO_YEARS = (1000, 2999)
 #: other bad rows named by number in a ``raise``-mode error
 MORE_BAD_ROWS_NAMED = 10
 #: integer times beyond this magnitude are refused (steps must stay exact in int64 arithmetic)
@@ -504,7 +506,7 @@ def _dominant_time_format(path: Path, recs, kinds: list[str], tpos: int, rp: _Ro
     fmt = max(counts, key=lambda k: counts[k])
     if fmt == "int":
         ints = [int(v[tpos]) for (_, v), k in zip(recs, kinds) if k == "int"]
-        fmt = "year" if all(1000 <= x <= 2999 for x in ints) else "int"
+        fmt = "year" if all(AUTO_YEARS[0] <= x <= AUTO_YEARS[1] for x in ints) else "int"
     elif fmt == "datetime" and all(k != "datetime" for k in kinds):
         fmt = "date"
     return fmt
