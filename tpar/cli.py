@@ -946,7 +946,7 @@ def cmd_grow(args) -> int:
     if not report.facts_added:
         print("nothing to add: the data set is unchanged")
         return 0
-    out = Path(args.out) if args.out else data
+    out = Path(args.out) if args.out else data.resolve()  # in place: `--data .` is the folder of its own name
     dest = save_grown(kg, report, grown, out.parent, out.name, overwrite=bool(args.replace or not args.out))
     print(f"saved {dest}: {len(grown.all_facts()):,} facts ({len(kg.all_facts()):,} before), "
           f"{grown.num_entities:,} entities; a model answers over it at once (tpar predict --data {dest})")

@@ -348,3 +348,12 @@ def test_years_outside_those_read_as_years_are_not_saved_into_a_data_set_of_year
                      {"train": np.array([[0, 0, 1, -431], [1, 0, 0, 1990]])})
     with pytest.raises(DataError, match="cannot be grown.*-431"):
         grow(old, HEADER + "a,r,b,1995\n", "more.csv")
+
+
+def test_cli_grow_in_place_of_the_current_folder(ring, tmp_path, monkeypatch):
+    """``--data .`` names the folder itself: its name, not '', is the data set's."""
+    rows = tmp_path / "new.csv"
+    rows.write_text(HEADER + "P0,meets,Newcomer,2024-03-05\n", encoding="utf-8")
+    monkeypatch.chdir(ring)
+    assert main(["grow", "--data", ".", "--rows", str(rows)]) == 0
+    assert "Newcomer" in load_dataset(ring).entities
