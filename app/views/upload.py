@@ -389,11 +389,13 @@ def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) 
                          "leaves it as it was); its lineage records what was added."))
     else:
         st.caption(ex.md(f"{source.label!r} is never rewritten: the grown data set is saved as a new uploaded one."))
+        # keyed by the data set (and the name): a widget's key alone is its identity, so one key would carry the
+        # last data set's name, and the consent to replace its copy, over to another
         name = st.text_input("Name of the grown data set", value=f"{source.path.name}-grown"[:64],
-                             key="upload_grow_name")
+                             key=f"upload_grow_name:{source.label}")
         exists = f"upload: {name}" in {s.label for s in ex.datasets()}
-        replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_grow_replace") \
-            if exists else False
+        replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"),
+                              key=f"upload_grow_replace:{source.label}:{name}") if exists else False
         if exists and not replace:
             st.stop()
     if st.button(f"Add {report.facts_added:,} facts", type="primary", key="upload_grow_save"):

@@ -110,7 +110,7 @@ def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_
     at.selectbox(key="upload_grow_target").set_value(sample).run()
     at.get("file_uploader")[0].upload("jan.csv", b"subject,relation,object,time\nAristan,Criticize,Newland,"
                                       b"2026-01-02\n", "text/csv").run()
-    assert not at.exception and at.text_input(key="upload_grow_name").value == "chronological-grown"
+    assert not at.exception and at.text_input(key=f"upload_grow_name:{sample}").value == "chronological-grown"
     at.button(key="upload_grow_save").click().run()
     assert not at.exception and at.session_state["data"] == "upload: chronological-grown"
     copy = load_dataset(workspace / "upload_dir" / "chronological-grown")
@@ -120,6 +120,32 @@ def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_
     assert not at.exception
     said = " ".join(c.value for c in at.caption).replace("\\", "")
     assert "answering over chronological-grown" in said and "past its training facts" in said
+
+
+def test_growing_another_data_set_never_keeps_the_last_ones_name_or_replace_choice(workspace):
+    """The grown copy's name and the consent to replace a data set of that name belong to one data set: after a
+    switch to another, the page proposes that one's name and asks again (the key alone kept both)."""
+    from tpar.data.upload import inspect_upload, save_dataset
+
+    _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
+    save_dataset(kg, workspace / "upload_dir", "chronological-grown")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/upload.py").run()
+    at.radio(key="upload_mode").set_value("grow").run()
+    at.selectbox(key="upload_grow_target").set_value("sample: world/chronological").run()
+    at.get("file_uploader")[0].upload("jan.csv", b"subject,relation,object,time\nAristan,Criticize,Newland,"
+                                      b"2026-01-02\n", "text/csv").run()
+    names = [t for t in at.text_input if t.label == "Name of the grown data set"]
+    assert names[0].value == "chronological-grown"
+    (replace,) = [c for c in at.checkbox if "Replace the existing data set" in c.label]
+    replace.check().run()
+    at.selectbox(key="upload_grow_target").set_value("sample: world/random").run()
+    assert not at.exception
+    names = [t for t in at.text_input if t.label == "Name of the grown data set"]
+    assert names[0].value == "random-grown"
+    names[0].set_value("chronological-grown").run()
+    (replace,) = [c for c in at.checkbox if "Replace the existing data set" in c.label]
+    assert not replace.value and not [b for b in at.button if b.key == "upload_grow_save"]
 
 
 @pytest.mark.parametrize("content, message", [
