@@ -206,10 +206,10 @@ def test_vocabulary_entities_without_facts_do_not_stop_the_save(tmp_path):
     from tpar.data.kg import TemporalKG
     from tpar.data.vocab import Vocabulary
 
-    kg = TemporalKG("bench", Vocabulary(("a", "b", "unused")), Vocabulary(("r",)), TimeAxis("day", "2024-01-01"),
+    kg = TemporalKG("bench", Vocabulary(("a", "b", "unused")), Vocabulary(("r", "idle")), TimeAxis("day", "2024-01-01"),
                     {"train": np.array([[0, 0, 1, 0], [1, 0, 0, 2]])})
     report, grown = grow(kg, HEADER + "a,r,b,2024-01-05\n", "more.csv")
-    assert any("1 entity of the vocabulary" in n for n in report.notes), report.notes
+    assert any("1 entity and 1 relation of the vocabulary" in n for n in report.notes), report.notes
     back = load_dataset(save_grown(kg, report, grown, tmp_path, "bench-grown"))
     assert sorted(back.entities.names) == ["a", "b"] and len(back.all_facts()) == 3
 

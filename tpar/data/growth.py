@@ -202,14 +202,17 @@ def _unsaved_years_problem(kg: TemporalKG) -> str | None:
 
 
 def _vocabulary_notes(grown: TemporalKG) -> list[str]:
-    """Say when the vocabulary lists entities of no fact (a benchmark's entity2id may): the saved CSV files,
-    which hold facts, do not keep them."""
+    """Say when the vocabulary lists entities or relations of no fact (a benchmark's entity2id and relation2id
+    may): the saved CSV files, which hold facts, do not keep them."""
     facts = grown.all_facts()
     n = grown.num_entities - (len(np.unique(facts[:, [0, 2]])) if len(facts) else 0)
-    if not n:
+    m = grown.num_relations - (len(np.unique(facts[:, 1])) if len(facts) else 0)
+    if not n and not m:
         return []
-    return [f"{n:,} entit{'y' if n == 1 else 'ies'} of the vocabulary occur in no fact: the saved data set (CSV "
-            "files of facts) does not keep them; no model needs them (TPAR embeds no entities)"]
+    what = " and ".join(x for x in (f"{n:,} entit{'y' if n == 1 else 'ies'}" if n else "",
+                                     f"{m:,} relation{'' if m == 1 else 's'}" if m else "") if x)
+    return [f"{what} of the vocabulary occur in no fact: the saved data set (CSV files of facts) does not keep "
+            "them; no model needs them (TPAR embeds no entities, and a relation without facts is no evidence)"]
 
 
 def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
