@@ -169,7 +169,8 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
         time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
-        notes=reading_notes(q.report) + _inferred_notes(inferred) + _order_notes(kg, rows) + _range_notes(kg, t_new) + _vocabulary_notes(grown),
+        notes=(reading_notes(q.report) + _inferred_notes(inferred) + _order_notes(kg, rows) + _range_notes(kg, t_new)
+               + _vocabulary_notes(grown)),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower])
     return report, grown
 
