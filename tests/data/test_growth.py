@@ -357,3 +357,20 @@ def test_cli_grow_in_place_of_the_current_folder(ring, tmp_path, monkeypatch):
     monkeypatch.chdir(ring)
     assert main(["grow", "--data", ".", "--rows", str(rows)]) == 0
     assert "Newcomer" in load_dataset(ring).entities
+
+
+def test_growing_in_place_refuses_a_data_set_that_changed_since_the_rows_were_checked(ring):
+    """Two growths read the same data set; the second save would drop the first one's rows: it is refused under
+    the save's lock and nothing is written."""
+    kg = load_dataset(ring)
+    first, grown1 = grow(kg, HEADER + "P0,meets,Ann,2024-03-05\n", "a.csv")
+    second, grown2 = grow(kg, HEADER + "P0,meets,Bob,2024-03-06\n", "b.csv")
+    save_grown(kg, first, grown1, ring.parent, ring.name, overwrite=True)
+    with pytest.raises(DataError, match="changed since the new rows were checked"):
+        save_grown(kg, second, grown2, ring.parent, ring.name, overwrite=True)
+    now = load_dataset(ring)
+    assert "Ann" in now.entities and "Bob" not in now.entities and len(now.lineage) == 1
+    # checked again against the data set as it now is, the rows are added
+    third, grown3 = grow(now, HEADER + "P0,meets,Bob,2024-03-06\n", "b.csv")
+    save_grown(now, third, grown3, ring.parent, ring.name, overwrite=True)
+    assert {"Ann", "Bob"} <= set(load_dataset(ring).entities.names)

@@ -301,4 +301,21 @@ def save_grown(before: TemporalKG, report: GrowthReport, grown: TemporalKG, fold
     one). Atomic: a failed save leaves any existing data set as it was."""
     steps = list(before.lineage) + [lineage_entry(before, report)]
     text = json.dumps({"steps": steps}, indent=1, ensure_ascii=False)
-    return save_dataset(grown, folder, name, overwrite=overwrite, extra_files={LINEAGE_FILE: text})
+    return save_dataset(grown, folder, name, overwrite=overwrite, extra_files={LINEAGE_FILE: text},
+                        unchanged=lambda dest: _still_as_read(before, dest))
+
+
+def _still_as_read(before: TemporalKG, dest: Path) -> None:
+    """Growing in place: the data set on disk must still be the one the rows were checked against (another
+    process may have grown it meanwhile; replacing that would lose its rows). Checked under the save's lock."""
+    from tpar.data.loading import load_dataset
+
+    try:
+        same_folder = dest.resolve() == Path(before.source).resolve()
+    except (OSError, ValueError):
+        same_folder = False
+    if not same_folder or not dest.is_dir():
+        return
+    if load_dataset(dest).fingerprint != before.fingerprint:
+        raise DataError(f"data set {dest.name!r} changed since the new rows were checked against it (grown or "
+                        "replaced meanwhile): nothing was written; check the rows again", file=dest)

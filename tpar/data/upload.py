@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -238,16 +239,20 @@ def keep_rows(q, idx: np.ndarray):
 
 
 def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bool = False,
-                 extra_files: dict[str, str] | None = None) -> Path:
+                 extra_files: dict[str, str] | None = None, unchanged: Callable[[Path], None] | None = None) -> Path:
     """Write ``kg`` as ``folder/name/{train,valid,test}.csv`` and check it reads back identically.
     Refuses an existing name unless ``overwrite``; the old folder is replaced only after the new
     one is complete. ``extra_files``: more text files written into the folder with it (plain names, e.g. the
-    lineage of a grown data set)."""
+    lineage of a grown data set). ``unchanged(dest)``: called under the save's lock before anything is written;
+    it raises :class:`DataError` when the data set there changed since the caller read it (a grown data set must
+    not replace another process's growth)."""
     check_name("data set", name)
     root = Path(folder)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with exclusive(root / f".{name}.lock", f"data set {name!r}"):  # one save of a name at a time
+            if unchanged is not None:
+                unchanged(root / name)
             return _save_locked(kg, root, name, overwrite, extra_files or {})
     except OSError as e:  # a full disk, a read-only folder: earlier data sets are untouched
         raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
