@@ -368,6 +368,9 @@ def growth_report_ui(report: GrowthReport) -> None:
     for rel, n in report.new_relations:
         st.warning(ex.md(f"New relation {rel!r} ({n:,} facts): models trained before it do not know it; they leave "
                          "its facts out of what they read (a model trained on the grown data knows it)."))
+    for new, old in report.relation_lookalikes[:10]:
+        st.warning(ex.md(f"New relation {new!r} is spelled like the existing {old!r} but for case, spaces, underscores "
+                         "or punctuation: the data set would hold both as two relations. Check the spelling."))
     for note in report.notes:
         st.warning(ex.md(note))
     if report.dropped:

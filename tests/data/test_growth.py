@@ -374,3 +374,9 @@ def test_growing_in_place_refuses_a_data_set_that_changed_since_the_rows_were_ch
     third, grown3 = grow(now, HEADER + "P0,meets,Bob,2024-03-06\n", "b.csv")
     save_grown(now, third, grown3, ring.parent, ring.name, overwrite=True)
     assert {"Ann", "Bob"} <= set(load_dataset(ring).entities.names)
+
+
+def test_a_new_relation_spelled_like_an_existing_one_is_flagged(ring):
+    report, _ = grow(load_dataset(ring), HEADER + "P0,Meets ,P3,2024-03-05\nP0,CALLS,P3,2024-03-05\n", "s.csv")
+    assert dict(report.relation_lookalikes) == {"Meets": "meets", "CALLS": "calls"}
+    assert any("spelled like the existing 'meets'" in line for line in report.lines())

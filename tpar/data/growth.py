@@ -21,6 +21,7 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import LINEAGE_FILE, lineage_entry
+from tpar.data.relation_matching import normalise_relation
 from tpar.data.tables import AUTO_YEARS, map_header, read_quadruple_csv, reading_notes, sniff_separator
 from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
@@ -53,6 +54,8 @@ class GrowthReport:
     extends_by: str                             # how far the added facts reach past it ("" when they do not)
     notes: list[str] = field(default_factory=list)
     lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
+    #: (new relation, existing relation) equal but for case, spaces, underscores or punctuation
+    relation_lookalikes: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def facts_added(self) -> int:
@@ -83,6 +86,9 @@ class GrowthReport:
         for rel, n in self.new_relations:
             out.append(f"  new relation {rel!r} ({n:,} facts): a model trained before it does not know it, and "
                        "leaves its facts out of what it reads")
+        for new, old in self.relation_lookalikes[:5]:
+            out.append(f"  new relation {new!r} is spelled like the existing {old!r} but for case, spaces, "
+                       "underscores or punctuation: two relations now; check the spelling")
         out += [f"  note: {n}" for n in self.notes]
         return out
 
@@ -164,6 +170,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     if t_new and last is not None and max(t_new) > last:
         extends = axis.describe_span(max(t_new) - last)
     lower = {n.casefold(): n for n in ents}
+    spelled = {normalise_relation(r): r for r in rels}
     report = GrowthReport(
         file=file_name, data=kg.name, rows_read=q.report.rows_read, added=added, known=n_known, duplicates=n_dup,
         dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
@@ -171,7 +178,9 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
         notes=(reading_notes(q.report) + _inferred_notes(inferred) + _order_notes(kg, rows) + _range_notes(kg, t_new)
                + _vocabulary_notes(grown)),
-        lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower])
+        lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower],
+        relation_lookalikes=[(r, spelled[normalise_relation(r)]) for r, _ in sorted(new_rel_facts.items())
+                             if normalise_relation(r) in spelled])
     return report, grown
 
 
