@@ -149,7 +149,7 @@ def test_a_model_answers_over_the_grown_history_at_once_and_says_so(tmp_path):
     assert newland.score > 0 and after.reached == before.reached + 1
     assert "32 days past its training facts" in after.provenance and "grown from chronological" in after.provenance
     assert any("grown since this model was trained" in w for w in after.warnings)
-    assert "answering over the same data" in before.provenance
+    assert before.provenance.startswith("model trained on this data (chronological, training facts to 2025-12-03)")
 
 
 def test_cli_grow_in_place_into_a_copy_dry_run_and_refusals(ring, tmp_path, capsys):

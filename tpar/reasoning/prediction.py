@@ -428,12 +428,13 @@ class Predictor:
         until = self.trained_until
         first, last = kg.time_range
         label, span = kg.time_axis.label, kg.time_axis.describe_span
-        trained = f"model trained on {ck.data_name}" + (f" (training facts to {label(until)})" if until is not None
-                                                         else "")
-        same = ck.data_fingerprint == data.fingerprint
-        over = (f"answering over the same data (facts {label(first)} to {label(last)})" if same else
-                f"answering over {data.name} (facts {label(first)} to {label(last)}"
-                + (f"; {growth_text(data.lineage, ck.data_fingerprint)}" if data.lineage else "") + ")")
+        until_text = f"training facts to {label(until)}" if until is not None else ""
+        if ck.data_fingerprint == data.fingerprint:  # short: the page already shows this data's time range
+            trained_over = f"model trained on this data ({', '.join(x for x in (ck.data_name, until_text) if x)})"
+        else:
+            trained_over = (f"model trained on {ck.data_name}" + (f" ({until_text})" if until_text else "")
+                            + f", answering over {data.name} (facts {label(first)} to {label(last)}"
+                            + (f"; {growth_text(data.lineage, ck.data_fingerprint)}" if data.lineage else "") + ")")
         if until is None:
             where = (f"how far {label(t)} lies past the model's training facts is not known (the checkpoint does not "
                      "record their time range and this data is not known to have grown from them)")
@@ -445,7 +446,7 @@ class Predictor:
             where = f"{label(t)} lies {span(start - t)} before its training facts"
         else:
             where = f"{label(t)} lies inside its training period"
-        return f"{trained}, {over}: {where}"
+        return f"{trained_over}: {where}"
 
     def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
         """Why this question's answers deserve less trust than the model's test figures suggest: a
