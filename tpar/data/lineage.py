@@ -78,35 +78,28 @@ def _comparable(data_fingerprint: str, kg: TemporalKG, calendar: bool) -> bool:
         x.get("base_fingerprint") == data_fingerprint for x in kg.lineage)
 
 
-def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG, calendar: bool = True) -> str | None:
-    """The last time of the training facts a model (its data fingerprint and ``extra``) was trained on, as a
-    label, when it can be known: recorded in the checkpoint (``calendar``: on a calendar axis; else only for its
-    own data or data grown from it), or ``kg`` is the training data, or ``kg`` grew from it (its
-    :attr:`~tpar.data.kg.TemporalKG.lineage`). None otherwise."""
+def training_range(data_fingerprint: str, extra: dict, kg: TemporalKG,
+                   calendar: bool = True) -> tuple[str | None, str | None]:
+    """(first, last) time of the training facts a model (its data fingerprint and ``extra``) was trained on, as
+    labels, each None where it cannot be known: recorded in the checkpoint (``calendar``: on a calendar axis; else
+    only for its own data or data grown from it), or ``kg`` is the training data, or ``kg`` grew from it (its
+    :attr:`~tpar.data.kg.TemporalKG.lineage`, which records only where they ended)."""
     kg = getattr(kg, "original", None) or kg  # a relation-matched view: the data as loaded
     rng = extra.get("train_time_range")
-    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[1], str) and \
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and all(isinstance(x, str) for x in rng) and \
             _comparable(data_fingerprint, kg, calendar):
-        return rng[1]
+        return rng[0], rng[1]
     if data_fingerprint == kg.fingerprint:
         train = kg.facts("train")
-        return kg.time_axis.label(int(train[:, 3].max())) if len(train) else None
+        if not len(train):
+            return None, None
+        return kg.time_axis.label(int(train[:, 3].min())), kg.time_axis.label(int(train[:, 3].max()))
     for step in kg.lineage:
         if step.get("base_fingerprint") == data_fingerprint and isinstance(step.get("base_train_last"), str):
-            return step["base_train_last"]
-    return None
+            return None, step["base_train_last"]
+    return None, None
 
 
-def trained_from(data_fingerprint: str, extra: dict, kg: TemporalKG, calendar: bool = True) -> str | None:
-    """The first time of the training facts a model was trained on, as a label, when it can be known: recorded in
-    the checkpoint (as :func:`trained_until`), or ``kg`` is the training data. None otherwise (a lineage records
-    only where they ended)."""
-    kg = getattr(kg, "original", None) or kg
-    rng = extra.get("train_time_range")
-    if isinstance(rng, (list, tuple)) and len(rng) == 2 and isinstance(rng[0], str) and \
-            _comparable(data_fingerprint, kg, calendar):
-        return rng[0]
-    if data_fingerprint == kg.fingerprint:
-        train = kg.facts("train")
-        return kg.time_axis.label(int(train[:, 3].min())) if len(train) else None
-    return None
+def trained_until(data_fingerprint: str, extra: dict, kg: TemporalKG, calendar: bool = True) -> str | None:
+    """The last time of the training facts (:func:`training_range`), or None."""
+    return training_range(data_fingerprint, extra, kg, calendar)[1]

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
-from tpar.data.lineage import growth_text, trained_from as training_start, trained_until as training_end
+from tpar.data.lineage import growth_text, training_range
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
@@ -398,26 +398,23 @@ class Predictor:
         return stored(self.checkpoint.extra, setting)
 
     @property
-    def trained_until(self) -> int | None:
-        """The step (on this data's axis) of the last training fact the model was trained on, when known
-        (:func:`tpar.data.lineage.trained_until`); None else."""
-        label = training_end(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg,
-                             self.checkpoint.time_axis.get("origin") is not None)
-        try:
-            return None if label is None else self.kg.time_axis.parse(label)
-        except ValueError:
-            return None
+    def training_steps(self) -> tuple[int | None, int | None]:
+        """The steps (on this data's axis) of the first and last training facts the model was trained on, each
+        None where not known (:func:`tpar.data.lineage.training_range`)."""
+        ck = self.checkpoint
+        labels = training_range(ck.data_fingerprint, ck.extra, self.kg, ck.time_axis.get("origin") is not None)
+        steps = []
+        for label in labels:
+            try:
+                steps.append(None if label is None else self.kg.time_axis.parse(label))
+            except ValueError:
+                steps.append(None)
+        return steps[0], steps[1]
 
     @property
-    def trained_from(self) -> int | None:
-        """The step (on this data's axis) of the first training fact the model was trained on, when known
-        (:func:`tpar.data.lineage.trained_from`); None else."""
-        label = training_start(self.checkpoint.data_fingerprint, self.checkpoint.extra, self.kg,
-                               self.checkpoint.time_axis.get("origin") is not None)
-        try:
-            return None if label is None else self.kg.time_axis.parse(label)
-        except ValueError:
-            return None
+    def trained_until(self) -> int | None:
+        """The step of the last training fact the model was trained on, when known (:attr:`training_steps`)."""
+        return self.training_steps[1]
 
     def provenance_text(self, t: int) -> str:
         """Which data the model was trained on and which it answers over, and how far time ``t`` lies past the
@@ -425,7 +422,7 @@ class Predictor:
         ICEWS14-grown (facts 2014-01-01 to 2014-12-30): 2014-12-31 lies 61 days past its training facts"."""
         kg, ck = self.kg, self.checkpoint
         data = getattr(kg, "original", None) or kg
-        until = self.trained_until
+        start, until = self.training_steps
         first, last = kg.time_range
         label, span = kg.time_axis.label, kg.time_axis.describe_span
         until_text = f"training facts to {label(until)}" if until is not None else ""
@@ -440,7 +437,7 @@ class Predictor:
                      "record their time range and this data is not known to have grown from them)")
         elif t > until:
             where = f"{label(t)} lies {span(t - until)} past its training facts"
-        elif (start := self.trained_from) is None:
+        elif start is None:
             where = f"{label(t)} does not lie past its training facts"
         elif t < start:
             where = f"{label(t)} lies {span(start - t)} before its training facts"
