@@ -943,7 +943,7 @@ def cmd_grow(args) -> int:
     if args.dry_run:
         print("dry run: nothing written")
         return 0
-    if not report.facts_added:
+    if not report.changes:
         print("nothing to add: the data set is unchanged")
         return 0
     out = Path(args.out) if args.out else data.resolve()  # in place: `--data .` is the folder of its own name

@@ -338,7 +338,7 @@ def grow_ui() -> None:
         st.error(ex.md(f"These rows cannot be added: {e}"))
         st.stop()
     growth_report_ui(report)
-    if not report.facts_added:
+    if not report.changes:
         st.info("Nothing to add: every readable row is already in the data set.")
         return
     save_growth_ui(source, report, grown)
@@ -401,7 +401,8 @@ def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) 
                               key=f"upload_grow_replace:{source.label}:{name}") if exists else False
         if exists and not replace:
             st.stop()
-    if st.button(f"Add {report.facts_added:,} facts", type="primary", key="upload_grow_save"):
+    label = f"Add {report.facts_added:,} facts" if report.facts_added else f"Mark {report.confirmed:,} facts observed"
+    if st.button(label, type="primary", key="upload_grow_save"):
         try:
             save_grown(before, report, grown, ex.UPLOAD_DIR, name, overwrite=replace)
         except DataError as e:

@@ -380,3 +380,22 @@ def test_a_new_relation_spelled_like_an_existing_one_is_flagged(ring):
     report, _ = grow(load_dataset(ring), HEADER + "P0,Meets ,P3,2024-03-05\nP0,CALLS,P3,2024-03-05\n", "s.csv")
     assert dict(report.relation_lookalikes) == {"Meets": "meets", "CALLS": "calls"}
     assert any("spelled like the existing 'meets'" in line for line in report.lines())
+
+
+def test_an_observed_row_confirms_a_fact_a_model_had_inferred(ring, tmp_path):
+    """A fact proposed by a model (marked completed) that a new observed row repeats is no longer inferred; a
+    repeated completed row leaves it marked."""
+    kg = load_dataset(ring)
+    text = "subject,relation,object,time,completed,probability\nP0,meets,P5,2024-03-05,true,0.8\n"
+    report, grown = grow(kg, text, "proposals.csv")
+    once = load_dataset(save_grown(kg, report, grown, tmp_path, "once"))
+    key = (once.entities.id("P0"), once.relations.id("meets"), once.entities.id("P5"),
+           once.time_axis.parse("2024-03-05"))
+    assert once.is_inferred(*key)
+    again, _ = grow(once, text, "proposals.csv")
+    assert again.known == 1 and again.confirmed == 0 and not again.changes
+    seen, grown2 = grow(once, HEADER + "P0,meets,P5,2024-03-05\n", "observed.csv")
+    assert seen.known == 1 and seen.confirmed == 1 and seen.changes and seen.facts_added == 0
+    assert any("no longer marked inferred" in n for n in seen.notes)
+    back = load_dataset(save_grown(once, seen, grown2, tmp_path, "once", overwrite=True))
+    assert not back.is_inferred(*key) and len(back.all_facts()) == len(once.all_facts())

@@ -56,10 +56,17 @@ class GrowthReport:
     lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
     #: (new relation, existing relation) equal but for case, spaces, underscores or punctuation
     relation_lookalikes: list[tuple[str, str]] = field(default_factory=list)
+    #: facts a model had inferred that the new rows observe: no longer marked inferred
+    confirmed: int = 0
 
     @property
     def facts_added(self) -> int:
         return sum(self.added.values())
+
+    @property
+    def changes(self) -> bool:
+        """Whether saving changes the data set: facts added, or inferred facts now observed."""
+        return bool(self.facts_added or self.confirmed)
 
     def lines(self) -> list[str]:
         """The report as text lines (the CLI prints them; the app shows the same figures)."""
@@ -139,6 +146,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     inferred: dict[tuple[int, int, int, int], float] = {}  # rows marked completed: a model's, never test facts
     new_rel_facts: dict[str, int] = {}
     seen, n_known, n_dup = set(), 0, q.report.duplicates
+    confirmed: set[tuple[int, int, int, int]] = set()
     for i, t in enumerate(steps):
         if t is None:
             continue
@@ -147,6 +155,8 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         fact = (s, r, o, t)
         if fact in known:
             n_known += 1
+            if fact in kg.inferred and not (q.inferred is not None and q.inferred[i]):
+                confirmed.add(fact)  # a model's proposal, now observed
             continue
         if fact in seen:  # the same fact under two split labels
             n_dup += 1
@@ -162,7 +172,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     new_ents = list(ent_id)[len(ents):]
     used = {e for f in seen for e in (f[0], f[2])}
     new_ents = [n for j, n in enumerate(new_ents) if len(ents) + j in used]
-    grown = _grown_kg(kg, ent_id, rel_id, rows, inferred)
+    grown = _grown_kg(kg, ent_id, rel_id, rows, inferred, confirmed)
     added = {s: len(v) for s, v in rows.items() if v}
     last = kg.time_range[1] if len(kg.all_facts()) else None
     t_new = [f[3] for f in seen]
@@ -176,7 +186,8 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         dropped=sorted(dropped), new_entities=new_ents, new_relations=sorted(new_rel_facts.items()),
         time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
-        notes=(reading_notes(q.report) + _inferred_notes(inferred) + _order_notes(kg, rows) + _range_notes(kg, t_new)
+        confirmed=len(confirmed),
+        notes=(reading_notes(q.report) + _inferred_notes(inferred, len(confirmed)) + _order_notes(kg, rows) + _range_notes(kg, t_new)
                + _vocabulary_notes(grown)),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower],
         relation_lookalikes=[(r, spelled[normalise_relation(r)]) for r, _ in sorted(new_rel_facts.items())
@@ -227,15 +238,18 @@ def _vocabulary_notes(grown: TemporalKG) -> list[str]:
 
 def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
               rows: dict[str, list[tuple[int, int, int, int]]],
-              new_inferred: dict[tuple[int, int, int, int], float]) -> TemporalKG:
-    """``kg`` with ``rows`` appended to their splits (``new_inferred``: those a model inferred); a calendar axis is
+              new_inferred: dict[tuple[int, int, int, int], float],
+              confirmed: set[tuple[int, int, int, int]] = frozenset()) -> TemporalKG:
+    """``kg`` with ``rows`` appended to their splits (``new_inferred``: those a model inferred; ``confirmed``:
+    inferred facts now observed, no longer marked); a calendar axis is
     re-based when a new time precedes its origin (every step shifted alike: only differences of times reach the
     model)."""
     splits = {s: kg.facts(s) for s in kg.splits}
     for s, new in rows.items():
         if new:
             splits[s] = np.concatenate([kg.facts(s), np.asarray(new, dtype=np.int64).reshape(-1, 4)])
-    axis, inferred = kg.time_axis, {**kg.inferred, **new_inferred}
+    axis = kg.time_axis
+    inferred = {k: p for k, p in {**kg.inferred, **new_inferred}.items() if k not in confirmed}
     low = min((int(a[:, 3].min()) for a in splits.values() if len(a)), default=0)
     if low < 0 and axis.origin is not None:
         axis = TimeAxis(axis.granularity, axis.label(low), axis.step)
@@ -246,12 +260,17 @@ def _grown_kg(kg: TemporalKG, ent_id: dict[str, int], rel_id: dict[str, int],
                       lineage=list(kg.lineage))
 
 
-def _inferred_notes(inferred: dict) -> list[str]:
-    """Say how many new rows are marked completed (a model's proposals): kept marked, in train."""
-    if not inferred:
-        return []
-    return [f"{len(inferred):,} new fact(s) marked completed (inferred by a model, not observed): kept marked as "
-            "inferred and added to train whatever the chosen split (inferred facts are never evaluated on)"]
+def _inferred_notes(inferred: dict, confirmed: int = 0) -> list[str]:
+    """Say how many new rows are marked completed (a model's proposals: kept marked, in train), and how many
+    facts a model had inferred the new rows now observe."""
+    out = []
+    if inferred:
+        out.append(f"{len(inferred):,} new fact(s) marked completed (inferred by a model, not observed): kept marked "
+                   "as inferred and added to train whatever the chosen split (inferred facts are never evaluated on)")
+    if confirmed:
+        out.append(f"{confirmed:,} fact(s) a model had inferred are observed in the new rows: no longer marked "
+                   "inferred (they stay in their split)")
+    return out
 
 
 def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
