@@ -40,8 +40,10 @@ def runs(tmp_path_factory):
                   "max_valid_queries": 0, "calibrate": False}}))
     out = {}
     for procs in (1, 2):
+        # one thread per process in both runs (by default a single process takes the idle cores, which a busy
+        # machine changes from run to run, and with them the order of float sums)
         res = tpar(["train", "--data", "ring.csv", "--setting", "unified", "--config", "cfg.json", "--out",
-                    f"m{procs}.tpar", "--quiet", "--json"], procs, d)
+                    f"m{procs}.tpar", "--quiet", "--json", "--threads", "1"], procs, d)
         assert res.returncode == 0, res.stderr[-3000:]
         out[procs] = json.loads(res.stdout)
     return d, out
