@@ -13,6 +13,7 @@ import unicodedata
 from pathlib import Path
 
 from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.relation_matching import as_loaded
 
 #: the file beside a grown data set's split files that records how it grew (JSON; read, never executed)
 LINEAGE_FILE = "lineage.json"
@@ -84,7 +85,7 @@ def training_range(data_fingerprint: str, extra: dict, kg: TemporalKG,
     labels, each None where it cannot be known: recorded in the checkpoint (``calendar``: on a calendar axis; else
     only for its own data or data grown from it), or ``kg`` is the training data, or ``kg`` grew from it (its
     :attr:`~tpar.data.kg.TemporalKG.lineage`, which records only where they ended)."""
-    kg = getattr(kg, "original", None) or kg  # a relation-matched view: the data as loaded
+    kg = as_loaded(kg)  # a relation-matched view: the data as loaded
     rng = extra.get("train_time_range")
     if isinstance(rng, (list, tuple)) and len(rng) == 2 and all(isinstance(x, str) for x in rng) and \
             _comparable(data_fingerprint, kg, calendar):

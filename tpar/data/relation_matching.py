@@ -280,6 +280,12 @@ class MatchedKG(TemporalKG):
     original: TemporalKG | None = None
 
 
+def as_loaded(kg: TemporalKG) -> TemporalKG:
+    """The data set as loaded: ``kg`` itself, or the original behind a relation-matched view."""
+    original = getattr(kg, "original", None)
+    return original if original is not None else kg
+
+
 def match_relations(model_relations: list[str] | tuple[str, ...], kg: TemporalKG, *, model_name: str = "the model",
                     mapping: RelationMap | dict[str, str] | None = None, min_coverage: float = DEFAULT_MIN_COVERAGE) -> RelationMatch:
     """Pair ``kg``'s relations with ``model_relations`` (see the module docstring); one data relation per

@@ -28,7 +28,7 @@ from tpar.model.config import RunConfig
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import growth_text
 from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
-                                         match_relations, share_text)
+                                         as_loaded, match_relations, share_text)
 from tpar.errors import DataError
 from tpar.model.network import TPAR
 
@@ -212,7 +212,7 @@ class Checkpoint:
         if not relation_map and list(kg.relations.names) == list(self.relations):
             self.check_fits(kg)
             return kg
-        base = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+        base = as_loaded(kg)
         problem = self.time_unit_problem(base)
         if problem:
             raise DataError(problem)
@@ -271,7 +271,7 @@ class Checkpoint:
     def grown_from_me(self, kg: TemporalKG) -> bool:
         """``kg`` (a relation-matched view: the data as loaded) grew from this model's training data (its lineage,
         :mod:`tpar.data.lineage`), and is no longer that data."""
-        data = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+        data = as_loaded(kg)
         return data.fingerprint != self.data_fingerprint and any(x.get("base_fingerprint") == self.data_fingerprint
                                                                  for x in data.lineage)
 
@@ -280,7 +280,7 @@ class Checkpoint:
         (None: the model's own relations): data grown from its training data (a saved growth may read its relations
         back in another order, or add one), or other data (zero-shot)."""
         if self.grown_from_me(kg):
-            data = kg.original if isinstance(kg, MatchedKG) and kg.original is not None else kg
+            data = as_loaded(kg)
             unknown = [u.data_relation for u in match.unmatched] if match is not None else []
             named = ", ".join(repr(r) for r in unknown[:5]) + (" …" if len(unknown) > 5 else "")
             return (f"the data has grown since this model was trained on it "

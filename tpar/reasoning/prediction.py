@@ -11,6 +11,7 @@ import torch
 
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import growth_text, training_range
+from tpar.data.relation_matching import as_loaded
 from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
@@ -421,7 +422,7 @@ class Predictor:
         model's training facts, e.g. "model trained on ICEWS14 (training facts to 2014-10-31), answering over
         ICEWS14-grown (facts 2014-01-01 to 2014-12-30): 2014-12-31 lies 61 days past its training facts"."""
         kg, ck = self.kg, self.checkpoint
-        data = getattr(kg, "original", None) or kg
+        data = as_loaded(kg)
         start, until = self.training_steps
         first, last = kg.time_range
         label, span = kg.time_axis.label, kg.time_axis.describe_span
