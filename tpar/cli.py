@@ -881,11 +881,14 @@ def rules_summary(rules, heads: list[str] | None = None, show: int = 3) -> str:
 def cmd_bench(args) -> int:
     from tpar.runtime.bench import run_benchmarks
 
-    if args.queries < 1:
-        raise DataError(f"--queries {args.queries}: need at least 1 question to time")
+    for flag, value in (("--queries", args.queries), ("--train-batch", args.train_batch),
+                        ("--infer-batch", args.infer_batch)):
+        if value < 1:
+            raise DataError(f"{flag} {value}: need at least 1 question")
     _output(args.json, "JSON file")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
-                            progress=not args.quiet, threads=args.threads, data=args.data)
+                            progress=not args.quiet, threads=args.threads, data=args.data,
+                            train_batch=args.train_batch, infer_batch=args.infer_batch)
     text = json.dumps(report, indent=2)
     if args.json:
         from tpar.data.outputs import write_text
@@ -901,7 +904,7 @@ def bench_summary(report: dict) -> str:
     lines = [f"machine: {m.get('platform', '?')}, {m.get('cpu_threads', '?')} CPU threads, torch {m.get('torch', '?')}"
              + (f", CUDA {m['cuda']}" if m.get("cuda") else ""), "",
              f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':40s} {'kernel':7s} {'train ms/q':>10s} "
-             f"{'answers/s':>9s} {'peak MB':>8s} threads"]
+             f"{'answers/s':>9s} {'peak MB':>8s} {'batches':>7s} threads"]
     for r in report.get("results", []):
         if "error" in r or "skipped" in r:
             lines.append(f"{r.get('data', '?'):26s} {r.get('L', '?'):>2} {r.get('d', '?'):>4}  "
@@ -909,7 +912,8 @@ def bench_summary(report: dict) -> str:
             continue
         lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):40s} "
                      f"{r.get('kernel', '?'):7s} {r['train_ms_per_query']:10.2f} {r['infer_queries_per_s']:9.1f} "
-                     f"{r['peak_memory_mb']:8.0f} {r.get('threads', '?')}")
+                     f"{r['peak_memory_mb']:8.0f} {str(r.get('train_batch', '?')) + '/' + str(r.get('infer_batch', '?')):>7s} "
+                     f"{r.get('threads', '?')}")
     if report.get("note"):
         lines += ["", f"note: {report['note']}"]
     return "\n".join(lines)
@@ -1447,7 +1451,11 @@ def _add_bench(sub) -> None:
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
                     "../shared/datasets, else the sample world)")
     sp.add_argument("--quick", action="store_true", help="one small shape only (L=3, d=32, exact and pruned)")
-    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200)")
+    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200; at least "
+                    "one batch)")
+    sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "
+                    "batches launch fewer kernels, the lever on a GPU)")
+    sp.add_argument("--infer-batch", type=int, default=16, help="questions per inference pass (default 16)")
     sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
     device_arg(sp)

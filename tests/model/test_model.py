@@ -457,6 +457,43 @@ def test_kernels_agree_on_scores_and_gradients(options):
         assert results["cpp"][1]["priority.out.weight"].abs().sum() > 0
 
 
+CUDA_CASES = [dict(), *PRUNINGS, dict(top_k=3, priority="learned"), "sparse-default", "gate", "chronological"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+@pytest.mark.parametrize("case", CUDA_CASES, ids=lambda o: o if isinstance(o, str) else (
+    "+".join(f"{k}={v}" for k, v in o.items()) or "exact"))
+def test_cuda_scores_and_gradients_equal_the_cpu(case, setting):
+    """The CUDA path (torch ops on the GPU) against the CPU's, float64, for every propagation option, the
+    shipped sparse default, the gate and chronological mode: the same scores, reach and gradients."""
+    from tpar.model.config import SPARSE_PROPAGATION
+
+    kg = repeating_kg(13)
+    batch = make_queries(kg.facts("test"), R)[:10]
+    bg = Background.for_evaluation(kg, setting)
+    if case == "gate":
+        base, options = build(gate=True), {}
+    elif case == "chronological":
+        base, options = build(activation="identity", chronological=True), {}
+    else:
+        base, options = build(), (dict(SPARSE_PROPAGATION) if case == "sparse-default" else case)
+    results = {}
+    for dev in ("cpu", "cuda"):
+        torch.manual_seed(5)
+        model = pruned(base, **options).to(dev)
+        scores, reached = model.scores_and_reach(batch.to(dev), bg.to(dev))
+        scores.pow(2).sum().backward()
+        results[dev] = (scores.detach().cpu(), reached.cpu(), {n: p.grad.cpu() for n, p in model.named_parameters()
+                                                               if p.grad is not None})
+    assert results["cuda"][0].abs().sum() > 0
+    assert torch.allclose(results["cpu"][0], results["cuda"][0], atol=1e-9)
+    assert torch.equal(results["cpu"][1], results["cuda"][1])
+    assert results["cpu"][2].keys() == results["cuda"][2].keys() and results["cpu"][2]
+    for n, g in results["cpu"][2].items():
+        assert torch.allclose(g, results["cuda"][2][n], atol=1e-8), n
+
+
 def sparse_time_kg(seed: int = 14, scale: int = 10_000):
     """small_kg with its 12 time steps spread 10,000 steps apart: a huge span with few distinct times."""
     kg = small_kg(seed, dup_test_in_train=True)

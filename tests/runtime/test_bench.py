@@ -24,3 +24,20 @@ def test_bench_rows_name_their_propagation(tmp_path):
         assert len(row["links_per_query_per_layer_test"]) == 3
     # the pruned pass sends along fewer links from the second step on (one entity per query, last 3 days)
     assert sum(pruned["links_per_query_per_layer_test"][1:]) < sum(exact["links_per_query_per_layer_test"][1:])
+
+
+@pytest.mark.slow
+def test_bench_times_the_batch_sizes_it_was_given(tmp_path):
+    """``--train-batch`` / ``--infer-batch``: each row records them; the questions asked for are timed after
+    one warm-up batch, in batches of that size (the last one partial)."""
+    _, kg = inspect_upload(tiny_world_csv(days=80), "tiny.csv")
+    save_dataset(kg, tmp_path / "extrapolation", "tiny")
+    report = run_benchmarks(data_dir=str(tmp_path), configs=[("extrapolation/tiny", 2, 8, {})], queries=5,
+                            progress=False, threads=1, train_batch=7, infer_batch=9)
+    (row,) = report["results"]
+    assert "error" not in row, row
+    assert (row["train_batch"], row["infer_batch"]) == (7, 9)
+    assert row["queries_timed"] == 5 and row["train_ms_per_query"] > 0 and row["infer_queries_per_s"] > 0
+    too_big = run_benchmarks(data_dir=str(tmp_path), configs=[("extrapolation/tiny", 2, 8, {})], queries=4,
+                             progress=False, threads=1, train_batch=10 ** 6)
+    assert "too few questions to time" in too_big["results"][0]["error"]

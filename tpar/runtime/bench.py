@@ -81,8 +81,12 @@ def plan(data: str | None = None, data_dir: str | None = None,
         f"{why}: benchmarking the sample world ({world}); --data DATA benchmarks another data set")
 
 
+#: questions per forward pass in training (the paper's batch sizes are 5-20) and in inference
+TRAIN_BATCH, INFER_BATCH = 5, 16
+
+
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
-             seed: int = 0) -> dict:
+             seed: int = 0, train_batch: int = TRAIN_BATCH, infer_batch: int = INFER_BATCH) -> dict:
     from tpar.graph.background import Background
     from tpar.model.config import ModelConfig
     from tpar.model.device import resolve_device
@@ -104,40 +108,41 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     train_q = make_queries(kg.facts("train"), kg.num_relations)
     eval_bg = Background.for_evaluation(kg, "extrapolation").to(dev)
     test_q = make_queries(kg.facts("test"), kg.num_relations)
-    # a small data set times what it has: at most `queries`, after the warm-up questions
-    queries = min(queries, len(train_q) - 5, len(test_q) - 16)
+    # a small data set times what it has: at most `queries` (the last batch may be partial), after one warm-up batch
+    tb, ib = train_batch, infer_batch
+    queries = min(queries, len(train_q) - tb, len(test_q) - ib)
     if queries < 5:
-        raise ValueError(f"too few questions to time ({len(train_q)} train, {len(test_q)} test; need 10 and 21)")
-    train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + 5, replace=False))]
-    test_q = test_q[torch.from_numpy(rng.choice(len(test_q), queries + 16, replace=False))]
+        raise ValueError(f"too few questions to time ({len(train_q)} train, {len(test_q)} test; need {tb + 5} and "
+                         f"{ib + 5} for a warm-up batch of {tb} and {ib} and 5 timed)")
+    train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + tb, replace=False))]
+    test_q = test_q[torch.from_numpy(rng.choice(len(test_q), queries + ib, replace=False))]
 
     def sync():
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    # training: micro-batches of 5 (the paper's batch sizes are 5-20)
+    # training: one optimiser step per batch of `train_batch` questions
     model.train()
-    mb = 5
     def train_step(b):
         opt.zero_grad(set_to_none=True)
         loss = multiclass_log_loss(model(b.to(dev), train_bg), b.answer.to(dev))
         loss.backward()
         opt.step()
-    train_step(train_q[0:5])  # warm-up (kernel build, allocator)
+    train_step(train_q[0:tb])  # warm-up (kernel build, allocator)
     sync()
     t0 = time.perf_counter()
-    for a in range(5, 5 + queries, mb):
-        train_step(train_q[a:a + mb])
+    for a in range(tb, len(train_q), tb):
+        train_step(train_q[a:a + tb])
     sync()
     train_ms = (time.perf_counter() - t0) / queries * 1000
-    # inference: micro-batches of 16, no gradients
+    # inference: batches of `infer_batch`, no gradients
     model.eval()
     with torch.no_grad():
-        model(test_q[0:16].to(dev), eval_bg)
+        model(test_q[0:ib].to(dev), eval_bg)
         sync()
         t0 = time.perf_counter()
-        for a in range(16, 16 + queries, 16):
-            model(test_q[a:a + 16].to(dev), eval_bg)
+        for a in range(ib, len(test_q), ib):
+            model(test_q[a:a + ib].to(dev), eval_bg)
         sync()
         qps = queries / (time.perf_counter() - t0)
         # links per query per layer, on the timed test queries and on training queries
@@ -145,8 +150,8 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
             tr = PropagationTrace()
             model(q.to(dev), bg, trace=tr)
             return [round(n / len(q), 1) for n in tr.num_links]
-        links_test = links(test_q[16:16 + min(queries, 64)], eval_bg)
-        links_train = links(train_q[5:5 + min(queries, 64)], train_bg)
+        links_test = links(test_q[ib:ib + min(queries, 64)], eval_bg)
+        links_train = links(train_q[tb:tb + min(queries, 64)], train_bg)
     peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
@@ -156,7 +161,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
             "train_ms_per_query": round(train_ms, 2), "infer_queries_per_s": round(qps, 2),
             "peak_memory_mb": round(peak, 1), "peak_memory_kind": "cuda max allocated" if dev.type == "cuda" else "process max RSS",
             "links_per_query_per_layer_train": links_train, "links_per_query_per_layer_test": links_test,
-            "queries_timed": queries, "threads": torch.get_num_threads()}
+            "queries_timed": queries, "train_batch": tb, "infer_batch": ib, "threads": torch.get_num_threads()}
 
 
 def _measure_in_process(args: list) -> dict:
@@ -173,11 +178,13 @@ def _measure_in_process(args: list) -> dict:
 
 def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 200,
                    progress: bool = True, configs: list[tuple[str, int, int, dict]] | None = None,
-                   threads: int = 0, data: str | None = None) -> dict:
+                   threads: int = 0, data: str | None = None, train_batch: int = TRAIN_BATCH,
+                   infer_batch: int = INFER_BATCH) -> dict:
     """Each configuration in a fresh process (its own peak memory); exact and pruned propagation of
     the same data, L and d run one after the other, so their ratio is taken on one machine state.
     Which data (:func:`plan`): ``data``, else the benchmarks under ``data_dir`` or found, else the
-    sample world (the report's ``note`` says so)."""
+    sample world (the report's ``note`` says so). ``train_batch`` questions per optimiser step and
+    ``infer_batch`` per inference pass (larger batches: fewer kernel launches, the lever on a GPU)."""
     from tpar.runtime.threads import choose_threads
 
     if configs is not None:
@@ -191,9 +198,11 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
             results.append({"data": folder, "L": layers, "d": dim, "skipped": "data not found"})
             continue
         if progress:
-            print(f"bench {path if folder == '.' else folder} L={layers} d={dim} {options or 'exact'} ...", flush=True)
+            print(f"bench {path if folder == '.' else folder} L={layers} d={dim} {options or 'exact'} "
+                  f"(batches {train_batch}/{infer_batch}) ...", flush=True)
         # chosen per measurement, just before it starts: the idle cores unless pinned (tpar.runtime.threads)
-        res = _measure_in_process([str(path), layers, dim, options, queries, device, choose_threads(threads)])
+        res = _measure_in_process([str(path), layers, dim, options, queries, device, choose_threads(threads), 0,
+                                   train_batch, infer_batch])
         if "error" in res:
             res = {"data": folder, "L": layers, "d": dim, **res}
         results.append(res)
