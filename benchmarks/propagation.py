@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import platform
 import sys
 import time
@@ -65,6 +66,11 @@ OPTIONS = {
     "first-exact+repeats1+cap32": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
     "first-exact+cap32": {"link_cap": 32, "exact_steps": 1},
     "first-exact+repeats1+cap32+topk64": {"recent_repeats": 1, "link_cap": 32, "top_k": 64, "exact_steps": 1},
+    # node pruning on top of the sparse default: after the exact first step, only the K best-scoring entities
+    # of each question send along links (the frontier holds about half the entities by step 5)
+    "first-exact+repeats1+cap24+topk256": {"recent_repeats": 1, "link_cap": 24, "top_k": 256, "exact_steps": 1},
+    "first-exact+repeats1+cap24+topk512": {"recent_repeats": 1, "link_cap": 24, "top_k": 512, "exact_steps": 1},
+    "first-exact+repeats1+cap24+topk1024": {"recent_repeats": 1, "link_cap": 24, "top_k": 1024, "exact_steps": 1},
 }
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
@@ -148,10 +154,11 @@ def svg_plot(rows: list[dict], path: Path) -> None:
 
 
 CONVERGENCE = RESULTS / "convergence"
-PROBE = RESULTS / "probe"  # one file per setting
+PROBE = RESULTS / "probe"  # one file per setting (and --tag: per screened checkpoint)
 
 
-def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batches: int, threads: int) -> dict:
+def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batches: int, threads: int,
+          tag: str = "") -> dict:
     """A cheap screen of propagation options before any is trained: one trained checkpoint scored on a
     seeded subset of valid questions under each option (its weights unchanged), and each option's training cost per
     question (forward + backward of the checkpoint's architecture on the same training batches),
@@ -203,7 +210,7 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
            "platform": platform.platform(), "rows": list(rows.values()),
            "command": "python benchmarks/propagation.py probe " + " ".join(sys.argv[2:])}
     PROBE.mkdir(parents=True, exist_ok=True)
-    (PROBE / f"{ck.setting}.json").write_text(json.dumps(out, indent=2))
+    (PROBE / f"{ck.setting}{'-' + tag if tag else ''}.json").write_text(json.dumps(out, indent=2))
     return out
 
 
@@ -332,9 +339,13 @@ def main() -> None:
     pb.add_argument("--questions", type=int, default=1000)
     pb.add_argument("--batches", type=int, default=30)
     pb.add_argument("--threads", type=int, default=1)
+    pb.add_argument("--tag", default="", help="kept as probe/SETTING-TAG.json beside the others (default: replaces "
+                    "probe/SETTING.json)")
     args = ap.parse_args()
     if args.command == "probe":
-        out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads)
+        if args.tag and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag):
+            ap.error(f"--tag {args.tag!r}: letters, digits, '.', '_' and '-' only")
+        out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads, args.tag)
         print("\n".join(probe_lines()))
     elif args.command == "run":
         for key in args.only or ORDER:

@@ -446,8 +446,18 @@ def cmd_ensemble(args) -> int:
     from tpar.model.ensemble import build_composite
 
     _output(args.out, "checkpoint", make_parents=True)
+    if (args.betas or args.eps) and not args.prior:
+        raise DataError("--betas and --eps are the history prior's grids: add --prior")
     if len(args.checkpoints) < 2 and not args.prior:
         raise DataError("one checkpoint without --prior is that checkpoint: give two or more, or add --prior")
+    from tpar.model.ensemble import check_grid
+
+    for flag, values, sym in (("--betas", args.betas, "β"), ("--eps", args.eps, "ε")):
+        if values:
+            try:
+                check_grid(values, sym)
+            except DataError as e:
+                raise DataError(f"{flag}: {e}") from None
     if len(set(map(str, args.checkpoints))) != len(args.checkpoints):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
@@ -463,7 +473,8 @@ def cmd_ensemble(args) -> int:
     composite, report = build_composite(
         kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
         prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
-        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr))
+        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr),
+        **({"eps_grid": tuple(args.eps)} if args.eps else {}), **({"beta_grid": tuple(args.betas)} if args.betas else {}))
     composite.save(args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
@@ -483,6 +494,10 @@ def cmd_ensemble(args) -> int:
               "given; leave the others out to get it")
     if args.prior and composite.prior is None:
         print("note: the history prior did not help on valid: the composite has none")
+    edges = report.grid_edges()
+    if edges:
+        print(f"note: the chosen prior's {' and '.join(edges)}: a value beyond it may do better on valid "
+              "(--betas / --eps widen the grids)")
     print(f"{composite.describe()}; {composite.build_model().formula()}")
     print(f"wrote {args.out}")
     return 0
@@ -1292,6 +1307,10 @@ def _add_ensemble(sub) -> None:
                     help="the setting it is chosen for (default: the checkpoints')")
     count_arg(sp, "--valid-queries", 0, "choose on a seeded subset of N valid questions (default 0: all)")
     count_arg(sp, "--prior-queries", 5000, "valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    sp.add_argument("--betas", type=float, nargs="+", metavar="B", help="the prior's weights β tried on valid "
+                    "(default 0.05 0.1 0.2 0.4 0.8)")
+    sp.add_argument("--eps", type=float, nargs="+", metavar="E", help="the prior's ε tried on valid "
+                    "(default 0.0001 0.001 0.01 0.1)")
     count_arg(sp, "--calibration-queries", 2000, "valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")

@@ -324,6 +324,10 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
 @pytest.mark.parametrize("args,why", [
     (["--checkpoints", "A"], "one checkpoint without --prior"),
     (["--checkpoints", "A", "A", "--prior"], "the same checkpoint is given twice"),
+    (["--checkpoints", "A", "--betas", "1"], "--betas and --eps are the history prior's grids: add --prior"),
+    (["--checkpoints", "A", "--prior", "--betas", "0.4", "-1"], "--betas: the prior's β grid holds -1.0"),
+    (["--checkpoints", "A", "--prior", "--eps", "nan"], "--eps: the prior's ε grid holds nan"),
+    (["--checkpoints", "A", "--prior", "--betas", "inf"], "each value must be a finite number above 0"),
 ])
 def test_cli_ensemble_refuses_what_cannot_be_a_composite(tmp_path, capsys, args, why):
     shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "A")
@@ -382,3 +386,28 @@ def test_one_model_with_the_prior_is_a_composite_too(kg, tmp_path):
                  "--threads", "1"]) == 0
     again = Checkpoint.load(path)
     assert again.kind == "composite" and again.extra["calibration"]["extrapolation"]["queries"] == 100
+
+
+def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, tmp_path, capsys):
+    """``--betas`` / ``--eps``: exactly those (ε, β) are tried (the selection record keeps them); a choice on a
+    grid's edge is said, since a value beyond it may do better on valid."""
+    from tpar.model.ensemble import EnsembleReport, build_composite
+
+    single = Checkpoint.load(SAMPLE_CHECKPOINT)
+    ck, report = build_composite(kg, [single], ["s.tpar"], "extrapolation", valid_queries=150, prior_queries=150,
+                                 calibration_queries=150, eps_grid=(0.5, 0.01), beta_grid=(3.0,))
+    assert set(report.candidates) == {"model 1", "model 1 + prior(eps=0.01, beta=3)", "model 1 + prior(eps=0.5, beta=3)"}
+    assert ck.selection["eps_grid"] == [0.01, 0.5] and ck.selection["beta_grid"] == [3.0]
+    edges = EnsembleReport({}, "x", [], [], [], {}, eps=0.01, beta=0.8, eps_grid=(0.01, 0.1), beta_grid=(0.2, 0.8))
+    assert edges.grid_edges() == ["β = 0.8 is the largest tried", "ε = 0.01 is the smallest tried"]
+    inner = EnsembleReport({}, "x", [], [], [], {}, eps=0.05, beta=0.4, eps_grid=(0.01, 0.05, 0.1),
+                           beta_grid=(0.2, 0.4, 0.8))
+    assert inner.grid_edges() == [] and EnsembleReport({}, "x", [], [], [], {}).grid_edges() == []
+    out = tmp_path / "c.tpar"
+    assert main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation",
+                 "--data", str(SAMPLE_WORLD), "--out", str(out), "--valid-queries", "150", "--prior-queries", "150",
+                 "--calibration-queries", "150", "--betas", "8", "16", "--eps", "0.01", "--quiet", "--threads", "1"]) == 0
+    text = capsys.readouterr().out
+    chosen = Checkpoint.load(out)
+    if chosen.prior is not None:  # the sample world's choice; with a prior at β 8 or 16 one edge is always hit
+        assert "note: the chosen prior's β = " in text and "--betas / --eps widen the grids" in text

@@ -71,10 +71,11 @@ class Candidate:
                               self.eps if with_prior else 1.0, self.beta if with_prior else 0.0)
 
 
-def candidates(n: int, prior: bool) -> list[Candidate]:
-    """Each member alone and (``prior``) with the prior at every (ε, β); with n > 1 the ensemble of all, alone
-    and with the prior."""
-    grid = list(itertools.product(EPS_GRID, BETA_GRID)) if prior else []
+def candidates(n: int, prior: bool, eps_grid: tuple[float, ...] = EPS_GRID,
+               beta_grid: tuple[float, ...] = BETA_GRID) -> list[Candidate]:
+    """Each member alone and (``prior``) with the prior at every (ε, β) of the grids; with n > 1 the ensemble of
+    all, alone and with the prior."""
+    grid = list(itertools.product(eps_grid, beta_grid)) if prior else []
     groups = [(i,) for i in range(n)] + ([tuple(range(n))] if n > 1 else [])
     return [c for g in groups for c in [Candidate(g)] + [Candidate(g, e, b) for e, b in grid]]
 
@@ -148,6 +149,23 @@ class EnsembleReport:
     temperatures: list[float]
     temperature_sources: list[str]
     seconds: dict[str, float]
+    eps: float | None = None
+    beta: float | None = None
+    eps_grid: tuple[float, ...] = ()
+    beta_grid: tuple[float, ...] = ()
+
+    def grid_edges(self) -> list[str]:
+        """Where the chosen prior lies on an edge of a grid that has more than one value -- a value beyond it
+        may do better on valid -- e.g. ``["β = 0.8 is the largest tried"]``; empty without a prior."""
+        out = []
+        for sym, v, grid in (("β", self.beta, self.beta_grid), ("ε", self.eps, self.eps_grid)):
+            if v is None or len(grid) < 2:
+                continue
+            if v == max(grid):
+                out.append(f"{sym} = {v:g} is the largest tried")
+            elif v == min(grid):
+                out.append(f"{sym} = {v:g} is the smallest tried")
+        return out
 
     def best_other(self) -> tuple[str, dict] | None:
         """The best candidate that is not eligible (a single member, alone or with the prior), when it beats the
@@ -162,11 +180,14 @@ class EnsembleReport:
 def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[str], setting: Setting | str, *,
                     prior: bool = True, valid_queries: int = 0, prior_queries: int = PRIOR_QUERIES, seed: int = 0,
                     calibration_queries: int = 2000, progress: bool = False, command: str = "",
-                    on_step: Callable[[str], None] | None = None) -> tuple[CompositeCheckpoint, EnsembleReport]:
+                    on_step: Callable[[str], None] | None = None, eps_grid: tuple[float, ...] = EPS_GRID,
+                    beta_grid: tuple[float, ...] = BETA_GRID) -> tuple[CompositeCheckpoint, EnsembleReport]:
     """The composite of ``checkpoints`` chosen on ``kg``'s valid split (the module docstring), and its report.
     Refused (:class:`DataError`) when a checkpoint was not trained on ``kg`` (its valid split would not be the
-    one it was selected on) or ``kg`` has no valid facts."""
+    one it was selected on) or ``kg`` has no valid facts. ``eps_grid`` / ``beta_grid``: the prior's (ε, β) tried
+    (positive; the report's :meth:`EnsembleReport.grid_edges` says when the choice lies on an edge)."""
     setting = Setting.parse(setting)
+    eps_grid, beta_grid = check_grid(eps_grid, "ε"), check_grid(beta_grid, "β")
     say = on_step or (lambda text: None)
     if not checkpoints:
         raise DataError("no checkpoint to combine")
@@ -196,7 +217,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
         seconds["prior_fit"] = time.perf_counter() - t0
         say(f"history prior: recurrency fitted on {rec.fit_info.get('queries', 0):,} valid questions "
             f"(λ {rec.lmbda:g}, α {rec.alpha:g}, {len(rec.per_relation)} relations with their own)")
-    cands = candidates(len(checkpoints), prior)
+    cands = candidates(len(checkpoints), prior, eps_grid, beta_grid)
     n = len(checkpoints)
     eligible = [c.name for c in cands if len(c.members) == n]
     t0 = time.perf_counter()
@@ -211,7 +232,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     selection = {"split": "valid", "queries": next(iter(scored.values()))["queries"],
                  "subset": valid_queries or 0, "seed": seed, "metric": "realistic MRR, time-aware filter, both directions",
                  "chosen": chosen, "eligible": "candidates that use every member", "candidates": scored,
-                 "eps_grid": list(EPS_GRID), "beta_grid": list(BETA_GRID) if prior else [],
+                 "eps_grid": list(eps_grid) if prior else [], "beta_grid": list(beta_grid) if prior else [],
                  "prior_asked": bool(prior),
                  "temperature_sources": sources}
     extra = {"seed": seed, "hardware": hardware(), "command": command,
@@ -227,4 +248,21 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     composite.extra["seconds"] = sum(seconds.values())
     composite.extra["build_seconds"] = dict(seconds)
     say(f"composite calibrated on {cal.queries:,} valid questions: temperature {cal.temperature:.3f}")
-    return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds)
+    return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds,
+                                     pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else ())
+
+
+def check_grid(values, what: str) -> tuple[float, ...]:
+    """A grid of the prior's ε or β: finite positive numbers, sorted, each once (a :class:`DataError` otherwise)."""
+    out = []
+    for v in values:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise DataError(f"the prior's {what} grid holds {v!r}, which is not a number") from None
+        if not (np.isfinite(x) and x > 0):
+            raise DataError(f"the prior's {what} grid holds {v!r}: each value must be a finite number above 0")
+        out.append(x)
+    if not out:
+        raise DataError(f"the prior's {what} grid is empty")
+    return tuple(sorted(set(out)))
