@@ -228,3 +228,57 @@ def test_a_stored_top_answer_map_round_trips_and_a_broken_one_is_refused(sample_
     for broken in ([[0.5, 0.6], [0.1, 0.7]], [[0.2, 1.5]], [[float("nan"), 0.2]]):
         with pytest.raises(ValueError, match="top-answer map"):
             Calibration.from_dict(d | {"top_map": broken})
+
+
+def _nll(logits: torch.Tensor, answers: torch.Tensor, t: float) -> float:
+    """Mean −log softmax(logits / t)[answer], straight from the definition (−inf entries: probability 0)."""
+    lp = torch.log_softmax(logits.double() / t, dim=1)
+    return float(-lp.gather(1, answers.view(-1, 1)).mean())
+
+
+def _brute_force_temperature(logits: torch.Tensor, answers: torch.Tensor) -> float:
+    """A grid over log T in T_BOUNDS, then golden-section search around the best grid point."""
+    from tpar.evaluation.calibration import T_BOUNDS
+
+    grid = torch.linspace(math.log(T_BOUNDS[0]), math.log(T_BOUNDS[1]), 241).tolist()
+    k = min(range(len(grid)), key=lambda i: _nll(logits, answers, math.exp(grid[i])))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    r = (math.sqrt(5) - 1) / 2
+    for _ in range(60):
+        c, d = b - r * (b - a), a + r * (b - a)
+        if _nll(logits, answers, math.exp(c)) < _nll(logits, answers, math.exp(d)):
+            b = d
+        else:
+            a = c
+    return math.exp((a + b) / 2)
+
+
+@pytest.mark.parametrize("case", ["over-confident", "under-confident", "sharp", "unreachable entries",
+                                  "answers at random", "answers always on top"])
+def test_the_temperature_is_the_nll_minimum_found_by_brute_force(case):
+    """Newton on β = 1/T against a grid + golden-section search of the NLL itself, including the bounds (answers
+    at random: T → its upper bound; answers always on top by a margin: T → its lower bound) and −inf entries."""
+    g = torch.Generator().manual_seed(11)
+    logits = 3 * torch.randn(800, 60, generator=g, dtype=torch.float64)
+    true_t = {"over-confident": 2.5, "under-confident": 0.4, "sharp": 0.05}.get(case, 1.0)
+    answers = torch.multinomial(torch.softmax(logits / true_t, 1), 1, generator=g).squeeze(1)
+    if case == "unreachable entries":
+        mask = torch.rand(logits.shape, generator=g) < 0.3
+        mask[torch.arange(len(answers)), answers] = False
+        logits = logits.masked_fill(mask, float("-inf"))
+    elif case == "answers at random":
+        answers = torch.randint(0, 60, (800,), generator=g)
+    elif case == "answers always on top":
+        logits[torch.arange(800), answers] = logits.max(1).values + 1.0
+    t = fit_temperature(logits, answers)
+    ref = _brute_force_temperature(logits, answers)
+    assert _nll(logits, answers, t) <= _nll(logits, answers, ref) + 1e-9
+    if case == "answers always on top":  # the NLL falls to 0 (in float64, below T ≈ 0.03): T is not identified
+        assert t < 0.05 and ref < 0.05
+    else:
+        assert t == pytest.approx(ref, rel=1e-3)
+
+
+def test_a_flat_nll_keeps_temperature_one():
+    """Every logit equal: the NLL is log E whatever T, and the fit stays at T = 1 (no drift to a bound)."""
+    assert fit_temperature(torch.zeros(50, 7, dtype=torch.float64), torch.arange(50) % 7) == 1.0
