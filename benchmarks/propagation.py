@@ -72,6 +72,10 @@ OPTIONS = {
     "first-exact+repeats1+cap24+topk512": {"recent_repeats": 1, "link_cap": 24, "top_k": 512, "exact_steps": 1},
     "first-exact+repeats1+cap24+topk1024": {"recent_repeats": 1, "link_cap": 24, "top_k": 1024, "exact_steps": 1},
 }
+#: options screened with `probe` on a trained model (and trained with `tpar train`, recorded with `converged`),
+#: not part of the grid of one-epoch runs
+SCREEN_ONLY = {"first-exact+repeats1+cap24+topk256", "first-exact+repeats1+cap24+topk512",
+               "first-exact+repeats1+cap24+topk1024"}
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"
@@ -79,7 +83,7 @@ EQUAL_TIME = "exact-equal-time"
 FIRST = ("window30+topk128", "exact", EQUAL_TIME, "first-exact+window30+topk128", "first-exact+window60+topk64",
          "window120+topk128", "window250+topk256")
 ORDER = ([f"{s}:{o}" for s in DATA for o in FIRST]
-         + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in FIRST])
+         + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in FIRST and o not in SCREEN_ONLY])
 
 
 def run_config(setting: str, options: dict) -> RunConfig:
@@ -223,7 +227,7 @@ def probe_lines() -> list[str]:
 
 def _probe_lines(p: dict) -> list[str]:
     ex = next(r for r in p["rows"] if r["option"] == "exact")
-    lines = ["", f"## Screening options on a trained model: {p['setting']}", "",
+    lines = ["", f"## Screening options on a trained model: {p['setting']} ({Path(p['checkpoint']).stem})", "",
              f"`{Path(p['checkpoint']).name}` ({p['setting']}) scored under each option without retraining, on "
              f"{p['valid_questions']:,} seeded valid questions; training cost = forward + backward on the same "
              f"{p['train_batches']} training batches of 10, options interleaved, {p['threads']} thread. A model trained "
@@ -312,6 +316,9 @@ def report(bench_file: Path | None) -> None:
             lines.append(f"| {b['data']} | {b['L']} | {b['d']} | {b.get('propagation', 'exact')} | {b['train_ms_per_query']} | "
                          f"{b['infer_queries_per_s']} | {b['peak_memory_mb']:.0f} | "
                          f"{', '.join(f'{x:,.0f}' for x in b['links_per_query_per_layer_test'])} |")
+    notes = ROOT / "results" / "propagation-notes.md"  # hand-written sections (scale, GPU), kept at the end
+    if notes.is_file():
+        lines += ["", notes.read_text(encoding="utf-8").rstrip("\n")]
     out = ROOT / "results" / "propagation.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if rows:
