@@ -478,7 +478,8 @@ def cmd_ensemble(args) -> int:
     composite.save(args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
-                          "prior": composite.prior, "valid": report.candidates, "seconds": report.seconds}, indent=2))
+                          "prior": composite.prior, "valid": report.candidates, "seconds": report.seconds,
+                          "grid_edges": report.grid_edges()}, indent=2))
         return 0
     ranked = sorted(report.candidates.items(), key=lambda kv: -kv[1]["mrr"])
     q = next(iter(report.candidates.values()))["queries"]
@@ -894,12 +895,13 @@ def rules_summary(rules, heads: list[str] | None = None, show: int = 3) -> str:
 
 
 def cmd_bench(args) -> int:
-    from tpar.runtime.bench import run_benchmarks
+    from tpar.runtime.bench import MIN_TIMED, run_benchmarks
 
-    for flag, value in (("--queries", args.queries), ("--train-batch", args.train_batch),
-                        ("--infer-batch", args.infer_batch)):
+    if args.queries < MIN_TIMED:
+        raise DataError(f"--queries {args.queries}: need at least {MIN_TIMED} questions to time")
+    for flag, value in (("--train-batch", args.train_batch), ("--infer-batch", args.infer_batch)):
         if value < 1:
-            raise DataError(f"{flag} {value}: need at least 1 question")
+            raise DataError(f"{flag} {value}: need at least 1 question per batch")
     _output(args.json, "JSON file")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet, threads=args.threads, data=args.data,
@@ -1470,8 +1472,8 @@ def _add_bench(sub) -> None:
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
                     "../shared/datasets, else the sample world)")
     sp.add_argument("--quick", action="store_true", help="one small shape only (L=3, d=32, exact and pruned)")
-    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200; at least "
-                    "one batch)")
+    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200, at "
+                    "least 5; the last batch may be partial)")
     sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "
                     "batches launch fewer kernels, the lever on a GPU)")
     sp.add_argument("--infer-batch", type=int, default=16, help="questions per inference pass (default 16)")

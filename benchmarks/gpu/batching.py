@@ -44,6 +44,9 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=0, help="seconds; 0 = no limit")
     ap.add_argument("--rows", type=int, nargs="*", help="indices into ROWS (default: all)")
     args = ap.parse_args()
+    bad = [i for i in args.rows or [] if not 0 <= i < len(ROWS)]
+    if bad:
+        ap.error(f"--rows {' '.join(map(str, bad))}: indices run from 0 to {len(ROWS) - 1}")
     start, results, machine = time.perf_counter(), [], {}
     for i in args.rows if args.rows is not None else range(len(ROWS)):
         data, layers, dim, options, tb, ib, queries = ROWS[i]

@@ -172,6 +172,21 @@ def test_app_runs_streamlit_on_the_checkouts_app_from_its_root(monkeypatch, caps
     assert cli.main(["app", "--port", "0"]) == 2 and "not a TCP port" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args,why", [
+    (["--queries", "0"], "--queries 0: need at least 5 questions to time"),
+    (["--queries", "4"], "--queries 4: need at least 5 questions to time"),
+    (["--train-batch", "0"], "--train-batch 0: need at least 1 question per batch"),
+    (["--infer-batch", "-3"], "--infer-batch -3: need at least 1 question per batch"),
+])
+def test_bench_refuses_a_bad_count_before_measuring(args, why, capsys, monkeypatch):
+    """One line naming the flag and its value, before any measurement starts (each row would fail alike)."""
+    from tpar.runtime import bench
+
+    monkeypatch.setattr(bench, "run_benchmarks", lambda **kw: pytest.fail("measured"))
+    assert main(["bench", *args]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {why}"
+
+
 def test_bench_summary_shows_skipped_and_failed_rows():
     from tpar.cli import bench_summary
 

@@ -279,6 +279,26 @@ def test_the_temperature_is_the_nll_minimum_found_by_brute_force(case):
         assert t == pytest.approx(ref, rel=1e-3)
 
 
-def test_a_flat_nll_keeps_temperature_one():
-    """Every logit equal: the NLL is log E whatever T, and the fit stays at T = 1 (no drift to a bound)."""
-    assert fit_temperature(torch.zeros(50, 7, dtype=torch.float64), torch.arange(50) % 7) == 1.0
+@pytest.mark.parametrize("offset", [0.0, 3.7, 1e6])
+def test_a_flat_nll_keeps_temperature_one(offset):
+    """Every logit of a question equal (rows at different levels too): the NLL is log E whatever T, and the fit
+    stays at T = 1 (no drift on rounding noise: before rows were shifted, 3.7·q gave T 0.67 and 1e6 gave 1.9)."""
+    rows = offset * torch.arange(50, dtype=torch.float64).view(-1, 1)
+    assert fit_temperature(rows.repeat(1, 7), torch.arange(50) % 7) == 1.0
+
+
+def test_the_temperature_ignores_a_common_offset_and_rows_without_a_finite_logit():
+    """softmax is shift-invariant per question, so the fit is too (an offset of 1e7 once gave T ≈ 1.01 instead
+    of 2.5, the moments losing their precision); a question whose every logit is −inf says nothing about T and
+    is left out (it once made every moment NaN and the fit return T ≈ 1); nothing left: T = 1."""
+    g = torch.Generator().manual_seed(0)
+    logits = 3 * torch.randn(400, 30, generator=g, dtype=torch.float64)
+    answers = torch.multinomial(torch.softmax(logits / 2.5, 1), 1, generator=g).squeeze(1)
+    t = fit_temperature(logits, answers)
+    assert 2.0 < t < 3.0
+    for shift in (1e7, 1e9, 1e6 * torch.randn(400, 1, generator=g, dtype=torch.float64)):
+        assert fit_temperature(logits + shift, answers) == pytest.approx(t, rel=1e-6)
+    dead = torch.cat([logits, torch.full((3, 30), float("-inf"), dtype=torch.float64)])
+    assert fit_temperature(dead, torch.cat([answers, torch.tensor([0, 4, 9])])) == pytest.approx(t, rel=1e-9)
+    assert fit_temperature(torch.full((5, 30), float("-inf")), torch.arange(5)) == 1.0
+    assert fit_temperature(torch.zeros(0, 30, dtype=torch.float64), torch.zeros(0, dtype=torch.long)) == 1.0

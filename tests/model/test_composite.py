@@ -328,12 +328,23 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
     (["--checkpoints", "A", "--prior", "--betas", "0.4", "-1"], "--betas: the prior's β grid holds -1.0"),
     (["--checkpoints", "A", "--prior", "--eps", "nan"], "--eps: the prior's ε grid holds nan"),
     (["--checkpoints", "A", "--prior", "--betas", "inf"], "each value must be a finite number above 0"),
+    # candidates are named by 6 significant digits: two such values would share one name (and one MRR)
+    (["--checkpoints", "A", "--prior", "--betas", "0.1", "0.1000001"],
+     "--betas: the prior's β grid holds 0.1 and 0.1000001, which both print as 0.1"),
 ])
 def test_cli_ensemble_refuses_what_cannot_be_a_composite(tmp_path, capsys, args, why):
     shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "A")
     args = [str(tmp_path / a) if a == "A" else a for a in args]
     assert main(["ensemble", *args, "--data", str(SAMPLE_WORLD), "--out", str(tmp_path / "c.tpar")]) == 2
     assert why in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--betas", "--eps"])
+def test_cli_ensemble_grid_flag_without_a_value_is_refused(tmp_path, capsys, flag):
+    with pytest.raises(SystemExit) as e:
+        main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--data", str(SAMPLE_WORLD),
+              "--out", str(tmp_path / "c.tpar"), flag])
+    assert e.value.code == 2 and f"argument {flag}: expected at least one argument" in capsys.readouterr().err
 
 
 def test_cli_ensemble_refuses_a_model_of_other_data(tmp_path, capsys):
@@ -388,9 +399,10 @@ def test_one_model_with_the_prior_is_a_composite_too(kg, tmp_path):
     assert again.kind == "composite" and again.extra["calibration"]["extrapolation"]["queries"] == 100
 
 
-def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, tmp_path, capsys):
+def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, tmp_path, capsys, monkeypatch):
     """``--betas`` / ``--eps``: exactly those (ε, β) are tried (the selection record keeps them); a choice on a
-    grid's edge is said, since a value beyond it may do better on valid."""
+    grid's edge is said (and listed under --json), since a value beyond it may do better on valid."""
+    from tpar.model import ensemble
     from tpar.model.ensemble import EnsembleReport, build_composite
 
     single = Checkpoint.load(SAMPLE_CHECKPOINT)
@@ -403,11 +415,26 @@ def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, t
     inner = EnsembleReport({}, "x", [], [], [], {}, eps=0.05, beta=0.4, eps_grid=(0.01, 0.05, 0.1),
                            beta_grid=(0.2, 0.4, 0.8))
     assert inner.grid_edges() == [] and EnsembleReport({}, "x", [], [], [], {}).grid_edges() == []
+    # the sample world alone prefers no prior at β 8 or 16: the candidate at (ε 0.01, β 16) is made the best, so
+    # the note's path runs (it never did: the check stood under "if chosen.prior is not None")
+    real = ensemble.score_candidates
+
+    def favour_the_edge(*args, **kwargs):
+        scored = real(*args, **kwargs)
+        scored["model 1 + prior(eps=0.01, beta=16)"]["mrr"] = 1.0
+        return scored
+
+    monkeypatch.setattr(ensemble, "score_candidates", favour_the_edge)
     out = tmp_path / "c.tpar"
-    assert main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation",
-                 "--data", str(SAMPLE_WORLD), "--out", str(out), "--valid-queries", "150", "--prior-queries", "150",
-                 "--calibration-queries", "150", "--betas", "8", "16", "--eps", "0.01", "--quiet", "--threads", "1"]) == 0
+    cmd = ["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation", "--data",
+           str(SAMPLE_WORLD), "--out", str(out), "--valid-queries", "150", "--prior-queries", "150",
+           "--calibration-queries", "150", "--betas", "8", "16", "--eps", "0.01", "--quiet", "--threads", "1"]
+    assert main(cmd) == 0
     text = capsys.readouterr().out
     chosen = Checkpoint.load(out)
-    if chosen.prior is not None:  # the sample world's choice; with a prior at β 8 or 16 one edge is always hit
-        assert "note: the chosen prior's β = " in text and "--betas / --eps widen the grids" in text
+    assert chosen.prior is not None and chosen.prior["beta"] == 16
+    (note,) = [line for line in text.splitlines() if line.startswith("note: the chosen prior's")]
+    assert note == ("note: the chosen prior's β = 16 is the largest tried: a value beyond it may do better on valid "
+                    "(--betas / --eps widen the grids)")  # ε's grid has one value: no edge
+    assert main(cmd + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["grid_edges"] == ["β = 16 is the largest tried"]

@@ -38,6 +38,36 @@ def test_bench_times_the_batch_sizes_it_was_given(tmp_path):
     assert "error" not in row, row
     assert (row["train_batch"], row["infer_batch"]) == (7, 9)
     assert row["queries_timed"] == 5 and row["train_ms_per_query"] > 0 and row["infer_queries_per_s"] > 0
-    too_big = run_benchmarks(data_dir=str(tmp_path), configs=[("extrapolation/tiny", 2, 8, {})], queries=4,
+    # the batch alone is too large for the data (queries=5 is enough on its own)
+    too_big = run_benchmarks(data_dir=str(tmp_path), configs=[("extrapolation/tiny", 2, 8, {})], queries=5,
                              progress=False, threads=1, train_batch=10 ** 6)
     assert "too few questions to time" in too_big["results"][0]["error"]
+
+
+def test_bench_times_exactly_the_questions_asked_for_in_batches(tmp_path, monkeypatch):
+    """Each forward pass the measurement makes: one warm-up batch, then ``queries`` questions in batches of the
+    size given (the last one partial) -- in training and in inference, none more, none fewer."""
+    from tpar.model.network import TPAR
+    from tpar.runtime import bench
+
+    _, kg = inspect_upload(tiny_world_csv(days=80), "tiny.csv")
+    save_dataset(kg, tmp_path / "extrapolation", "tiny")
+    calls = []
+    forward = TPAR.forward
+
+    def counted(self, batch, background, trace=None):
+        if trace is None:  # the links-per-layer passes after the timing carry a trace
+            calls.append(("train" if self.training else "infer", len(batch)))
+        return forward(self, batch, background, trace)
+
+    monkeypatch.setattr(TPAR, "forward", counted)
+    row = bench._measure(str(tmp_path / "extrapolation" / "tiny"), 2, 8, {}, 20, "cpu", threads=1, train_batch=7,
+                         infer_batch=9)
+    assert row["queries_timed"] == 20
+    assert [n for k, n in calls if k == "train"] == [7, 7, 7, 6]
+    assert [n for k, n in calls if k == "infer"] == [9, 9, 9, 2]
+    for bad in ({"queries": 4}, {"train_batch": 0}, {"infer_batch": 0}):
+        args = {"queries": 20, "train_batch": 7, "infer_batch": 9} | bad
+        with pytest.raises(ValueError, match="at least 5 questions are timed"):
+            bench._measure(str(tmp_path / "extrapolation" / "tiny"), 2, 8, {}, args.pop("queries"), "cpu", threads=1,
+                           **args)

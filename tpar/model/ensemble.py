@@ -8,8 +8,8 @@ Given n trained checkpoints of one data set (the same relations and data fingerp
    it (:func:`tpar.evaluation.baselines.fit_recurrency`: λ and α per relation, on a seeded subset);
 3. every candidate is scored on the same valid questions in one pass (each member and the prior score each
    batch once; :func:`score_candidates`): each member alone, each member with the prior at every (ε, β) of
-   :data:`EPS_GRID` × :data:`BETA_GRID`, and with several members their ensemble, alone and with the prior
-   (the candidates of ``benchmarks/posthoc_levers.py``);
+   :data:`EPS_GRID` × :data:`BETA_GRID` (or the grids given), and with several members their ensemble, alone and
+   with the prior (the candidates of ``benchmarks/posthoc_levers.py``);
 4. the composite written is the candidate *that uses every member given* with the best valid MRR
    (realistic ties, time-aware filter, both directions) -- the plain ensemble, or the ensemble with the prior
    at its best (ε, β); the other candidates' valid figures are kept in the selection record, test is never
@@ -253,7 +253,8 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
 
 
 def check_grid(values, what: str) -> tuple[float, ...]:
-    """A grid of the prior's ε or β: finite positive numbers, sorted, each once (a :class:`DataError` otherwise)."""
+    """A grid of the prior's ε or β: finite positive numbers, sorted, each once (a :class:`DataError` otherwise,
+    also for two values that print alike to 6 significant digits: candidates are named by them)."""
     out = []
     for v in values:
         try:
@@ -265,4 +266,9 @@ def check_grid(values, what: str) -> tuple[float, ...]:
         out.append(x)
     if not out:
         raise DataError(f"the prior's {what} grid is empty")
-    return tuple(sorted(set(out)))
+    grid = tuple(sorted(set(out)))
+    for a, b in zip(grid, grid[1:]):
+        if f"{a:g}" == f"{b:g}":
+            raise DataError(f"the prior's {what} grid holds {a!r} and {b!r}, which both print as {a:g}: give values "
+                            "that differ within 6 significant digits")
+    return grid

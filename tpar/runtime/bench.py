@@ -83,6 +83,8 @@ def plan(data: str | None = None, data_dir: str | None = None,
 
 #: questions per forward pass in training (the paper's batch sizes are 5-20) and in inference
 TRAIN_BATCH, INFER_BATCH = 5, 16
+#: the fewest questions a measurement times (after its warm-up batch)
+MIN_TIMED = 5
 
 
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
@@ -110,10 +112,13 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     test_q = make_queries(kg.facts("test"), kg.num_relations)
     # a small data set times what it has: at most `queries` (the last batch may be partial), after one warm-up batch
     tb, ib = train_batch, infer_batch
+    if queries < MIN_TIMED or tb < 1 or ib < 1:
+        raise ValueError(f"queries {queries}, batches {tb}/{ib}: at least {MIN_TIMED} questions are timed, in "
+                         "batches of at least 1")
     queries = min(queries, len(train_q) - tb, len(test_q) - ib)
-    if queries < 5:
-        raise ValueError(f"too few questions to time ({len(train_q)} train, {len(test_q)} test; need {tb + 5} and "
-                         f"{ib + 5} for a warm-up batch of {tb} and {ib} and 5 timed)")
+    if queries < MIN_TIMED:
+        raise ValueError(f"too few questions to time ({len(train_q)} train, {len(test_q)} test; need {tb + MIN_TIMED} "
+                         f"and {ib + MIN_TIMED} for a warm-up batch of {tb} and {ib} and {MIN_TIMED} timed)")
     train_q = train_q[torch.from_numpy(rng.choice(len(train_q), queries + tb, replace=False))]
     test_q = test_q[torch.from_numpy(rng.choice(len(test_q), queries + ib, replace=False))]
 
