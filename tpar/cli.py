@@ -918,16 +918,17 @@ def cmd_bench(args) -> int:
 def bench_summary(report: dict) -> str:
     """The benchmark rows as a table (``tpar bench``; ``--json FILE`` keeps every measurement)."""
     m = report.get("machine", {})
+    w = max([40] + [len(str(r.get("propagation", "exact"))) for r in report.get("results", [])])
     lines = [f"machine: {m.get('platform', '?')}, {m.get('cpu_threads', '?')} CPU threads, torch {m.get('torch', '?')}"
              + (f", CUDA {m['cuda']}" if m.get("cuda") else ""), "",
-             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':40s} {'kernel':7s} {'train ms/q':>10s} "
+             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':{w}s} {'kernel':7s} {'train ms/q':>10s} "
              f"{'answers/s':>9s} {'peak MB':>8s} {'batches':>7s} threads"]
     for r in report.get("results", []):
         if "error" in r or "skipped" in r:
             lines.append(f"{r.get('data', '?'):26s} {r.get('L', '?'):>2} {r.get('d', '?'):>4}  "
                          + (f"error: {r['error']}" if "error" in r else f"skipped: {r['skipped']}"))
             continue
-        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):40s} "
+        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):{w}s} "
                      f"{r.get('kernel', '?'):7s} {r['train_ms_per_query']:10.2f} {r['infer_queries_per_s']:9.1f} "
                      f"{r['peak_memory_mb']:8.0f} {str(r.get('train_batch', '?')) + '/' + str(r.get('infer_batch', '?')):>7s} "
                      f"{r.get('threads', '?')}")
@@ -1237,7 +1238,8 @@ def _add_train(sub) -> None:
     sp.add_argument("--num-layers", type=int, help="override L")
     sp.add_argument("--propagation", choices=["sparse", "exact"],
                     help="sparse (the default for a new model whose config names no propagation): the first step "
-                         "exact, then each entity's links nearest the question's time, repeats thinned "
+                         "exact, then each entity's links nearest the question's time, repeats thinned (in "
+                         "extrapolation only the 256 best-scoring entities of each question send) "
                          "(benchmarks/results/propagation.md); exact: every link. The options below refine either")
     sp.add_argument("--history-window", type=int, metavar="W",
                     help="propagation: only links within W time steps of the question's time (0 = exact)")
