@@ -452,10 +452,11 @@ def cmd_ensemble(args) -> int:
         raise DataError("one checkpoint without --prior is that checkpoint: give two or more, or add --prior")
     from tpar.model.ensemble import check_grid
 
-    for flag, values, sym in (("--betas", args.betas, "β"), ("--eps", args.eps, "ε")):
+    grids = {}  # the prior's grids asked for, checked here so that an error names its flag
+    for key, flag, values, sym in (("beta_grid", "--betas", args.betas, "β"), ("eps_grid", "--eps", args.eps, "ε")):
         if values:
             try:
-                check_grid(values, sym)
+                grids[key] = check_grid(values, sym)
             except DataError as e:
                 raise DataError(f"{flag}: {e}") from None
     if len(set(map(str, args.checkpoints))) != len(args.checkpoints):
@@ -473,8 +474,7 @@ def cmd_ensemble(args) -> int:
     composite, report = build_composite(
         kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
         prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
-        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr),
-        **({"eps_grid": tuple(args.eps)} if args.eps else {}), **({"beta_grid": tuple(args.betas)} if args.betas else {}))
+        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr), **grids)
     composite.save(args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,

@@ -51,19 +51,19 @@ def main() -> int:
     for i in args.rows if args.rows is not None else range(len(ROWS)):
         data, layers, dim, options, tb, ib, queries = ROWS[i]
         if args.budget and time.perf_counter() - start > args.budget:
-            results.append({"data": data, "L": layers, "d": dim, "train_batch": tb, "infer_batch": ib,
-                            "skipped": "not run: the call's time budget was spent"})
-            continue
-        t0 = time.perf_counter()
-        rep = run_benchmarks(data_dir=args.data_dir, device=args.device, queries=queries, progress=True,
-                             configs=[(data, layers, dim, options)], threads=args.threads, train_batch=tb,
-                             infer_batch=ib)
-        machine = rep["machine"]
-        row = {**rep["results"][0], "train_batch": tb, "infer_batch": ib, "row_seconds": round(time.perf_counter() - t0, 1)}
+            row = {"data": data, "L": layers, "d": dim, "train_batch": tb, "infer_batch": ib,
+                   "skipped": "not run: the call's time budget was spent"}
+        else:
+            t0 = time.perf_counter()
+            rep = run_benchmarks(data_dir=args.data_dir, device=args.device, queries=queries, progress=True,
+                                 configs=[(data, layers, dim, options)], threads=args.threads, train_batch=tb,
+                                 infer_batch=ib)
+            machine = rep["machine"]
+            row = {**rep["results"][0], "train_batch": tb, "infer_batch": ib,
+                   "row_seconds": round(time.perf_counter() - t0, 1)}
+            print(json.dumps(row), flush=True)
         results.append(row)
-        print(json.dumps(row), flush=True)
-        Path(args.out).write_text(json.dumps({"machine": machine, "results": results}, indent=2))
-    Path(args.out).write_text(json.dumps({"machine": machine, "results": results}, indent=2))
+        Path(args.out).write_text(json.dumps({"machine": machine, "results": results}, indent=2))  # kept if cut short
     return 0
 
 

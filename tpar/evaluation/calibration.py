@@ -231,11 +231,11 @@ def fit_temperature(logits: torch.Tensor, answers: torch.Tensor, tol: float = 1e
     z, finite, answers = z[rows], finite[rows], answers[rows]
     if not len(z):
         return 1.0
-    z = z - torch.where(finite, z, torch.full_like(z, -math.inf)).max(1, keepdim=True).values
+    neg_inf = torch.full_like(z, float("-inf"))
+    z = z - torch.where(finite, z, neg_inf).max(1, keepdim=True).values
     z0 = torch.where(finite, z, torch.zeros_like(z))
     za = torch.where(finite, z, torch.full_like(z, -1e30)).gather(1, answers.long().view(-1, 1)).squeeze(1)
     lo, hi = 1.0 / T_BOUNDS[1], 1.0 / T_BOUNDS[0]
-    neg_inf = torch.full_like(z, float("-inf"))
 
     def loss_grad_hess(beta: float) -> tuple[float, float, float]:
         s = torch.where(finite, beta * z0, neg_inf)
