@@ -21,11 +21,15 @@ class ModelRanker:
         self.model = model.to(self.device).eval()
         self.micro_batch = micro_batch
         self.amp = amp and self.device.type == "cuda"
-        self._bg: tuple[int, Background] | None = None
+        self._bg: tuple[Background, Background] | None = None  # (the caller's background, its copy on device)
 
     def _on_device(self, background: Background) -> Background:
-        if self._bg is None or self._bg[0] != id(background):
-            self._bg = (id(background), background.to(self.device))
+        """``background`` on the ranker's device, moved once while it stays the caller's background. The cache
+        keeps the caller's object itself (compared with ``is``): keyed by ``id()`` alone, a freed background's
+        id reused by the next one (an evaluation in another setting) served the stale copy -- interpolation
+        questions scored on the extrapolation background, or the reverse, a leak of later facts."""
+        if self._bg is None or self._bg[0] is not background:
+            self._bg = (background, background.to(self.device))
         return self._bg[1]
 
     @torch.no_grad()

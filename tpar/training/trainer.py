@@ -249,7 +249,7 @@ class Trainer:
         self.setting = self.run.train.setting  # after a resume: the interrupted run's setting, not the caller's
         self.model.train()
         self.extrap_bg = extrapolation_background(kg, self.setting)
-        self._bg: tuple[int, Background] | None = None
+        self._bg: tuple[Background, Background] | None = None  # (a plan's background, its copy on device)
         self.dist: Dist | None = current_dist()
         self.main = self.dist is None or self.dist.main
         self.t_run = time.perf_counter()
@@ -297,8 +297,10 @@ class Trainer:
                                          ranks=self.dist.world if self.dist else 1)).save(self.out)
 
     def _on_device(self, bg: Background) -> Background:
-        if self._bg is None or self._bg[0] != id(bg):
-            self._bg = (id(bg), bg.to(self.device))
+        """``bg`` on the training device, moved once per background (kept and compared by identity, never by
+        ``id()``, which a freed background's successor can reuse: see ``ModelRanker._on_device``)."""
+        if self._bg is None or self._bg[0] is not bg:
+            self._bg = (bg, bg.to(self.device))
         return self._bg[1]
 
     def _agree(self, *flags: bool) -> tuple[bool, ...]:
