@@ -419,16 +419,20 @@ def cmd_evaluate(args) -> int:
         match = getattr(kg, "match", None)
         if match is not None:
             params["relation_match"] = match.to_dict()
+        # the calibration on this split is gathered from the same scoring pass as the ranks (one pass, not two)
+        collector = (calibration_collector(kg, ranker, ckpt, setting)
+                     if args.split != "valid" and not args.no_calibration and dist is None else None)
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
-                                  max_queries=args.max_queries, seed=args.seed, params=params)
+                                  max_queries=args.max_queries, seed=args.seed, params=params,
+                                  **({"on_scores": collector.keep} if collector is not None else {}))
         print(res.summary())
         if match is not None:
             res.params["all_questions"] = match.all_question_metrics(res, args.split)
             print(res.params["all_questions"]["text"])
         if dist is not None and not dist.main:
             continue
-        if args.split != "valid" and not args.no_calibration and dist is None:
-            res.calibration = calibration_report(kg, ranker, ckpt, setting, args.split)
+        if collector is not None:
+            res.calibration = collector_report(collector)
             print(calibration_text(res.calibration))
         if args.json:
             res.write_json(args.json)
@@ -555,17 +559,23 @@ def store_calibration(path: str, fitted_on, calibration: dict) -> None:
         target.save(path)
 
 
-def calibration_report(kg, ranker, ckpt, setting: str, split: str) -> dict:
-    """The checkpoint's stored calibration of ``setting`` applied to ``split`` (fitted on valid now,
-    and said so, when the checkpoint has none)."""
-    from tpar.evaluation.calibration import calibrate, held_out, stored
+def calibration_collector(kg, ranker, ckpt, setting: str):
+    """A :class:`~tpar.evaluation.calibration.HeldOutCollector` of the checkpoint's stored calibration of
+    ``setting`` (fitted on valid now, and said so, when the checkpoint has none), to pass to an evaluation."""
+    from tpar.evaluation.calibration import HeldOutCollector, calibrate, stored
 
     cal = stored(ckpt.extra, setting)
     source = "stored in the checkpoint"
     if cal is None:
         cal, source = calibrate(kg, ranker, setting, split="valid"), "fitted on valid now (not stored)"
-    out = held_out(kg, ranker, cal, split).to_dict()
-    out["fitted_on"] = {"split": cal.split, "queries": cal.queries, "seed": cal.seed, "source": source}
+    return HeldOutCollector(cal, source)
+
+
+def collector_report(collector) -> dict:
+    """The calibration figures a collector gathered, with where its calibration was fitted."""
+    cal = collector.calibration
+    out = collector.report().to_dict()
+    out["fitted_on"] = {"split": cal.split, "queries": cal.queries, "seed": cal.seed, "source": collector.source}
     return out
 
 

@@ -14,7 +14,7 @@ import palette
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import HeldOutReport, calibrate, held_out, set_size_text, stored
+from tpar.evaluation.calibration import HeldOutCollector, HeldOutReport, calibrate, set_size_text, stored
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -44,7 +44,8 @@ def render() -> None:
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):
-        rankers = {"TPAR": lambda: ModelRanker(ck.build_model(), micro_batch=16)}
+        ranker = ModelRanker(ck.build_model(), micro_batch=16)
+        rankers = {"TPAR": lambda: ranker}
         if with_freq:
             rankers["frequency"] = FrequencyBaseline
         if with_rec:
@@ -55,19 +56,22 @@ def render() -> None:
             text = f"{name}: {done:,} / {total:,} queries" if done else f"{name}: preparing…"
             bar.progress((i + done / total) / len(rankers), text=text)
 
+        # the calibration report rides on TPAR's ranking pass (the split is scored once)
+        collector, source = None, "stored in the checkpoint (fitted on valid)"
         try:
-            results = compare(kg, rankers, setting, split, max_queries=limit, on_progress=tick)
+            if split != "valid":
+                cal = stored(ck.extra, setting)
+                if cal is None and "valid" in kg.splits:
+                    bar.progress(0.0, text="calibrating on valid (the checkpoint stores no calibration)…")
+                    cal, source = calibrate(kg, ranker, setting, split="valid", max_queries=2000), "fitted on valid now"
+                collector = HeldOutCollector(cal, source) if cal is not None else None
+            results = compare(kg, rankers, setting, split, max_queries=limit, on_progress=tick,
+                              on_scores={"TPAR": collector.keep} if collector is not None else None)
         except DataError as e:
             bar.empty()
             st.error(ex.md(e))
             st.stop()
-        bar.progress(1.0, text="calibration…")
-        cal = stored(ck.extra, setting)
-        source = "stored in the checkpoint (fitted on valid)"
-        ranker = ModelRanker(ck.build_model(), micro_batch=16)
-        if cal is None and "valid" in kg.splits and split != "valid":
-            cal, source = calibrate(kg, ranker, setting, split="valid", max_queries=2000), "fitted on valid now"
-        report = held_out(kg, ranker, cal, split, max_queries=limit) if cal is not None and split != "valid" else None
+        report = collector.report() if collector is not None else None
         bar.progress(1.0, text="done")
         ss["eval_results"] = {"key": key, "results": results, "calibration": report, "calibration_source": source}
     done = ss.get("eval_results")

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from tpar.evaluation.calibration import (Calibration, conformal_threshold, filtered_logits, fit_temperature, metrics,
-                                         stored)
+from tpar.evaluation.calibration import (Calibration, conformal_threshold, filtered_logits, fit_temperature, held_out,
+                                         metrics, stored)
 
 
 def synthetic(n: int, E: int, true_t: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -302,3 +302,31 @@ def test_the_temperature_ignores_a_common_offset_and_rows_without_a_finite_logit
     assert fit_temperature(dead, torch.cat([answers, torch.tensor([0, 4, 9])])) == pytest.approx(t, rel=1e-9)
     assert fit_temperature(torch.full((5, 30), float("-inf")), torch.arange(5)) == 1.0
     assert fit_temperature(torch.zeros(0, 30, dtype=torch.float64), torch.zeros(0, dtype=torch.long)) == 1.0
+
+
+def test_evaluate_gathers_ranks_and_calibration_in_one_scoring_pass(tmp_path, monkeypatch, sample_kg,
+                                                                    sample_checkpoint):
+    """`tpar evaluate` on test scores each question once (the calibration figures ride on the ranking pass) and
+    reports what a separate held-out pass computes."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.cli import main
+    from tpar.evaluation.protocol import evaluation_queries
+    from tpar.model.ranker import ModelRanker
+
+    scored = []
+    real = ModelRanker.score
+    monkeypatch.setattr(ModelRanker, "score", lambda self, batch, bg: scored.append(len(batch)) or real(self, batch, bg))
+    out = tmp_path / "e.json"
+    assert main(["evaluate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--setting",
+                 "extrapolation", "--quiet", "--json", str(out)]) == 0
+    n = len(evaluation_queries(sample_kg, "test"))
+    assert sum(scored) == n  # once each: before, the calibration report scored the split a second time
+    block = json.loads(out.read_text())["calibration"]
+    cal = stored(sample_checkpoint.extra, "extrapolation")
+    assert cal is not None and block["fitted_on"]["source"] == "stored in the checkpoint"
+    alone = held_out(sample_kg, ModelRanker(sample_checkpoint.build_model(), "cpu"), cal, "test").to_dict()
+    assert sum(scored) == 2 * n  # the separate pass did score
+    for part in ("before", "after"):
+        for k, v in alone[part].items():
+            assert block[part][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (part, k)
+    assert block["coverage"] == pytest.approx(alone["coverage"]) and block["set_sizes"] == alone["set_sizes"]

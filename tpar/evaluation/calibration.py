@@ -528,48 +528,68 @@ class HeldOutReport:
                 "mean_set_size": self.mean_set_size, "set_sizes": self.set_sizes}
 
 
-def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: str = "test", *,
-             max_queries: int = 0, seed: int = 0) -> HeldOutReport:
-    """Apply ``calibration`` to ``split`` (streamed batch by batch: bounded memory on any split)."""
-    t = calibration.temperature
-    levels = dict(calibration.thresholds)
-    parts: dict[str, list] = {"p_true_1": [], "conf_1": [], "top_1": [], "brier_1": [],
-                              "p_true_t": [], "conf_t": [], "top_t": [], "brier_t": []}
-    covered = {k: 0 for k in levels}
-    sizes: dict[str, list[torch.Tensor]] = {k: [] for k in levels}
-    n = [0]
+class HeldOutCollector:
+    """Calibration figures gathered from an evaluation pass: pass :meth:`keep` as ``on_scores`` to
+    :func:`tpar.evaluation.protocol.evaluate` (the ranks and the calibration then come from one scoring of
+    the split, not two) and read :meth:`report` after. Streams batch by batch: bounded memory on any split."""
 
-    def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+    def __init__(self, calibration: Calibration, source: str = "") -> None:
+        self.calibration = calibration
+        self.source = source  # where the calibration comes from (e.g. "stored in the checkpoint"), for reports
+        self.levels = dict(calibration.thresholds)
+        self.parts: dict[str, list[torch.Tensor]] = {f"{k}_{tag}": [] for tag in ("1", "t")
+                                                     for k in ("p_true", "conf", "top", "brier")}
+        self.covered = {k: 0 for k in self.levels}
+        self.sizes: dict[str, list[torch.Tensor]] = {k: [] for k in self.levels}
+        self.n = 0
+
+    def keep(self, batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        """One batch: scores (B, E) and the time-aware filter's (row, entity) pairs."""
         logits = filtered_logits(scores, rows, cols)
         idx = torch.arange(len(batch))
-        for tag, temp in (("1", 1.0), ("t", t)):
-            p = probabilities(logits, temp, calibration.top_map if tag == "t" else None)
+        for tag, temp in (("1", 1.0), ("t", self.calibration.temperature)):
+            p = probabilities(logits, temp, self.calibration.top_map if tag == "t" else None)
             pt = p[idx, batch.answer]
             conf, top = p.max(1)
-            parts[f"p_true_{tag}"].append(pt)
-            parts[f"conf_{tag}"].append(conf)
-            parts[f"top_{tag}"].append((top == batch.answer).double())
-            parts[f"brier_{tag}"].append((p ** 2).sum(1) - 2 * pt + 1)
+            self.parts[f"p_true_{tag}"].append(pt)
+            self.parts[f"conf_{tag}"].append(conf)
+            self.parts[f"top_{tag}"].append((top == batch.answer).double())
+            self.parts[f"brier_{tag}"].append((p ** 2).sum(1) - 2 * pt + 1)
             if tag == "t":
-                for k, thr in levels.items():
+                for k, thr in self.levels.items():
                     member = p >= thr
-                    covered[k] += int(member[idx, batch.answer].sum())
-                    sizes[k].append(member.sum(1))
-        n[0] += len(batch)
+                    self.covered[k] += int(member[idx, batch.answer].sum())
+                    self.sizes[k].append(member.sum(1))
+        self.n += len(batch)
 
+    def report(self) -> HeldOutReport:
+        """The figures over every batch kept (at least one question)."""
+        if self.n == 0:
+            raise ValueError("no questions were scored for the calibration report")
+        cat = {k: torch.cat(v) for k, v in self.parts.items()}
+        out = {}
+        for tag in ("1", "t"):
+            stats = reliability(cat[f"conf_{tag}"], cat[f"top_{tag}"])
+            ece = ece_of(stats, self.n)
+            out[tag] = (CalibrationMetrics(float(ece), float(cat[f"brier_{tag}"].mean()),
+                                           float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
+                                           float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()),
+                                           self.n), stats)
+        size_stats = {k: set_size_stats(torch.cat(v) if v else torch.zeros(0)) for k, v in self.sizes.items()}
+        return HeldOutReport(out["1"][0], out["t"][0], out["t"][1],
+                             {k: self.covered[k] / self.n for k in self.levels},
+                             {k: size_stats[k]["mean"] for k in self.levels}, self.calibration.temperature,
+                             size_stats)
+
+
+def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: str = "test", *,
+             max_queries: int = 0, seed: int = 0) -> HeldOutReport:
+    """Apply ``calibration`` to ``split`` in a scoring pass of its own (an evaluation that also wants the
+    ranks passes :class:`HeldOutCollector`'s ``keep`` to it instead)."""
+    collector = HeldOutCollector(calibration)
     evaluate(kg, ranker, calibration.setting, split, progress=False, batch_size=64, max_queries=max_queries,
-             seed=seed, on_scores=keep)
-    cat = {k: torch.cat(v) for k, v in parts.items()}
-    out = {}
-    for tag in ("1", "t"):
-        stats = reliability(cat[f"conf_{tag}"], cat[f"top_{tag}"])
-        ece = ece_of(stats, n[0])
-        out[tag] = (CalibrationMetrics(float(ece), float(cat[f"brier_{tag}"].mean()),
-                                       float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
-                                       float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()), n[0]), stats)
-    size_stats = {k: set_size_stats(torch.cat(v) if v else torch.zeros(0)) for k, v in sizes.items()}
-    return HeldOutReport(out["1"][0], out["t"][0], out["t"][1], {k: covered[k] / n[0] for k in levels},
-                         {k: size_stats[k]["mean"] for k in levels}, t, size_stats)
+             seed=seed, on_scores=collector.keep)
+    return collector.report()
 
 
 def stored(extra: dict, setting: str) -> Calibration | None:

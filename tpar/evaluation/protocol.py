@@ -213,10 +213,13 @@ def evaluate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str 
 
 def compare(kg: TemporalKG, rankers: Mapping[str, Callable[[], Ranker]], setting: Setting | str, split: str = "test", *,
             max_queries: int = 0, seed: int = 0, batch_size: int = 128,
-            on_progress: Callable[[str, int, int, int], None] | None = None) -> dict[str, EvaluationResult]:
+            on_progress: Callable[[str, int, int, int], None] | None = None,
+            on_scores: Mapping[str, Callable[[QueryBatch, torch.Tensor, torch.Tensor, torch.Tensor], None]] | None = None,
+            ) -> dict[str, EvaluationResult]:
     """Several rankers on the same queries of one split (same seeded subset for all): each entry of
     ``rankers`` builds its ranker when its turn comes (fitting a baseline may take a while).
-    ``on_progress(name, method index, queries done, total)`` follows the work."""
+    ``on_progress(name, method index, queries done, total)`` follows the work; ``on_scores[name]`` sees
+    that ranker's scores as :func:`evaluate`'s ``on_scores`` does (e.g. a calibration report in the same pass)."""
     results: dict[str, EvaluationResult] = {}
     for i, (name, make) in enumerate(rankers.items()):
         if on_progress:
@@ -228,5 +231,5 @@ def compare(kg: TemporalKG, rankers: Mapping[str, Callable[[], Ranker]], setting
                 on_progress(name, i, done, total)
 
         results[name] = evaluate(kg, ranker, setting, split, progress=False, on_batch=tick, max_queries=max_queries,
-                                 seed=seed, batch_size=batch_size)
+                                 seed=seed, batch_size=batch_size, on_scores=(on_scores or {}).get(name))
     return results
