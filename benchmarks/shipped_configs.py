@@ -37,6 +37,8 @@ I14X = ["--setting", "extrapolation", "--config", f"{CPU}/icews14-extrapolation.
 #: the sparse default of extrapolation until 2026-11-26 (cap 24, repeats once, first step exact), without the top-K
 #: 256 it has since: named in full so the recipes of the models trained with it still build them
 CAP24 = ["--recent-repeats", "1", "--link-cap", "24", "--exact-steps", "1", "--top-k", "0"]
+#: the sparse default of interpolation and unified models until 2026-11-26 (cap 32, repeats once, first step exact)
+CAP32 = ["--recent-repeats", "1", "--link-cap", "32", "--exact-steps", "1", "--top-k", "0"]
 #: name -> (data folder, [(stage, init, train_args, note)], calibrate_args[, ensemble]); the last stage is the
 #: checkpoint, or with an ensemble {"members": [stage names], "args": [...]} the composite of those stages
 RECIPES = {
@@ -79,15 +81,16 @@ RECIPES = {
     "wikidata12k-interpolation": ("interpolation/WIKIDATA12k", [
         ("wd12k-gL5d64", None, ["--setting", "interpolation", "--config", f"{CPU}/yago11k-interpolation.json", "--gate",
                                 "--num-layers", "5", "--dim", "64", "--epochs", "30", "--patience", "6",
-                                "--max-valid-queries", "0"],
-         "the sparse default propagation; the shipped chain's run was stopped by hand in epoch 20 (best valid 34.48 at "
+                                "--max-valid-queries", "0", *CAP32],
+         "the sparse default propagation of interpolation until 2026-11-26 (cap 32); the shipped chain's run was "
+         "stopped by hand in epoch 20 (best valid 34.48 at "
          "epoch 18, two sessions, resumed once); this runs on to epoch 30 or early stopping"),
         ("wd12k-tail", "wd12k-gL5d64", ["--setting", "interpolation", "--lr", "3e-4", "--lr-schedule", "cosine",
                                         "--epochs", "4", "--patience", "4", "--max-valid-queries", "0"],
          "valid 35.01, 35.10, 35.21, 35.04; alone: test 34.82"),
         ("wd12k-s1-gL5d64", None, ["--setting", "interpolation", "--config", f"{CPU}/yago11k-interpolation.json",
                                    "--gate", "--num-layers", "5", "--dim", "64", "--epochs", "30", "--patience", "6",
-                                   "--max-valid-queries", "0", "--train-seed", "1"],
+                                   "--max-valid-queries", "0", "--train-seed", "1", *CAP32],
          "the same recipe with training seed 1; the shipped chain's run was stopped by hand in epoch 16 (best valid "
          "35.09 at epoch 15, two sessions, resumed once); this runs on to epoch 30 or early stopping"),
         ("wd12k-s1-tail", "wd12k-s1-gL5d64", ["--setting", "interpolation", "--lr", "3e-4", "--lr-schedule", "cosine",

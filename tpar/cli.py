@@ -1248,8 +1248,8 @@ def _add_train(sub) -> None:
     sp.add_argument("--num-layers", type=int, help="override L")
     sp.add_argument("--propagation", choices=["sparse", "exact"],
                     help="sparse (the default for a new model whose config names no propagation): the first step "
-                         "exact, then each entity's links nearest the question's time, repeats thinned (in "
-                         "extrapolation only the 256 best-scoring entities of each question send) "
+                         "exact, then each entity's 24 links nearest the question's time, repeats thinned, and "
+                         "only the 256 best-scoring entities of each question send, in every setting "
                          "(benchmarks/results/propagation.md); exact: every link. The options below refine either")
     sp.add_argument("--history-window", type=int, metavar="W",
                     help="propagation: only links within W time steps of the question's time (0 = exact)")

@@ -21,20 +21,21 @@ LRSchedule = Literal["constant", "cosine", "plateau"]
 ACTIVATIONS: tuple[Activation, ...] = get_args(Activation)
 #: the sparse propagation new models train with unless told otherwise (``--propagation exact``): the
 #: first step exact -- every fact of the question's subject, however old -- then each entity sends
-#: along its M links nearest t_q, each repeated fact (s, r, o) once, at its time nearest t_q. M = 24
-#: in extrapolation, 32 in interpolation (and unified models, which answer both): the smallest caps
-#: whose models, trained to convergence on ICEWS14 with the exact models' schedule, matched them
-#: (test MRR 46.43 vs 46.43; 62.44 vs 62.69). M = 16 trailed by 0.52 / 0.80. In extrapolation, since
-#: 2026-11-26, only the K = 256 best-scoring entities of each question send from step 2 on (node pruning:
-#: the frontier holds about half the entities by step 5): trained to convergence, valid 47.71 (exact 47.61,
-#: cap alone 47.43), test 46.22 (exact 46.43), 5.3x cheaper to train than exact and 253 q/s (L=5, d=64,
-#: one thread, one run; the cap alone 3.4x, 133 q/s). benchmarks/results/propagation.md holds every comparison.
+#: along its 24 links nearest t_q, each repeated fact (s, r, o) once, at its time nearest t_q, and only
+#: the K = 256 best-scoring entities of each question send from step 2 on (node pruning: the frontier
+#: holds about half the entities by step 5). One default for every setting since 2026-11-26; trained to
+#: convergence on ICEWS14 with the exact models' schedules: extrapolation valid 47.71 (exact 47.61), test
+#: 46.22 (exact 46.43), 5.0x cheaper to train than exact and 240 q/s (L=5, d=64, one thread, one `tpar
+#: bench` run); interpolation valid 63.93, test 62.72 (exact 62.69; the cap-32 default it replaces 62.44),
+#: 6.4x cheaper to train on the shipped model's shape (`benchmarks/propagation.py probe`). Caps of 16
+#: trailed by 0.52 / 0.80. benchmarks/results/propagation.md holds every comparison.
+SPARSE_DEFAULT: dict = {"recent_repeats": 1, "link_cap": 24, "top_k": 256, "exact_steps": 1}
 SPARSE_PROPAGATION_BY_SETTING: dict[str, dict] = {
-    "extrapolation": {"recent_repeats": 1, "link_cap": 24, "top_k": 256, "exact_steps": 1},
-    "interpolation": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
-    "unified": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
+    "extrapolation": SPARSE_DEFAULT,
+    "interpolation": SPARSE_DEFAULT,
+    "unified": SPARSE_DEFAULT,
 }
-SPARSE_PROPAGATION: dict = SPARSE_PROPAGATION_BY_SETTING["extrapolation"]
+SPARSE_PROPAGATION: dict = SPARSE_DEFAULT
 #: the ModelConfig fields that make up a propagation (all 0 / "score": exact)
 PROPAGATION_FIELDS: tuple[str, ...] = ("history_window", "link_cap", "recent_repeats", "exact_steps", "top_k", "priority")
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
