@@ -66,18 +66,20 @@ OPTIONS = {
     "first-exact+repeats1+cap32": {"recent_repeats": 1, "link_cap": 32, "exact_steps": 1},
     "first-exact+cap32": {"link_cap": 32, "exact_steps": 1},
     "first-exact+repeats1+cap32+topk64": {"recent_repeats": 1, "link_cap": 32, "top_k": 64, "exact_steps": 1},
-    # node pruning on top of the sparse default: after the exact first step, only the K best-scoring entities
-    # of each question send along links (the frontier holds about half the entities by step 5)
+    # node pruning on top of cap 24: after the exact first step, only the K best-scoring entities of each
+    # question send along links (the frontier holds about half the entities by step 5); cap24+topk256 is the
+    # sparse default of every setting since 2026-11-26
     "first-exact+repeats1+cap24+topk256": {"recent_repeats": 1, "link_cap": 24, "top_k": 256, "exact_steps": 1},
     "first-exact+repeats1+cap24+topk512": {"recent_repeats": 1, "link_cap": 24, "top_k": 512, "exact_steps": 1},
     "first-exact+repeats1+cap24+topk1024": {"recent_repeats": 1, "link_cap": 24, "top_k": 1024, "exact_steps": 1},
-    # the same over interpolation's default cap
+    # the same over cap 32 (interpolation's and unified models' default until 2026-11-26)
     "first-exact+repeats1+cap32+topk256": {"recent_repeats": 1, "link_cap": 32, "top_k": 256, "exact_steps": 1},
     "first-exact+repeats1+cap32+topk512": {"recent_repeats": 1, "link_cap": 32, "top_k": 512, "exact_steps": 1},
 }
 #: options screened with `probe` on a trained model (and trained with `tpar train`, recorded with `converged`),
 #: not part of the grid of one-epoch runs
-SCREEN_ONLY = {k for k in OPTIONS if k.startswith(("first-exact+repeats1+cap24+topk", "first-exact+repeats1+cap32+topk")) and OPTIONS[k]["top_k"] >= 256}
+SCREEN_ONLY = {k for k in OPTIONS if k.startswith(("first-exact+repeats1+cap24+topk", "first-exact+repeats1+cap32+topk"))
+               and OPTIONS[k]["top_k"] >= 256}  # cap32+topk64 is a grid run
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"

@@ -420,7 +420,7 @@ def cmd_evaluate(args) -> int:
         if match is not None:
             params["relation_match"] = match.to_dict()
         # the calibration on this split is gathered from the same scoring pass as the ranks (one pass, not two)
-        collector = (calibration_collector(kg, ranker, ckpt, setting)
+        collector = (calibration_collector(kg, ranker, ckpt, setting, args.split)
                      if args.split != "valid" and not args.no_calibration and dist is None else None)
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
                                   max_queries=args.max_queries, seed=args.seed, params=params,
@@ -559,14 +559,23 @@ def store_calibration(path: str, fitted_on, calibration: dict) -> None:
         target.save(path)
 
 
-def calibration_collector(kg, ranker, ckpt, setting: str):
+def calibration_collector(kg, ranker, ckpt, setting: str, split: str):
     """A :class:`~tpar.evaluation.calibration.HeldOutCollector` of the checkpoint's stored calibration of
-    ``setting`` (fitted on valid now, and said so, when the checkpoint has none), to pass to an evaluation."""
+    ``setting`` (fitted on valid now, and said so, when the checkpoint has none), to pass to the evaluation
+    of ``split``. None when there is nothing to gather: ``split`` has no questions (the evaluation then says
+    so, before any calibration is fitted), or no calibration is stored and valid has no questions to fit one
+    on (said on stderr; the ranks are still reported)."""
     from tpar.evaluation.calibration import HeldOutCollector, calibrate, stored
 
+    if not len(kg.facts(split)):
+        return None
     cal = stored(ckpt.extra, setting)
     source = "stored in the checkpoint"
     if cal is None:
+        if not len(kg.facts("valid")):
+            print(f"note: no calibration figures for {setting}: the checkpoint stores no calibration of it and "
+                  f"{kg.name} has no valid questions to fit one on", file=sys.stderr)
+            return None
         cal, source = calibrate(kg, ranker, setting, split="valid"), "fitted on valid now (not stored)"
     return HeldOutCollector(cal, source)
 
@@ -1291,7 +1300,8 @@ def _add_evaluate(sub) -> None:
                     help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
                          "exact: every temporal link, no pruning")
     sp.add_argument("--no-calibration", action="store_true",
-                    help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the split")
+                    help="skip the calibration figures (ECE, Brier, NLL, answer-set coverage) on the questions "
+                         "evaluated (the --max-queries subset when one is given)")
     threads_arg(sp)
     ranking_args(sp)
 

@@ -44,7 +44,7 @@ def render() -> None:
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):
-        ranker = ModelRanker(ck.build_model(), micro_batch=16)
+        ranker = None  # built in the try below: a checkpoint whose weights do not load is an error shown, not a crash
         rankers = {"TPAR": lambda: ranker}
         if with_freq:
             rankers["frequency"] = FrequencyBaseline
@@ -59,9 +59,10 @@ def render() -> None:
         # the calibration report rides on TPAR's ranking pass (the split is scored once)
         collector, source = None, "stored in the checkpoint (fitted on valid)"
         try:
+            ranker = ModelRanker(ck.build_model(), micro_batch=16)
             if split != "valid":
                 cal = stored(ck.extra, setting)
-                if cal is None and "valid" in kg.splits:
+                if cal is None and len(kg.facts("valid")):  # valid may be there but empty (none: no report)
                     bar.progress(0.0, text="calibrating on valid (the checkpoint stores no calibration)…")
                     cal, source = calibrate(kg, ranker, setting, split="valid", max_queries=2000), "fitted on valid now"
                 collector = HeldOutCollector(cal, source) if cal is not None else None
@@ -96,10 +97,11 @@ def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, 
     limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit",
                             persist_state="session", help="A seeded random subset keeps large evaluations short.")
     b1, b2 = st.columns(2)
+    has_valid = bool(len(kg.facts("valid")))  # the split may be there but empty
     with_freq = b1.checkbox("Frequency baseline", value=True, key="eval_freq", persist_state="session")
-    with_rec = b2.checkbox("Recurrency baseline", value="valid" in kg.splits,
+    with_rec = b2.checkbox("Recurrency baseline", value=has_valid,
                            help="Fits its λ and α on the valid split first (unavailable without one).",
-                           disabled="valid" not in kg.splits, key="eval_rec", persist_state="session")
+                           disabled=not has_valid, key="eval_rec", persist_state="session")
     return split, setting, int(limit), with_freq, with_rec
 
 

@@ -330,3 +330,45 @@ def test_evaluate_gathers_ranks_and_calibration_in_one_scoring_pass(tmp_path, mo
         for k, v in alone[part].items():
             assert block[part][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (part, k)
     assert block["coverage"] == pytest.approx(alone["coverage"]) and block["set_sizes"] == alone["set_sizes"]
+
+
+def test_evaluate_reports_calibration_on_the_questions_it_ranks(tmp_path, sample_kg, sample_checkpoint):
+    """With --max-queries the calibration figures are those of the ranked subset (not the whole split), and
+    they are the figures :func:`metrics` gives on that subset's logits -- a check apart from the collector."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.cli import main
+    from tpar.evaluation.calibration import collect
+    from tpar.model.ranker import ModelRanker
+
+    out = tmp_path / "e.json"
+    assert main(["evaluate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--setting",
+                 "extrapolation", "--max-queries", "60", "--seed", "3", "--quiet", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    block = d["calibration"]
+    assert d["num_queries"] == 60 and block["before"]["queries"] == block["after"]["queries"] == 60
+    cal = stored(sample_checkpoint.extra, "extrapolation")
+    logits, answers = collect(sample_kg, ModelRanker(sample_checkpoint.build_model(), "cpu"), "extrapolation", "test",
+                              max_queries=60, seed=3)
+    for part, (temp, top_map) in (("before", (1.0, None)), ("after", (cal.temperature, cal.top_map))):
+        want = metrics(logits, answers, temp, top_map=top_map)[0].to_dict()
+        for k, v in want.items():
+            assert block[part][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (part, k)
+
+
+def test_the_evaluate_command_fits_no_calibration_it_cannot_report(monkeypatch, capsys, sample_kg):
+    """No calibration is fitted on valid for a split without questions (the evaluation refuses it, at once), and
+    a checkpoint without a stored calibration on data without valid questions gets no report, said so, instead
+    of a failed command."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import tpar.evaluation.calibration as calibration
+    from tpar.cli import calibration_collector
+
+    monkeypatch.setattr(calibration, "calibrate", lambda *a, **k: pytest.fail("calibrated on valid"))
+    bare = SimpleNamespace(extra={})  # a checkpoint that stores no calibration
+    no_test = replace(sample_kg, splits={k: v for k, v in sample_kg.splits.items() if k != "test"})
+    assert calibration_collector(no_test, None, bare, "extrapolation", "test") is None
+    no_valid = replace(sample_kg, splits={k: v for k, v in sample_kg.splits.items() if k != "valid"})
+    assert calibration_collector(no_valid, None, bare, "extrapolation", "test") is None
+    assert "no calibration figures for extrapolation" in capsys.readouterr().err
