@@ -924,7 +924,7 @@ def cmd_bench(args) -> int:
     _output(args.json, "JSON file")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet, threads=args.threads, data=args.data,
-                            train_batch=args.train_batch, infer_batch=args.infer_batch)
+                            train_batch=args.train_batch, infer_batch=args.infer_batch, setting=args.setting)
     text = json.dumps(report, indent=2)
     if args.json:
         from tpar.data.outputs import write_text
@@ -940,14 +940,15 @@ def bench_summary(report: dict) -> str:
     w = max([40] + [len(str(r.get("propagation", "exact"))) for r in report.get("results", [])])
     lines = [f"machine: {m.get('platform', '?')}, {m.get('cpu_threads', '?')} CPU threads, torch {m.get('torch', '?')}"
              + (f", CUDA {m['cuda']}" if m.get("cuda") else ""), "",
-             f"{'data':26s} {'L':>2s} {'d':>4s} {'propagation':{w}s} {'kernel':7s} {'train ms/q':>10s} "
+             f"{'data':26s} {'setting':13s} {'L':>2s} {'d':>4s} {'propagation':{w}s} {'kernel':7s} {'train ms/q':>10s} "
              f"{'answers/s':>9s} {'peak MB':>8s} {'batches':>7s} threads"]
     for r in report.get("results", []):
         if "error" in r or "skipped" in r:
-            lines.append(f"{r.get('data', '?'):26s} {r.get('L', '?'):>2} {r.get('d', '?'):>4}  "
+            lines.append(f"{r.get('data', '?'):26s} {r.get('setting', ''):13s} {r.get('L', '?'):>2} {r.get('d', '?'):>4}  "
                          + (f"error: {r['error']}" if "error" in r else f"skipped: {r['skipped']}"))
             continue
-        lines.append(f"{r['data']:26s} {r['L']:2d} {r['d']:4d} {r.get('propagation', 'exact'):{w}s} "
+        lines.append(f"{r['data']:26s} {r.get('setting', 'extrapolation'):13s} {r['L']:2d} {r['d']:4d} "
+                     f"{r.get('propagation', 'exact'):{w}s} "
                      f"{r.get('kernel', '?'):7s} {r['train_ms_per_query']:10.2f} {r['infer_queries_per_s']:9.1f} "
                      f"{r['peak_memory_mb']:8.0f} {str(r.get('train_batch', '?')) + '/' + str(r.get('infer_batch', '?')):>7s} "
                      f"{r.get('threads', '?')}")
@@ -1494,6 +1495,10 @@ def _add_bench(sub) -> None:
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
                     "../shared/datasets, else the sample world)")
     sp.add_argument("--quick", action="store_true", help="one small shape only (L=3, d=32, exact and pruned)")
+    sp.add_argument("--setting", choices=["extrapolation", "interpolation"], default="extrapolation",
+                    help="the setting measured for --data (the benchmark list's interpolation/ folders are always "
+                         "measured in interpolation: training questions over a background of 3/4 of train, test "
+                         "questions over all training facts)")
     sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200, at "
                     "least 5; the last batch may be partial)")
     sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "

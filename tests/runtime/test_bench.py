@@ -71,3 +71,41 @@ def test_bench_times_exactly_the_questions_asked_for_in_batches(tmp_path, monkey
         with pytest.raises(ValueError, match="at least 5 questions are timed"):
             bench._measure(str(tmp_path / "extrapolation" / "tiny"), 2, 8, {}, args.pop("queries"), "cpu", threads=1,
                            **args)
+
+
+def test_bench_measures_interpolation_over_the_interpolation_backgrounds(tmp_path, monkeypatch):
+    """A folder under ``interpolation/`` (or ``setting="interpolation"``) is timed in interpolation: training
+    questions over a background of 3/4 of train (the trainer's draw: no question's fact in it), test questions
+    over the interpolation evaluation background; the row says which setting it measured."""
+    from tpar.graph.background import Background
+    from tpar.runtime import bench
+
+    _, kg = inspect_upload(tiny_world_csv(days=80), "tiny.csv")
+    save_dataset(kg, tmp_path / "interpolation", "tiny")
+    folder = str(tmp_path / "interpolation" / "tiny")
+    assert bench.setting_of("interpolation/tiny") == "interpolation" and bench.setting_of("extrapolation/x") == (
+        "extrapolation") and bench.setting_of(".", "interpolation") == "interpolation"
+    made = []
+    from_facts, for_evaluation = Background.from_facts.__func__, Background.for_evaluation.__func__
+
+    def spy_facts(cls, facts, ne, nr, setting):
+        made.append(("train", str(setting), len(facts)))
+        return from_facts(cls, facts, ne, nr, setting)
+
+    def spy_eval(cls, kg_, setting):
+        made.append(("eval", str(setting), 0))
+        return for_evaluation(cls, kg_, setting)
+
+    monkeypatch.setattr(Background, "from_facts", classmethod(spy_facts))
+    monkeypatch.setattr(Background, "for_evaluation", classmethod(spy_eval))
+    n_train = len(kg.facts("train"))
+    for setting in bench.SETTINGS:
+        made.clear()
+        row = bench._measure(folder, 2, 8, {}, 10, "cpu", threads=1, setting=setting)
+        assert row["setting"] == setting and row["queries_timed"] == 10
+        (_, train_setting, n_bg), (_, eval_setting, _) = [m for m in made if m[0] == "train"][:1] + \
+            [m for m in made if m[0] == "eval"][:1]
+        assert setting in train_setting and setting in eval_setting
+        assert n_bg == (round(0.75 * n_train) if setting == "interpolation" else n_train)
+    with pytest.raises(ValueError, match="one of extrapolation, interpolation"):
+        bench._measure(folder, 2, 8, {}, 10, "cpu", threads=1, setting="unified")

@@ -1,9 +1,12 @@
 """Speed benchmark of the propagation: training ms per query (forward + backward + Adam step),
 inference queries per second, peak memory, and temporal links per query per layer.
 
-Each configuration runs in a fresh process so that its peak memory is its own. Training queries
-come from the training split with the training background (t < t_q); inference queries from the
-test split with the evaluation background (every known fact with t < t_q).
+Each configuration runs in a fresh process so that its peak memory is its own. Extrapolation (the
+default): training queries come from the training split with the training background (t < t_q),
+inference queries from the test split with the evaluation background (every known fact with t < t_q).
+Interpolation (a data folder under ``interpolation/``, or ``setting="interpolation"``): training
+queries are the training facts left out of a background of the other 3/4 (as the trainer draws it),
+inference queries the test split over the training facts, before and after t_q.
 """
 
 from __future__ import annotations
@@ -32,7 +35,16 @@ CONFIGS = [  # (data folder under the benchmark root, L, d, propagation options)
     ("extrapolation/ICEWS14", 3, 64, {"gate": True, **DEFAULT_PRUNING}),
     ("extrapolation/ICEWS18", 5, 64, EXACT),
     ("extrapolation/ICEWS18", 5, 64, DEFAULT_PRUNING),
+    ("interpolation/ICEWS14", 5, 64, EXACT),
+    ("interpolation/ICEWS14", 5, 64, DEFAULT_PRUNING),
 ]
+SETTINGS = ("extrapolation", "interpolation")
+
+
+def setting_of(folder: str, default: str = "extrapolation") -> str:
+    """The setting a configuration's data folder is measured in: ``interpolation/...`` in interpolation,
+    anything else in ``default``."""
+    return "interpolation" if Path(folder).parts[:1] == ("interpolation",) else default
 QUICK = [("extrapolation/ICEWS14", 3, 32, EXACT), ("extrapolation/ICEWS14", 3, 32, DEFAULT_PRUNING)]
 #: the embedded sample world: what ``tpar bench`` measures when no public benchmark is found
 
@@ -88,9 +100,10 @@ MIN_TIMED = 5
 
 
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
-             seed: int = 0, train_batch: int = TRAIN_BATCH, infer_batch: int = INFER_BATCH) -> dict:
+             seed: int = 0, train_batch: int = TRAIN_BATCH, infer_batch: int = INFER_BATCH,
+             setting: str = "extrapolation") -> dict:
     from tpar.graph.background import Background
-    from tpar.model.config import ModelConfig
+    from tpar.model.config import ModelConfig, TrainConfig
     from tpar.model.device import resolve_device
     from tpar.model.kernels import default_kernel, kernel_status
     from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
@@ -106,9 +119,18 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     model = TPAR(cfg).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     rng = np.random.default_rng(seed)
-    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation").to(dev)
-    train_q = make_queries(kg.facts("train"), kg.num_relations)
-    eval_bg = Background.for_evaluation(kg, "extrapolation").to(dev)
+    if setting not in SETTINGS:
+        raise ValueError(f"setting {setting!r}: one of {', '.join(SETTINGS)}")
+    train = kg.facts("train")
+    if setting == "interpolation":  # the trainer's draw: a background of 3/4 of train, questions from the rest
+        perm = rng.permutation(len(train))
+        n_bg = int(round(TrainConfig.background_fraction * len(train)))
+        train_bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, setting).to(dev)
+        train_q = make_queries(train[perm[n_bg:]], kg.num_relations)
+    else:
+        train_bg = Background.from_facts(train, kg.num_entities, kg.num_relations, setting).to(dev)
+        train_q = make_queries(train, kg.num_relations)
+    eval_bg = Background.for_evaluation(kg, setting).to(dev)
     test_q = make_queries(kg.facts("test"), kg.num_relations)
     # a small data set times what it has: at most `queries` (the last batch may be partial), after one warm-up batch
     tb, ib = train_batch, infer_batch
@@ -159,7 +181,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
         links_train = links(train_q[tb:tb + min(queries, 64)], train_bg)
     peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {"data": Path(folder).parent.name + "/" + Path(folder).name, "L": layers, "d": dim,
+    return {"data": Path(folder).parent.name + "/" + Path(folder).name, "setting": setting, "L": layers, "d": dim,
             "propagation": cfg.propagation, "gate": cfg.gate, "propagation_options": {
                 k: getattr(cfg, k) for k in ("history_window", "link_cap", "recent_repeats", "top_k", "exact_steps", "priority")},
             "device": str(dev), "kernel": kernel_status(default_kernel()) if dev.type == "cpu" else "torch",
@@ -184,12 +206,14 @@ def _measure_in_process(args: list) -> dict:
 def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str = "auto", queries: int = 200,
                    progress: bool = True, configs: list[tuple[str, int, int, dict]] | None = None,
                    threads: int = 0, data: str | None = None, train_batch: int = TRAIN_BATCH,
-                   infer_batch: int = INFER_BATCH) -> dict:
+                   infer_batch: int = INFER_BATCH, setting: str = "extrapolation") -> dict:
     """Each configuration in a fresh process (its own peak memory); exact and pruned propagation of
     the same data, L and d run one after the other, so their ratio is taken on one machine state.
     Which data (:func:`plan`): ``data``, else the benchmarks under ``data_dir`` or found, else the
     sample world (the report's ``note`` says so). ``train_batch`` questions per optimiser step and
-    ``infer_batch`` per inference pass (larger batches: fewer kernel launches, the lever on a GPU)."""
+    ``infer_batch`` per inference pass (larger batches: fewer kernel launches, the lever on a GPU).
+    ``setting``: where a configuration's folder does not say (:func:`setting_of`: ``interpolation/...``
+    is measured in interpolation), the setting measured."""
     from tpar.runtime.threads import choose_threads
 
     if configs is not None:
@@ -198,18 +222,18 @@ def run_benchmarks(data_dir: str | None = None, quick: bool = False, device: str
         root, configs, note = plan(data, data_dir, quick)
     results = []
     for folder, layers, dim, options in configs:
-        path = root / folder
+        path, kind = root / folder, setting_of(folder, setting)
         if not path.exists():
-            results.append({"data": folder, "L": layers, "d": dim, "skipped": "data not found"})
+            results.append({"data": folder, "setting": kind, "L": layers, "d": dim, "skipped": "data not found"})
             continue
         if progress:
-            print(f"bench {path if folder == '.' else folder} L={layers} d={dim} {options or 'exact'} "
+            print(f"bench {path if folder == '.' else folder} ({kind}) L={layers} d={dim} {options or 'exact'} "
                   f"(batches {train_batch}/{infer_batch}) ...", flush=True)
         # chosen per measurement, just before it starts: the idle cores unless pinned (tpar.runtime.threads)
         res = _measure_in_process([str(path), layers, dim, options, queries, device, choose_threads(threads), 0,
-                                   train_batch, infer_batch])
+                                   train_batch, infer_batch, kind])
         if "error" in res:
-            res = {"data": folder, "L": layers, "d": dim, **res}
+            res = {"data": folder, "setting": kind, "L": layers, "d": dim, **res}
         results.append(res)
     return {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
