@@ -1,7 +1,7 @@
 """The model ranker and the trainer move a background to their device once and reuse the copy while the caller
 passes the same background -- never a copy of another one.
 
-Both once keyed that copy by ``id(background)``. CPython reuses a freed object's address, so a background made
+Both once keyed that copy by ``id(background)``; both now use ``tpar.graph.background.DeviceCopy``. CPython reuses a freed object's address, so a background made
 right after another was freed (a unified run validates extrapolation, then interpolation, each on a fresh
 background) could carry the old one's id and be served its copy: interpolation questions scored on the
 extrapolation background (seen as a two-process training run's validation MRR differing from one process's).
@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import tpar.graph.background as background_module
 import tpar.model.ranker as ranker_module
 import tpar.training.trainer as trainer_module
 from helpers import small_kg, small_model
@@ -23,8 +24,9 @@ from tpar.model.ranker import ModelRanker
 
 @pytest.fixture
 def colliding_ids(monkeypatch):
-    """Every object has the same id in both modules: what address reuse does to one pair of objects."""
-    for module in (ranker_module, trainer_module):
+    """Every object has the same id where the device copy is kept (``DeviceCopy``) and in its two users: what
+    address reuse does to one pair of objects."""
+    for module in (background_module, ranker_module, trainer_module):
         monkeypatch.setattr(module, "id", lambda obj: 0, raising=False)
 
 

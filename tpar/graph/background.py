@@ -174,3 +174,22 @@ class Background:
         if self.setting is Setting.EXTRAPOLATION:
             return torch.zeros(len(batch), dtype=torch.bool)  # t = t_q is never visible
         return self.index.find(batch.subject, batch.relation, batch.answer, batch.time)
+
+
+class DeviceCopy:
+    """The device copy of the background last asked for, moved once while the caller passes that same object
+    (a ranker scoring batch after batch, a trainer stepping through an epoch's plan).
+
+    It keeps the caller's object and compares with ``is``, never by ``id()``: a freed background's id can be
+    reused by the next one made (an evaluation in the other setting, the next epoch's draw), and an id-keyed
+    cache then served the stale copy -- interpolation questions scored on the extrapolation background, or the
+    reverse, a leak of later facts."""
+
+    def __init__(self, device: str | torch.device) -> None:
+        self.device = device
+        self._last: tuple[Background, Background] | None = None  # (the caller's background, its copy on device)
+
+    def __call__(self, background: Background) -> Background:
+        if self._last is None or self._last[0] is not background:
+            self._last = (background, background.to(self.device))
+        return self._last[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from tpar.graph.background import Background
+from tpar.graph.background import Background, DeviceCopy
 from tpar.graph.queries import QueryBatch
 from tpar.model.device import resolve_device
 from tpar.model.network import TPAR
@@ -21,16 +21,7 @@ class ModelRanker:
         self.model = model.to(self.device).eval()
         self.micro_batch = micro_batch
         self.amp = amp and self.device.type == "cuda"
-        self._bg: tuple[Background, Background] | None = None  # (the caller's background, its copy on device)
-
-    def _on_device(self, background: Background) -> Background:
-        """``background`` on the ranker's device, moved once while it stays the caller's background. The cache
-        keeps the caller's object itself (compared with ``is``): keyed by ``id()`` alone, a freed background's
-        id reused by the next one (an evaluation in another setting) served the stale copy -- interpolation
-        questions scored on the extrapolation background, or the reverse, a leak of later facts."""
-        if self._bg is None or self._bg[0] is not background:
-            self._bg = (background, background.to(self.device))
-        return self._bg[1]
+        self._on_device = DeviceCopy(self.device)
 
     @torch.no_grad()
     def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:

@@ -26,7 +26,7 @@ from tpar.errors import DataError
 from tpar.evaluation.calibration import calibrate
 from tpar.evaluation.protocol import evaluate
 from tpar.evaluation.ranks import RANK_TYPES
-from tpar.graph.background import Background
+from tpar.graph.background import Background, DeviceCopy
 from tpar.graph.queries import settings_of
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
 from tpar.model.config import RunConfig
@@ -249,7 +249,7 @@ class Trainer:
         self.setting = self.run.train.setting  # after a resume: the interrupted run's setting, not the caller's
         self.model.train()
         self.extrap_bg = extrapolation_background(kg, self.setting)
-        self._bg: tuple[Background, Background] | None = None  # (a plan's background, its copy on device)
+        self._on_device = DeviceCopy(self.device)  # each plan's background moved once
         self.dist: Dist | None = current_dist()
         self.main = self.dist is None or self.dist.main
         self.t_run = time.perf_counter()
@@ -295,13 +295,6 @@ class Trainer:
                        metrics={"valid_subset": val},
                        extra=self._extra(best_epoch=self.state.stopping.best_epoch,
                                          ranks=self.dist.world if self.dist else 1)).save(self.out)
-
-    def _on_device(self, bg: Background) -> Background:
-        """``bg`` on the training device, moved once per background (kept and compared by identity, never by
-        ``id()``, which a freed background's successor can reuse: see ``ModelRanker._on_device``)."""
-        if self._bg is None or self._bg[0] is not bg:
-            self._bg = (bg, bg.to(self.device))
-        return self._bg[1]
 
     def _agree(self, *flags: bool) -> tuple[bool, ...]:
         """Every rank of a distributed run takes the same decision (any rank's flag counts)."""
