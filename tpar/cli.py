@@ -1243,8 +1243,9 @@ def _add_train(sub) -> None:
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--init", metavar="CHECKPOINT",
-                    help="warm start: begin with this checkpoint's weights (same model configuration; without "
-                         "--config its configuration is used) and a fresh optimiser. Other data fine-tunes it: "
+                    help="warm start: begin with this checkpoint's weights (same model configuration, but "
+                         "--propagation may change it; without --config its configuration is used) and a fresh "
+                         "optimiser. Other data fine-tunes it: "
                          "relations matched by name (as tpar evaluate matches them), an unmatched one starts fresh")
     sp.add_argument("--epochs", type=int, help="maximum epochs (default: the config's)")
     sp.add_argument("--lr", type=float, help="Adam learning rate (default: the config's)")

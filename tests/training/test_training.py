@@ -400,6 +400,18 @@ def test_warm_start_begins_from_the_checkpoint_and_says_so(world, tmp_path):
         bigger = tiny_run("interpolation")
         bigger.model.dim = 16
         train(kg, bigger, tmp_path / "c.tpar", progress=False, init=first)
+    # the propagation holds no weights: a model trained one way fine-tunes another (here exact -> top-K)
+    from dataclasses import replace
+    pruned = tiny_run("interpolation", epochs=1)
+    pruned.model = replace(pruned.model.with_exact_propagation(), link_cap=3, top_k=4)
+    assert (first.config.model.link_cap, first.config.model.top_k) != (3, 4)
+    res = train(kg, pruned, tmp_path / "e.tpar", progress=False, init=first)
+    assert (res.checkpoint.config.model.link_cap, res.checkpoint.config.model.top_k) == (3, 4)
+    assert res.checkpoint.extra["warm_start"]["config"]["model"]["top_k"] == first.config.model.top_k
+    # ... but a learned priority has weights of its own: refused
+    with pytest.raises(DataError, match="priority 'score' there, 'learned' here"):
+        train(kg, replace(pruned, model=replace(pruned.model, priority="learned")), tmp_path / "f.tpar",
+              progress=False, init=first)
     # data whose relations the model does not cover is refused, naming them
     (tmp_path / "alien.csv").write_text("subject,relation,object,time\n" + "".join(
         f"A{i % 5},trades with,B{i % 7},2024-01-{1 + i % 28:02d}\n" for i in range(80)))

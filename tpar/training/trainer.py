@@ -29,7 +29,7 @@ from tpar.evaluation.ranks import RANK_TYPES
 from tpar.graph.background import Background, DeviceCopy
 from tpar.graph.queries import settings_of
 from tpar.model.checkpoint import Checkpoint, from_model, hardware
-from tpar.model.config import RunConfig
+from tpar.model.config import PROPAGATION_FIELDS, RunConfig
 from tpar.model.device import resolve_device
 from tpar.model.network import TPAR, multiclass_log_loss
 from tpar.model.ranker import ModelRanker
@@ -119,7 +119,10 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     data fine-tunes a model trained elsewhere (TPAR embeds no entities, so only relations must agree): the data's
     relations are matched to the model's by name (:mod:`tpar.data.relation_matching`, refused below its
     coverage), each matched relation starts from its counterpart's embedding, an unmatched one from a fresh one.
-    Refuses another time unit or another model configuration (naming the differing fields)."""
+    Refuses another time unit or another model configuration (naming the differing fields); the propagation
+    (which links each step walks: window, cap, repeats, top-K) may change, since it holds no weights -- training
+    exact and fine-tuning sparse, or the reverse -- but not the priority, whose learned kind has weights of its
+    own."""
     if init.kind != "single":
         raise DataError("a composite model cannot be a warm start (its weights are its members', each a model of "
                         "its own): give one member's checkpoint to --init")
@@ -129,7 +132,8 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     same_data = init.data_fingerprint == kg.fingerprint
     mine, theirs = asdict(run.model), asdict(init.config.model)
     differ = sorted(k for k in set(mine) | set(theirs)
-                    if mine.get(k) != theirs.get(k) and (same_data or k not in DATA_FIELDS))
+                    if mine.get(k) != theirs.get(k) and (same_data or k not in DATA_FIELDS)
+                    and (k not in PROPAGATION_FIELDS or k == "priority"))
     if differ:
         raise DataError("the warm-start checkpoint has another model configuration: "
                         + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ))
