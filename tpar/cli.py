@@ -403,6 +403,7 @@ def cmd_evaluate(args) -> int:
         print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
+    from tpar.evaluation.calibration import held_out_collector
     from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
@@ -420,8 +421,12 @@ def cmd_evaluate(args) -> int:
         if match is not None:
             params["relation_match"] = match.to_dict()
         # the calibration on this split is gathered from the same scoring pass as the ranks (one pass, not two)
-        collector = (calibration_collector(kg, ranker, ckpt, setting, args.split)
-                     if args.split != "valid" and not args.no_calibration and dist is None else None)
+        collector = None
+        if not args.no_calibration and dist is None:
+            collector, note = held_out_collector(kg, ranker, ckpt.extra, setting, args.split, on_fit=lambda: print(
+                f"calibrating {setting} on valid (the checkpoint stores no calibration of it)…", file=sys.stderr))
+            if note:
+                print(f"note: {note}", file=sys.stderr)
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
                                   max_queries=args.max_queries, seed=args.seed, params=params,
                                   **({"on_scores": collector.keep} if collector is not None else {}))
@@ -557,27 +562,6 @@ def store_calibration(path: str, fitted_on, calibration: dict) -> None:
                             "again", file=path)
         target.extra.setdefault("calibration", {}).update(calibration)
         target.save(path)
-
-
-def calibration_collector(kg, ranker, ckpt, setting: str, split: str):
-    """A :class:`~tpar.evaluation.calibration.HeldOutCollector` of the checkpoint's stored calibration of
-    ``setting`` (fitted on valid now, and said so, when the checkpoint has none), to pass to the evaluation
-    of ``split``. None when there is nothing to gather: ``split`` has no questions (the evaluation then says
-    so, before any calibration is fitted), or no calibration is stored and valid has no questions to fit one
-    on (said on stderr; the ranks are still reported)."""
-    from tpar.evaluation.calibration import HeldOutCollector, calibrate, stored
-
-    if not len(kg.facts(split)):
-        return None
-    cal = stored(ckpt.extra, setting)
-    source = "stored in the checkpoint"
-    if cal is None:
-        if not len(kg.facts("valid")):
-            print(f"note: no calibration figures for {setting}: the checkpoint stores no calibration of it and "
-                  f"{kg.name} has no valid questions to fit one on", file=sys.stderr)
-            return None
-        cal, source = calibrate(kg, ranker, setting, split="valid"), "fitted on valid now (not stored)"
-    return HeldOutCollector(cal, source)
 
 
 def collector_report(collector) -> dict:

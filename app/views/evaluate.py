@@ -14,7 +14,7 @@ import palette
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import HeldOutCollector, HeldOutReport, calibrate, set_size_text, stored
+from tpar.evaluation.calibration import HeldOutReport, held_out_collector, set_size_text
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -57,15 +57,10 @@ def render() -> None:
             bar.progress((i + done / total) / len(rankers), text=text)
 
         # the calibration report rides on TPAR's ranking pass (the split is scored once)
-        collector, source = None, "stored in the checkpoint (fitted on valid)"
         try:
             ranker = ModelRanker(ck.build_model(), micro_batch=16)
-            if split != "valid":
-                cal = stored(ck.extra, setting)
-                if cal is None and len(kg.facts("valid")):  # valid may be there but empty (none: no report)
-                    bar.progress(0.0, text="calibrating on valid (the checkpoint stores no calibration)…")
-                    cal, source = calibrate(kg, ranker, setting, split="valid", max_queries=2000), "fitted on valid now"
-                collector = HeldOutCollector(cal, source) if cal is not None else None
+            collector, note = held_out_collector(kg, ranker, ck.extra, setting, split, on_fit=lambda: bar.progress(
+                0.0, text="calibrating on valid (the checkpoint stores no calibration)…"))
             results = compare(kg, rankers, setting, split, max_queries=limit, on_progress=tick,
                               on_scores={"TPAR": collector.keep} if collector is not None else None)
         except DataError as e:
@@ -74,13 +69,15 @@ def render() -> None:
             st.stop()
         report = collector.report() if collector is not None else None
         bar.progress(1.0, text="done")
-        ss["eval_results"] = {"key": key, "results": results, "calibration": report, "calibration_source": source}
+        ss["eval_results"] = {"key": key, "results": results, "calibration": report,
+                              "calibration_source": collector.source if collector is not None else "",
+                              "calibration_note": note}
     done = ss.get("eval_results")
     if not done or done["key"] != key:
         st.info("Choose the options and run the evaluation.")
         st.stop()
     results_ui(done["results"], split, setting, limit)
-    calibration_ui(done.get("calibration"), done.get("calibration_source", ""))
+    calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""))
 
 
 def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, str, int, bool, bool]:
@@ -149,12 +146,13 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
                        file_name="tpar-evaluation.json", mime="application/json")
 
 
-def calibration_ui(report: HeldOutReport | None, source: str) -> None:
+def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") -> None:
     """How often TPAR's probabilities are right: a reliability diagram, ECE / Brier / NLL before and
-    after temperature scaling, and the answer sets' coverage."""
+    after temperature scaling, and the answer sets' coverage (or why there are none: ``note``)."""
     st.subheader("Are the probabilities honest?")
     if report is None:
-        st.info("No calibration: evaluate on the test split of a data set with a valid split.")
+        st.info(ex.md(note[:1].upper() + note[1:] + "." if note else
+                      "No calibration: evaluate on the test split of a data set with a valid split."))
         return
     fig = go.Figure()
     r = report.reliability

@@ -144,7 +144,7 @@ def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsy
     assert main(["evaluate", "--checkpoint", str(tmp_path / "m.tpar"), "--data", str(data), "--quiet",
                  "--json", str(tmp_path / "e.json")]) == 0
     block = json.loads((tmp_path / "e.json").read_text())["calibration"]
-    assert block["temperature"] == cal.temperature and block["fitted_on"]["source"] == "stored in the checkpoint"
+    assert block["temperature"] == cal.temperature and block["fitted_on"]["source"].startswith("stored in the checkpoint (fitted on ")
     for k in ("ece", "brier", "nll"):
         assert k in block["before"] and k in block["after"]
     assert set(block["coverage"]) == {"0.8", "0.9", "0.95"}
@@ -323,7 +323,7 @@ def test_evaluate_gathers_ranks_and_calibration_in_one_scoring_pass(tmp_path, mo
     assert sum(scored) == n  # once each: before, the calibration report scored the split a second time
     block = json.loads(out.read_text())["calibration"]
     cal = stored(sample_checkpoint.extra, "extrapolation")
-    assert cal is not None and block["fitted_on"]["source"] == "stored in the checkpoint"
+    assert cal is not None and block["fitted_on"]["source"].startswith("stored in the checkpoint (fitted on ")
     alone = held_out(sample_kg, ModelRanker(sample_checkpoint.build_model(), "cpu"), cal, "test").to_dict()
     assert sum(scored) == 2 * n  # the separate pass did score
     for part in ("before", "after"):
@@ -355,20 +355,29 @@ def test_evaluate_reports_calibration_on_the_questions_it_ranks(tmp_path, sample
             assert block[part][k] == pytest.approx(v, rel=1e-9, abs=1e-12), (part, k)
 
 
-def test_the_evaluate_command_fits_no_calibration_it_cannot_report(monkeypatch, capsys, sample_kg):
-    """No calibration is fitted on valid for a split without questions (the evaluation refuses it, at once), and
-    a checkpoint without a stored calibration on data without valid questions gets no report, said so, instead
-    of a failed command."""
+def test_no_calibration_is_fitted_that_cannot_be_reported(monkeypatch, sample_kg, sample_checkpoint):
+    """The one rule of the CLI and the app (``held_out_collector``): no calibration is fitted on valid for a
+    split without questions (the evaluation refuses it, at once), none is reported on valid itself (in-sample),
+    and a checkpoint without a stored calibration on data without valid questions gets no report, with the
+    reason, instead of a failed command; a stored one is used, else one is fitted on valid and said so."""
     from dataclasses import replace
-    from types import SimpleNamespace
 
     import tpar.evaluation.calibration as calibration
-    from tpar.cli import calibration_collector
+    from tpar.evaluation.calibration import held_out_collector
 
     monkeypatch.setattr(calibration, "calibrate", lambda *a, **k: pytest.fail("calibrated on valid"))
-    bare = SimpleNamespace(extra={})  # a checkpoint that stores no calibration
     no_test = replace(sample_kg, splits={k: v for k, v in sample_kg.splits.items() if k != "test"})
-    assert calibration_collector(no_test, None, bare, "extrapolation", "test") is None
+    assert held_out_collector(no_test, None, {}, "extrapolation", "test") == (None, "")
     no_valid = replace(sample_kg, splits={k: v for k, v in sample_kg.splits.items() if k != "valid"})
-    assert calibration_collector(no_valid, None, bare, "extrapolation", "test") is None
-    assert "no calibration figures for extrapolation" in capsys.readouterr().err
+    collector, note = held_out_collector(no_valid, None, {}, "extrapolation", "test")
+    assert collector is None and "no calibration figures for extrapolation" in note
+    collector, note = held_out_collector(sample_kg, None, sample_checkpoint.extra, "extrapolation", "valid")
+    assert collector is None and "fitted there" in note
+    collector, note = held_out_collector(sample_kg, None, sample_checkpoint.extra, "extrapolation", "test")
+    assert note == "" and collector.source.startswith("stored in the checkpoint (fitted on ")
+    assert collector.calibration.temperature == stored(sample_checkpoint.extra, "extrapolation").temperature
+    fitted, said = stored(sample_checkpoint.extra, "extrapolation"), []
+    monkeypatch.setattr(calibration, "calibrate", lambda kg, ranker, setting, **k: (said.append(k), fitted)[1])
+    collector, note = held_out_collector(sample_kg, None, {}, "extrapolation", "test", on_fit=lambda: said.append("on"))
+    assert said == ["on", {"split": "valid", "max_queries": calibration.FIT_QUERIES}] and note == ""
+    assert collector.calibration is fitted and "fitted now" in collector.source

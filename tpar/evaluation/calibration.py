@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import torch
 
@@ -599,3 +600,32 @@ def stored(extra: dict, setting: str) -> Calibration | None:
         return Calibration.from_dict(d) if d else None
     except (KeyError, TypeError, ValueError):
         return None
+
+
+#: valid questions a calibration is fitted on when a checkpoint stores none (what training stores by default)
+FIT_QUERIES = 2000
+
+
+def held_out_collector(kg: TemporalKG, ranker: Ranker, extra: dict, setting: str, split: str, *,
+                       on_fit: Callable[[], None] | None = None) -> tuple[HeldOutCollector | None, str]:
+    """What gathers the calibration figures of an evaluation of ``split`` (the CLI's and the app's):
+    a :class:`HeldOutCollector` of the calibration of ``setting`` stored in the checkpoint (``extra``), or,
+    when it stores none, one fitted on :data:`FIT_QUERIES` seeded valid questions now (``on_fit`` is called
+    first, to say so). Returns (collector, note); the collector is None, with the reason in the note, when
+    there is nothing held out to report: ``split`` is valid itself (its figures would be in-sample), or no
+    calibration is stored and valid has no questions to fit one on; or (note empty: the evaluation says so
+    itself, before any calibration is fitted) ``split`` has no questions."""
+    if split == "valid":
+        return None, "no calibration figures on valid: the calibration is fitted there (evaluate test to see them)"
+    if not len(kg.facts(split)):
+        return None, ""
+    cal = stored(extra, setting)
+    if cal is not None:
+        return HeldOutCollector(cal, f"stored in the checkpoint (fitted on {cal.queries:,} {cal.split} questions)"), ""
+    if not len(kg.facts("valid")):
+        return None, (f"no calibration figures for {setting}: the checkpoint stores no calibration of it and "
+                      f"{kg.name} has no valid questions to fit one on")
+    if on_fit is not None:
+        on_fit()
+    cal = calibrate(kg, ranker, setting, split="valid", max_queries=FIT_QUERIES)
+    return HeldOutCollector(cal, f"fitted now on {cal.queries:,} valid questions (the checkpoint stores none)"), ""
