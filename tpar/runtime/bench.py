@@ -109,6 +109,7 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
     from tpar.model.network import TPAR, PropagationTrace, multiclass_log_loss
     from tpar.graph.queries import make_queries
     from tpar.data.loading import load_dataset
+    from tpar.training.plan import interpolation_draw
 
     if threads:
         torch.set_num_threads(threads)
@@ -123,10 +124,8 @@ def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, de
         raise ValueError(f"setting {setting!r}: one of {', '.join(SETTINGS)}")
     train = kg.facts("train")
     if setting == "interpolation":  # the trainer's draw: a background of 3/4 of train, questions from the rest
-        perm = rng.permutation(len(train))
-        n_bg = int(round(TrainConfig.background_fraction * len(train)))
-        train_bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, setting).to(dev)
-        train_q = make_queries(train[perm[n_bg:]], kg.num_relations)
+        train_bg, train_q = interpolation_draw(kg, TrainConfig.background_fraction, rng)
+        train_bg = train_bg.to(dev)
     else:
         train_bg = Background.from_facts(train, kg.num_entities, kg.num_relations, setting).to(dev)
         train_q = make_queries(train, kg.num_relations)

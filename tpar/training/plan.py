@@ -72,6 +72,16 @@ def extrapolation_background(kg: TemporalKG, setting: str) -> Background | None:
     return Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, "extrapolation")
 
 
+def interpolation_draw(kg: TemporalKG, fraction: float, rng: np.random.Generator) -> tuple[Background, QueryBatch]:
+    """One epoch's interpolation split of train: a random ``fraction`` of its facts is the background the
+    questions see (before and after their time), the rest are the questions (both directions)."""
+    train = kg.facts("train")
+    perm = rng.permutation(len(train))
+    n_bg = int(round(fraction * len(train)))
+    bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, "interpolation")
+    return bg, make_queries(train[perm[n_bg:]], kg.num_relations)
+
+
 class EpochPlan:
     """The batches of one epoch, rebuilt deterministically from (seed, epoch) -- so resume can skip
     the batches already done. ``batches``: (kind, first question) in training order, the kinds
@@ -90,10 +100,7 @@ class EpochPlan:
                 bg = extrap_bg
                 q = make_queries(train, kg.num_relations)
             else:
-                perm = rng.permutation(len(train))
-                n_bg = int(round(cfg.background_fraction * len(train)))
-                bg = Background.from_facts(train[perm[:n_bg]], kg.num_entities, kg.num_relations, "interpolation")
-                q = make_queries(train[perm[n_bg:]], kg.num_relations)
+                bg, q = interpolation_draw(kg, cfg.background_fraction, rng)
             pools[kind] = (bg, q)
         budgets = split_budget(cfg.max_train_queries, {k: len(q) for k, (_, q) in pools.items()})
         for kind in kinds:
