@@ -79,7 +79,7 @@ OPTIONS = {
 #: options screened with `probe` on a trained model (and trained with `tpar train`, recorded with `converged`),
 #: not part of the grid of one-epoch runs
 SCREEN_ONLY = {k for k in OPTIONS if k.startswith(("first-exact+repeats1+cap24+topk", "first-exact+repeats1+cap32+topk"))
-               and OPTIONS[k]["top_k"] >= 256}  # cap32+topk64 is a grid run
+               and OPTIONS[k]["top_k"] >= 256} - {"first-exact+repeats1+cap24+topk256"}  # the default is a grid run
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"
