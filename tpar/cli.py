@@ -459,6 +459,8 @@ def cmd_ensemble(args) -> int:
         raise DataError("--betas and --eps are the history prior's grids: add --prior")
     if len(args.checkpoints) < 2 and not args.prior:
         raise DataError("one checkpoint without --prior is that checkpoint: give two or more, or add --prior")
+    if args.weights and len(args.checkpoints) < 2:
+        raise DataError("--weights chooses the models' weights: give two or more checkpoints")
     from tpar.model.ensemble import check_grid
 
     grids = {}  # the prior's grids asked for, checked here so that an error names its flag
@@ -483,16 +485,19 @@ def cmd_ensemble(args) -> int:
     composite, report = build_composite(
         kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
         prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
-        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr), **grids)
+        progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr),
+        weights=args.weights, **grids)
     composite.save(args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
-                          "prior": composite.prior, "valid": report.candidates, "seconds": report.seconds,
+                          "prior": composite.prior, "member_weights": composite.member_weights,
+                          "left_out": report.dropped, "valid": report.candidates, "seconds": report.seconds,
                           "grid_edges": report.grid_edges()}, indent=2))
         return 0
     ranked = sorted(report.candidates.items(), key=lambda kv: -kv[1]["mrr"])
     q = next(iter(report.candidates.values()))["queries"]
-    print(f"valid MRR of the candidates ({q:,} valid questions, realistic; * uses every model):")
+    print(f"valid MRR of the candidates ({q:,} valid questions, realistic; * eligible: "
+          + ("uses every model, or its weights were searched):" if args.weights else "uses every model):"))
     for name, m in ranked[:args.show]:
         print(f"  {'*' if name in report.eligible else ' '} {100 * m['mrr']:6.2f}  {name}")
     if len(ranked) > args.show:
@@ -502,6 +507,8 @@ def cmd_ensemble(args) -> int:
     if other:
         print(f"note: {other[0]} scores higher on valid ({100 * other[1]['mrr']:.2f}) but does not use every model "
               "given; leave the others out to get it")
+    if report.dropped:
+        print(f"note: the weight search gave {', '.join(report.dropped)} weight 0 on valid: left out of the composite")
     if args.prior and composite.prior is None:
         print("note: the history prior did not help on valid: the composite has none")
     edges = report.grid_edges()
@@ -764,7 +771,7 @@ def cmd_explain(args) -> int:
     print(f"  {RANKING_TEXT[e.ranking]}")
     if e.combines:
         print(f"  the ranking combines {e.combines}: {e.formula}; each model's paths are scaled by its weight "
-              "1/(n·T) and paths over the same facts merged")
+              "w/T (1/(n·T) with equal weights) and paths over the same facts merged")
         for m in e.members:
             print(f"    model {m.model} ({m.name}): f {m.score:.4f} × {m.weight:.4f} = {m.contribution:+.4f} "
                   f"(rank {m.rank:g} alone)")
@@ -1322,6 +1329,9 @@ def _add_ensemble(sub) -> None:
     sp.add_argument("--eps", type=float, nargs="+", metavar="E", help="the prior's ε tried on valid "
                     "(default 0.0001 0.001 0.01 0.1)")
     count_arg(sp, "--calibration-queries", 2000, "valid questions the composite's temperature is fitted on (seeded subset; default 2000)")
+    sp.add_argument("--weights", action="store_true",
+                    help="also choose the models' weights on valid (whole numbers 0-4, greedy steps from equal "
+                         "weights; a model weighted 0 is left out); keeps every model's valid scores in memory")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")
 

@@ -87,7 +87,7 @@ def composite_ui(e: Explanation) -> None:
     add up to the score), and how its paths below were merged."""
     n = len(e.members)
     st.info(f"This ranking combines **{ex.md(e.combines)}**: {ex.md(e.formula)}. The paths below are the {n} models' "
-            "own paths, each model's importances scaled by its weight 1/(n·T) and paths over the same facts in the same "
+            "own paths, each model's importances scaled by its weight w/T (1/(n·T) with equal weights) and paths over the same facts in the same "
             "order merged (the *models* column says whose); the history prior is not a path and is listed apart.")
     rows = [{"part": f"model {m.model} ({m.name})", "score": m.score, "weight": m.weight, "adds": m.contribution,
              "rank alone": m.rank, "paths listed": m.paths} for m in e.members]
@@ -98,7 +98,7 @@ def composite_ui(e: Explanation) -> None:
         "part": st.column_config.TextColumn("Part of the score"),
         "score": st.column_config.NumberColumn("Own score", format="%.4f",
                                                help="a model: its f(q, a) (Eq. 9); the prior: ψ, its recurrency score"),
-        "weight": st.column_config.NumberColumn("Weight", format="%.4f", help="1/(n·T): T the model's calibration "
+        "weight": st.column_config.NumberColumn("Weight", format="%.4f", help="w/T (1/(n·T) with equal weights): T the model's calibration "
                                                                            "temperature, n the number of models"),
         "adds": st.column_config.NumberColumn("Adds to S", format="%+.4f",
                                               help="weight × own score; the prior: β·log(1 + ψ/ε). The parts add up "

@@ -324,6 +324,7 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
 @pytest.mark.parametrize("args,why", [
     (["--checkpoints", "A"], "one checkpoint without --prior"),
     (["--checkpoints", "A", "A", "--prior"], "the same checkpoint is given twice"),
+    (["--checkpoints", "A", "--prior", "--weights"], "--weights chooses the models' weights: give two or more"),
     (["--checkpoints", "A", "--betas", "1"], "--betas and --eps are the history prior's grids: add --prior"),
     (["--checkpoints", "A", "--prior", "--betas", "0.4", "-1"], "--betas: the prior's β grid holds -1.0"),
     (["--checkpoints", "A", "--prior", "--eps", "nan"], "--eps: the prior's ε grid holds nan"),
@@ -438,3 +439,75 @@ def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, t
                     "(--betas / --eps widen the grids)")  # ε's grid has one value: no edge
     assert main(cmd + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["grid_edges"] == ["β = 16 is the largest tried"]
+
+
+# ------------------------------------------------------------------------------------------------- weights
+def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_out(kg, tmp_path, monkeypatch):
+    """``weights=True``: the members' weights are searched on valid (a model that adds nothing gets weight 0 and
+    is left out, said so); the composite written ranks as S = Σ w_i f_i/T_i + β·log(1 + ψ/ε) computed from the members' raw
+    outputs; the valid MRR recorded for it is its own; the file (format v2) round-trips its weights; an equal-weight
+    composite keeps format v1; a search that would not fit in memory is refused before any scoring."""
+    from helpers import perturbed_sample_checkpoint
+    from tpar.model import ensemble
+    from tpar.model.composite import COMPOSITE_FORMAT, COMPOSITE_FORMATS
+    from tpar.model.ensemble import build_composite
+
+    paths = [SAMPLE_CHECKPOINT, perturbed_sample_checkpoint(tmp_path / "near.tpar", seed=1, scale=0.05),
+             perturbed_sample_checkpoint(tmp_path / "bad.tpar", seed=2, scale=1.5)]
+    cks = [Checkpoint.load(p) for p in paths]
+    names = [p.name for p in paths]
+    said = []
+    ck, report = build_composite(kg, cks, names, "extrapolation", valid_queries=300, prior_queries=300,
+                                 calibration_queries=300, weights=True, on_step=said.append,
+                                 eps_grid=(0.01, 0.1), beta_grid=(0.2, 0.8))
+    sel = ck.selection
+    assert sel["weights_searched"] and sel["chosen"] == report.chosen and report.chosen.startswith("weighted (")
+    equal = max((k for k in sel["candidates"] if k.startswith("ensemble")), key=lambda k: sel["candidates"][k]["mrr"])
+    assert sel["candidates"][report.chosen]["mrr"] > sel["candidates"][equal]["mrr"]
+    # here the near copy adds least (the damaged one has T ≈ 25, so little say already): it is left out
+    kept = [i for i, n in enumerate(names) if n in ck.member_names]
+    assert report.dropped == sel["left_out"] == [n for n in names if n not in ck.member_names] and report.dropped
+    assert sel["given"] == names and any(f"left out (weight 0): {', '.join(report.dropped)}" in s for s in said)
+    w = ck.member_weights
+    assert len(w) == len(kept) and abs(sum(w) - 1) < 1e-12
+    assert [m.digest for m in ck.members] == [cks[i].digest for i in kept]
+    # the score, from the members' raw outputs
+    queries = evaluation_queries(kg, "valid")[torch.arange(0, 300, 5)]
+    bg = Background.for_evaluation(kg, "extrapolation")
+    rec = ck.prior["recurrency"]
+    psi = RecurrencyBaseline(rec["lambda"], rec["alpha"], {int(r): (v["lambda"], v["alpha"]) for r, v in
+                                                           rec["per_relation"].items()}).score(queries, bg).double()
+    with torch.no_grad():
+        f = [cks[i].build_model()(queries, bg).double() for i in kept]
+        got = ck.build_model()(queries, bg).double()
+    direct = sum(wi * fi / t for wi, fi, t in zip(w, f, ck.temperatures)) + ck.prior["beta"] * torch.log1p(
+        psi / ck.prior["eps"])
+    assert torch.allclose(got, direct, atol=1e-4, rtol=1e-5)
+    assert "weighted" in ck.describe() and f"{w[0]:.3g}·f₁/" in ck.build_model().formula()
+    # its recorded valid MRR is its own, and the file keeps the weights
+    out = tmp_path / "weighted.tpar"
+    ck.save(out)
+    assert torch.load(out, weights_only=True)["format"] == COMPOSITE_FORMAT == COMPOSITE_FORMATS[-1]
+    back = Checkpoint.load(out)
+    assert back.member_weights == w
+    res = evaluate(kg, ModelRanker(back.build_model(), "cpu"), "extrapolation", "valid", batch_size=64,
+                   max_queries=300, seed=0, progress=False)
+    assert res.metrics("realistic").mrr == pytest.approx(sel["candidates"][report.chosen]["mrr"], abs=1e-9)
+    from tpar.model.card import render_composite
+    card = render_composite(back, "weighted.tpar")
+    assert "Σᵢ wᵢ·fᵢ(q, e) / Tᵢ" in card and "weight w; factor w/T" in card and f"{w[0]:.4f}; " in card
+    assert f"left out (weight 0 on valid): `{report.dropped[0]}`" in card and "weights were searched" in card
+    for i, name in enumerate(back.member_names):  # each model's own valid MRR alone, by its number when given
+        alone = sel["candidates"][f"model {names.index(name) + 1}"]["mrr"]
+        assert f"| {i + 1} | `{name}` |" in card and f"| {100 * alone:.2f} |" in card
+    # equal weights: format v1, as every composite written before
+    plain, _ = build_composite(kg, cks[:2], names[:2], "extrapolation", prior=False, valid_queries=100,
+                               calibration_queries=100)
+    plain.save(tmp_path / "plain.tpar")
+    assert torch.load(tmp_path / "plain.tpar", weights_only=True)["format"] == COMPOSITE_FORMATS[0]
+    assert Checkpoint.load(tmp_path / "plain.tpar").member_weights is None
+    # too large to keep in memory: refused at once, naming the way out
+    monkeypatch.setattr(ensemble, "WEIGHT_SEARCH_BYTES", 1000)
+    monkeypatch.setattr(ensemble, "score_candidates", lambda *a, **k: pytest.fail("scored"))
+    with pytest.raises(DataError, match="--valid-queries"):
+        build_composite(kg, cks, names, "extrapolation", weights=True)

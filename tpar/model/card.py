@@ -154,27 +154,37 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     if ckpt.unfinished():
         lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
                       "training.", ""]
+    weighted = ckpt.member_weights is not None
     lines += ["## How it scores", "",
-              "S(q, e) = Σᵢ fᵢ(q, e) / (n·Tᵢ) + β·log(1 + ψ(e | q)/ε): the mean of the models' calibrated "
-              "log-probabilities log softmax(fᵢ/Tᵢ) plus β·log(ε + ψ), up to a constant per question (the softmax "
+              ("S(q, e) = Σᵢ wᵢ·fᵢ(q, e) / Tᵢ + β·log(1 + ψ(e | q)/ε): the weighted mean (weights wᵢ chosen on valid, "
+               "Σ wᵢ = 1) of the models' calibrated " if weighted else
+               "S(q, e) = Σᵢ fᵢ(q, e) / (n·Tᵢ) + β·log(1 + ψ(e | q)/ε): the mean of the models' calibrated ")
+              + "log-probabilities log softmax(fᵢ/Tᵢ) plus β·log(ε + ψ), up to a constant per question (the softmax "
               "normalisers and β·log ε), so it ranks and ties exactly as that mean does (`tpar/model/composite.py`). "
               "fᵢ is model i's score (Eq. 9), Tᵢ its calibration temperature; ψ the recurrency baseline's score (how "
               "often and how recently the candidate already answered the question, plus its share of the relation), "
               "computed on the very background the models see. An entity with no path of any model and ψ = 0 "
               "scores 0.", "",
               "## Models", "",
-              "| model | file | L, d, propagation | T (source) | weight 1/(n·T) | valid MRR alone | test MRR alone | "
-              "training | sha256 |", "|---|---|---|---|---|---|---|---|---|"]
+              "| model | file | L, d, propagation | T (source) | "
+              + ("weight w; factor w/T" if weighted else "weight 1/(n·T)")
+              + " | valid MRR alone | test MRR alone | training | sha256 |", "|---|---|---|---|---|---|---|---|---|"]
     sources = sel.get("temperature_sources", [])
+    given = sel.get("given") or list(ckpt.member_names)  # the selection's candidates number the models given
     for i, (m, t, c) in enumerate(zip(ckpt.members, ckpt.temperatures, model.coefficients)):
-        alone = cands.get(f"model {i + 1}", {}).get("mrr")
+        name = ckpt.member_names[i] if i < len(ckpt.member_names) else "?"
+        j = given.index(name) if name in given else i
+        alone = cands.get(f"model {j + 1}", {}).get("mrr")
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
         lines.append(f"| {i + 1} | `{ckpt.member_names[i] if i < len(ckpt.member_names) else '?'}` | {m.describe()} | "
-                     f"{t:.3f}; {sources[i] if i < len(sources) else '?'} | {c:.4f} | "
+                     f"{t:.3f}; {sources[j] if j < len(sources) else '?'} | "
+                     + (f"{ckpt.member_weights[i]:.4f}; {c:.4f}" if weighted else f"{c:.4f}") + " | "
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
                      f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {m.extra.get('seed', mt.seed)}, "
                      f"{m.extra.get('seconds', 0):.0f} s | `{m.digest[:12]}` |")
+    if sel.get("left_out"):
+        lines.append(f"\nGiven but left out (weight 0 on valid): {', '.join(f'`{n}`' for n in sel['left_out'])}.")
     lines.append("")
     prior = ckpt.prior
     if prior is not None:
@@ -196,7 +206,9 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         sub = f"a seeded subset of {sel['subset']:,}" if sel.get("subset") else "all"
         lines += ["## Selection on valid", "",
                   f"{len(cands)} candidates scored on {sub} valid questions ({q:,}; {sel.get('metric', '')}, seed "
-                  f"{sel.get('seed', '?')}); chosen: **{sel.get('chosen')}**, the best of those that use every model. "
+                  f"{sel.get('seed', '?')}); chosen: **{sel.get('chosen')}**, the best of those that use every model"
+                  + (" or whose weights were searched (whole numbers, greedy steps from equal weights)"
+                     if sel.get("weights_searched") else "") + ". "
                   "Test was never looked at. The ten best (the file keeps all):", "",
                   "| candidate | valid MRR | H@1 | H@10 |", "|---|---|---|---|"]
         lines += [f"| {k}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "

@@ -419,7 +419,7 @@ def read_payload(p: Path) -> dict:
     """The checked payload of a checkpoint file: size and archive bounded before anything is inflated,
     loaded weights-only (no pickled code runs), its ``format`` one this tpar reads (a single model's
     :data:`FORMAT` or a composite's, :mod:`tpar.model.composite`); a :class:`DataError` naming ``p`` else."""
-    from tpar.model.composite import COMPOSITE_FORMAT, COMPOSITE_PREFIX, COMPOSITE_VERSION
+    from tpar.model.composite import COMPOSITE_FORMATS, COMPOSITE_PREFIX, COMPOSITE_VERSION
 
     if not p.is_file():
         raise DataError("checkpoint not found", file=p)
@@ -452,7 +452,7 @@ def read_payload(p: Path) -> dict:
         raise DataError(f"not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})",
                         file=p) from None
     fmt = payload.get("format") if isinstance(payload, dict) else None
-    if isinstance(fmt, str) and fmt not in (FORMAT, COMPOSITE_FORMAT):
+    if isinstance(fmt, str) and fmt not in (FORMAT, *COMPOSITE_FORMATS):
         for prefix, version, what in ((FORMAT_PREFIX, FORMAT_VERSION, "TPAR checkpoint"),
                                       (COMPOSITE_PREFIX, COMPOSITE_VERSION, "TPAR composite model")):
             if fmt.startswith(prefix):
@@ -461,7 +461,7 @@ def read_payload(p: Path) -> dict:
                 raise DataError(f"a {what} of format version {found[:20]!r}, which this tpar "
                                 f"({__version__}, format version {version}) cannot read"
                                 + ("; it was written by a newer tpar: upgrade tpar to load it" if newer else ""), file=p)
-    if fmt not in (FORMAT, COMPOSITE_FORMAT):
+    if fmt not in (FORMAT, *COMPOSITE_FORMATS):
         raise DataError(f"not a TPAR checkpoint (expected format {FORMAT})", file=p)
     return payload
 

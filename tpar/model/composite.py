@@ -2,19 +2,19 @@
 
 For a question q = (s, r, ?, t_q) and a candidate e the composite scores
 
-    S(q, e) = Σ_i f_i(q, e) / (n · T_i)  +  β · log(1 + ψ(e | q) / ε)
+    S(q, e) = Σ_i w_i · f_i(q, e) / T_i  +  β · log(1 + ψ(e | q) / ε)
 
-with f_i the score of member i (paper Eq. 9), T_i > 0 its calibration temperature (fitted on valid), n the
-number of members, ψ the recurrency baseline's score (:class:`tpar.evaluation.baselines.RecurrencyBaseline`:
+with f_i the score of member i (paper Eq. 9), T_i > 0 its calibration temperature (fitted on valid), w_i > 0
+its weight (Σ w_i = 1: 1/n each unless weights were chosen on valid, :mod:`tpar.model.ensemble`), ψ the recurrency baseline's score (:class:`tpar.evaluation.baselines.RecurrencyBaseline`:
 α·ψ_λ + (1 − α)·ξ, how often and how recently e answered (s, r, ?) before, plus its share of r; fitted on
 valid) and ε > 0, β ≥ 0 chosen on valid (:mod:`tpar.model.ensemble`). n = 1 with the prior is a single model
 with the copy mechanism; no prior is a plain ensemble.
 
 **Why this is the ensemble of the calibrated distributions.** Member i's calibrated distribution is Eq. 10's
-softmax at temperature T_i: log p_i(e) = f_i(e)/T_i − log Z_i with Z_i = Σ_e' exp(f_i(e')/T_i). The mean of
-the members' log-probabilities plus the prior's log(ε + ψ) is
+softmax at temperature T_i: log p_i(e) = f_i(e)/T_i − log Z_i with Z_i = Σ_e' exp(f_i(e')/T_i). The weighted
+mean of the members' log-probabilities plus the prior's log(ε + ψ) is
 
-    (1/n) Σ_i log p_i(e) + β·log(ε + ψ(e)) = S(q, e) − (1/n) Σ_i log Z_i + β·log ε,
+    Σ_i w_i log p_i(e) + β·log(ε + ψ(e)) = S(q, e) − Σ_i w_i log Z_i + β·log ε,
 
 and neither Z_i nor β·log ε depends on e: S differs from it by a constant per question, so both rank every
 candidate alike, tie alike (realistic ranks are the same) and give the same softmax (the constant cancels).
@@ -29,7 +29,8 @@ question's own fact (interpolation), exactly as the members do: it sees what the
 **File.** One ``.tpar`` file (format :data:`COMPOSITE_FORMAT`, written by ``torch.save`` with plain data only,
 read with ``weights_only=True``): each member's complete single-checkpoint metadata (configs, relations, time
 axis, history, calibration, seed, its own sha256) and weights under ``members.<i>.``, the temperatures,
-the prior's fitted parameters with ε and β, the selection record (the valid MRR of every candidate tried),
+the member weights when chosen on valid (format version 2; a composite of equal weights keeps version 1, which
+every tpar since the composite reads), the prior's fitted parameters with ε and β, the selection record (the valid MRR of every candidate tried),
 the composite's own calibration (fitted on valid), the data fingerprint and seeds, and a sha256 over all of it.
 Loading (:meth:`CompositeCheckpoint.from_payload`, reached through :meth:`Checkpoint.load`) checks the schema,
 every member's digest and stored numbers, the temperatures, the prior's parameters and the selection's figures.
@@ -54,9 +55,11 @@ from tpar.model.checkpoint import (Checkpoint, _check_meta_schema, atomic_torch_
                                    checked_weights, content_digest, number_problems, stored_number_problems)
 from tpar.model.network import TPAR
 
-#: the composite's file format: "tpar-composite-v<N>"
-COMPOSITE_PREFIX, COMPOSITE_VERSION = "tpar-composite-v", 1
+#: the composite's file format: "tpar-composite-v<N>"; version 2 adds member weights (written only by a composite
+#: whose weights were chosen on valid, so that a tpar reading version 1 only refuses it rather than averaging)
+COMPOSITE_PREFIX, COMPOSITE_VERSION = "tpar-composite-v", 2
 COMPOSITE_FORMAT = f"{COMPOSITE_PREFIX}{COMPOSITE_VERSION}"
+COMPOSITE_FORMATS = tuple(f"{COMPOSITE_PREFIX}{v}" for v in range(1, COMPOSITE_VERSION + 1))
 #: at most this many members (each a full model: the file stays a few MB)
 MAX_MEMBERS = 8
 #: the prior's ε and β must lie in these ranges
@@ -65,7 +68,7 @@ EPS_RANGE, BETA_RANGE = (1e-12, 1e3), (0.0, 1e3)
 
 def combine_scores(f: list[torch.Tensor], coefficients: tuple[float, ...], psi: torch.Tensor | None = None,
                    eps: float = 1.0, beta: float = 0.0) -> torch.Tensor:
-    """S = Σ_i c_i·f_i + β·log(1 + ψ/ε) (the module docstring; c_i = 1/(n·T_i)), (B, E) in the members' dtype.
+    """S = Σ_i c_i·f_i + β·log(1 + ψ/ε) (the module docstring; c_i = w_i/T_i), (B, E) in the members' dtype.
     The one place the sum is computed: the composite model and the selection on valid (:mod:`tpar.model.ensemble`)
     both call it, so what was selected is what ranks."""
     out = coefficients[0] * f[0]
@@ -74,6 +77,21 @@ def combine_scores(f: list[torch.Tensor], coefficients: tuple[float, ...], psi: 
     if psi is not None and beta:
         out = out + prior_term(psi, eps, beta).to(out.device, out.dtype)
     return out
+
+
+def normalised_weights(weights) -> tuple[float, ...]:
+    """w_i / Σ w: the shares a composite stores (the one place they are computed, so that the selection on valid
+    and the saved composite rank with the same floating-point coefficients)."""
+    total = float(sum(weights))
+    return tuple(float(w) / total for w in weights)
+
+
+def member_coefficients(temperatures, weights=None) -> tuple[float, ...]:
+    """c_i of S: 1/(n·T_i) with equal weights (``weights`` None), else w_i/T_i with the stored shares w_i."""
+    if weights is None:
+        n = len(temperatures)
+        return tuple(1.0 / (n * t) for t in temperatures)
+    return tuple(w / t for w, t in zip(weights, temperatures))
 
 
 def prior_term(psi: torch.Tensor, eps: float, beta: float) -> torch.Tensor:
@@ -202,19 +220,28 @@ class CompositeModel(nn.Module):
     Explanations go through each member (:mod:`tpar.reasoning.explanation`): a composite has no single
     propagation to trace."""
 
-    def __init__(self, members: list[TPAR], temperatures: list[float], prior: HistoryPrior | None = None) -> None:
+    def __init__(self, members: list[TPAR], temperatures: list[float], prior: HistoryPrior | None = None,
+                 weights: list[float] | None = None) -> None:
         super().__init__()
         if not members or len(members) != len(temperatures):
             raise ValueError("a composite needs at least one member and one temperature per member")
+        if weights is not None and (len(weights) != len(members) or not all(w > 0 for w in weights)):
+            raise ValueError("a composite needs one positive weight per member")
         self.members = nn.ModuleList(members)
         self.temperatures = tuple(float(t) for t in temperatures)
+        self.weights = None if weights is None else tuple(float(w) for w in weights)  # as stored (Σ = 1)
         self.prior = prior
 
     @property
-    def coefficients(self) -> tuple[float, ...]:
-        """c_i = 1/(n·T_i): each member's weight in S."""
+    def member_weights(self) -> tuple[float, ...]:
+        """w_i (Σ w_i = 1): 1/n each unless chosen on valid."""
         n = len(self.temperatures)
-        return tuple(1.0 / (n * t) for t in self.temperatures)
+        return self.weights if self.weights is not None else tuple(1.0 / n for _ in range(n))
+
+    @property
+    def coefficients(self) -> tuple[float, ...]:
+        """c_i = w_i/T_i: each member's factor in S (:func:`member_coefficients`)."""
+        return member_coefficients(self.temperatures, self.weights)
 
     def parts(self, batch: QueryBatch, background: Background) -> CompositeParts:
         f, reached = [], []
@@ -238,10 +265,15 @@ class CompositeModel(nn.Module):
         return self.scores_and_reach(batch, background, trace)[0]
 
     def formula(self) -> str:
-        """S in symbols with its numbers, e.g. "S = f₁/(2·0.958) + f₂/(2·0.972) + 0.4·log(1 + ψ/0.01)"."""
+        """S in symbols with its numbers, e.g. "S = f₁/(2·0.958) + f₂/(2·0.972) + 0.4·log(1 + ψ/0.01)", or with
+        weights chosen on valid "S = 0.25·f₁/0.958 + 0.75·f₂/0.972 + …"."""
         n = len(self.temperatures)
         sub = "₁₂₃₄₅₆₇₈₉"
-        parts = [f"f{sub[i] if i < 9 else i + 1}/({n}·{t:.3g})" for i, t in enumerate(self.temperatures)]
+        name = [f"f{sub[i] if i < 9 else i + 1}" for i in range(n)]
+        if self.weights is None:
+            parts = [f"{f}/({n}·{t:.3g})" for f, t in zip(name, self.temperatures)]
+        else:
+            parts = [f"{w:.3g}·{f}/{t:.3g}" for f, w, t in zip(name, self.weights, self.temperatures)]
         if self.prior is not None:
             parts.append(f"{self.prior.beta:g}·log(1 + ψ/{self.prior.eps:g})")
         return "S = " + " + ".join(parts)
@@ -260,14 +292,16 @@ class CompositeCheckpoint(Checkpoint):
     prior: dict | None = None          # HistoryPrior.to_dict(), or None: no prior
     selection: dict = field(default_factory=dict)  # how it was chosen on valid (tpar.model.ensemble)
     member_names: list[str] = field(default_factory=list)  # where each member came from (file names)
+    member_weights: list[float] | None = None  # w_i chosen on valid (Σ = 1), or None: 1/n each
 
     kind = "composite"
 
     @classmethod
     def assemble(cls, members: list[Checkpoint], temperatures: list[float], prior: HistoryPrior | None, *,
                  setting: str, selection: dict, member_names: list[str], extra: dict | None = None,
-                 metrics: dict | None = None) -> "CompositeCheckpoint":
-        """A composite of ``members`` (same relations, time axis and data), ready to save."""
+                 metrics: dict | None = None, member_weights: list[float] | None = None) -> "CompositeCheckpoint":
+        """A composite of ``members`` (same relations, time axis and data), ready to save; ``member_weights``:
+        each member's w_i (positive, normalised here), None for 1/n each."""
         if not 1 <= len(members) <= MAX_MEMBERS:
             raise DataError(f"a composite takes 1 to {MAX_MEMBERS} models, not {len(members)}")
         first = members[0]
@@ -288,7 +322,8 @@ class CompositeCheckpoint(Checkpoint):
                  setting=setting, data_name=first.data_name, data_fingerprint=first.data_fingerprint,
                  metrics=dict(metrics or {}), extra=dict(extra or {}), members=list(members),
                  temperatures=[float(t) for t in temperatures], prior=prior.to_dict() if prior is not None else None,
-                 selection=selection, member_names=list(member_names))
+                 selection=selection, member_names=list(member_names),
+                 member_weights=None if member_weights is None else list(normalised_weights(member_weights)))
         ck._check_parts()
         return ck
 
@@ -303,7 +338,7 @@ class CompositeCheckpoint(Checkpoint):
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> CompositeModel:
         """The :class:`CompositeModel` (each member built as :meth:`Checkpoint.build_model` builds it)."""
         return CompositeModel([m.build_model(device, exact_propagation=exact_propagation) for m in self.members],
-                              self.temperatures, self.history_prior()).eval()
+                              self.temperatures, self.history_prior(), self.member_weights).eval()
 
     def _check_shapes(self) -> None:
         for m in self.members:
@@ -313,13 +348,20 @@ class CompositeCheckpoint(Checkpoint):
         """E.g. "composite of 2 models (L=3, d=64; L=3, d=64, cap=24+repeats=1 from step 2) + history prior"."""
         inner = "; ".join(m.describe() for m in self.members)
         n = len(self.members)
-        return (f"composite of {n} model{'s' if n > 1 else ''} ({inner})"
+        return (f"composite of {n} model{'s' if n > 1 else ''} ({inner})" + self._weights_text()
                 + (" + history prior" if self.prior is not None else ""))
+
+    def _weights_text(self) -> str:
+        """", weighted 0.25 / 0.75 on valid" when the weights were chosen, else ""."""
+        if self.member_weights is None:
+            return ""
+        return ", weighted " + " / ".join(f"{w:.2g}" for w in self.member_weights) + " on valid"
 
     def combination_text(self) -> str:
         """What the ranking combines, in words: "2 models and the history prior"."""
         n = len(self.members)
-        return f"{n} model{'s' if n > 1 else ''}" + (" and the history prior" if self.prior is not None else "")
+        return (f"{n} model{'s' if n > 1 else ''}" + self._weights_text()
+                + (" and the history prior" if self.prior is not None else ""))
 
     def unfinished(self) -> str:
         why = [f"model {i}: {m.unfinished()}" for i, m in enumerate(self.members, start=1) if m.unfinished()]
@@ -334,8 +376,9 @@ class CompositeCheckpoint(Checkpoint):
                 mm = m.meta()
                 mm["sha256"] = content_digest(mm, m.weights)
             members.append(mm)
+        weights = {} if self.member_weights is None else {"member_weights": list(self.member_weights)}
         return {"kind": "composite", "members": members, "member_names": list(self.member_names),
-                "temperatures": list(self.temperatures), "prior": self.prior, "selection": self.selection,
+                "temperatures": list(self.temperatures), **weights, "prior": self.prior, "selection": self.selection,
                 "relations": list(self.relations), "time_axis": self.time_axis, "setting": self.setting,
                 "data_name": self.data_name, "data_fingerprint": self.data_fingerprint, "metrics": self.metrics,
                 "extra": self.extra, "version": self.version}
@@ -346,7 +389,8 @@ class CompositeCheckpoint(Checkpoint):
         meta = self.meta()
         meta["sha256"] = content_digest(meta, self.weights)
         self.digest = meta["sha256"]
-        atomic_torch_save({"format": COMPOSITE_FORMAT, "meta": json.dumps(meta),
+        fmt = COMPOSITE_FORMAT if self.member_weights is not None else COMPOSITE_FORMATS[0]  # readers of v1 too
+        atomic_torch_save({"format": fmt, "meta": json.dumps(meta),
                            "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}, path)
 
     @classmethod
@@ -390,6 +434,9 @@ class CompositeCheckpoint(Checkpoint):
                 raise ValueError("one temperature per member is needed")
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise ValueError("member_names must be a list of names")
+            weights_meta = meta.get("member_weights")
+            if (weights_meta is not None) != (payload.get("format") == COMPOSITE_FORMAT):
+                raise ValueError(f"member weights belong to format {COMPOSITE_FORMAT}, and it needs them")
             selection = meta.get("selection", {})
             if not isinstance(selection, dict):
                 raise ValueError("selection must be an object")
@@ -397,7 +444,8 @@ class CompositeCheckpoint(Checkpoint):
                      time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                      data_fingerprint=meta["data_fingerprint"], metrics=meta.get("metrics", {}),
                      extra=meta.get("extra", {}), version=meta.get("version", "?"), members=members,
-                     temperatures=temps, prior=meta.get("prior"), selection=selection, member_names=names)
+                     temperatures=temps, prior=meta.get("prior"), selection=selection, member_names=names,
+                     member_weights=weights_meta)
             ck._check_parts()
             problems = stored_number_problems(meta) + number_problems("selection", selection)
             if problems:
@@ -427,5 +475,11 @@ class CompositeCheckpoint(Checkpoint):
                     math.isfinite(t) and T_BOUNDS[0] <= t <= T_BOUNDS[1]):
                 raise ValueError(f"temperature of model {i} {t!r} is not a finite number in "
                                  f"{T_BOUNDS[0]:g}..{T_BOUNDS[1]:g}")
+        if self.member_weights is not None:
+            w = self.member_weights
+            if not isinstance(w, list) or len(w) != len(self.members) or not all(
+                    not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and 0 < x <= 1
+                    for x in w) or abs(sum(w) - 1) > 1e-6:
+                raise ValueError(f"member weights {str(w)[:80]} are not one positive share per model summing to 1")
         if self.prior is not None:
             HistoryPrior.from_dict(self.prior, len(self.relations))

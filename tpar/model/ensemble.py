@@ -14,6 +14,11 @@ Given n trained checkpoints of one data set (the same relations and data fingerp
    (realistic ties, time-aware filter, both directions) -- the plain ensemble, or the ensemble with the prior
    at its best (ε, β); the other candidates' valid figures are kept in the selection record, test is never
    looked at;
+4b. with ``weights``: the members' weights are searched on the same valid questions (:func:`search_weights`:
+   whole-number weights 0..:data:`MAX_WEIGHT`, greedy steps of one from the equal weights, then the prior's
+   (ε, β) grid again at the weights found), each member's scores kept in memory (at most
+   :data:`WEIGHT_SEARCH_BYTES`); the weighted candidate replaces the equal one only when its valid MRR is higher,
+   and a member whose weight falls to 0 is left out of the composite (said in the report);
 5. the composite's own temperature and answer-set thresholds are fitted on valid
    (:func:`tpar.evaluation.calibration.calibrate`).
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -40,7 +45,8 @@ from tpar.evaluation.ranks import HITS_AT, filtered_ranks
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch, Setting
 from tpar.model.checkpoint import Checkpoint, hardware
-from tpar.model.composite import CompositeCheckpoint, HistoryPrior, combine_scores
+from tpar.model.composite import (CompositeCheckpoint, HistoryPrior, combine_scores, member_coefficients,
+                                  normalised_weights)
 from tpar.model.ranker import ModelRanker
 
 #: the prior's ε and β tried on valid
@@ -48,6 +54,12 @@ EPS_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
 BETA_GRID = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: valid questions the recurrency prior is fitted on (a seeded subset), as benchmarks/posthoc_levers.py fits it
 PRIOR_QUERIES = 5000
+#: the weight search (``weights``): each member's weight a whole number from 0 to this (then normalised)
+MAX_WEIGHT = 4
+#: ... and at most this many greedy steps
+MAX_WEIGHT_STEPS = 24
+#: ... keeping every member's scores (float32) and ψ (float64) of the valid questions in at most this many bytes
+WEIGHT_SEARCH_BYTES = 6 * 2 ** 30
 
 
 @dataclass(frozen=True)
@@ -57,15 +69,23 @@ class Candidate:
     members: tuple[int, ...]
     eps: float | None = None
     beta: float | None = None
+    weights: tuple[int, ...] | None = None  # whole-number weights of ``members`` (searched on valid), or equal
 
     @property
     def name(self) -> str:
-        who = "ensemble" if len(self.members) > 1 else f"model {self.members[0] + 1}"
+        if self.weights is not None:
+            who = "weighted (" + ", ".join(f"{w}×model {i + 1}" for i, w in zip(self.members, self.weights)) + ")"
+        else:
+            who = "ensemble" if len(self.members) > 1 else f"model {self.members[0] + 1}"
         return who + (f" + prior(eps={self.eps:g}, beta={self.beta:g})" if self.eps is not None else "")
 
+    @property
+    def shares(self) -> tuple[float, ...] | None:
+        """The weights a composite of this candidate stores (Σ = 1), None for equal ones."""
+        return normalised_weights(self.weights) if self.weights is not None else None
+
     def scores(self, f: list[torch.Tensor], temperatures: list[float], psi: torch.Tensor | None) -> torch.Tensor:
-        k = len(self.members)
-        coef = tuple(1.0 / (k * temperatures[i]) for i in self.members)
+        coef = member_coefficients([temperatures[i] for i in self.members], self.shares)
         with_prior = self.eps is not None
         return combine_scores([f[i] for i in self.members], coef, psi if with_prior else None,
                               self.eps if with_prior else 1.0, self.beta if with_prior else 0.0)
@@ -100,9 +120,12 @@ class _PartsRanker:
 def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], prior: RecurrencyBaseline | None,
                      cands: list[Candidate], setting: Setting | str, split: str = "valid", *, max_queries: int = 0,
                      seed: int = 0, micro_batch: int = 16, progress: bool = False,
-                     on_batch: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+                     on_batch: Callable[[int, int], None] | None = None,
+                     keep_parts: list | None = None) -> dict[str, dict]:
     """Every candidate's realistic MRR and Hits@k (fractions) on ``split`` (a seeded subset of ``max_queries``
-    when > 0), from one pass in which each member (a TPAR model) and the prior score each batch once."""
+    when > 0), from one pass in which each member (a TPAR model) and the prior score each batch once.
+    ``keep_parts``: a list that receives each batch's (f, ψ, answers, filter rows, filter cols), for
+    :func:`search_weights`."""
     rankers = [ModelRanker(m, "cpu", micro_batch=micro_batch) for m in members]
     parts = _PartsRanker(rankers, prior)
     rr = {c.name: [] for c in cands}
@@ -110,6 +133,8 @@ def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], p
 
     def keep(batch: QueryBatch, _scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
         f, psi = parts.parts
+        if keep_parts is not None:
+            keep_parts.append((f, psi, batch.answer, rows, cols))
         for c in cands:
             o, p = filtered_ranks(c.scores(f, temperatures, psi), batch.answer, rows, cols)
             real = (o + p) / 2
@@ -125,6 +150,76 @@ def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], p
                        **{f"hits@{k}": float(np.concatenate(hits[c.name][k]).mean()) for k in HITS_AT},
                        "queries": res.num_queries}
     return out
+
+
+def cached_figures(cache: list, cand: Candidate, temperatures: list[float]) -> dict:
+    """A candidate's realistic MRR and Hits@k on the questions of ``cache`` (:func:`score_candidates`'
+    ``keep_parts``), computed as :func:`score_candidates` computes them."""
+    rr, hits = [], {k: [] for k in HITS_AT}
+    for f, psi, answer, rows, cols in cache:
+        o, p = filtered_ranks(cand.scores(f, temperatures, psi), answer, rows, cols)
+        real = (o + p) / 2
+        rr.append((1.0 / real).numpy())
+        for k in HITS_AT:
+            hits[k].append((real <= k).numpy())
+    return {"mrr": float(np.concatenate(rr).mean()),
+            **{f"hits@{k}": float(np.concatenate(hits[k]).mean()) for k in HITS_AT},
+            "queries": int(sum(len(a) for _, _, a, _, _ in cache))}
+
+
+def search_weights(cache: list, temperatures: list[float], start: Candidate,
+                   prior_grid: list[tuple[float, float]], say: Callable[[str], None] = lambda text: None
+                   ) -> tuple[Candidate, dict[str, dict]]:
+    """Member weights chosen on the cached valid questions: from ``start`` (the equal ensemble, with or without
+    the prior), each step tries every member's weight one up or one down (whole numbers 0..:data:`MAX_WEIGHT`,
+    not all 0; proportional ones tried once) and keeps the best when it raises the valid MRR; then the prior's
+    (ε, β) of ``prior_grid`` are tried again at the weights found. Returns (the best candidate, the figures of
+    every candidate tried, by name)."""
+    n = len(start.members)
+    tried: dict[str, dict] = {}
+    seen: set[tuple[int, ...]] = set()
+
+    def candidate(w: tuple[int, ...], eps, beta) -> Candidate:
+        idx = tuple(i for i in range(n) if w[i] > 0)
+        return Candidate(idx, eps, beta, tuple(w[i] for i in idx))
+
+    def score(c: Candidate) -> float:
+        if c.name not in tried:
+            tried[c.name] = cached_figures(cache, c, temperatures)
+        return tried[c.name]["mrr"]
+
+    def reduced(w: tuple[int, ...]) -> tuple[int, ...]:
+        g = np.gcd.reduce([x for x in w if x])
+        return tuple(x // g for x in w)
+
+    w = (1,) * n
+    seen.add(w)
+    best = candidate(w, start.eps, start.beta)
+    best_mrr = score(best)
+    for step in range(MAX_WEIGHT_STEPS):
+        moves = []
+        for i in range(n):
+            for d in (1, -1):
+                w2 = list(w)
+                w2[i] += d
+                w2 = tuple(w2)
+                if not (0 <= w2[i] <= MAX_WEIGHT) or not any(w2) or reduced(w2) in seen:
+                    continue
+                seen.add(reduced(w2))
+                moves.append(candidate(w2, start.eps, start.beta))
+        if not moves:
+            break
+        top = max(moves, key=score)
+        if score(top) <= best_mrr:
+            break
+        best, best_mrr = top, score(top)
+        w = tuple(dict(zip(top.members, top.weights)).get(i, 0) for i in range(n))
+        say(f"weights step {step + 1}: {best.name} (valid MRR {100 * best_mrr:.2f})")
+    for eps, beta in prior_grid:
+        c = Candidate(best.members, eps, beta, best.weights)
+        if score(c) > best_mrr:
+            best, best_mrr = c, score(c)
+    return best, tried
 
 
 def member_temperature(ck: Checkpoint, kg: TemporalKG, setting: str, *, max_queries: int = 2000,
@@ -153,6 +248,7 @@ class EnsembleReport:
     beta: float | None = None
     eps_grid: tuple[float, ...] = ()
     beta_grid: tuple[float, ...] = ()
+    dropped: list[str] = field(default_factory=list)  # members the weight search gave weight 0 (left out)
 
     def grid_edges(self) -> list[str]:
         """Where the chosen prior lies on an edge of a grid that has more than one value -- a value beyond it
@@ -181,11 +277,14 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                     prior: bool = True, valid_queries: int = 0, prior_queries: int = PRIOR_QUERIES, seed: int = 0,
                     calibration_queries: int = 2000, progress: bool = False, command: str = "",
                     on_step: Callable[[str], None] | None = None, eps_grid: tuple[float, ...] = EPS_GRID,
-                    beta_grid: tuple[float, ...] = BETA_GRID) -> tuple[CompositeCheckpoint, EnsembleReport]:
+                    beta_grid: tuple[float, ...] = BETA_GRID,
+                    weights: bool = False) -> tuple[CompositeCheckpoint, EnsembleReport]:
     """The composite of ``checkpoints`` chosen on ``kg``'s valid split (the module docstring), and its report.
     Refused (:class:`DataError`) when a checkpoint was not trained on ``kg`` (its valid split would not be the
     one it was selected on) or ``kg`` has no valid facts. ``eps_grid`` / ``beta_grid``: the prior's (ε, β) tried
-    (positive; the report's :meth:`EnsembleReport.grid_edges` says when the choice lies on an edge)."""
+    (positive; the report's :meth:`EnsembleReport.grid_edges` says when the choice lies on an edge). ``weights``:
+    search the members' weights on valid too (step 4b of the module docstring; refused before any scoring when
+    the scores it keeps would pass :data:`WEIGHT_SEARCH_BYTES`)."""
     setting = Setting.parse(setting)
     eps_grid, beta_grid = check_grid(eps_grid, "ε"), check_grid(beta_grid, "β")
     say = on_step or (lambda text: None)
@@ -201,6 +300,17 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                             f"this data ({kg.name}, {kg.fingerprint[:12]}): a composite is chosen on the valid split of "
                             "the data its models were trained on", file=name)
         ck.check_fits(kg)
+    n = len(checkpoints)
+    search = weights and n > 1
+    if search:
+        q = 2 * len(kg.facts("valid"))
+        q = min(q, valid_queries) if valid_queries else q
+        need = q * kg.num_entities * (4 * n + (8 if prior else 0))
+        if need > WEIGHT_SEARCH_BYTES:
+            fits = max(1, int(WEIGHT_SEARCH_BYTES / (kg.num_entities * (4 * n + (8 if prior else 0)))))
+            raise DataError(f"the weight search keeps every model's scores of the {q:,} valid questions in memory: "
+                            f"{need / 2 ** 30:.1f} GB, more than the {WEIGHT_SEARCH_BYTES / 2 ** 30:.0f} GB allowed; "
+                            f"choose on a seeded subset (--valid-queries {fits:,} or fewer) or leave the weights equal")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     temps, sources = [], []
@@ -218,28 +328,48 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
         say(f"history prior: recurrency fitted on {rec.fit_info.get('queries', 0):,} valid questions "
             f"(λ {rec.lmbda:g}, α {rec.alpha:g}, {len(rec.per_relation)} relations with their own)")
     cands = candidates(len(checkpoints), prior, eps_grid, beta_grid)
-    n = len(checkpoints)
     eligible = [c.name for c in cands if len(c.members) == n]
     t0 = time.perf_counter()
     models = [ck.build_model("cpu") for ck in checkpoints]
+    cache: list | None = [] if search else None
     scored = score_candidates(kg, models, temps, rec, cands, setting, "valid", max_queries=valid_queries, seed=seed,
-                              progress=progress)
+                              progress=progress, keep_parts=cache)
     seconds["selection"] = time.perf_counter() - t0
     chosen = max(eligible, key=lambda k: scored[k]["mrr"])
     pick = next(c for c in cands if c.name == chosen)
-    say(f"chosen on valid: {chosen} (MRR {100 * scored[chosen]['mrr']:.2f})")
+    dropped: list[str] = []
+    if search:
+        t0 = time.perf_counter()
+        say(f"searching the models' weights on the same {scored[chosen]['queries']:,} valid questions, from "
+            f"{chosen} (MRR {100 * scored[chosen]['mrr']:.2f})")
+        grid = list(itertools.product(eps_grid, beta_grid)) if prior else []
+        best, tried = search_weights(cache, temps, pick, grid, say)
+        cache.clear()
+        scored.update(tried)
+        eligible += [k for k in tried if k not in eligible]  # a weighted candidate chooses its members itself
+        unequal = best.weights is not None and (len(best.members) < n or len(set(best.weights)) > 1)
+        if unequal and tried[best.name]["mrr"] > scored[chosen]["mrr"]:
+            chosen, pick = best.name, best
+            dropped = [names[i] for i in range(n) if i not in pick.members]
+        seconds["weight_search"] = time.perf_counter() - t0
+    say(f"chosen on valid: {chosen} (MRR {100 * scored[chosen]['mrr']:.2f})"
+        + (f"; left out (weight 0): {', '.join(dropped)}" if dropped else ""))
     history = HistoryPrior(rec, pick.eps, pick.beta) if pick.eps is not None else None
     selection = {"split": "valid", "queries": next(iter(scored.values()))["queries"],
                  "subset": valid_queries or 0, "seed": seed, "metric": "realistic MRR, time-aware filter, both directions",
                  "chosen": chosen, "eligible": "candidates that use every member", "candidates": scored,
                  "eps_grid": list(eps_grid) if prior else [], "beta_grid": list(beta_grid) if prior else [],
-                 "prior_asked": bool(prior),
+                 "prior_asked": bool(prior), "weights_searched": bool(search),
+                 "given": list(names), "left_out": dropped,
                  "temperature_sources": sources}
+    keep = list(pick.members) if pick.weights is not None else list(range(n))
     extra = {"seed": seed, "hardware": hardware(), "command": command,
              "prior_fit": rec.fit_info if rec is not None else None,
-             "member_digests": [ck.digest for ck in checkpoints]}
-    composite = CompositeCheckpoint.assemble(checkpoints, temps, history, setting=setting.value, selection=selection,
-                                             member_names=list(names), extra=extra)
+             "member_digests": [checkpoints[i].digest for i in keep]}
+    composite = CompositeCheckpoint.assemble([checkpoints[i] for i in keep], [temps[i] for i in keep], history,
+                                             setting=setting.value, selection=selection,
+                                             member_names=[names[i] for i in keep], extra=extra,
+                                             member_weights=list(pick.weights) if pick.weights is not None else None)
     t0 = time.perf_counter()
     ranker = ModelRanker(composite.build_model("cpu"), "cpu")
     cal = calibrate(kg, ranker, setting, split="valid", max_queries=calibration_queries, seed=seed)
@@ -249,7 +379,8 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     composite.extra["build_seconds"] = dict(seconds)
     say(f"composite calibrated on {cal.queries:,} valid questions: temperature {cal.temperature:.3f}")
     return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds,
-                                     pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else ())
+                                     pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else (),
+                                     dropped)
 
 
 def check_grid(values, what: str) -> tuple[float, ...]:

@@ -216,7 +216,7 @@ class Decomposition:
                     f"model and no history) = listed paths {self.paths:+.4f} + history prior {self.prior:+.4f} + rest "
                     f"{self.rest:+.4f} (the {n} model{'s' if n > 1 else ''}' {self.links - self.links_on_paths:,} "
                     f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, {unattributed} "
-                    f"{self.residual:+.4f}; every model's share scaled by its weight 1/(n·T))")
+                    f"{self.residual:+.4f}; every model's share scaled by its weight w/T)")
         return (f"f − f₀ = {self.target:.4f} (f₀ = {self.no_evidence_score:.4f}, the score with no evidence) = "
                 f"listed paths {self.paths:+.4f} + rest {self.rest:+.4f} (the {self.links - self.links_on_paths:,} "
                 f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, "
@@ -225,13 +225,13 @@ class Decomposition:
 
 @dataclass
 class MemberShare:
-    """One model of a composite and its part of the answer's score S: ``weight`` c = 1/(n·T) times its own
-    score f (Eq. 9)."""
+    """One model of a composite and its part of the answer's score S: ``weight`` c = w/T (1/(n·T) with equal
+    weights) times its own score f (Eq. 9)."""
 
     model: int                 # 1-based
     name: str                  # where it came from (the file it was combined from)
     temperature: float         # T: its calibration temperature
-    weight: float              # c = 1/(n·T)
+    weight: float              # c = w/T (1/(n·T) with equal weights)
     score: float               # f(q, answer), its own score
     no_evidence_score: float   # f₀: its score with every link off
     rank: float                # the answer's realistic rank by this model alone
@@ -539,7 +539,7 @@ class Explainer:
         :attr:`Explanation.decomposition` adds the rest up to f − f₀.
 
         A composite model (:mod:`tpar.model.composite`) is explained through its members: each member's paths
-        are searched as above, their importances scaled by the member's weight 1/(n·T_i) in the composite score,
+        are searched as above, their importances scaled by the member's weight c_i = w_i/T_i in the composite score,
         and paths walking the same facts in the same order merged (their scaled importances summed); the
         history prior's term is reported apart (:class:`HistoryShare`), and the decomposition adds the merged
         paths, every member's rest and the prior's term up to S − S₀ (:meth:`_explain_composite`)."""
@@ -628,7 +628,7 @@ class Explainer:
     def _explain_composite(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
                            setting: str, num_paths: int, beam: int | None, simple: bool, importance: str, steps: int,
                            max_steps: int, top_facts: int, measure_facts: int, ranking: str) -> Explanation:
-        """A composite's explanation. Its score is S = Σ_i c_i·f_i + P with c_i = 1/(n·T_i) and P = β·log(1 + ψ/ε)
+        """A composite's explanation. Its score is S = Σ_i c_i·f_i + P with c_i = w_i/T_i (w_i = 1/n unless chosen on valid) and P = β·log(1 + ψ/ε)
         (:mod:`tpar.model.composite`), a linear combination, so: every member's path importances (Eq. 14 or
         integrated, ranked by the member's own marginals: no link of a member counted twice) are scaled by c_i;
         paths with the same facts in the same order are merged, their scaled importances summed, and the
