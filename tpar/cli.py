@@ -489,8 +489,9 @@ def cmd_ensemble(args) -> int:
         weights=args.weights, **grids)
     composite.save(args.out)
     if args.json:
-        print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": report.temperatures,
-                          "prior": composite.prior, "member_weights": composite.member_weights,
+        print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": composite.temperatures,
+                          "prior": composite.prior, "members": composite.member_names,
+                          "member_weights": composite.member_weights,
                           "left_out": report.dropped, "valid": report.candidates, "seconds": report.seconds,
                           "grid_edges": report.grid_edges()}, indent=2))
         return 0

@@ -98,8 +98,9 @@ def composite_ui(e: Explanation) -> None:
         "part": st.column_config.TextColumn("Part of the score"),
         "score": st.column_config.NumberColumn("Own score", format="%.4f",
                                                help="a model: its f(q, a) (Eq. 9); the prior: ψ, its recurrency score"),
-        "weight": st.column_config.NumberColumn("Weight", format="%.4f", help="w/T (1/(n·T) with equal weights): T the model's calibration "
-                                                                           "temperature, n the number of models"),
+        "weight": st.column_config.NumberColumn("Weight", format="%.4f", help="w/T (1/(n·T) with equal weights): w the model's weight "
+                                                                           "chosen on valid (1/n unless chosen), T its "
+                                                                           "calibration temperature, n the number of models"),
         "adds": st.column_config.NumberColumn("Adds to S", format="%+.4f",
                                               help="weight × own score; the prior: β·log(1 + ψ/ε). The parts add up "
                                                    "to the composite score S"),

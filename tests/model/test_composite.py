@@ -466,6 +466,7 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
     assert sel["candidates"][report.chosen]["mrr"] > sel["candidates"][equal]["mrr"]
     # here the near copy adds least (the damaged one has T ≈ 25, so little say already): it is left out
     kept = [i for i, n in enumerate(names) if n in ck.member_names]
+    assert sel["kept"] == kept  # by position: the card numbers each member as given, whatever its file name
     assert report.dropped == sel["left_out"] == [n for n in names if n not in ck.member_names] and report.dropped
     assert sel["given"] == names and any(f"left out (weight 0): {', '.join(report.dropped)}" in s for s in said)
     w = ck.member_weights
@@ -511,3 +512,65 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
     monkeypatch.setattr(ensemble, "score_candidates", lambda *a, **k: pytest.fail("scored"))
     with pytest.raises(DataError, match="--valid-queries"):
         build_composite(kg, cks, names, "extrapolation", weights=True)
+
+
+@pytest.mark.parametrize("weights,fmt,why", [
+    ([0.25, 0.75], "v1", "member weights belong to format"),           # weights a v1 reader would ignore
+    (None, "v2", "member weights belong to format"),                   # v2 without its weights
+    ([float("nan"), 0.5], "v2", "member weights"),
+    ([-0.25, 1.25], "v2", "member weights"),
+    ([0.0, 1.0], "v2", "member weights"),
+    ([1.0], "v2", "member weights"),
+    ([0.25, 0.25, 0.5], "v2", "member weights"),
+    ([True, False], "v2", "member weights"),
+    ([0.3, 0.3], "v2", "member weights"),
+    ({"0": 0.5, "1": 0.5}, "v2", "member weights"),
+    (["0.5", "0.5"], "v2", "member weights"),
+    ([float("inf"), 0.5], "v2", "member weights"),
+])
+def test_a_tampered_weighted_composite_is_refused(sample_composite, tmp_path, weights, fmt, why):
+    """v1 files never carry weights and v2 files always do; the weights are one finite positive share per model
+    summing to 1 (no NaN, infinity, bool, string, or missing/extra share), else the file is refused by name."""
+    from tpar.model.composite import COMPOSITE_FORMATS
+
+    def edit(p):
+        meta = json.loads(p["meta"])
+        if weights is not None:
+            meta["member_weights"] = weights
+        p["meta"] = json.dumps(meta)
+        p["format"] = COMPOSITE_FORMATS[0 if fmt == "v1" else 1]
+    bad = _tamper_payload(sample_composite, tmp_path / "bad.tpar", edit)
+    with pytest.raises(DataError, match=why):
+        Checkpoint.load(bad)
+
+
+def test_a_v2_file_with_good_weights_loads_and_ranks_with_them(sample_composite, tmp_path, kg):
+    from tpar.model.composite import COMPOSITE_FORMATS
+
+    def edit(p):
+        meta = json.loads(p["meta"])
+        meta["member_weights"] = [0.25, 0.75]
+        p["meta"] = json.dumps(meta)
+        p["format"] = COMPOSITE_FORMATS[1]
+    ck = Checkpoint.load(_tamper_payload(sample_composite, tmp_path / "w.tpar", edit))
+    assert ck.member_weights == [0.25, 0.75]
+    assert ck.build_model().coefficients == (0.25 / ck.temperatures[0], 0.75 / ck.temperatures[1])
+    plain = Checkpoint.load(sample_composite)
+    assert plain.member_weights is None and torch.load(sample_composite, weights_only=True)["format"] == COMPOSITE_FORMATS[0]
+
+
+def test_the_card_numbers_each_model_as_given_even_when_two_files_share_a_name(composite):
+    """Members are named by file name (``runs/a/best.tpar`` and ``runs/b/best.tpar`` are both ``best.tpar``): each
+    row of the card shows its own model's valid MRR alone and temperature source, not the first namesake's."""
+    from dataclasses import replace
+
+    from tpar.model.card import render_composite
+
+    sel = json.loads(json.dumps(composite.selection))
+    sel["candidates"]["model 1"]["mrr"], sel["candidates"]["model 2"]["mrr"] = 0.1111, 0.2222
+    sel["temperature_sources"] = ["source one", "source two"]
+    for extra in ({}, {"given": ["best.tpar", "best.tpar"], "left_out": []}):
+        twins = replace(composite, member_names=["best.tpar", "best.tpar"], selection={**sel, **extra})
+        card = render_composite(twins, "twins.tpar")
+        row = [line for line in card.splitlines() if line.startswith("| 2 | `best.tpar` |")]
+        assert len(row) == 1 and "| 22.22 |" in row[0] and "source two" in row[0], row

@@ -546,3 +546,31 @@ def test_a_cancelled_run_is_marked_unfinished_wherever_it_is_listed(world, tmp_p
     assert done.unfinished() == "" and "Unfinished" not in render(done, "done")
     infos = {i.name: i for i in find_checkpoints([tmp_path])[0]}
     assert infos["cut"].summary().endswith(" — UNFINISHED: " + why) and infos["done"].marker() == ""
+
+
+def test_a_warm_start_refuses_to_add_or_drop_a_learned_priority(world):
+    """The propagation may change in a warm start, but a learned priority's weights exist only with top-K: turning
+    top-K on or off under ``priority="learned"`` would leave weights with no home (or none to start from), so it is
+    refused as a configuration change (a DataError naming it), not a failed ``load_state_dict``."""
+    from dataclasses import replace
+
+    from tpar.model.checkpoint import from_model
+    from tpar.model.network import TPAR
+    from tpar.training.trainer import warm_start_model
+
+    kg = load_dataset(world)
+    run = tiny_run("interpolation")
+    run.model = replace(run.model.with_exact_propagation(), num_relations=kg.num_relations, top_k=4,
+                        priority="learned")
+    learned = from_model(TPAR(run.model), run, kg, "interpolation")
+    for top_k in (0, 3):  # off: the learned priority's weights have no home; another K: fine
+        other = replace(run, model=replace(run.model, top_k=top_k))
+        if top_k:
+            warm_start_model(learned, kg, other, torch.device("cpu"))
+        else:
+            with pytest.raises(DataError, match="top_k 4 there, 0 here"):
+                warm_start_model(learned, kg, other, torch.device("cpu"))
+    # and the reverse: no learned priority there (top-K off), one here
+    off = replace(run, model=replace(run.model, top_k=0))
+    with pytest.raises(DataError, match="top_k 0 there, 4 here"):
+        warm_start_model(from_model(TPAR(off.model), off, kg, "interpolation"), kg, run, torch.device("cpu"))

@@ -170,10 +170,14 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
               + ("weight w; factor w/T" if weighted else "weight 1/(n·T)")
               + " | valid MRR alone | test MRR alone | training | sha256 |", "|---|---|---|---|---|---|---|---|---|"]
     sources = sel.get("temperature_sources", [])
-    given = sel.get("given") or list(ckpt.member_names)  # the selection's candidates number the models given
+    # the selection's candidates number the models given: member i is given model kept[i] (all kept unless the
+    # weight search left some out; by position, not by file name -- two runs' files may share one)
+    kept = sel.get("kept")
+    if not (isinstance(kept, list) and len(kept) == len(ckpt.members)
+            and all(isinstance(j, int) and not isinstance(j, bool) and j >= 0 for j in kept)):
+        kept = list(range(len(ckpt.members)))
     for i, (m, t, c) in enumerate(zip(ckpt.members, ckpt.temperatures, model.coefficients)):
-        name = ckpt.member_names[i] if i < len(ckpt.member_names) else "?"
-        j = given.index(name) if name in given else i
+        j = kept[i]
         alone = cands.get(f"model {j + 1}", {}).get("mrr")
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train

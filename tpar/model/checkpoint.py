@@ -343,7 +343,7 @@ class Checkpoint:
         :class:`~tpar.model.composite.CompositeCheckpoint`, verified the same way, member by member."""
         p = Path(path)
         payload = read_payload(p)
-        if payload["format"] != FORMAT:  # the one other format read_payload lets through
+        if payload["format"] != FORMAT:  # the other formats read_payload lets through: a composite's
             from tpar.model.composite import CompositeCheckpoint
 
             if with_state:

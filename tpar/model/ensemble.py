@@ -300,17 +300,9 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                             f"this data ({kg.name}, {kg.fingerprint[:12]}): a composite is chosen on the valid split of "
                             "the data its models were trained on", file=name)
         ck.check_fits(kg)
-    n = len(checkpoints)
-    search = weights and n > 1
+    n, search = len(checkpoints), weights and len(checkpoints) > 1
     if search:
-        q = 2 * len(kg.facts("valid"))
-        q = min(q, valid_queries) if valid_queries else q
-        need = q * kg.num_entities * (4 * n + (8 if prior else 0))
-        if need > WEIGHT_SEARCH_BYTES:
-            fits = max(1, int(WEIGHT_SEARCH_BYTES / (kg.num_entities * (4 * n + (8 if prior else 0)))))
-            raise DataError(f"the weight search keeps every model's scores of the {q:,} valid questions in memory: "
-                            f"{need / 2 ** 30:.1f} GB, more than the {WEIGHT_SEARCH_BYTES / 2 ** 30:.0f} GB allowed; "
-                            f"choose on a seeded subset (--valid-queries {fits:,} or fewer) or leave the weights equal")
+        check_search_memory(kg, n, prior, valid_queries)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     temps, sources = [], []
@@ -330,10 +322,9 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     cands = candidates(len(checkpoints), prior, eps_grid, beta_grid)
     eligible = [c.name for c in cands if len(c.members) == n]
     t0 = time.perf_counter()
-    models = [ck.build_model("cpu") for ck in checkpoints]
-    cache: list | None = [] if search else None
-    scored = score_candidates(kg, models, temps, rec, cands, setting, "valid", max_queries=valid_queries, seed=seed,
-                              progress=progress, keep_parts=cache)
+    cache: list | None = [] if search else None  # each batch's scores, for the weight search
+    scored = score_candidates(kg, [ck.build_model("cpu") for ck in checkpoints], temps, rec, cands, setting, "valid",
+                              max_queries=valid_queries, seed=seed, progress=progress, keep_parts=cache)
     seconds["selection"] = time.perf_counter() - t0
     chosen = max(eligible, key=lambda k: scored[k]["mrr"])
     pick = next(c for c in cands if c.name == chosen)
@@ -355,14 +346,15 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     say(f"chosen on valid: {chosen} (MRR {100 * scored[chosen]['mrr']:.2f})"
         + (f"; left out (weight 0): {', '.join(dropped)}" if dropped else ""))
     history = HistoryPrior(rec, pick.eps, pick.beta) if pick.eps is not None else None
+    keep = list(pick.members) if pick.weights is not None else list(range(n))  # member i is given model keep[i]
     selection = {"split": "valid", "queries": next(iter(scored.values()))["queries"],
                  "subset": valid_queries or 0, "seed": seed, "metric": "realistic MRR, time-aware filter, both directions",
-                 "chosen": chosen, "eligible": "candidates that use every member", "candidates": scored,
+                 "chosen": chosen, "eligible": "candidates that use every member" + (
+                     ", or whose weights were searched (those may leave a member out)" if search else ""),
+                 "candidates": scored,
                  "eps_grid": list(eps_grid) if prior else [], "beta_grid": list(beta_grid) if prior else [],
                  "prior_asked": bool(prior), "weights_searched": bool(search),
-                 "given": list(names), "left_out": dropped,
-                 "temperature_sources": sources}
-    keep = list(pick.members) if pick.weights is not None else list(range(n))
+                 "given": list(names), "kept": keep, "left_out": dropped, "temperature_sources": sources}
     extra = {"seed": seed, "hardware": hardware(), "command": command,
              "prior_fit": rec.fit_info if rec is not None else None,
              "member_digests": [checkpoints[i].digest for i in keep]}
@@ -381,6 +373,21 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds,
                                      pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else (),
                                      dropped)
+
+
+def check_search_memory(kg: TemporalKG, n: int, prior: bool, valid_queries: int) -> None:
+    """Refuse (:class:`DataError`, naming the ``--valid-queries`` that would fit) a weight search whose kept
+    scores -- each of ``n`` members' float32 scores and, with the prior, ψ in float64, of every valid question
+    (both directions; ``valid_queries`` of them when > 0) -- would pass :data:`WEIGHT_SEARCH_BYTES`."""
+    q = 2 * len(kg.facts("valid"))
+    q = min(q, valid_queries) if valid_queries else q
+    per_query = kg.num_entities * (4 * n + (8 if prior else 0))
+    if q * per_query > WEIGHT_SEARCH_BYTES:
+        fits = max(1, int(WEIGHT_SEARCH_BYTES / per_query))
+        raise DataError(f"the weight search keeps every model's scores of the {q:,} valid questions in memory: "
+                        f"{q * per_query / 2 ** 30:.1f} GB, more than the {WEIGHT_SEARCH_BYTES / 2 ** 30:.0f} GB "
+                        f"allowed; choose on a seeded subset (--valid-queries {fits:,} or fewer) or leave the weights "
+                        "equal")
 
 
 def check_grid(values, what: str) -> tuple[float, ...]:

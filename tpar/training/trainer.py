@@ -122,7 +122,7 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     Refuses another time unit or another model configuration (naming the differing fields); the propagation
     (which links each step walks: window, cap, repeats, top-K) may change, since it holds no weights -- training
     exact and fine-tuning sparse, or the reverse -- but not the priority, whose learned kind has weights of its
-    own."""
+    own (nor, with a learned priority, top-K turned on or off: its weights exist only with top-K)."""
     if init.kind != "single":
         raise DataError("a composite model cannot be a warm start (its weights are its members', each a model of "
                         "its own): give one member's checkpoint to --init")
@@ -134,9 +134,15 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
     differ = sorted(k for k in set(mine) | set(theirs)
                     if mine.get(k) != theirs.get(k) and (same_data or k not in DATA_FIELDS)
                     and (k not in PROPAGATION_FIELDS or k == "priority"))
+    # a learned priority's weights exist only with top-K on: turning it on or off under "learned" adds or drops them
+    learned = [bool(m.get("top_k")) and m.get("priority") == "learned" for m in (mine, theirs)]
+    if learned[0] != learned[1] and "priority" not in differ:
+        differ.append("top_k")
     if differ:
         raise DataError("the warm-start checkpoint has another model configuration: "
-                        + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ))
+                        + ", ".join(f"{k} {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in differ)
+                        + (" (with priority 'learned', top-K on or off adds or drops the priority's weights)"
+                           if "top_k" in differ else ""))
     match = None
     if list(kg.relations.names) != list(init.relations):
         match = init.match(kg)
