@@ -50,20 +50,28 @@ def main() -> None:
              "against the training questions seen; the orange dot is the epoch kept (selection on valid only). "
              "`python benchmarks/learning_curves.py`.", "",
              "| checkpoint | epochs | kept | valid MRR per epoch |", "|---|---|---|---|"]
+    figures = []
     for path in sorted((ROOT.parent / "checkpoints").glob("*.tpar")):
         ck = Checkpoint.load(path)
-        history, before = chained_history(ck)
-        seen, points = 0, []
-        for h in history:
-            seen += int(h.get("queries", 0))
-            points.append((seen, 100 * h.get("valid_mrr", float("nan"))))
-        if not points:
-            continue
-        best = before + int(ck.extra.get("best_epoch", len(points) - before))
-        svg(points, best, f"{path.stem}: valid MRR by training questions", OUT / f"learning_curve_{path.stem}.svg")
-        lines.append(f"| {path.stem} | {len(points)}" + (f" ({before} before the last warm start)" if before else "")
-                     + f" | {best} | " + ", ".join(f"{y:.2f}" for _, y in points) + " |")
-    lines += [""] + [f"![{p.stem}](learning_curve_{p.stem}.svg)" for p in sorted((ROOT.parent / "checkpoints").glob("*.tpar"))]
+        # a composite has no training of its own: one curve per model it combines
+        parts = ([(f"{path.stem}, model {i} (`{name}`)", f"{path.stem}-model{i}", m)
+                  for i, (name, m) in enumerate(zip(ck.member_names, ck.members), start=1)]
+                 if ck.kind == "composite" else [(path.stem, path.stem, ck)])
+        for label, stem, m in parts:
+            history, before = chained_history(m)
+            seen, points = 0, []
+            for h in history:
+                seen += int(h.get("queries", 0))
+                points.append((seen, 100 * h.get("valid_mrr", float("nan"))))
+            if not points:
+                continue
+            best = before + int(m.extra.get("best_epoch", len(points) - before))
+            svg(points, best, f"{label.replace('`', '')}: valid MRR by training questions",
+                OUT / f"learning_curve_{stem}.svg")
+            figures.append(f"![{stem}](learning_curve_{stem}.svg)")
+            lines.append(f"| {label} | {len(points)}" + (f" ({before} before the last warm start)" if before else "")
+                         + f" | {best} | " + ", ".join(f"{y:.2f}" for _, y in points) + " |")
+    lines += [""] + figures
     (OUT / "learning_curves.md").write_text("\n".join(lines) + "\n")
     print(OUT / "learning_curves.md")
 
