@@ -233,12 +233,6 @@ class CompositeModel(nn.Module):
         self.prior = prior
 
     @property
-    def member_weights(self) -> tuple[float, ...]:
-        """w_i (Σ w_i = 1): 1/n each unless chosen on valid."""
-        n = len(self.temperatures)
-        return self.weights if self.weights is not None else tuple(1.0 / n for _ in range(n))
-
-    @property
     def coefficients(self) -> tuple[float, ...]:
         """c_i = w_i/T_i: each member's factor in S (:func:`member_coefficients`)."""
         return member_coefficients(self.temperatures, self.weights)

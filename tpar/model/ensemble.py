@@ -117,6 +117,26 @@ class _PartsRanker:
         return f[0]
 
 
+class _Tally:
+    """One candidate's realistic ranks gathered batch by batch, and its MRR and Hits@k (fractions) over them:
+    the one computation behind :func:`score_candidates` and :func:`cached_figures`."""
+
+    def __init__(self) -> None:
+        self.rr: list[np.ndarray] = []
+        self.hits: dict[int, list[np.ndarray]] = {k: [] for k in HITS_AT}
+
+    def add(self, scores: torch.Tensor, answer: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        o, p = filtered_ranks(scores, answer, rows, cols)
+        real = (o + p) / 2
+        self.rr.append((1.0 / real).numpy())
+        for k in HITS_AT:
+            self.hits[k].append((real <= k).numpy())
+
+    def figures(self, queries: int) -> dict:
+        return {"mrr": float(np.concatenate(self.rr).mean()),
+                **{f"hits@{k}": float(np.concatenate(self.hits[k]).mean()) for k in HITS_AT}, "queries": queries}
+
+
 def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], prior: RecurrencyBaseline | None,
                      cands: list[Candidate], setting: Setting | str, split: str = "valid", *, max_queries: int = 0,
                      seed: int = 0, micro_batch: int = 16, progress: bool = False,
@@ -128,43 +148,27 @@ def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], p
     :func:`search_weights`."""
     rankers = [ModelRanker(m, "cpu", micro_batch=micro_batch) for m in members]
     parts = _PartsRanker(rankers, prior)
-    rr = {c.name: [] for c in cands}
-    hits = {c.name: {k: [] for k in HITS_AT} for c in cands}
+    tallies = {c.name: _Tally() for c in cands}
 
     def keep(batch: QueryBatch, _scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
         f, psi = parts.parts
         if keep_parts is not None:
             keep_parts.append((f, psi, batch.answer, rows, cols))
         for c in cands:
-            o, p = filtered_ranks(c.scores(f, temperatures, psi), batch.answer, rows, cols)
-            real = (o + p) / 2
-            rr[c.name].append((1.0 / real).numpy())
-            for k in HITS_AT:
-                hits[c.name][k].append((real <= k).numpy())
+            tallies[c.name].add(c.scores(f, temperatures, psi), batch.answer, rows, cols)
 
     res = evaluate(kg, parts, setting, split, batch_size=64, progress=progress, max_queries=max_queries, seed=seed,
                    on_scores=keep, on_batch=on_batch)
-    out = {}
-    for c in cands:
-        out[c.name] = {"mrr": float(np.concatenate(rr[c.name]).mean()),
-                       **{f"hits@{k}": float(np.concatenate(hits[c.name][k]).mean()) for k in HITS_AT},
-                       "queries": res.num_queries}
-    return out
+    return {c.name: tallies[c.name].figures(res.num_queries) for c in cands}
 
 
 def cached_figures(cache: list, cand: Candidate, temperatures: list[float]) -> dict:
     """A candidate's realistic MRR and Hits@k on the questions of ``cache`` (:func:`score_candidates`'
     ``keep_parts``), computed as :func:`score_candidates` computes them."""
-    rr, hits = [], {k: [] for k in HITS_AT}
+    tally = _Tally()
     for f, psi, answer, rows, cols in cache:
-        o, p = filtered_ranks(cand.scores(f, temperatures, psi), answer, rows, cols)
-        real = (o + p) / 2
-        rr.append((1.0 / real).numpy())
-        for k in HITS_AT:
-            hits[k].append((real <= k).numpy())
-    return {"mrr": float(np.concatenate(rr).mean()),
-            **{f"hits@{k}": float(np.concatenate(hits[k]).mean()) for k in HITS_AT},
-            "queries": int(sum(len(a) for _, _, a, _, _ in cache))}
+        tally.add(cand.scores(f, temperatures, psi), answer, rows, cols)
+    return tally.figures(int(sum(len(a) for _, _, a, _, _ in cache)))
 
 
 def search_weights(cache: list, temperatures: list[float], start: Candidate,
@@ -328,7 +332,6 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     seconds["selection"] = time.perf_counter() - t0
     chosen = max(eligible, key=lambda k: scored[k]["mrr"])
     pick = next(c for c in cands if c.name == chosen)
-    dropped: list[str] = []
     if search:
         t0 = time.perf_counter()
         say(f"searching the models' weights on the same {scored[chosen]['queries']:,} valid questions, from "
@@ -341,12 +344,12 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
         unequal = best.weights is not None and (len(best.members) < n or len(set(best.weights)) > 1)
         if unequal and tried[best.name]["mrr"] > scored[chosen]["mrr"]:
             chosen, pick = best.name, best
-            dropped = [names[i] for i in range(n) if i not in pick.members]
         seconds["weight_search"] = time.perf_counter() - t0
+    keep = list(pick.members) if pick.weights is not None else list(range(n))  # member i is given model keep[i]
+    dropped = [names[i] for i in range(n) if i not in keep]
     say(f"chosen on valid: {chosen} (MRR {100 * scored[chosen]['mrr']:.2f})"
         + (f"; left out (weight 0): {', '.join(dropped)}" if dropped else ""))
     history = HistoryPrior(rec, pick.eps, pick.beta) if pick.eps is not None else None
-    keep = list(pick.members) if pick.weights is not None else list(range(n))  # member i is given model keep[i]
     selection = {"split": "valid", "queries": next(iter(scored.values()))["queries"],
                  "subset": valid_queries or 0, "seed": seed, "metric": "realistic MRR, time-aware filter, both directions",
                  "chosen": chosen, "eligible": "candidates that use every member" + (
