@@ -492,11 +492,16 @@ def cmd_ensemble(args) -> int:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": composite.temperatures,
                           "prior": composite.prior, "members": composite.member_names,
                           "member_weights": composite.member_weights,
-                          "left_out": report.dropped, "valid": report.candidates, "seconds": report.seconds,
+                          "left_out": report.dropped, "given": report.names,
+                          "given_temperatures": report.temperatures, "legend": report.legend(),
+                          "valid": report.candidates, "seconds": report.seconds,
                           "grid_edges": report.grid_edges()}, indent=2))
         return 0
     ranked = sorted(report.candidates.items(), key=lambda kv: -kv[1]["mrr"])
     q = next(iter(report.candidates.values()))["queries"]
+    print("models (numbered as given):")
+    for line in report.legend():
+        print(f"  {line}")
     print(f"valid MRR of the candidates ({q:,} valid questions, realistic; * eligible: "
           + ("uses every model, or its weights were searched):" if args.weights else "uses every model):"))
     for name, m in ranked[:args.show]:

@@ -305,6 +305,8 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
                  "--prior-queries", "200", "--calibration-queries", "200", "--quiet", "--threads", "1"]) == 0
     text = capsys.readouterr().out
     assert "chosen: ensemble" in text and "* " in text and f"wrote {out}" in text
+    assert "model 1 = a.tpar (temperature " in text and "model 2 = other.tpar (temperature " in text
+    assert ": f₁ of the composite" in text and ": f₂ of the composite" in text
     assert main(["evaluate", "--checkpoint", str(out), "--data", str(SAMPLE_WORLD), "--split", "valid",
                  "--max-queries", "200", "--quiet", "--threads", "1"]) == 0
     captured = capsys.readouterr()
@@ -469,6 +471,13 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
     assert sel["kept"] == kept  # by position: the card numbers each member as given, whatever its file name
     assert report.dropped == sel["left_out"] == [n for n in names if n not in ck.member_names] and report.dropped
     assert sel["given"] == names and any(f"left out (weight 0): {', '.join(report.dropped)}" in s for s in said)
+    # the legend ties the candidates' "model i" (as given) to the formula's f_j (as kept)
+    sub = "₁₂₃₄₅₆₇₈₉"
+    legend = report.legend()
+    assert len(legend) == len(names) and report.kept == kept
+    for i, line in enumerate(legend):
+        assert line.startswith(f"model {i + 1} = {names[i]} (temperature {report.temperatures[i]:.3g})")
+        assert line.endswith(f"f{sub[kept.index(i)]} of the composite" if i in kept else "left out of the composite")
     w = ck.member_weights
     assert len(w) == len(kept) and abs(sum(w) - 1) < 1e-12
     assert [m.digest for m in ck.members] == [cks[i].digest for i in kept]

@@ -245,7 +245,7 @@ class EnsembleReport:
     candidates: dict[str, dict]
     chosen: str
     eligible: list[str]
-    temperatures: list[float]
+    temperatures: list[float]  # of every model given, in the order given (the composite keeps those in ``kept``)
     temperature_sources: list[str]
     seconds: dict[str, float]
     eps: float | None = None
@@ -253,6 +253,23 @@ class EnsembleReport:
     eps_grid: tuple[float, ...] = ()
     beta_grid: tuple[float, ...] = ()
     dropped: list[str] = field(default_factory=list)  # members the weight search gave weight 0 (left out)
+    names: list[str] = field(default_factory=list)  # the models as given: "model i" of a candidate is names[i - 1]
+    kept: list[int] = field(default_factory=list)  # 0-based given positions the composite keeps, in its order
+
+    def legend(self) -> list[str]:
+        """One line per model given, tying the candidates' numbering (as given) to the composite's formula
+        (fᵢ numbers the kept models), e.g. ``"model 2 = b.tpar (temperature 0.972): f₁ of the composite"``."""
+        sub = "₁₂₃₄₅₆₇₈₉"
+        out = []
+        for i, name in enumerate(self.names):
+            t = f" (temperature {self.temperatures[i]:.3g})" if i < len(self.temperatures) else ""
+            if i in self.kept:
+                j = self.kept.index(i)
+                role = f"f{sub[j] if j < 9 else j + 1} of the composite"
+            else:
+                role = "left out of the composite"
+            out.append(f"model {i + 1} = {name}{t}: {role}")
+        return out
 
     def grid_edges(self) -> list[str]:
         """Where the chosen prior lies on an edge of a grid that has more than one value -- a value beyond it
@@ -375,7 +392,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     say(f"composite calibrated on {cal.queries:,} valid questions: temperature {cal.temperature:.3f}")
     return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds,
                                      pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else (),
-                                     dropped)
+                                     dropped, list(names), keep)
 
 
 def check_search_memory(kg: TemporalKG, n: int, prior: bool, valid_queries: int) -> None:
