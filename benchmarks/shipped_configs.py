@@ -87,11 +87,15 @@ RECIPES = {
             "--setting", "interpolation", "--lr", "3e-4", "--lr-schedule", "cosine", "--epochs", "3", "--patience",
             "3", "--max-valid-queries", "0"],
          "valid 65.05, 65.23, 65.35; about 37 min on one shared thread"),
+        ("icews14-interpolation-l5d64-tail3", "icews14-interpolation-l5d64-tail2", [
+            "--setting", "interpolation", "--lr", "2e-4", "--lr-schedule", "cosine", "--epochs", "3", "--patience",
+            "3", "--max-valid-queries", "0"],
+         "valid 65.34, 65.37, 65.46; about 40 min on one shared thread, over two sessions (resumed once)"),
         ("icews14-interpolation-topk256", None, I14I,
          "the sparse default since 2026-11-26 (cap 24 + top-K 256 from step 2): valid 61.93, 63.20, 63.93; test "
          "62.72 (runs/sparse/interp-cap24-topk256.tpar)")],
         ["--max-queries", "0"],
-        {"members": ["icews14-interpolation-l3", "icews14-interpolation-l5d64-tail2", "icews14-interpolation-topk256"],
+        {"members": ["icews14-interpolation-l3", "icews14-interpolation-l5d64-tail3", "icews14-interpolation-topk256"],
          "args": ["--prior", "--weights", "--betas", "0.025", "0.05", "0.1", "0.2", "0.4", "--eps", "0.000000001",
                   "0.00000001", "0.0000001", "0.000001", "0.00001", "0.0001"]}),
     "yago11k-interpolation": ("interpolation/YAGO11k", [
@@ -144,17 +148,26 @@ def stage_config(train_args: list[str], kg_name: str, before, ckpt: Checkpoint):
     return run
 
 
+def kept_positions(ckpt: Checkpoint, given: int) -> list[int]:
+    """Which of the ``given`` models a checkpoint is made of (0-based, its members' order): a composite whose
+    weights were searched records them (``selection["kept"]``); otherwise all of them."""
+    kept = (ckpt.selection or {}).get("kept") if ckpt.kind == "composite" else None
+    return list(kept) if kept is not None else list(range(given))
+
+
+def warm_start_records(ckpt: Checkpoint) -> list[dict]:
+    """The earlier runs a model's checkpoint records (``extra["warm_start"]`` and its ``before`` links)."""
+    out, w = [], ckpt.extra.get("warm_start")
+    while w:
+        out.append(w)
+        w = w.get("before")
+    return out
+
+
 def build(name: str) -> Recipe:
     data, stages, calibrate_args, *rest = RECIPES[name]
     ensemble = rest[0] if rest else None
     ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
-    chain = 0
-    for member in ckpt.member_checkpoints:  # a composite: each member's own chain
-        chain, w = chain + 1, member.extra.get("warm_start")
-        while w:
-            chain, w = chain + 1, w.get("before")
-    if chain != len(stages):
-        raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain}")
     built, configs = [], {}
     for stage, init, args, note in stages:
         run = stage_config(args, ckpt.data_name, configs.get(init), ckpt)
@@ -162,9 +175,17 @@ def build(name: str) -> Recipe:
         built.append(Stage(name=stage, init=init, train_args=args, config=run, note=note))
     recipe = Recipe(name=name, data=data, stages=built, calibrate_args=calibrate_args,
                     generated_by="python benchmarks/shipped_configs.py", ensemble=ensemble)
-    if len(recipe.member_stages) != len(ckpt.member_checkpoints):
-        raise SystemExit(f"{name}: {len(recipe.member_stages)} member stage(s) for {len(ckpt.member_checkpoints)} model(s)")
-    for stage, member in zip(recipe.member_stages, ckpt.member_checkpoints):
+    given = recipe.member_stages
+    kept = kept_positions(ckpt, len(given))
+    if len(kept) != len(ckpt.member_checkpoints) or not all(0 <= i < len(given) for i in kept):
+        raise SystemExit(f"{name}: {len(given)} member stage(s) given, the checkpoint keeps models {kept} of "
+                         f"{len(ckpt.member_checkpoints)}")
+    # each kept model's recorded warm-start chain, and the recipe's chain of each model the weight search left out
+    chain = sum(len(warm_start_records(m)) + 1 for m in ckpt.member_checkpoints)
+    chain += sum(len(recipe.chain(s)) for i, s in enumerate(given) if i not in kept)
+    if chain != len(stages):
+        raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain}")
+    for stage, member in zip([given[i] for i in kept], ckpt.member_checkpoints):
         mine, theirs = stage.config.to_dict(), member.config.to_dict()
         differ = [f"{part}.{k}: recipe {mine[part].get(k)!r}, checkpoint {theirs[part].get(k)!r}"
                   for part in ("model", "train") for k in sorted(set(mine[part]) | set(theirs[part]))

@@ -36,11 +36,20 @@ def test_the_recipe_is_the_configuration_the_checkpoint_was_trained_with(name):
     ckpt = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
     # one model, or each model of a composite (its recipe's ensemble names the stage that made each)
     assert (recipe.ensemble is not None) == (ckpt.kind == "composite")
-    assert len(recipe.member_stages) == len(ckpt.member_checkpoints)
-    assert sum(len(warm_start_chain(m)) + 1 for m in ckpt.member_checkpoints) == len(recipe.stages), \
-        "one stage per run of each model's warm-start chain"
+    given = recipe.member_stages
+    # a weight search may leave a given model out: the composite records which it kept, as given positions
+    sel = ckpt.selection if ckpt.kind == "composite" else {}
+    kept = sel.get("kept", list(range(len(given))))
+    assert len(kept) == len(ckpt.member_checkpoints) and sorted(set(kept)) == kept and kept[-1] < len(given)
+    if "given" in sel:  # composites built since the weight search record the models given
+        assert len(sel["given"]) == len(given)
+        assert sel.get("left_out", []) == [sel["given"][i] for i in range(len(given)) if i not in kept]
+    left_out = [s for i, s in enumerate(given) if i not in kept]
+    assert sum(len(warm_start_chain(m)) + 1 for m in ckpt.member_checkpoints) \
+        + sum(len(recipe.chain(s)) for s in left_out) == len(recipe.stages), \
+        "one stage per run of each kept model's warm-start chain, and the recipe's chain of each left-out one"
     by_name = {s.name: s for s in recipe.stages}
-    for final, member in zip(recipe.member_stages, ckpt.member_checkpoints):
+    for final, member in zip([given[i] for i in kept], ckpt.member_checkpoints):
         assert final.config.to_dict() == member.config.to_dict()
         stages, s = [], final
         while s.init:

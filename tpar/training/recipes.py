@@ -73,11 +73,20 @@ class Recipe:
 
     @property
     def member_stages(self) -> list[Stage]:
-        """The stages whose models the checkpoint is made of: the composite's members, else the last stage."""
+        """The stages whose models the checkpoint is made of: the models given to ``tpar ensemble`` for a
+        composite (a weight search may leave some out: the checkpoint's ``selection["kept"]`` says which), else
+        the last stage."""
         if self.ensemble is None:
             return [self.final]
         by_name = {s.name: s for s in self.stages}
         return [by_name[n] for n in self.ensemble["members"]]
+
+    def chain(self, stage: Stage) -> list[Stage]:
+        """The stages that train ``stage``'s model, earliest first, ending with ``stage`` (its warm starts)."""
+        by_name, out = {s.name: s for s in self.stages}, [stage]
+        while out[0].init:
+            out.insert(0, by_name[out[0].init])
+        return out
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "data": self.data, "stages": [s.to_dict() for s in self.stages],
