@@ -470,8 +470,11 @@ def cmd_ensemble(args) -> int:
                 grids[key] = check_grid(values, sym)
             except DataError as e:
                 raise DataError(f"{flag}: {e}") from None
-    if len(set(map(str, args.checkpoints))) != len(args.checkpoints):
+    if len({Path(p).resolve() for p in args.checkpoints}) != len(args.checkpoints):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
+    if Path(args.out).resolve() in {Path(p).resolve() for p in args.checkpoints}:
+        raise DataError(f"--out {args.out} is one of the checkpoints combined: write the composite to a new file "
+                        "(the model would be replaced)")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
     kg = _load(args)
     setting = args.setting or cks[0].setting
@@ -1121,9 +1124,20 @@ def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
     return sp
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number at least 0 (argparse names the option and the value otherwise)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is below 0: give a count (0 usually means all)")
+    return n
+
+
 def count_arg(sp, flag: str, default: int, help: str) -> None:
-    """An option counting questions (0 usually meaning all of them)."""
-    sp.add_argument(flag, type=int, default=default, metavar="N", help=help)
+    """An option counting questions (0 usually meaning all of them; negative numbers refused)."""
+    sp.add_argument(flag, type=count, default=default, metavar="N", help=help)
 
 
 def threads_arg(sp) -> None:
@@ -1329,7 +1343,7 @@ def _add_ensemble(sub) -> None:
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="the setting it is chosen for (default: the checkpoints')")
     count_arg(sp, "--valid-queries", 0, "choose on a seeded subset of N valid questions (default 0: all)")
-    count_arg(sp, "--prior-queries", 5000, "valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000)")
+    count_arg(sp, "--prior-queries", 5000, "valid questions the prior's recurrency parameters are fitted on (seeded subset; default 5000; 0: all)")
     sp.add_argument("--betas", type=float, nargs="+", metavar="B", help="the prior's weights β tried on valid "
                     "(default 0.05 0.1 0.2 0.4 0.8)")
     sp.add_argument("--eps", type=float, nargs="+", metavar="E", help="the prior's ε tried on valid "

@@ -186,7 +186,7 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: 
     with c2:
         top_map = " and the map of the top answer's probability" if calibrated.top_map else ""
         fitted = (f"softmax({'S' if pred.combines else 'f'} / T) with T = {pred.temperature:.3f}{top_map} fitted on "
-                  f"{calibrated.queries:,} {calibrated.split} questions of this setting")
+                  f"{calibrated.queries:,} {ex.md(calibrated.split)} questions of this setting")
         if trained_on:  # a model from other data: its calibration describes that data, not this one
             st.caption(f"Probabilities: {fitted} of {ex.md(trained_on)}, the data the model was trained on; on "
                        "this data they are not calibrated, so read them as a ranking, not as frequencies.")

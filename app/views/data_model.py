@@ -81,8 +81,10 @@ def model_ui(sel: ex.Selection) -> None:
             text, why = card_for(ck, m.info.path)
             if why:
                 st.caption(ex.md(why))
-            # our own markdown (HTML is not rendered); its headings demoted below the page's own
-            st.markdown(re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text))
+            # our own markdown (HTML is not rendered; the card escapes what it read from the file), its headings
+            # demoted below the page's own; a card file is a file too: no link or image of it becomes one
+            text = re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text)
+            st.markdown(text.replace("](", "]\\(").replace("<", "\\<"))
 
 
 def relation_coverage_ui(rm: RelationMatch) -> None:

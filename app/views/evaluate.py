@@ -177,7 +177,7 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") ->
     cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions (size "
                       + (set_size_text(report.set_sizes[k]) if k in report.set_sizes else
                          f"mean {report.mean_set_size[k]:.1f}") + ")" for k, v in report.coverage.items())
-    st.caption(f"Temperature {source}. Each bar: the questions whose top answer got a calibrated probability in that "
+    st.caption(f"Temperature {ex.md(source)}. Each bar: the questions whose top answer got a calibrated probability in that "
                f"bin (their number above the bar) and the share of them answered right; empty bins are not drawn. "
                f"ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "
                f"true answer; the distribution leaves out each question's other known answers (the time-aware filter). "

@@ -8,6 +8,7 @@ predict, explain, the CLI and the app work with it. All on the sample world (no 
 from __future__ import annotations
 
 import json
+import re
 import math
 import shutil
 import zipfile
@@ -138,11 +139,50 @@ def _tamper(src: Path, dst: Path, edit, member_digests: bool = True) -> Path:
     (lambda m: m["members"][0]["metrics"].__setitem__("valid_mrr", -3), "model 1: refused: stored figures"),
     (lambda m: m.__setitem__("members", []), "members must be a list of 1 to"),
     (lambda m: m.__setitem__("kind", "single"), "kind must be 'composite'"),
+    # numbers no float holds (math.isfinite would overflow), wrong settings, parts that do not belong together
+    (lambda m: m["temperatures"].__setitem__(0, 10 ** 400), "temperature of model 1"),
+    (lambda m: m["prior"].__setitem__("eps", 10 ** 400), "prior eps"),
+    (lambda m: m["prior"]["recurrency"].__setitem__("lambda", 10 ** 400), "lambda"),
+    (lambda m: m["metrics"].__setitem__("valid_mrr", 10 ** 400), "integer of 1,329 bits"),
+    (lambda m: m.__setitem__("setting", "bogus"), "setting 'bogus' is not one of"),
+    (lambda m: m.__setitem__("setting", "unified"), "'unified' is not one"),
+    (lambda m: m["members"][0].__setitem__("kind", "composite"), "model 1 is not a single trained model"),
+    (lambda m: m["members"][1].__setitem__("data_fingerprint", "0" * 64), "model 2 was trained on other data"),
+    (lambda m: m.__setitem__("member_names", ["only-one.tpar"]), "one name per member"),
+    (lambda m: m["extra"].__setitem__("member_digests", ["0" * 64, "1" * 64]), "member digests recorded do not match"),
+    # a selection record the card and the app read: each field of its type
+    (lambda m: m["selection"].__setitem__("candidates", []), "selection.candidates must be a dict"),
+    (lambda m: m["selection"]["candidates"]["ensemble"].pop("mrr"), "has no number mrr"),
+    (lambda m: m["selection"].__setitem__("subset", "300"), "selection.subset must be a int"),
+    (lambda m: m["selection"].__setitem__("temperature_sources", {"a": 1}), "temperature_sources must be a list"),
+    (lambda m: m["selection"].__setitem__("kept", [0, -1]), "selection.kept must hold positions"),
+    (lambda m: m["prior"]["recurrency"].__setitem__("fit", {"queries": "many"}), "fit queries 'many'"),
 ])
 def test_a_tampered_composite_is_refused_by_name(sample_composite, tmp_path, edit, why):
     bad = _tamper(sample_composite, tmp_path / "bad.tpar", edit)
     with pytest.raises(DataError, match=why.replace("(", r"\(").replace(")", r"\)")):
         Checkpoint.load(bad)
+
+
+def test_a_null_or_odd_calibration_is_set_aside_with_a_note(sample_composite, tmp_path):
+    """``calibration: null`` (or a calibration naming a split or setting this code never writes: it is shown to
+    users) loads with a note, and every reader of the stored calibration sees none."""
+    from tpar.evaluation.calibration import stored
+
+    for name, edit in (("null", lambda m: m["extra"].__setitem__("calibration", None)),
+                       ("split", lambda m: m["extra"]["calibration"]["extrapolation"].__setitem__(
+                           "split", "valid [x](http://evil.example)"))):
+        ck = Checkpoint.load(_tamper(sample_composite, tmp_path / f"{name}.tpar", edit))
+        assert stored(ck.extra, "extrapolation") is None, name
+        assert any("calibration" in n for n in ck.load_notes), name
+
+
+def test_metadata_too_large_is_refused_before_it_is_parsed(sample_composite, tmp_path, monkeypatch):
+    monkeypatch.setattr(ckmod, "MAX_META_CHARS", 1000)
+    monkeypatch.setattr(json, "loads", lambda *a, **k: pytest.fail("parsed"))
+    for path in (sample_composite, SAMPLE_CHECKPOINT):
+        with pytest.raises(DataError, match="more than a checkpoint's may be"):
+            Checkpoint.load(path)
 
 
 def test_a_member_altered_behind_its_own_digest_is_refused(sample_composite, tmp_path):
@@ -326,6 +366,7 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
 @pytest.mark.parametrize("args,why", [
     (["--checkpoints", "A"], "one checkpoint without --prior"),
     (["--checkpoints", "A", "A", "--prior"], "the same checkpoint is given twice"),
+    (["--checkpoints", "A", "--prior", "--out", "A"], "is one of the checkpoints combined"),
     (["--checkpoints", "A", "--prior", "--weights"], "--weights chooses the models' weights: give two or more"),
     (["--checkpoints", "A", "--betas", "1"], "--betas and --eps are the history prior's grids: add --prior"),
     (["--checkpoints", "A", "--prior", "--betas", "0.4", "-1"], "--betas: the prior's β grid holds -1.0"),
@@ -338,8 +379,47 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
 def test_cli_ensemble_refuses_what_cannot_be_a_composite(tmp_path, capsys, args, why):
     shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "A")
     args = [str(tmp_path / a) if a == "A" else a for a in args]
-    assert main(["ensemble", *args, "--data", str(SAMPLE_WORLD), "--out", str(tmp_path / "c.tpar")]) == 2
+    out = [] if "--out" in args else ["--out", str(tmp_path / "c.tpar")]
+    assert main(["ensemble", *args, "--data", str(SAMPLE_WORLD), *out]) == 2
     assert why in capsys.readouterr().err
+    assert Checkpoint.load(tmp_path / "A").kind == "single"  # nothing given was replaced
+
+
+@pytest.mark.parametrize("flag", ["--valid-queries", "--prior-queries", "--calibration-queries", "--threads"])
+def test_cli_ensemble_refuses_a_negative_count(tmp_path, capsys, flag):
+    with pytest.raises(SystemExit) as e:
+        main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--data", str(SAMPLE_WORLD),
+              "--out", str(tmp_path / "c.tpar"), flag, "-5"])
+    assert e.value.code == 2 and f"argument {flag}: -5 is below 0" in capsys.readouterr().err
+    assert not (tmp_path / "c.tpar").exists()
+
+
+def test_the_card_keeps_strings_from_the_file_as_text(composite):
+    """Names and records read from a file (member names, the candidates, the choice, the command, the data name)
+    never become links, images, code breaking out of its span or table cells in the card's Markdown."""
+    import copy
+
+    from tpar.model.card import render
+
+    evil = "x`](http://evil.example) ![p](http://evil.example/p.png) | cell"
+    ck = copy.copy(composite)
+    ck.member_names = [evil] * len(composite.members)
+    ck.data_name = evil
+    ck.extra = {**composite.extra, "command": evil}
+    ck.selection = {**composite.selection, "chosen": evil, "left_out": [evil],
+                    "candidates": {**composite.selection["candidates"], evil: {"mrr": 0.99}}}
+    text = render(ck, "[card](http://evil.example)")
+    ticks = lambda line: len(re.findall(r"(?<!\\)`", line))  # noqa: E731 -- unescaped backticks
+    assert all(ticks(line) % 2 == 0 for line in text.splitlines())  # no code span left open
+    outside = re.sub(r"(?<!\\)`[^`\n]*`", "", text)  # in a code span a link is text
+    assert not re.search(r"(?<!\\)\]\(", outside) and not re.search(r"(?<!\\)!\[", outside)
+    assert "# Model card: \\[card\\]" in text and "`x'](http://evil.example)" in text  # ` shown as '
+    cells = lambda line: len(re.findall(r"(?<!\\)\|", line))  # noqa: E731
+    header = next(line for line in text.splitlines() if line.startswith("| model | file |"))
+    rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert rows and all(cells(r) == cells(header) for r in rows)
+    chosen = next(line for line in text.splitlines() if line.startswith("| x\\`"))  # the candidate's row
+    assert cells(chosen) == 5
 
 
 @pytest.mark.parametrize("flag", ["--betas", "--eps"])
@@ -523,6 +603,20 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
         build_composite(kg, cks, names, "extrapolation", weights=True)
 
 
+def test_without_the_prior_the_weight_search_keeps_two_models(kg, tmp_path):
+    """One model alone is that model, not a composite (``tpar ensemble`` refuses one checkpoint without --prior):
+    without the prior no weighted candidate leaves fewer than two models, even when one adds nothing."""
+    from helpers import perturbed_sample_checkpoint
+    from tpar.model.ensemble import build_composite
+
+    paths = [SAMPLE_CHECKPOINT, perturbed_sample_checkpoint(tmp_path / "bad.tpar", seed=2, scale=1.5)]
+    ck, report = build_composite(kg, [Checkpoint.load(p) for p in paths], [p.name for p in paths], "extrapolation",
+                                 prior=False, valid_queries=200, calibration_queries=200, weights=True)
+    weighted = [k for k in ck.selection["candidates"] if k.startswith("weighted (")]
+    assert weighted and all(k.count("×model") >= 2 for k in weighted)
+    assert len(ck.members) == 2 and ck.prior is None and not report.dropped
+
+
 @pytest.mark.parametrize("weights,fmt,why", [
     ([0.25, 0.75], "v1", "member weights belong to format"),           # weights a v1 reader would ignore
     (None, "v2", "member weights belong to format"),                   # v2 without its weights
@@ -536,6 +630,8 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
     ({"0": 0.5, "1": 0.5}, "v2", "member weights"),
     (["0.5", "0.5"], "v2", "member weights"),
     ([float("inf"), 0.5], "v2", "member weights"),
+    ([5e-324, 1.0], "v2", "member weights"),                           # a share that counts for nothing
+    ([10 ** 400, 0.5], "v2", "member weights"),                        # an integer no float holds
 ])
 def test_a_tampered_weighted_composite_is_refused(sample_composite, tmp_path, weights, fmt, why):
     """v1 files never carry weights and v2 files always do; the weights are one finite positive share per model

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.filtering import TimeAwareFilter
@@ -154,9 +155,10 @@ class RecurrencyBaseline:
         """The baseline :meth:`params` describe, every value checked (a ValueError names the first that is
         not a finite λ ≥ 0, an α in 0..1, or a relation id in [0, 2R))."""
         def number(name: str, value: object, lo: float, hi: float = math.inf) -> float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(value, int) and value.bit_length() > 1000) or not (  # no float holds it
                     math.isfinite(value) and lo <= value <= hi):
-                raise ValueError(f"{name} {value!r} is not a finite number in {lo:g}..{hi:g}")
+                raise ValueError(f"{name} {str(value)[:40]!r} is not a finite number in {lo:g}..{hi:g}")
             return float(value)
 
         if not isinstance(d, dict):
@@ -173,6 +175,9 @@ class RecurrencyBaseline:
             rel[int(key)] = (number(f"per_relation {key} lambda", v.get("lambda"), 0.0),
                              number(f"per_relation {key} alpha", v.get("alpha"), 0.0, 1.0))
         fit = d.get("fit", {})
+        if isinstance(fit, dict) and "queries" in fit and (isinstance(fit["queries"], bool)
+                                                           or not isinstance(fit["queries"], int)):
+            raise ValueError(f"fit queries {str(fit['queries'])[:40]!r} is not a count")
         return cls(number("lambda", d.get("lambda"), 0.0), number("alpha", d.get("alpha"), 0.0, 1.0), rel,
                    fit_info=fit if isinstance(fit, dict) else {})
 
@@ -189,11 +194,16 @@ def fit_recurrency(kg: TemporalKG, setting: Setting | str, *, split: str = "vali
                    on_step: Callable[[int, int], None] | None = None) -> RecurrencyBaseline:
     """Choose λ and α by grid search on ``split`` (realistic MRR), data-set wide and, with
     ``per_relation``, for each relation id with at least ``min_relation_queries`` queries.
-    At most ``max_queries`` (a seeded random subset) are used, to bound the cost on large data."""
+    At most ``max_queries`` (a seeded random subset; 0: all) are used, to bound the cost on large data; a
+    :class:`DataError` when ``split`` has no questions to fit on."""
     setting = Setting.parse(setting)
     check_background(kg, setting)
     queries = evaluation_queries(kg, split)
-    if len(queries) > max_queries:
+    if max_queries < 0:
+        raise DataError(f"max_queries {max_queries} is below 0 (0: all the questions)")
+    if not len(queries):
+        raise DataError(f"{kg.name} has no {split} questions to fit the recurrency baseline on")
+    if max_queries and len(queries) > max_queries:
         keep = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(len(queries), max_queries, replace=False)))
         queries = queries[keep]
     background = Background.for_evaluation(kg, setting)

@@ -122,6 +122,9 @@ class Calibration:
     def from_dict(cls, d: dict) -> "Calibration":
         """A stored calibration, every number checked (a ValueError names the first that is not finite or
         out of its range: a temperature within T_BOUNDS, thresholds and shares 0..1, counts at least 0)."""
+        for key, names in (("setting", ("extrapolation", "interpolation")), ("split", ("train", "valid", "test"))):
+            if d[key] not in names:  # shown to users: only names this code writes
+                raise ValueError(f"{key} {str(d[key])[:40]!r} is not one of {', '.join(names)}")
         c = cls(d["setting"], float(d["temperature"]), d["split"], int(d["queries"]), int(d.get("seed", 0)),
                 CalibrationMetrics(**d["before"]), CalibrationMetrics(**d["after"]),
                 {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)),
@@ -595,10 +598,11 @@ def held_out(kg: TemporalKG, ranker: Ranker, calibration: Calibration, split: st
 
 def stored(extra: dict, setting: str) -> Calibration | None:
     """The calibration of ``setting`` kept in a checkpoint's ``extra`` (None when absent or unreadable)."""
-    d = (extra or {}).get("calibration", {}).get(setting)
+    cals = (extra or {}).get("calibration")
+    d = cals.get(setting) if isinstance(cals, dict) else None
     try:
         return Calibration.from_dict(d) if d else None
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 

@@ -18,6 +18,28 @@ CARD_MARK = "<!-- tpar model card of the checkpoint with sha256 {} -->"
 _MARK = re.compile(r"^<!-- tpar model card of the checkpoint with sha256 ([0-9a-f]*) -->\s*$", re.MULTILINE)
 
 
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|!])")
+
+
+def _text(value: object, limit: int = 300) -> str:
+    """A string read from a checkpoint, as Markdown text that stays text: on one line, cut at ``limit``, the
+    characters that would make links, images, emphasis, code or table cells backslash-escaped."""
+    one = " ".join(str(value).split())[:limit]
+    return _MD_SPECIAL.sub(r"\\\1", one)
+
+
+def _code(value: object, limit: int = 300) -> str:
+    """A string read from a checkpoint as an inline code span that cannot end early or break a table row
+    (backticks shown as ', line breaks as spaces, | escaped)."""
+    one = " ".join(str(value).split())[:limit].replace("`", "'").replace("|", "\\|")
+    return f"`{one}`"
+
+
+def _count(value: object) -> str:
+    """A stored count with thousands separators, or "?" when it is not a whole number."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
 def _fmt(m: dict) -> str:
     return " / ".join(f"{100 * m[k]:.2f}" for k in ("mrr", "hits@1", "hits@3", "hits@10"))
 
@@ -40,10 +62,10 @@ def propagation_note(propagation: str) -> str:
 
 def other_data_line(ckpt: Checkpoint) -> str:
     """The card's words on using the model beyond the data it was trained on."""
-    return (f"- trained on `{ckpt.data_name}` only. Other data: it answers any data set whose relations match its "
+    return (f"- trained on {_code(ckpt.data_name)} only. Other data: it answers any data set whose relations match its "
             f"{len(ckpt.relations)} by name (case, underscores, spaces and punctuation ignored; `--relation-map` "
             "for the rest; refused below 95% of the facts unless `--min-coverage` says otherwise), zero-shot: "
-            f"the figures below are for `{ckpt.data_name}`; measured transfer in `benchmarks/results/transfer.md`")
+            f"the figures below are for {_code(ckpt.data_name)}; measured transfer in `benchmarks/results/transfer.md`")
 
 
 def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
@@ -53,8 +75,8 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         return render_composite(ckpt, name, baselines, paper)
     m, t = ckpt.config.model, ckpt.config.train
     hw = ckpt.extra.get("hardware", {})
-    lines = [f"# Model card: {name}", "",
-             f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
+    lines = [f"# Model card: {_text(name)}", "",
+             f"- data: {_code(ckpt.data_name)}, fingerprint {_code(ckpt.data_fingerprint)}",
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              other_data_line(ckpt),
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
@@ -65,8 +87,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
              *warm_start_lines(ckpt.extra.get("warm_start")),
-             f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hw.get('platform', '?')} "
-             f"(torch {hw.get('torch', '?')}, {hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')})",
+             f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hardware_text(hw)}",
              f"- tpar version {ckpt.version}", "",
              "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
     if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
@@ -79,6 +100,13 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
         lines += [f"## Validation history ({which}, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
     return "\n".join(lines + _closing(ckpt))
+
+
+def hardware_text(hw: object) -> str:
+    """Where a run ran, from its stored hardware record, e.g. "Linux-… (torch 2.13.0+cpu, 1 threads, GPU: none)"."""
+    hw = hw if isinstance(hw, dict) else {}
+    return (f"{_text(hw.get('platform', '?'))} (torch {_text(hw.get('torch', '?'))}, {_text(hw.get('cpu_threads', '?'))} "
+            f"threads, GPU: {_text(hw.get('gpu', 'none'))})")
 
 
 def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> list[str]:
@@ -108,15 +136,15 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> li
                 thr = ", ".join(f"{100 * float(k):g}%: p ≥ {v:.2g}" for k, v in c.get("thresholds", {}).items())
                 knots = len(c.get("top_map") or [])
                 how = f"T = {c['temperature']:.3f}" + (f" + top-answer map ({knots} knots)" if knots else "")
-                lines.append(f"| {setting} | {how} | {b['ece']:.4f} → {a['ece']:.4f} | "
+                lines.append(f"| {_text(setting)} | {how} | {b['ece']:.4f} → {a['ece']:.4f} | "
                              f"{b['brier']:.4f} → {a['brier']:.4f} | {b['nll']:.3f} → {a['nll']:.3f} | {thr} |")
             except (KeyError, TypeError, ValueError):
-                lines.append(f"| {setting} | unreadable | | | | |")
+                lines.append(f"| {_text(setting)} | unreadable | | | | |")
         lines.append("")
         caveats = []
         for setting in cal:
             c = stored(ckpt.extra, setting)
-            caveats += [f"- **{setting}**: {note}" for note in (c.caveats() if c else [])]
+            caveats += [f"- **{_text(setting)}**: {_text(note, 1000)}" for note in (c.caveats() if c else [])]
         if caveats:
             lines += caveats + [""]
     return lines
@@ -126,7 +154,7 @@ def _closing(ckpt: Checkpoint) -> list[str]:
     """What loading set aside, and the mark that binds the card to the checkpoint's sha256."""
     lines: list[str] = []
     if ckpt.load_notes:
-        lines += ["## Set aside when loading", ""] + [f"- {n}" for n in ckpt.load_notes] + [""]
+        lines += ["## Set aside when loading", ""] + [f"- {_text(n, 1000)}" for n in ckpt.load_notes] + [""]
     if ckpt.digest:
         lines.append(CARD_MARK.format(ckpt.digest))
     return lines
@@ -140,16 +168,15 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     sel = ckpt.selection or {}
     cands = sel.get("candidates", {})
     hw = ckpt.extra.get("hardware", {})
-    lines = [f"# Model card: {name}", "",
+    lines = [f"# Model card: {_text(name)}", "",
              f"- kind: **composite** -- the ranking combines {ckpt.combination_text()}, chosen on valid: "
              f"`{model.formula()}`",
-             f"- data: `{ckpt.data_name}`, fingerprint `{ckpt.data_fingerprint}`",
+             f"- data: {_code(ckpt.data_name)}, fingerprint {_code(ckpt.data_fingerprint)}",
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              other_data_line(ckpt),
-             f"- built by `{ckpt.extra.get('command') or 'tpar ensemble'}` (seed {ckpt.extra.get('seed', '?')}) in "
-             f"{ckpt.extra.get('seconds', 0):.0f} s on {hw.get('platform', '?')} (torch {hw.get('torch', '?')}, "
-             f"{hw.get('cpu_threads', '?')} threads, GPU: {hw.get('gpu', 'none')}); no training of its own: its "
-             "models were trained apart (below)",
+             f"- built by {_code(ckpt.extra.get('command') or 'tpar ensemble', 2000)} (seed "
+             f"{_text(ckpt.extra.get('seed', '?'))}) in {ckpt.extra.get('seconds', 0):.0f} s on {hardware_text(hw)}; "
+             "no training of its own: its models were trained apart (below)",
              f"- tpar version {ckpt.version}", ""]
     if ckpt.unfinished():
         lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
@@ -181,14 +208,14 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         alone = cands.get(f"model {j + 1}", {}).get("mrr")
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
-        lines.append(f"| {i + 1} | `{ckpt.member_names[i] if i < len(ckpt.member_names) else '?'}` | {m.describe()} | "
-                     f"{t:.3f}; {sources[j] if j < len(sources) else '?'} | "
+        lines.append(f"| {i + 1} | {_code(ckpt.member_names[i] if i < len(ckpt.member_names) else '?')} | "
+                     f"{m.describe()} | {t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
                      + (f"{ckpt.member_weights[i]:.4f}; {c:.4f}" if weighted else f"{c:.4f}") + " | "
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
-                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {m.extra.get('seed', mt.seed)}, "
+                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {_text(m.extra.get('seed', mt.seed))}, "
                      f"{m.extra.get('seconds', 0):.0f} s | `{m.digest[:12]}` |")
     if sel.get("left_out"):
-        lines.append(f"\nGiven but left out (weight 0 on valid): {', '.join(f'`{n}`' for n in sel['left_out'])}.")
+        lines.append(f"\nGiven but left out (weight 0 on valid): {', '.join(_code(n) for n in sel['left_out'])}.")
     lines.append("")
     prior = ckpt.prior
     if prior is not None:
@@ -196,7 +223,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         fit = rec.get("fit", {})
         lines += ["## History prior", "",
                   f"- ψ = α·ψ_λ + (1 − α)·ξ, the recurrency baseline (Gastinger et al. 2024) fitted on "
-                  f"{fit.get('queries', '?'):,} {fit.get('split', 'valid')} questions (seeded): λ = {rec['lambda']:g} "
+                  f"{_count(fit.get('queries'))} {_text(fit.get('split', 'valid'))} questions (seeded): λ = {rec['lambda']:g} "
                   f"per time step, α = {rec['alpha']:g}, and their own (λ, α) for {len(rec.get('per_relation', {}))} "
                   "relations",
                   f"- ε = {prior['eps']:g}, β = {prior['beta']:g}, chosen on valid from ε ∈ "
@@ -207,15 +234,15 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     if cands:
         ranked = sorted(cands.items(), key=lambda kv: -kv[1]["mrr"])
         q = next(iter(cands.values())).get("queries", 0)
-        sub = f"a seeded subset of {sel['subset']:,}" if sel.get("subset") else "all"
+        sub = f"a seeded subset of {_count(sel['subset'])}" if sel.get("subset") else "all"
         lines += ["## Selection on valid", "",
-                  f"{len(cands)} candidates scored on {sub} valid questions ({q:,}; {sel.get('metric', '')}, seed "
-                  f"{sel.get('seed', '?')}); chosen: **{sel.get('chosen')}**, the best of those that use every model"
+                  f"{len(cands)} candidates scored on {sub} valid questions ({_count(q)}; {_text(sel.get('metric', ''))}, "
+                  f"seed {_text(sel.get('seed', '?'))}); chosen: **{_text(sel.get('chosen'))}**, the best of those that use every model"
                   + (" or whose weights were searched (whole numbers, greedy steps from equal weights)"
                      if sel.get("weights_searched") else "") + ". "
                   "Test was never looked at. The ten best (the file keeps all):", "",
                   "| candidate | valid MRR | H@1 | H@10 |", "|---|---|---|---|"]
-        lines += [f"| {k}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "
+        lines += [f"| {_text(k)}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "
                   f"{100 * v.get('hits@1', float('nan')):.2f} | {100 * v.get('hits@10', float('nan')):.2f} |"
                   for k, v in ranked[:10]]
         lines.append("")
@@ -260,9 +287,9 @@ def warm_start_lines(warm: dict | None) -> list[str]:
     out = []
     while warm:
         hw = warm.get("hardware") or {}
-        where = f" on {hw.get('platform', '?')} ({hw.get('gpu') or 'CPU'})" if hw else ""
+        where = f" on {_text(hw.get('platform', '?'))} ({_text(hw.get('gpu') or 'CPU')})" if hw else ""
         hist = " ".join(f"{h['epoch']}: {100 * h['valid_mrr']:.2f}" for h in warm.get("history") or [] if "valid_mrr" in h)
-        out.append(f"- warm start: from `{warm.get('from') or '?'}` ({warm.get('epochs')} epochs, "
+        out.append(f"- warm start: from {_code(warm.get('from') or '?')} ({_text(warm.get('epochs'))} epochs, "
                    f"{warm.get('seconds') or 0:.0f} s of optimiser steps{where}"
                    + (f"; its valid history {hist}" if hist else "") + ")")
         warm = warm.get("before")

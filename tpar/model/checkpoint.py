@@ -50,6 +50,23 @@ def content_digest(meta: dict, weights: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+#: the settings a model is trained for (a unified model answers both)
+SETTINGS = ("extrapolation", "interpolation", "unified")
+#: a checkpoint's metadata (JSON text) is refused above this many characters before it is parsed: parsing and
+#: checking cost many times the text in memory (a real composite's is about 0.1 MB)
+MAX_META_CHARS = 16 * 2 ** 20
+
+
+def parse_meta(text: object) -> object:
+    """The metadata JSON of a checkpoint payload, its size bounded before it is parsed (ValueError)."""
+    if not isinstance(text, str):
+        raise ValueError("meta is not JSON text")
+    if len(text) > MAX_META_CHARS:
+        raise ValueError(f"the metadata is {len(text) / 2 ** 20:,.1f} MB of text, more than a checkpoint's may be "
+                         f"({MAX_META_CHARS / 2 ** 20:,.0f} MB)")
+    return json.loads(text)
+
+
 def _check_meta_schema(meta: object) -> None:
     """Types of the metadata fields the code relies on (ValueError naming the first that is wrong)."""
     if not isinstance(meta, dict):
@@ -63,15 +80,26 @@ def _check_meta_schema(meta: object) -> None:
         raise ValueError("relations must be names")
     if not all(isinstance(h, dict) for h in meta.get("history", [])):
         raise ValueError("history entries must be objects")
+    if "setting" in meta and meta["setting"] not in SETTINGS:
+        raise ValueError(f"setting {str(meta['setting'])[:40]!r} is not one of {', '.join(SETTINGS)}")
     ta = meta.get("time_axis", {})
     if not isinstance(ta.get("granularity"), str) or not isinstance(ta.get("step", 1), int):
         raise ValueError("time_axis needs a granularity name and an integer step")
 
 
+def finite_number(value: object) -> bool:
+    """``value`` is an int or float (not a bool) with a finite float value (a huge int is not: no float holds it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1000
+
+
 def _number_problem(path: str, value: object, lo: float | None = None, hi: float | None = None) -> str | None:
     """Why ``value`` (stored at ``path``) is not a finite number within [lo, hi]; None when it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{path} is {value!r}, not a number"
+        return f"{path} is {str(value)[:40]!r}, not a number"
+    if isinstance(value, int) and value.bit_length() > 1000:  # beyond any float: math.isfinite would overflow
+        return f"{path} is an integer of {value.bit_length():,} bits, not a finite number"
     if not math.isfinite(value):
         return f"{path} is {value!r}, not a finite number"
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -79,10 +107,18 @@ def _number_problem(path: str, value: object, lo: float | None = None, hi: float
     return None
 
 
+#: :func:`number_problems` stops after this many (a refusal names three and says there are more)
+MAX_PROBLEMS = 3
 #: stored figures that are shares (MRR, Hits@k, accuracies): 0..1; counts and durations: at least 0
 _SHARES = ("mrr", "hits@", "valid_mrr", "accuracy", "acc")
 _COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "valid_subset", "batches",
            "cpu_threads")
+
+
+def out_of_range(problems: list[str]) -> str:
+    """The refusal of a file whose stored figures are out of range: the first three, and whether there are more."""
+    return ("refused: stored figures out of range (file altered or corrupt): " + "; ".join(problems[:3])
+            + (" (and more)" if len(problems) > 3 else ""))
 
 
 def stored_number_problems(meta: dict) -> list[str]:
@@ -99,6 +135,8 @@ def number_problems(path: str, value: object) -> list[str]:
     problems: list[str] = []
 
     def walk(path: str, value: object, depth: int = 0) -> None:
+        if len(problems) > MAX_PROBLEMS:  # enough to refuse the file and say why; the rest is not looked at
+            return
         if depth > 8:
             problems.append(f"{path} is nested too deeply")
         elif isinstance(value, dict):
@@ -228,9 +266,9 @@ class Checkpoint:
         says so, and ``tpar calibrate`` writes a new calibration."""
         from tpar.evaluation.calibration import Calibration
 
-        cal = self.extra.get("calibration")
-        if cal is None:
+        if "calibration" not in self.extra:
             return
+        cal = self.extra["calibration"]
         if not isinstance(cal, dict):
             self.extra.pop("calibration")
             self.load_notes.append("the stored calibration is unreadable and was ignored: probabilities are the "
@@ -239,7 +277,7 @@ class Checkpoint:
         for setting in list(cal):
             try:
                 Calibration.from_dict(cal[setting])
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, OverflowError) as e:
                 cal.pop(setting)
                 self.load_notes.append(f"the stored {setting} calibration was ignored ({str(e)[:200]}): "
                                        "probabilities are the raw softmax (tpar calibrate fits a new one)")
@@ -350,7 +388,7 @@ class Checkpoint:
                 raise DataError("a composite model is not a training run's resume file", file=p)
             return CompositeCheckpoint.from_payload(payload, p)
         try:
-            meta = json.loads(payload["meta"])
+            meta = parse_meta(payload["meta"])
             _check_meta_schema(meta)
             weights = checked_weights(payload["weights"])
             if "sha256" in meta:
@@ -362,7 +400,7 @@ class Checkpoint:
             ckpt = cls.from_meta(meta, weights, str(p))
         except DataError as e:
             raise DataError(e.problem, file=p) from None
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, OverflowError) as e:
             raise DataError(f"checkpoint metadata is malformed ({type(e).__name__}: {str(e)[:200]})", file=p) from None
         if with_state:
             pos = json.loads(payload["position"]) if "position" in payload else None
@@ -383,8 +421,7 @@ class Checkpoint:
         ckpt.source_meta = source_meta
         problems = stored_number_problems(meta)
         if problems:
-            raise DataError("refused: stored figures out of range (file altered or corrupt): "
-                            + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+            raise DataError(out_of_range(problems))
         check_finite_weights(weights)
         ckpt._check_calibration()
         return ckpt

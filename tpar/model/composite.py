@@ -39,7 +39,6 @@ every member's digest and stored numbers, the temperatures, the prior's paramete
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -52,7 +51,8 @@ from tpar.evaluation.calibration import T_BOUNDS
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
 from tpar.model.checkpoint import (Checkpoint, _check_meta_schema, atomic_torch_save, check_finite_weights,
-                                   checked_weights, content_digest, number_problems, stored_number_problems)
+                                   checked_weights, content_digest, finite_number, number_problems, out_of_range, parse_meta,
+                                   stored_number_problems)
 from tpar.model.network import TPAR
 
 #: the composite's file format: "tpar-composite-v<N>"; version 2 adds member weights (written only by a composite
@@ -62,6 +62,14 @@ COMPOSITE_FORMAT = f"{COMPOSITE_PREFIX}{COMPOSITE_VERSION}"
 COMPOSITE_FORMATS = tuple(f"{COMPOSITE_PREFIX}{v}" for v in range(1, COMPOSITE_VERSION + 1))
 #: at most this many members (each a full model: the file stays a few MB)
 MAX_MEMBERS = 8
+#: the smallest share a member's weight may have (the weight search's smallest is 1/(1 + 4·7)); below it a model
+#: would count for nothing while the card and the formula still list it
+MIN_SHARE = 1e-3
+#: selection record fields and the type each must have when present (:func:`check_selection`)
+_SELECTION_TYPES = {"split": str, "queries": int, "subset": int, "seed": int, "metric": str, "chosen": str,
+                    "eligible": str, "candidates": dict, "eps_grid": list, "beta_grid": list, "prior_asked": bool,
+                    "weights_searched": bool, "given": list, "kept": list, "left_out": list,
+                    "temperature_sources": list}
 #: the prior's ε and β must lie in these ranges
 EPS_RANGE, BETA_RANGE = (1e-12, 1e3), (0.0, 1e3)
 
@@ -174,10 +182,33 @@ class HistoryPrior:
             raise ValueError("the prior is not an object")
         for name, (lo, hi) in (("eps", EPS_RANGE), ("beta", BETA_RANGE)):
             v = d.get(name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and lo <= v <= hi):
-                raise ValueError(f"prior {name} {v!r} is not a finite number in {lo:g}..{hi:g}")
+            if not (finite_number(v) and lo <= v <= hi):
+                raise ValueError(f"prior {name} {str(v)[:40]!r} is not a finite number in {lo:g}..{hi:g}")
         return cls(RecurrencyBaseline.from_params(d.get("recurrency"), num_relations), float(d["eps"]),
                    float(d["beta"]))
+
+
+def check_selection(selection: object) -> None:
+    """The selection record's shape (ValueError naming the first field that is wrong): each known field of its
+    type, every candidate an object with a number ``mrr``, the names and sources strings, ``kept`` positions
+    (whole numbers at least 0). Its numbers' ranges are checked with the other stored figures."""
+    if not isinstance(selection, dict):
+        raise ValueError("selection must be an object")
+    for key, kind in _SELECTION_TYPES.items():
+        v = selection.get(key)
+        if v is not None and (not isinstance(v, kind) or (kind is int and isinstance(v, bool))):
+            raise ValueError(f"selection.{key} must be a {kind.__name__}, not {type(v).__name__}")
+    for name, c in selection.get("candidates", {}).items():
+        if not isinstance(c, dict) or isinstance(c.get("mrr"), bool) or not isinstance(c.get("mrr"), (int, float)):
+            raise ValueError(f"selection candidate {str(name)[:60]!r} has no number mrr")
+    for key in ("given", "left_out", "temperature_sources"):
+        if not all(isinstance(x, str) for x in selection.get(key) or []):
+            raise ValueError(f"selection.{key} must hold names")
+    for key in ("eps_grid", "beta_grid"):
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in selection.get(key) or []):
+            raise ValueError(f"selection.{key} must hold numbers")
+    if not all(isinstance(j, int) and not isinstance(j, bool) and j >= 0 for j in selection.get("kept") or []):
+        raise ValueError("selection.kept must hold positions (whole numbers from 0)")
 
 
 def _file_meta(m: Checkpoint) -> dict | None:
@@ -393,10 +424,12 @@ class CompositeCheckpoint(Checkpoint):
         single checkpoint is verified (its own sha256, shapes, stored numbers, finite weights), the members'
         relations and time axis, the temperatures, the prior's parameters and the selection's figures."""
         try:
-            meta = json.loads(payload["meta"])
+            meta = parse_meta(payload["meta"])
             _check_meta_schema(meta)
             if meta.get("kind") != "composite":
                 raise ValueError("kind must be 'composite'")
+            if meta.get("setting") == "unified":
+                raise ValueError("a composite is chosen for one setting: 'unified' is not one")
             weights = checked_weights(payload["weights"])
             if content_digest(meta, weights) != meta.get("sha256"):
                 raise DataError("refused: the metadata or weights do not match their recorded sha256 (file altered "
@@ -412,6 +445,8 @@ class CompositeCheckpoint(Checkpoint):
                 if not isinstance(mm, dict):
                     raise ValueError(f"member {i + 1} is not an object")
                 _check_meta_schema(mm)
+                if mm.get("kind", "single") != "single":
+                    raise ValueError(f"model {i + 1} is not a single trained model")
                 if content_digest(mm, own) != mm.get("sha256"):
                     raise DataError(f"refused: model {i + 1}'s metadata or weights do not match its recorded sha256 "
                                     "(file altered or corrupt)")
@@ -426,14 +461,14 @@ class CompositeCheckpoint(Checkpoint):
             names = meta.get("member_names", [])
             if not isinstance(temps, list) or len(temps) != len(members):
                 raise ValueError("one temperature per member is needed")
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise ValueError("member_names must be a list of names")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(names) not in (
+                    0, len(members)):
+                raise ValueError("member_names must be a list of one name per member")
             weights_meta = meta.get("member_weights")
             if (weights_meta is not None) != (payload.get("format") == COMPOSITE_FORMAT):
                 raise ValueError(f"member weights belong to format {COMPOSITE_FORMAT}, and it needs them")
             selection = meta.get("selection", {})
-            if not isinstance(selection, dict):
-                raise ValueError("selection must be an object")
+            check_selection(selection)
             ck = cls(config=members[0].config, weights=weights, relations=meta["relations"],
                      time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                      data_fingerprint=meta["data_fingerprint"], metrics=meta.get("metrics", {}),
@@ -441,10 +476,13 @@ class CompositeCheckpoint(Checkpoint):
                      temperatures=temps, prior=meta.get("prior"), selection=selection, member_names=names,
                      member_weights=weights_meta)
             ck._check_parts()
+            digests = ck.extra.get("member_digests")
+            if digests is not None and digests != [m.digest for m in members]:
+                raise DataError("refused: the member digests recorded do not match the models (file altered or "
+                                "corrupt)")
             problems = stored_number_problems(meta) + number_problems("selection", selection)
             if problems:
-                raise DataError("refused: stored figures out of range (file altered or corrupt): "
-                                + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+                raise DataError(out_of_range(problems))
             check_finite_weights(weights)
             ck.digest = str(meta["sha256"])
             ck._check_calibration()
@@ -452,7 +490,7 @@ class CompositeCheckpoint(Checkpoint):
                 ck.load_notes += [f"model {i}: {n}" for n in m.load_notes]
         except DataError as e:
             raise DataError(e.problem, file=p) from None
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, json.JSONDecodeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError, OverflowError) as e:
             raise DataError(f"composite model metadata is malformed ({type(e).__name__}: {str(e)[:200]})",
                             file=p) from None
         return ck
@@ -460,20 +498,23 @@ class CompositeCheckpoint(Checkpoint):
     def _check_parts(self) -> None:
         """Members that answer the composite's questions; temperatures in range; a readable prior (ValueError)."""
         for i, m in enumerate(self.members, start=1):
+            if m.data_fingerprint != self.data_fingerprint:
+                raise ValueError(f"model {i} was trained on other data than the composite's")
             if list(m.relations) != list(self.relations):
                 raise ValueError(f"model {i}'s relations are not the composite's")
             if m.time_axis != self.time_axis:
                 raise ValueError(f"model {i}'s time axis is not the composite's")
         for i, t in enumerate(self.temperatures, start=1):
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (
-                    math.isfinite(t) and T_BOUNDS[0] <= t <= T_BOUNDS[1]):
-                raise ValueError(f"temperature of model {i} {t!r} is not a finite number in "
+            if not (finite_number(t) and T_BOUNDS[0] <= t <= T_BOUNDS[1]):
+                raise ValueError(f"temperature of model {i} {str(t)[:40]!r} is not a finite number in "
                                  f"{T_BOUNDS[0]:g}..{T_BOUNDS[1]:g}")
         if self.member_weights is not None:
             w = self.member_weights
             if not isinstance(w, list) or len(w) != len(self.members) or not all(
-                    not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and 0 < x <= 1
+                    finite_number(x) and MIN_SHARE <= x <= 1
                     for x in w) or abs(sum(w) - 1) > 1e-6:
-                raise ValueError(f"member weights {str(w)[:80]} are not one positive share per model summing to 1")
+                shown = w[:4] if isinstance(w, list) else type(w).__name__
+                raise ValueError(f"member weights {str(shown)[:80]}{' …' if isinstance(w, list) and len(w) > 4 else ''} "
+                                 f"are not one share of at least {MIN_SHARE:g} per model, summing to 1")
         if self.prior is not None:
             HistoryPrior.from_dict(self.prior, len(self.relations))

@@ -177,9 +177,11 @@ def search_weights(cache: list, temperatures: list[float], start: Candidate,
     """Member weights chosen on the cached valid questions: from ``start`` (the equal ensemble, with or without
     the prior), each step tries every member's weight one up or one down (whole numbers 0..:data:`MAX_WEIGHT`,
     not all 0; proportional ones tried once) and keeps the best when it raises the valid MRR; then the prior's
-    (ε, β) of ``prior_grid`` are tried again at the weights found. Returns (the best candidate, the figures of
-    every candidate tried, by name)."""
+    (ε, β) of ``prior_grid`` are tried again at the weights found. Without the prior (``start`` has none and
+    ``prior_grid`` is empty) at least two models keep a weight: one model alone is that model, not a composite.
+    Returns (the best candidate, the figures of every candidate tried, by name)."""
     n = len(start.members)
+    least = 1 if (start.eps is not None or prior_grid) else min(2, n)
     tried: dict[str, dict] = {}
     seen: set[tuple[int, ...]] = set()
 
@@ -207,7 +209,7 @@ def search_weights(cache: list, temperatures: list[float], start: Candidate,
                 w2 = list(w)
                 w2[i] += d
                 w2 = tuple(w2)
-                if not (0 <= w2[i] <= MAX_WEIGHT) or not any(w2) or reduced(w2) in seen:
+                if not (0 <= w2[i] <= MAX_WEIGHT) or sum(x > 0 for x in w2) < least or reduced(w2) in seen:
                     continue
                 seen.add(reduced(w2))
                 moves.append(candidate(w2, start.eps, start.beta))

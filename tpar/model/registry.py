@@ -68,6 +68,9 @@ def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInf
                 infos.append(CheckpointInfo(p, p.stem, Checkpoint.load(p)))
             except DataError as e:
                 problems.append(str(e))
+            except Exception as e:  # noqa: BLE001 -- one unreadable file must not hide every other model
+                problems.append(f"{p}: not loaded ({type(e).__name__}: {str(e)[:160]}); this is a bug in tpar, "
+                                "please report it")
     return infos, problems
 
 
