@@ -56,7 +56,8 @@ RECIPES = {
          "the sparse default since 2026-11-26 (cap 24 + top-K 256 from step 2); 2,139 s of steps, one thread, the "
          "machine shared with other runs")], ["--max-queries", "0"],
         {"members": ["icews14-extrapolation-exact", "icews14-extrapolation-sparse", "icews14-extrapolation-topk256"],
-         "args": ["--prior", "--seed", "7"]}),
+         "args": ["--prior", "--weights", "--seed", "7", "--eps", "0.000000001", "0.00000001", "0.0000001", "0.000001",
+                  "0.00001", "0.0001", "0.001"]}),
     "icews14-extrapolation-sparse": ("extrapolation/ICEWS14", [
         ("icews14-extrapolation-sparse", None, ["--setting", "extrapolation", "--config",
                                                 f"{CPU}/icews14-extrapolation.json", "--gate", "--dim", "64",
