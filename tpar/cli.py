@@ -1104,12 +1104,13 @@ def positive_int(text: str) -> int:
     return _at_least_one(text, "a whole number", "must be at least 1")
 
 
-def _at_least_one(text: str, kind: str, minimum: str) -> int:
+def _at_least_one(text: str, kind: str, minimum: str, least: int = 1) -> int:
+    """``text`` as a whole number at least ``least`` (an argparse error naming the value and ``minimum`` else)."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
-    if n < 1:
+    if n < least:
         raise argparse.ArgumentTypeError(f"{n}: {minimum}")
     return n
 
@@ -1126,13 +1127,7 @@ def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
 
 def count(text: str) -> int:
     """An argparse type: a whole number at least 0 (argparse names the option and the value otherwise)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} is below 0: give a count (0 usually means all)")
-    return n
+    return _at_least_one(text, "a whole number", "below 0: give a count (0 usually means all)", least=0)
 
 
 def count_arg(sp, flag: str, default: int, help: str) -> None:

@@ -390,7 +390,7 @@ def test_cli_ensemble_refuses_a_negative_count(tmp_path, capsys, flag):
     with pytest.raises(SystemExit) as e:
         main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--data", str(SAMPLE_WORLD),
               "--out", str(tmp_path / "c.tpar"), flag, "-5"])
-    assert e.value.code == 2 and f"argument {flag}: -5 is below 0" in capsys.readouterr().err
+    assert e.value.code == 2 and f"argument {flag}: -5: below 0" in capsys.readouterr().err
     assert not (tmp_path / "c.tpar").exists()
 
 
