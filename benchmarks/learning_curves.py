@@ -35,11 +35,10 @@ def svg(points: list[tuple[int, float]], best: int, title: str, path: Path) -> N
 def chained_history(ck: Checkpoint) -> tuple[list[dict], int]:
     """The validation history of a checkpoint preceded by those of the warm starts it continued (each up to
     its kept epoch, the weights the next stage began from), and how many epochs came before its own."""
-    stages, warm = [], ck.extra.get("warm_start")
-    while warm:
+    stages = []
+    for warm in ck.warm_starts():
         kept = warm.get("best_epoch") or len(warm.get("history") or [])
         stages.append((warm.get("history") or [])[:kept])
-        warm = warm.get("before")
     earlier = [h for hist in reversed(stages) for h in hist]
     return earlier + list(ck.history), len(earlier)
 

@@ -250,11 +250,10 @@ def record_convergence(name: str, checkpoint: Path, command: str, test_json: Pat
     its propagation, the optimiser-step seconds and questions of the whole run (warm starts included),
     the valid history and the test figures (``tpar evaluate --json``, else the checkpoint's own)."""
     ck = Checkpoint.load(checkpoint)
-    seconds, questions, warm = ck.extra.get("seconds", 0.0), sum(h.get("queries", 0) for h in ck.history), ck.extra.get("warm_start")
-    while warm:  # a chain of warm starts counts whole
+    seconds, questions = ck.extra.get("seconds", 0.0), sum(h.get("queries", 0) for h in ck.history)
+    for warm in ck.warm_starts():  # a chain of warm starts counts whole
         seconds += warm.get("seconds") or 0.0
         questions += sum(h.get("queries", 0) for h in warm.get("history") or [])
-        warm = warm.get("before")
     test = json.loads(test_json.read_text())["realistic"] if test_json else \
         ck.metrics.get(f"test_{ck.setting}", {}).get("realistic", {})
     hw = ck.extra.get("hardware", {})

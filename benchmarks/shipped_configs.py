@@ -156,15 +156,6 @@ def kept_positions(ckpt: Checkpoint, given: int) -> list[int]:
     return list(kept) if kept is not None else list(range(given))
 
 
-def warm_start_records(ckpt: Checkpoint) -> list[dict]:
-    """The earlier runs a model's checkpoint records (``extra["warm_start"]`` and its ``before`` links)."""
-    out, w = [], ckpt.extra.get("warm_start")
-    while w:
-        out.append(w)
-        w = w.get("before")
-    return out
-
-
 def build(name: str) -> Recipe:
     data, stages, calibrate_args, *rest = RECIPES[name]
     ensemble = rest[0] if rest else None
@@ -182,7 +173,7 @@ def build(name: str) -> Recipe:
         raise SystemExit(f"{name}: {len(given)} member stage(s) given, the checkpoint keeps models {kept} of "
                          f"{len(ckpt.member_checkpoints)}")
     # each kept model's recorded warm-start chain, and the recipe's chain of each model the weight search left out
-    chain = sum(len(warm_start_records(m)) + 1 for m in ckpt.member_checkpoints)
+    chain = sum(len(m.warm_starts()) + 1 for m in ckpt.member_checkpoints)
     chain += sum(len(recipe.chain(s)) for i, s in enumerate(given) if i not in kept)
     if chain != len(stages):
         raise SystemExit(f"{name}: {len(stages)} stages, but the checkpoint records {chain}")

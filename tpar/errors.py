@@ -29,6 +29,16 @@ class DataError(Exception):
         return where + self.problem
 
 
+def finite_number(value: object) -> bool:
+    """A number read from a file is usable: an int or float (not a bool) with a finite float value (a huge int
+    is not: no float holds it, and ``math.isfinite`` would raise OverflowError on it)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1000
+
+
 def log_internal_error(error: BaseException, log_dir: str | Path) -> tuple[Path, str]:
     """Append ``error``'s traceback to ``<log_dir>/errors.log`` under a short reference; returns (log
     path, reference). For errors that are bugs, not bad input: the user sees one line that names

@@ -154,11 +154,7 @@ def _trained(ck) -> tuple[float, str]:
     training summed, plus the time choosing it on valid took."""
     seconds = ck.extra.get("seconds", 0.0) if ck.kind == "composite" else 0.0
     for m in ck.member_checkpoints:
-        seconds += m.extra.get("seconds", 0.0)
-        warm = m.extra.get("warm_start")
-        while warm:
-            seconds += warm.get("seconds") or 0.0
-            warm = warm.get("before")
+        seconds += m.extra.get("seconds", 0.0) + sum(w.get("seconds") or 0.0 for w in m.warm_starts())
     hw = ck.member_checkpoints[0].extra.get("hardware", {})
     gpu = hw.get("gpu") or "no GPU"
     return seconds / 3600, f"{hw.get('cpu_threads', '?')} CPU thread(s), {gpu}"

@@ -23,11 +23,7 @@ def test_every_shipped_checkpoint_has_a_recipe_and_no_recipe_is_stale():
 
 
 def warm_start_chain(ckpt: Checkpoint) -> list[dict]:
-    out, w = [], ckpt.extra.get("warm_start")
-    while w:
-        out.append(w)
-        w = w.get("before")
-    return out[::-1]  # earliest first
+    return ckpt.warm_starts()[::-1]  # earliest first
 
 
 @pytest.mark.parametrize("name", CHECKPOINTS)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tpar.errors import DataError
+from tpar.errors import DataError, finite_number
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.filtering import TimeAwareFilter
@@ -155,9 +155,7 @@ class RecurrencyBaseline:
         """The baseline :meth:`params` describe, every value checked (a ValueError names the first that is
         not a finite λ ≥ 0, an α in 0..1, or a relation id in [0, 2R))."""
         def number(name: str, value: object, lo: float, hi: float = math.inf) -> float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    isinstance(value, int) and value.bit_length() > 1000) or not (  # no float holds it
-                    math.isfinite(value) and lo <= value <= hi):
+            if not (finite_number(value) and lo <= value <= hi):
                 raise ValueError(f"{name} {str(value)[:40]!r} is not a finite number in {lo:g}..{hi:g}")
             return float(value)
 

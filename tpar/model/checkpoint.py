@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import pickle
 import platform
 import zipfile
@@ -29,7 +28,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.lineage import growth_text
 from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
                                          as_loaded, match_relations, share_text)
-from tpar.errors import DataError
+from tpar.errors import DataError, finite_number
 from tpar.model.network import TPAR
 
 FORMAT = "tpar-checkpoint-v1"
@@ -87,20 +86,13 @@ def _check_meta_schema(meta: object) -> None:
         raise ValueError("time_axis needs a granularity name and an integer step")
 
 
-def finite_number(value: object) -> bool:
-    """``value`` is an int or float (not a bool) with a finite float value (a huge int is not: no float holds it)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1000
-
-
 def _number_problem(path: str, value: object, lo: float | None = None, hi: float | None = None) -> str | None:
     """Why ``value`` (stored at ``path``) is not a finite number within [lo, hi]; None when it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{path} is {str(value)[:40]!r}, not a number"
-    if isinstance(value, int) and value.bit_length() > 1000:  # beyond any float: math.isfinite would overflow
+    if not finite_number(value) and isinstance(value, int):
         return f"{path} is an integer of {value.bit_length():,} bits, not a finite number"
-    if not math.isfinite(value):
+    if not finite_number(value):
         return f"{path} is {value!r}, not a finite number"
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         return f"{path} is {value!r}, outside {lo:g}..{hi:g}" if hi is not None else f"{path} is {value!r}, below {lo:g}"
@@ -341,6 +333,15 @@ class Checkpoint:
                     f"{self.time_axis.get('step')} {self.time_axis.get('granularity')}, the data has "
                     f"{ta['step']} {ta['granularity']}")
         return None
+
+    def warm_starts(self) -> list[dict]:
+        """The earlier runs this model continued (``extra["warm_start"]`` and its ``before`` links), the most
+        recent first; empty for a model trained from scratch."""
+        out, w = [], self.extra.get("warm_start")
+        while w:
+            out.append(w)
+            w = w.get("before")
+        return out
 
     def unfinished(self) -> str:
         """Why this model is not a finished training run, in a few words; "" when it is one. A run

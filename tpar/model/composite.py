@@ -45,13 +45,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tpar.errors import DataError
+from tpar.errors import DataError, finite_number
 from tpar.evaluation.baselines import RecurrencyBaseline
 from tpar.evaluation.calibration import T_BOUNDS
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
 from tpar.model.checkpoint import (Checkpoint, _check_meta_schema, atomic_torch_save, check_finite_weights,
-                                   checked_weights, content_digest, finite_number, number_problems, out_of_range, parse_meta,
+                                   checked_weights, content_digest, number_problems, out_of_range, parse_meta,
                                    stored_number_problems)
 from tpar.model.network import TPAR
 
