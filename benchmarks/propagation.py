@@ -17,6 +17,7 @@ times exact and pruned propagation side by side in one run; the report joins bot
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import platform
@@ -33,6 +34,7 @@ from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.training.snapshots import resume_path
 from tpar.training.trainer import train
 
+from peers import TLOGIC_MEASURED, baseline_mrr
 from svgplot import frame
 
 ROOT = Path(__file__).resolve().parent
@@ -83,9 +85,16 @@ SCREEN_ONLY = {k for k in OPTIONS if k.startswith(("first-exact+repeats1+cap24+t
 #: exact propagation trained for as long (wall-clock) as the candidate default's full epoch took: the
 #: "better at equal training time" side of the comparison (its question budget comes from both runs)
 EQUAL_TIME = "exact-equal-time"
+#: the same against the sparse default of today (cap 24 + top-K 256 from step 2): exact propagation trained on as
+#: many questions as it does in the time the default takes for its epoch, the speed ratio taken from the quiet
+#: `tpar bench --threads 1` run of both in one process (BENCH), not from the grid rows' shared-machine timings
+EQUAL_TIME_DEFAULT = "exact-equal-time-default"
+DEFAULT = "first-exact+repeats1+cap24+topk256"
+BENCH = {"extrapolation": ROOT / "results" / "bench.json", "interpolation": ROOT / "results" / "bench-interpolation.json"}
+EQUAL_TIME_ROWS = (EQUAL_TIME, EQUAL_TIME_DEFAULT)
 #: the candidate default and exact first (the comparison that matters), both settings, then the rest
 FIRST = ("window30+topk128", "exact", EQUAL_TIME, "first-exact+window30+topk128", "first-exact+window60+topk64",
-         "window120+topk128", "window250+topk256")
+         "window120+topk128", "window250+topk256", EQUAL_TIME_DEFAULT)
 ORDER = ([f"{s}:{o}" for s in DATA for o in FIRST]
          + [f"{s}:{o}" for s in DATA for o in OPTIONS if o not in FIRST and o not in SCREEN_ONLY])
 
@@ -103,6 +112,27 @@ def equal_time_budget(setting: str) -> int:
     pruned = json.loads((RESULTS / f"{setting}-window30+topk128.json").read_text())
     exact = json.loads((RESULTS / f"{setting}-exact.json").read_text())
     return max(10, int(pruned["train_seconds"] / (exact["train_ms_per_question"] / 1000)))
+
+
+def bench_speedup(setting: str) -> float:
+    """Exact over sparse-default training ms per question, L=5, d=64 on ICEWS14, from one `tpar bench` run."""
+    ms = {}
+    for b in json.loads(BENCH[setting].read_text())["results"]:
+        if b.get("data") == DATA[setting] and b.get("L") == 5 and b.get("d") == 64 and not b.get("gate"):
+            opts = {k: v for k, v in b["propagation_options"].items() if v and k != "priority"}
+            if opts == {k: v for k, v in OPTIONS[DEFAULT].items()}:
+                ms["default"] = b["train_ms_per_query"]
+            elif not opts:
+                ms["exact"] = b["train_ms_per_query"]
+    if set(ms) != {"default", "exact"}:
+        sys.exit(f"{BENCH[setting]}: no L=5, d=64 exact and sparse-default rows for {DATA[setting]}")
+    return ms["exact"] / ms["default"]
+
+
+def equal_time_default_budget(setting: str) -> int:
+    """Training questions exact propagation does in the time the sparse default takes for its full epoch."""
+    default = json.loads((RESULTS / f"{setting}-{DEFAULT}.json").read_text())
+    return max(10, int(default["train_questions"] / bench_speedup(setting)))
 
 
 def run_one(key: str, threads: int) -> dict:
@@ -123,6 +153,8 @@ def run_one(key: str, threads: int) -> dict:
     run = run_config(setting, OPTIONS.get(option, {}))
     if option == EQUAL_TIME:
         run.train.max_train_queries = equal_time_budget(setting)
+    elif option == EQUAL_TIME_DEFAULT:
+        run.train.max_train_queries = equal_time_default_budget(setting)
     res = train(kg, run, out, resume=resume, progress=True, eval_test=True)
     if res.stopped in ("interrupted", "cancelled") or not res.history:
         # stopped by a signal (e.g. the session ended): the resume file is kept, no result is written
@@ -143,22 +175,43 @@ def run_one(key: str, threads: int) -> dict:
 
 
 def svg_plot(rows: list[dict], path: Path) -> None:
-    """Test MRR against training ms per question, one marker per run (a dependency-free SVG)."""
-    W, H, pad = 640, 380, 60
-    xs = [r["train_ms_per_question"] for r in rows] or [1.0]
-    ys = [100 * r["test"]["realistic"]["mrr"] for r in rows] or [0.0]
-    x0, x1 = 0.0, max(xs) * 1.1
-    y0, y1 = min(ys) - 2, max(ys) + 2
-    colour = {"extrapolation": "#1d4ed8", "interpolation": "#ea580c"}
-    parts, X, Y = frame(W, H, (x0, x1), (y0, y1), xlabel="training ms per question (one full epoch, L=5, d=64)",
-                        ylabel="test MRR % (realistic)", xfmt=".0f", pad=pad)
-    for r, x, y in zip(rows, xs, ys):
-        c = colour.get(r["setting"], "black")
-        parts += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="5" fill="{c}"/>',
-                  f'<text x="{X(x) + 7:.1f}" y="{Y(y) - 6:.1f}" fill="{c}">{r["option"]}</text>']
-    parts += [f'<text x="{W - pad}" y="{pad - 20}" text-anchor="end" fill="#1d4ed8">● extrapolation</text>',
-              f'<text x="{W - pad}" y="{pad - 6}" text-anchor="end" fill="#ea580c">● interpolation</text>', "</svg>"]
-    path.write_text("\n".join(parts), encoding="utf-8")
+    """Test MRR against training ms per question, one panel per setting (a dependency-free SVG).
+
+    Each one-epoch run is a numbered marker (exact black, the sparse default green); dashed lines mark the peers
+    measured here with the same protocol (the recurrency baseline, TLogic where measured), which train no
+    propagation at all; a legend under each panel names the numbers."""
+    W, H, pad = 520, 380, 60
+    panels = [s for s in DATA if any(r["setting"] == s for r in rows)]
+    legend_rows = max((sum(r["setting"] == s for r in rows) for s in panels), default=0)
+    total_h = H + 16 * legend_rows + 20
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * len(panels)}" height="{total_h}" '
+             'font-family="sans-serif" font-size="11">', f'<rect width="{W * len(panels)}" height="{total_h}" fill="white"/>']
+    for k, setting in enumerate(panels):
+        mine = sorted((r for r in rows if r["setting"] == setting),
+                      key=lambda r: list(OPTIONS).index(r["option"]) if r["option"] in OPTIONS else len(OPTIONS))
+        xs = [r["train_ms_per_question"] for r in mine]
+        ys = [100 * r["test"]["realistic"]["mrr"] for r in mine]
+        peers = [(f"recurrency {v:.2f}", v) for v in [baseline_mrr(setting, "ICEWS14")] if v is not None]
+        if setting == "extrapolation":
+            peers.append((f"TLogic {TLOGIC_MEASURED:.2f}", TLOGIC_MEASURED))
+        lo = min(ys + [v for _, v in peers]) - 2
+        hi = max(ys + [v for _, v in peers]) + 2
+        inner, X, Y = frame(W, H, (0.0, max(xs) * 1.1), (lo, hi), title=f"{setting}, ICEWS14 (one epoch, L=5, d=64)",
+                            xlabel="training ms per question", ylabel="test MRR % (realistic)", xfmt=".0f", pad=pad)
+        inner[0] = inner[0].replace("<svg ", f'<svg x="{k * W}" y="0" ', 1)
+        for label, v in peers:
+            inner += [f'<line x1="{pad}" y1="{Y(v):.1f}" x2="{W - pad}" y2="{Y(v):.1f}" stroke="#6b7280" '
+                      'stroke-dasharray="5 4"/>',
+                      f'<text x="{W - pad}" y="{Y(v) - 4:.1f}" text-anchor="end" fill="#374151">{html.escape(label)}</text>']
+        legend = []  # under the panel, in the outer SVG (the panel's own clips at its height)
+        for n, (r, x, y) in enumerate(zip(mine, xs, ys), 1):
+            c = {"exact": "black", DEFAULT: "#15803d"}.get(r["option"], "#1d4ed8")
+            inner += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="4" fill="{c}"/>',
+                      f'<text x="{X(x) + 6:.1f}" y="{Y(y) - 4:.1f}" fill="{c}">{n}</text>']
+            legend.append(f'<text x="{k * W + pad}" y="{H + 16 * n:.0f}" fill="{c}">{n}: '
+                          f'{html.escape(r["propagation"])} -- {y:.2f} MRR, {x:g} ms</text>')
+        parts += inner + ["</svg>"] + legend
+    path.write_text("\n".join(parts + ["</svg>"]), encoding="utf-8")
 
 
 CONVERGENCE = RESULTS / "convergence"
@@ -298,7 +351,8 @@ def report(bench_file: Path | None) -> None:
              "H@1 | H@10 | threads |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = r["test"].get("realistic", {})
-        prop = r["propagation"] + (" (equal training time)" if r["option"] == EQUAL_TIME else "")
+        prop = r["propagation"] + {EQUAL_TIME: " (equal training time: window=30+top_k=128)",
+                                   EQUAL_TIME_DEFAULT: " (equal training time: the sparse default)"}.get(r["option"], "")
         lines.append(f"| {r['setting']} | {prop} | {r['train_questions']:,} | {r['train_ms_per_question']} | "
                      f"{100 * r['valid'].get('valid_mrr', float('nan')):.2f} | {100 * t.get('mrr', float('nan')):.2f} | "
                      f"{100 * t.get('hits@1', float('nan')):.2f} | {100 * t.get('hits@10', float('nan')):.2f} | "
@@ -306,6 +360,14 @@ def report(bench_file: Path | None) -> None:
     missing = [k for k in ORDER if not (RESULTS / f"{k.replace(':', '-')}.json").is_file()]
     if missing:
         lines += ["", "Not yet run (or still running): " + ", ".join(missing) + "."]
+    if rows:
+        lines += ["", "![test MRR against training ms per question, one panel per setting](propagation.svg)", "",
+                  "The plot (`propagation.svg`, written by the same `report` command): every one-epoch row above but "
+                  "the equal-time ones, exact in black, the sparse default in green; dashed lines mark the recurrency "
+                  "baseline and (extrapolation) TLogic, measured here with the same protocol (`benchmarks/peers.py`; "
+                  "they train no propagation, so they have no place on the x axis). The x axis is each run's own "
+                  "timing: rows that shared the machine with other jobs sit to the right of where a quiet machine "
+                  "puts them (the *Speed* table's `tpar bench` run is the like-for-like speed comparison)."]
     lines += convergence_lines()
     lines += probe_lines()
     if bench_file and bench_file.is_file():
@@ -325,7 +387,7 @@ def report(bench_file: Path | None) -> None:
     out = ROOT / "results" / "propagation.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if rows:
-        svg_plot([r for r in rows if r["option"] != EQUAL_TIME], ROOT / "results" / "propagation.svg")
+        svg_plot([r for r in rows if r["option"] not in EQUAL_TIME_ROWS], ROOT / "results" / "propagation.svg")
     print(f"wrote {out}")
 
 
