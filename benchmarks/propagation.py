@@ -34,7 +34,7 @@ from tpar.model.config import ModelConfig, RunConfig, TrainConfig
 from tpar.training.snapshots import resume_path
 from tpar.training.trainer import train
 
-from peers import TLOGIC_MEASURED, baseline_mrr
+from peers import TLOGIC_MEASURED, baseline_figures
 from svgplot import frame
 
 ROOT = Path(__file__).resolve().parent
@@ -120,7 +120,7 @@ def bench_speedup(setting: str) -> float:
     for b in json.loads(BENCH[setting].read_text())["results"]:
         if b.get("data") == DATA[setting] and b.get("L") == 5 and b.get("d") == 64 and not b.get("gate"):
             opts = {k: v for k, v in b["propagation_options"].items() if v and k != "priority"}
-            if opts == {k: v for k, v in OPTIONS[DEFAULT].items()}:
+            if opts == OPTIONS[DEFAULT]:
                 ms["default"] = b["train_ms_per_query"]
             elif not opts:
                 ms["exact"] = b["train_ms_per_query"]
@@ -175,7 +175,8 @@ def run_one(key: str, threads: int) -> dict:
 
 
 def svg_plot(rows: list[dict], path: Path) -> None:
-    """Test MRR against training ms per question, one panel per setting (a dependency-free SVG).
+    """Test MRR against training ms per question, one panel per setting, runs in the order given (a
+    dependency-free SVG).
 
     Each one-epoch run is a numbered marker (exact black, the sparse default green); dashed lines mark the peers
     measured here with the same protocol (the recurrency baseline, TLogic where measured), which train no
@@ -186,12 +187,12 @@ def svg_plot(rows: list[dict], path: Path) -> None:
     total_h = H + 16 * legend_rows + 20
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * len(panels)}" height="{total_h}" '
              'font-family="sans-serif" font-size="11">', f'<rect width="{W * len(panels)}" height="{total_h}" fill="white"/>']
+    baselines = baseline_figures()
     for k, setting in enumerate(panels):
-        mine = sorted((r for r in rows if r["setting"] == setting),
-                      key=lambda r: list(OPTIONS).index(r["option"]) if r["option"] in OPTIONS else len(OPTIONS))
+        mine = [r for r in rows if r["setting"] == setting]
         xs = [r["train_ms_per_question"] for r in mine]
         ys = [100 * r["test"]["realistic"]["mrr"] for r in mine]
-        peers = [(f"recurrency {v:.2f}", v) for v in [baseline_mrr(setting, "ICEWS14")] if v is not None]
+        peers = [(f"recurrency {v:.2f}", v) for v in [baselines.get((setting, "ICEWS14", "recurrency"))] if v is not None]
         if setting == "extrapolation":
             peers.append((f"TLogic {TLOGIC_MEASURED:.2f}", TLOGIC_MEASURED))
         lo = min(ys + [v for _, v in peers]) - 2

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from peers import TLOGIC_MEASURED  # noqa: E402
+from peers import TLOGIC_MEASURED, baseline_figures  # noqa: E402
 from svgplot import frame  # noqa: E402
 
 #: the paper's figures (test MRR %, ICEWS14 / YAGO11k), by table
@@ -137,17 +137,6 @@ def write_report(results: Path, out_dir: Path) -> Path:
     return path
 
 
-def _baselines() -> dict[tuple[str, str, str], float]:
-    """{(setting, data, method): realistic test MRR} from benchmarks/results/baselines.md."""
-    path = ROOT / "benchmarks" / "results" / "baselines.md"
-    out = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        m = re.match(r"\| (\w+)/([\w-]+) \| \w+ \| (\w+) \| \d+ \| ([\d.]+) /", line)
-        if m:
-            out[(m.group(1), m.group(2), m.group(3))] = float(m.group(4))
-    return out
-
-
 def _trained(ck) -> tuple[float, str]:
     """(hours of optimiser steps, warm starts included; the machine) of a checkpoint; a composite: its models'
     training summed, plus the time choosing it on valid took."""
@@ -164,7 +153,7 @@ def _results_table() -> list[str]:
     best peer measured here (recurrency baseline; TLogic where measured)."""
     from tpar.model.checkpoint import Checkpoint
 
-    base = _baselines()
+    base = baseline_figures()
     lines = ["## The results tables (Tables 1 and 2)", "",
              "Test MRR %, both directions, time-aware filter, realistic ties, each model selected on valid only; ours = the "
              "shipped checkpoint (`checkpoints/`, its card beside it; `python benchmarks/reproduce_checkpoints.py` "
