@@ -489,7 +489,7 @@ def cmd_ensemble(args) -> int:
         kg, cks, [Path(p).name for p in args.checkpoints], setting, prior=args.prior, valid_queries=args.valid_queries,
         prior_queries=args.prior_queries, seed=args.seed, calibration_queries=args.calibration_queries,
         progress=not args.quiet, command=command, on_step=lambda text: print(text, file=sys.stderr),
-        weights=args.weights, **grids)
+        weights=args.weights, device=args.device, micro_batch=args.micro_batch, **grids)
     composite.save(args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "chosen": report.chosen, "temperatures": composite.temperatures,
@@ -1348,6 +1348,8 @@ def _add_ensemble(sub) -> None:
                     help="also choose the models' weights on valid (whole numbers 0-4, greedy steps from equal "
                          "weights; a model weighted 0 is left out); keeps every model's valid scores in memory")
     sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
+    device_arg(sp)
+    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")
 
 

@@ -679,3 +679,25 @@ def test_the_card_numbers_each_model_as_given_even_when_two_files_share_a_name(c
         card = render_composite(twins, "twins.tpar")
         row = [line for line in card.splitlines() if line.startswith("| 2 | `best.tpar` |")]
         assert len(row) == 1 and "| 22.22 |" in row[0] and "source two" in row[0], row
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_a_composite_chosen_on_the_gpu_is_the_one_chosen_on_the_cpu(kg, tmp_path):
+    """``build_composite(device="cuda")`` (``tpar ensemble --device cuda``): the members score on the GPU, the
+    prior and the candidates on the CPU; every candidate's valid MRR, the choice, the weights and the temperatures
+    equal the CPU run's (scores agree to float32 rounding; ranks of ties may differ only below 1e-4 MRR)."""
+    from helpers import perturbed_sample_checkpoint
+    from tpar.model.ensemble import build_composite
+
+    paths = [SAMPLE_CHECKPOINT, perturbed_sample_checkpoint(tmp_path / "near.tpar", seed=1, scale=0.05)]
+    names = [p.name for p in paths]
+    runs = {}
+    for device in ("cpu", "cuda"):
+        runs[device] = build_composite(kg, [Checkpoint.load(p) for p in paths], names, "extrapolation",
+                                       valid_queries=300, prior_queries=300, calibration_queries=300, weights=True,
+                                       eps_grid=(0.01, 0.1), beta_grid=(0.2, 0.8), device=device, micro_batch=64)
+    (cpu, cpu_report), (gpu, gpu_report) = runs["cpu"], runs["cuda"]
+    assert gpu_report.chosen == cpu_report.chosen and gpu.member_weights == cpu.member_weights
+    assert gpu.temperatures == pytest.approx(cpu.temperatures, rel=1e-4)
+    for name, fig in cpu_report.candidates.items():
+        assert gpu_report.candidates[name]["mrr"] == pytest.approx(fig["mrr"], abs=1e-4), name

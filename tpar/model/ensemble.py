@@ -141,12 +141,13 @@ def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], p
                      cands: list[Candidate], setting: Setting | str, split: str = "valid", *, max_queries: int = 0,
                      seed: int = 0, micro_batch: int = 16, progress: bool = False,
                      on_batch: Callable[[int, int], None] | None = None,
-                     keep_parts: list | None = None) -> dict[str, dict]:
+                     keep_parts: list | None = None, device: str | torch.device = "cpu") -> dict[str, dict]:
     """Every candidate's realistic MRR and Hits@k (fractions) on ``split`` (a seeded subset of ``max_queries``
     when > 0), from one pass in which each member (a TPAR model) and the prior score each batch once.
     ``keep_parts``: a list that receives each batch's (f, ψ, answers, filter rows, filter cols), for
-    :func:`search_weights`."""
-    rankers = [ModelRanker(m, "cpu", micro_batch=micro_batch) for m in members]
+    :func:`search_weights`. ``device``: where the members run (their scores come back to the CPU, where the
+    prior and the candidates are computed)."""
+    rankers = [ModelRanker(m, device, micro_batch=micro_batch) for m in members]
     parts = _PartsRanker(rankers, prior)
     tallies = {c.name: _Tally() for c in cands}
 
@@ -229,13 +230,14 @@ def search_weights(cache: list, temperatures: list[float], start: Candidate,
 
 
 def member_temperature(ck: Checkpoint, kg: TemporalKG, setting: str, *, max_queries: int = 2000,
-                       seed: int = 0) -> tuple[float, str]:
+                       seed: int = 0, device: str | torch.device = "cpu",
+                       micro_batch: int = 16) -> tuple[float, str]:
     """(T, where it comes from): the stored calibration's temperature for ``setting``, else one fitted now on
     valid (a seeded subset of ``max_queries``)."""
     cal = stored(ck.extra, setting)
     if cal is not None:
         return cal.temperature, f"stored calibration (fitted on {cal.queries:,} {cal.split} questions)"
-    logits, answers = collect(kg, ModelRanker(ck.build_model("cpu"), "cpu"), setting, "valid",
+    logits, answers = collect(kg, ModelRanker(ck.build_model("cpu"), device, micro_batch=micro_batch), setting, "valid",
                               max_queries=max_queries, seed=seed)
     return fit_temperature(logits, answers), f"fitted now on {len(answers):,} valid questions (seed {seed})"
 
@@ -301,13 +303,15 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                     calibration_queries: int = 2000, progress: bool = False, command: str = "",
                     on_step: Callable[[str], None] | None = None, eps_grid: tuple[float, ...] = EPS_GRID,
                     beta_grid: tuple[float, ...] = BETA_GRID,
-                    weights: bool = False) -> tuple[CompositeCheckpoint, EnsembleReport]:
+                    weights: bool = False, device: str | torch.device = "cpu",
+                    micro_batch: int = 16) -> tuple[CompositeCheckpoint, EnsembleReport]:
     """The composite of ``checkpoints`` chosen on ``kg``'s valid split (the module docstring), and its report.
     Refused (:class:`DataError`) when a checkpoint was not trained on ``kg`` (its valid split would not be the
     one it was selected on) or ``kg`` has no valid facts. ``eps_grid`` / ``beta_grid``: the prior's (ε, β) tried
     (positive; the report's :meth:`EnsembleReport.grid_edges` says when the choice lies on an edge). ``weights``:
     search the members' weights on valid too (step 4b of the module docstring; refused before any scoring when
-    the scores it keeps would pass :data:`WEIGHT_SEARCH_BYTES`)."""
+    the scores it keeps would pass :data:`WEIGHT_SEARCH_BYTES`). ``device`` / ``micro_batch``: where and in what
+    micro-batches the models score (a GPU chooses the same composite as the CPU, faster)."""
     setting = Setting.parse(setting)
     eps_grid, beta_grid = check_grid(eps_grid, "ε"), check_grid(beta_grid, "β")
     say = on_step or (lambda text: None)
@@ -330,7 +334,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     t0 = time.perf_counter()
     temps, sources = [], []
     for name, ck in zip(names, checkpoints):
-        t, src = member_temperature(ck, kg, setting.value, seed=seed)
+        t, src = member_temperature(ck, kg, setting.value, seed=seed, device=device, micro_batch=micro_batch)
         temps.append(t)
         sources.append(src)
         say(f"{name}: temperature {t:.3f} ({src})")
@@ -347,7 +351,8 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     t0 = time.perf_counter()
     cache: list | None = [] if search else None  # each batch's scores, for the weight search
     scored = score_candidates(kg, [ck.build_model("cpu") for ck in checkpoints], temps, rec, cands, setting, "valid",
-                              max_queries=valid_queries, seed=seed, progress=progress, keep_parts=cache)
+                              max_queries=valid_queries, seed=seed, progress=progress, keep_parts=cache,
+                              device=device, micro_batch=micro_batch)
     seconds["selection"] = time.perf_counter() - t0
     chosen = max(eligible, key=lambda k: scored[k]["mrr"])
     pick = next(c for c in cands if c.name == chosen)
@@ -385,7 +390,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                                              member_names=[names[i] for i in keep], extra=extra,
                                              member_weights=list(pick.weights) if pick.weights is not None else None)
     t0 = time.perf_counter()
-    ranker = ModelRanker(composite.build_model("cpu"), "cpu")
+    ranker = ModelRanker(composite.build_model("cpu"), device, micro_batch=micro_batch)
     cal = calibrate(kg, ranker, setting, split="valid", max_queries=calibration_queries, seed=seed)
     composite.extra["calibration"] = {setting.value: cal.to_dict()}
     seconds["calibration"] = time.perf_counter() - t0
