@@ -6,7 +6,9 @@
 #      trained on in the sparse default, selected on all valid questions -- a stronger member for an all-sparse
 #      composite of the shipped extrapolation row;
 #   P2 (#29) ICEWS18: fine-tuned from that L=5 ICEWS14 model (the paper's ICEWS18 shape is L=5, d=64);
-#   P3 (#29) ICEWS18: fine-tuned, in the sparse default, from the exact-trained L=3 ICEWS14 model -- two members
+#   P3 (#29) ICEWS18: fine-tuned, in the sparse default, from the exact-trained L=3 ICEWS14 model (`git show
+#      a9b2ef0:checkpoints/icews14-extrapolation.tpar > .gpu/exact14.tpar`; on 2026-11-27 this line named an
+#      untracked file under runs/, which did not travel, and P3 ran in the second call instead) -- two members
 #      whose parents differ from the shipped ICEWS18 attempt's (runs/icews18-gpu/i18g2.tpar) for a composite;
 # then each new model's test figure on the GPU. Composites are chosen on valid and tested on the CPU afterwards.
 # Expects .gpu/data/extrapolation/{ICEWS14,ICEWS18} (an ignored folder, carried); the models (and resume files)
@@ -38,7 +40,7 @@ timeout -s TERM -k 30 $(left $STOP) $TRAIN --data $D/ICEWS14 --init runs/sparse-
 timeout -s TERM -k 30 $(left $STOP) $TRAIN --data $D/ICEWS18 --init runs/sparse-seeds/l5d64.tpar \
     --lr 7e-4 --batch-size 64 --micro-batch 64 --patience 4 --train-seed 2 $Q2 --out $OUT/i18-l5.tpar \
     > $R/i18-l5.log 2>&1 &
-timeout -s TERM -k 30 $(left $STOP) $TRAIN --data $D/ICEWS18 --init runs/sparse/icews14-extrapolation-exact.tpar \
+timeout -s TERM -k 30 $(left $STOP) $TRAIN --data $D/ICEWS18 --init .gpu/exact14.tpar \
     --propagation sparse --lr 7e-4 --batch-size 64 --micro-batch 64 --patience 4 --train-seed 2 $Q3 \
     --out $OUT/i18-l3x.tpar > $R/i18-l3x.log 2>&1 &
 if [ "$DEV" = cuda ]; then  # the GPU ensemble's own check, beside the trainings (a few seconds of GPU)

@@ -174,6 +174,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
              f"- data: {_code(ckpt.data_name)}, fingerprint {_code(ckpt.data_fingerprint)}",
              f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
              other_data_line(ckpt),
+             propagation_of_members(ckpt),
              f"- built by {_code(ckpt.extra.get('command') or 'tpar ensemble', 2000)} (seed "
              f"{_text(ckpt.extra.get('seed', '?'))}) in {ckpt.extra.get('seconds', 0):.0f} s on {hardware_text(hw)}; "
              "no training of its own: its models were trained apart (below)",
@@ -209,11 +210,14 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
         lines.append(f"| {i + 1} | {_code(ckpt.member_names[i] if i < len(ckpt.member_names) else '?')} | "
-                     f"{m.describe()} | {t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
+                     f"{m.describe()}{'; the sparse default' if m.config.model.is_sparse_default else ''} | "
+                     f"{t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
                      + (f"{ckpt.member_weights[i]:.4f}; {c:.4f}" if weighted else f"{c:.4f}") + " | "
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
-                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), seed {_text(m.extra.get('seed', mt.seed))}, "
-                     f"{m.extra.get('seconds', 0):.0f} s | `{m.digest[:12]}` |")
+                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), batch {mt.batch_size}, seed "
+                     f"{_text(m.extra.get('seed', mt.seed))}, {m.extra.get('seconds', 0):.0f} s on "
+                     f"{_text((m.extra.get('hardware') or {}).get('gpu') or 'a CPU')}{member_warm_start(m)} | "
+                     f"`{m.digest[:12]}` |")
     if sel.get("left_out"):
         lines.append(f"\nGiven but left out (weight 0 on valid): {', '.join(_code(n) for n in sel['left_out'])}.")
     lines.append("")
@@ -280,6 +284,27 @@ def write_card(ckpt_path: str | Path, **kw) -> Path:
     card = p.with_suffix(".md")
     write_text(card, render(Checkpoint.load(p), p.stem, **kw), "model card")  # atomic: never half a card
     return card
+
+
+def propagation_of_members(ckpt) -> str:
+    """The composite card's line on the propagation its models were trained, selected and tested with."""
+    configs = [m.config.model for m in ckpt.members]
+    if configs and all(c.is_sparse_default for c in configs):
+        return (f"- propagation: every model trained, selected on valid and tested with **the sparse default** "
+                f"({configs[0].propagation})")
+    kinds = sorted({c.propagation + (" (the sparse default)" if c.is_sparse_default else "") for c in configs})
+    return f"- propagation: its models were trained, selected on valid and tested with {'; '.join(kinds)}"
+
+
+def member_warm_start(m) -> str:
+    """A composite member's warm starts, most recent first, for its row of the card (empty without one)."""
+    out, warm = [], m.extra.get("warm_start") if isinstance(m.extra, dict) else None
+    while isinstance(warm, dict):
+        hw = warm.get("hardware") or {}
+        out.append(f"{_text(warm.get('from') or '?')} ({_text(warm.get('epochs'))} epochs, "
+                   f"{warm.get('seconds') or 0:.0f} s on {_text(hw.get('gpu') or 'a CPU')})")
+        warm = warm.get("before")
+    return f", warm-started from {' after '.join(out)}" if out else ""
 
 
 def warm_start_lines(warm: dict | None) -> list[str]:

@@ -96,6 +96,12 @@ class ModelConfig:
     h^ℓ = GRUCell(δ(W^ℓ Σ α·M), h^{ℓ-1}) per node, with h^{ℓ-1} = 0 for a node first reached at step ℓ."""
 
     @property
+    def is_sparse_default(self) -> bool:
+        """Whether this propagation is the sparse default (:data:`SPARSE_DEFAULT`, no window, score priority)."""
+        return (not self.history_window and self.priority == "score"
+                and all(getattr(self, k) == v for k, v in SPARSE_DEFAULT.items()))
+
+    @property
     def propagation(self) -> str:
         """``exact``, or the pruning in use, e.g. ``window=60+top_k=200(score)``."""
         parts = [f"window={self.history_window}" if self.history_window else "",
