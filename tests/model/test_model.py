@@ -765,3 +765,52 @@ def test_dropout_drops_a_share_p_and_keeps_the_mean():
     y.sum().backward()
     assert torch.equal(x.grad != 0, kept) and torch.allclose(x.grad[kept], torch.full_like(x.grad[kept], 1.25))
     assert (dropout(x.detach(), 1.0, training=True) == 0).all()
+
+
+PRUNED_OPTIONS = {
+    "sparse default, top-K 2": {"recent_repeats": 1, "link_cap": 2, "exact_steps": 1, "top_k": 2},
+    "window 3 + top-K 2, learned priority": {"history_window": 3, "top_k": 2, "priority": "learned"},
+    "first step exact, window 3 + top-K 2, learned priority": {"exact_steps": 1, "history_window": 3, "top_k": 2,
+                                                               "priority": "learned"},
+}
+
+
+@pytest.mark.parametrize("options", PRUNED_OPTIONS.values(), ids=PRUNED_OPTIONS.keys())
+def test_pruned_and_learned_priority_propagation_keep_the_leakage_rules(options):
+    """The leakage rules hold for every pruning option, the learned priority (whose σ gates messages) included:
+    a forecast walks only links before the question's time, and an interpolation question's own fact and its
+    inverse are invisible to it -- adding that fact to train changes nothing for its own two questions (while it
+    changes other questions' scores), whatever the pruning keeps."""
+    torch.manual_seed(1)
+    model = TPAR(ModelConfig(dim=6, attn_dim=3, num_layers=3, dropout=0.0, num_relations=R, time_span=12,
+                             **options)).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    model.eval()
+    assert model.cfg.top_k == 2 and (model.priority is not None) == (options.get("priority") == "learned")
+    kg = small_kg(5, dup_test_in_train=True)
+    batch = make_queries(kg.facts("test"), R)
+    tr = PropagationTrace()
+    with torch.no_grad():
+        model(batch, Background.for_evaluation(kg, "extrapolation"), trace=tr)
+    assert sum(tr.num_links) > 0
+    for links in tr.links:
+        assert (links[:, 4] < batch.time[links[:, 0]]).all()
+    exact, tr_exact = TPAR(dataclasses.replace(model.cfg, history_window=0, link_cap=0, recent_repeats=0,
+                                               exact_steps=0, top_k=0)).double().eval(), PropagationTrace()
+    exact.load_state_dict(model.state_dict(), strict=False)
+    with torch.no_grad():
+        exact(batch, Background.for_evaluation(kg, "extrapolation"), trace=tr_exact)
+    assert sum(tr.num_links) < sum(tr_exact.num_links)  # the pruning does prune here
+    clean = make_kg(kg.facts("train")[:-3], kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
+    one = make_kg(np.concatenate([clean.facts("train"), kg.facts("test")[:1]]), kg.facts("valid"), kg.facts("test"),
+                  num_entities=E, num_relations=R)
+    n = len(kg.facts("test"))
+    own = torch.zeros(len(batch), dtype=torch.bool)
+    own[[0, n]] = True  # object and subject question of test fact 0
+    with torch.no_grad():
+        a = model(batch, Background.for_evaluation(one, "interpolation"))
+        b = model(batch, Background.for_evaluation(clean, "interpolation"))
+    assert torch.allclose(a[own], b[own], atol=1e-12)
+    assert not torch.allclose(a[~own], b[~own], atol=1e-12)
