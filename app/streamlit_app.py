@@ -12,6 +12,7 @@ from explorer import WORKSPACE, init_state, md, url_ignored_seen, url_ignored_ui
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from tpar.errors import DataError, describe_internal_error, log_internal_error
+from tpar.runtime.memory import bound_heap_growth
 from tpar.runtime.warmup import start_warmup, warming_up
 
 st.set_page_config(page_title="TPAR Explorer", page_icon="🕸️", layout="wide")  # an emoji favicon: a :material: one is fetched from Google
@@ -21,7 +22,9 @@ init_state()
 @st.cache_resource(show_spinner=False)
 def start_kernel_build() -> None:
     """Once per server: build (or load from cache) the fast C++ kernel in the background; a cached
-    one loads in about a second, so wait that long before saying anything."""
+    one loads in about a second, so wait that long before saying anything. The server's heap is bounded
+    too: a long-lived process scoring large graphs must not keep every freed score matrix."""
+    bound_heap_growth()
     start_warmup(3.0)
 
 

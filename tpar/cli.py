@@ -1538,6 +1538,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tpar.runtime.memory import bound_heap_growth
+
+    bound_heap_growth()  # a long scoring pass must not grow the heap without bound (tpar.runtime.memory)
     args = build_parser().parse_args(argv)
     torchrun = int(os.environ.get("WORLD_SIZE", "1")) > 1
     rc = _run(args, torchrun)

@@ -267,8 +267,10 @@ def run_job(folder: str | Path) -> int:
     from tpar.model.config import RunConfig
     from tpar.data.loading import load_dataset
     from tpar.model.card import write_card
+    from tpar.runtime.memory import bound_heap_growth
     from tpar.training.trainer import TrainingCallbacks, train
 
+    bound_heap_growth()
     job = TrainingJob(folder)
     events = open(job.dir / "events.jsonl", "a", encoding="utf-8")
 
