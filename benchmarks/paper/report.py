@@ -42,7 +42,7 @@ RESULTS_TABLE = [
      "a composite: **two trainings (seeds 0 and 1) and the history prior, chosen on valid** (valid 35.96; each alone: "
      "valid 35.21 / 35.58, test 34.82 / 35.04) -- each `tpar train --data …/interpolation/WIKIDATA12k --setting "
      "interpolation --config tpar/configs/cpu/yago11k-interpolation.json --gate --num-layers 5 --dim 64 --epochs 30 "
-     "--patience 6 --max-valid-queries 0 [--train-seed 1]` (the sparse default; stopped by hand in epochs 20 and 16), "
+     "--patience 6 --max-valid-queries 0 [--train-seed 1]` (the sparse default of the time, cap 32; stopped by hand in epochs 20 and 16), "
      "a cosine tail `--init … --lr 3e-4 --lr-schedule cosine --epochs 4 --patience 4 --max-valid-queries 0`, then "
      "`tpar ensemble --checkpoints TAIL0 TAIL1 --prior`; or `tpar retrain wikidata12k-interpolation`"),
     ("2", "extrapolation", "ICEWS14", 46.89, "icews14-extrapolation",

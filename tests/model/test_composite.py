@@ -692,12 +692,75 @@ def test_a_composite_chosen_on_the_gpu_is_the_one_chosen_on_the_cpu(kg, tmp_path
     paths = [SAMPLE_CHECKPOINT, perturbed_sample_checkpoint(tmp_path / "near.tpar", seed=1, scale=0.05)]
     names = [p.name for p in paths]
     runs = {}
+    torch.cuda.reset_peak_memory_stats()
     for device in ("cpu", "cuda"):
         runs[device] = build_composite(kg, [Checkpoint.load(p) for p in paths], names, "extrapolation",
                                        valid_queries=300, prior_queries=300, calibration_queries=300, weights=True,
                                        eps_grid=(0.01, 0.1), beta_grid=(0.2, 0.8), device=device, micro_batch=64)
+        if device == "cuda":
+            assert torch.cuda.max_memory_allocated() > 0  # the members did run there
     (cpu, cpu_report), (gpu, gpu_report) = runs["cpu"], runs["cuda"]
+    assert (cpu.extra["device"], gpu.extra["device"]) == ("cpu", "cuda")
     assert gpu_report.chosen == cpu_report.chosen and gpu.member_weights == cpu.member_weights
     assert gpu.temperatures == pytest.approx(cpu.temperatures, rel=1e-4)
     for name, fig in cpu_report.candidates.items():
         assert gpu_report.candidates[name]["mrr"] == pytest.approx(fig["mrr"], abs=1e-4), name
+
+
+def test_the_device_and_micro_batch_asked_for_reach_every_scoring_of_the_ensemble(kg, tmp_path, monkeypatch, capsys):
+    """``tpar ensemble --device D --micro-batch M``: the members' temperatures, the candidates' valid pass and the
+    composite's calibration all score with D and M (recorded here on the CPU; the GPU run is the test above);
+    the composite records where it was chosen; a GPU asked for where there is none is refused before any work."""
+    from helpers import perturbed_sample_checkpoint
+    from tpar.model import ensemble
+
+    seen = []
+    real = ensemble.ModelRanker
+
+    def recording(model, device="auto", micro_batch=16, **kw):
+        seen.append((str(device), micro_batch))
+        return real(model, device, micro_batch=micro_batch, **kw)
+
+    monkeypatch.setattr(ensemble, "ModelRanker", recording)
+    other = perturbed_sample_checkpoint(tmp_path / "near.tpar", seed=1, scale=0.05)
+    out = tmp_path / "c.tpar"
+    assert main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), str(other), "--data", str(SAMPLE_WORLD),
+                 "--setting", "extrapolation", "--valid-queries", "100", "--calibration-queries", "100",
+                 "--prior-queries", "100", "--device", "cpu", "--micro-batch", "7", "--quiet",
+                 "--out", str(out)]) == 0
+    assert len(seen) >= 2 and set(seen) == {("cpu", 7)}  # candidates' pass and calibration (and any fitted T)
+    assert CompositeCheckpoint.load(out).extra["device"] == "cpu"
+    if not torch.cuda.is_available():
+        seen.clear()
+        rc = main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), str(other), "--data", str(SAMPLE_WORLD),
+                   "--setting", "extrapolation", "--device", "cuda", "--quiet", "--out", str(tmp_path / "g.tpar")])
+        assert rc != 0 and "no GPU" in capsys.readouterr().err and not seen
+    rc = main(["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), str(other), "--data", str(SAMPLE_WORLD),
+               "--setting", "extrapolation", "--micro-batch", "0", "--quiet", "--out", str(tmp_path / "z.tpar")])
+    assert rc != 0 and "micro-batch" in capsys.readouterr().err
+
+
+def test_the_card_names_the_sparse_default_only_when_every_run_used_it(composite):
+    """``ModelConfig.is_sparse_default`` is today's default and nothing else; a composite card says "every model
+    trained with the sparse default" only when each model and each of its warm starts was, and names the
+    propagation of the warm starts otherwise."""
+    import copy
+    import dataclasses
+
+    from tpar.model.card import propagation_of_members
+    from tpar.model.config import SPARSE_DEFAULT, ModelConfig
+
+    assert ModelConfig(**SPARSE_DEFAULT).is_sparse_default
+    for change in ({"top_k": 128}, {"history_window": 30}, {"priority": "learned"}, {"link_cap": 32},
+                   {"exact_steps": 0}, {"recent_repeats": 0}):
+        assert not ModelConfig(**{**SPARSE_DEFAULT, **change}).is_sparse_default, change
+    ck = copy.deepcopy(composite)
+    for m in ck.members:
+        m.config.model = dataclasses.replace(m.config.model, **SPARSE_DEFAULT, history_window=0, priority="score")
+        m.extra.pop("warm_start", None)
+    assert "every model trained (warm starts included)" in propagation_of_members(ck)
+    exact = dataclasses.asdict(dataclasses.replace(ck.members[0].config.model, link_cap=0, recent_repeats=0,
+                                                   exact_steps=0, top_k=0))
+    ck.members[0].extra["warm_start"] = {"from": "exact.tpar", "epochs": 3, "config": {"model": exact}}
+    line = propagation_of_members(ck)
+    assert "every model" not in line and "warm starts also with exact" in line

@@ -216,7 +216,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
                      f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), batch {mt.batch_size}, seed "
                      f"{_text(m.extra.get('seed', mt.seed))}, {m.extra.get('seconds', 0):.0f} s on "
-                     f"{_text((m.extra.get('hardware') or {}).get('gpu') or 'a CPU')}{member_warm_start(m)} | "
+                     f"{_where(m.extra.get('hardware'))}{member_warm_start(m)} | "
                      f"`{m.digest[:12]}` |")
     if sel.get("left_out"):
         lines.append(f"\nGiven but left out (weight 0 on valid): {', '.join(_code(n) for n in sel['left_out'])}.")
@@ -286,23 +286,55 @@ def write_card(ckpt_path: str | Path, **kw) -> Path:
     return card
 
 
+def _run_propagations(m) -> list[tuple[str, bool]]:
+    """(propagation, is it today's sparse default) of every run that trained member ``m``: its own and each
+    warm start's (a model warm-started from an exact one was not trained with the sparse default alone)."""
+    from tpar.model.config import ModelConfig
+
+    out = [(m.config.model.propagation, m.config.model.is_sparse_default)]
+    for w in m.warm_starts():
+        cfg = (w.get("config") or {}) if isinstance(w, dict) else {}
+        cfg = cfg.get("model", cfg) if isinstance(cfg, dict) else {}  # a run's config: {"model": …, "train": …}
+        try:
+            mc = ModelConfig(**{k: v for k, v in cfg.items() if k in ModelConfig.__dataclass_fields__})
+        except (TypeError, ValueError):
+            out.append(("?", False))
+            continue
+        out.append((mc.propagation, mc.is_sparse_default) if cfg else ("?", False))
+    return out
+
+
 def propagation_of_members(ckpt) -> str:
-    """The composite card's line on the propagation its models were trained, selected and tested with."""
-    configs = [m.config.model for m in ckpt.members]
-    if configs and all(c.is_sparse_default for c in configs):
-        return (f"- propagation: every model trained, selected on valid and tested with **the sparse default** "
-                f"({configs[0].propagation})")
-    kinds = sorted({c.propagation + (" (the sparse default)" if c.is_sparse_default else "") for c in configs})
-    return f"- propagation: its models were trained, selected on valid and tested with {'; '.join(kinds)}"
+    """The composite card's line on the propagation its models were trained (warm starts included), selected
+    and tested with."""
+    runs = [r for m in ckpt.members for r in _run_propagations(m)]
+    if runs and all(default for _, default in runs):
+        return (f"- propagation: every model trained (warm starts included), selected on valid and tested with "
+                f"**the sparse default** ({_text(runs[0][0])})")
+    finals = sorted({m.config.model.propagation + (" (the sparse default)" if m.config.model.is_sparse_default else "")
+                     for m in ckpt.members})
+    earlier = {p for m in ckpt.members for p, _ in _run_propagations(m)[1:]}
+    unrecorded = "?" in earlier
+    earlier = sorted(earlier - {"?"} - {m.config.model.propagation for m in ckpt.members})
+    notes = ([f"their warm starts also with {'; '.join(earlier)}"] if earlier else []) + (
+        ["a warm start's propagation not recorded"] if unrecorded else [])
+    return (f"- propagation: its models were trained, selected on valid and tested with {_text('; '.join(finals))}"
+            + (f" ({_text('; '.join(notes))})" if notes else ""))
+
+
+def _where(hw: object) -> str:
+    """Where a run ran, in a few words: its GPU, "a CPU", or "?" when nothing was recorded."""
+    if not isinstance(hw, dict) or not hw:
+        return "?"
+    return _text(hw.get("gpu") or "a CPU")
 
 
 def member_warm_start(m) -> str:
     """A composite member's warm starts, most recent first, for its row of the card (empty without one)."""
     out, warm = [], m.extra.get("warm_start") if isinstance(m.extra, dict) else None
     while isinstance(warm, dict):
-        hw = warm.get("hardware") or {}
         out.append(f"{_text(warm.get('from') or '?')} ({_text(warm.get('epochs'))} epochs, "
-                   f"{warm.get('seconds') or 0:.0f} s on {_text(hw.get('gpu') or 'a CPU')})")
+                   f"{warm.get('seconds') or 0:.0f} s on {_where(warm.get('hardware'))})")
         warm = warm.get("before")
     return f", warm-started from {' after '.join(out)}" if out else ""
 

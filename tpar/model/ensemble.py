@@ -47,6 +47,7 @@ from tpar.graph.queries import QueryBatch, Setting
 from tpar.model.checkpoint import Checkpoint, hardware
 from tpar.model.composite import (CompositeCheckpoint, HistoryPrior, combine_scores, member_coefficients,
                                   normalised_weights)
+from tpar.model.device import resolve_device
 from tpar.model.ranker import ModelRanker
 
 #: the prior's ε and β tried on valid
@@ -313,6 +314,9 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     the scores it keeps would pass :data:`WEIGHT_SEARCH_BYTES`). ``device`` / ``micro_batch``: where and in what
     micro-batches the models score (a GPU chooses the same composite as the CPU, faster)."""
     setting = Setting.parse(setting)
+    device = resolve_device(device)  # a GPU asked for where there is none: refused before any work
+    if micro_batch < 1:
+        raise DataError(f"the micro-batch must be 1 or more questions, not {micro_batch}")
     eps_grid, beta_grid = check_grid(eps_grid, "ε"), check_grid(beta_grid, "β")
     say = on_step or (lambda text: None)
     if not checkpoints:
@@ -382,7 +386,7 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
                  "eps_grid": list(eps_grid) if prior else [], "beta_grid": list(beta_grid) if prior else [],
                  "prior_asked": bool(prior), "weights_searched": bool(search),
                  "given": list(names), "kept": keep, "left_out": dropped, "temperature_sources": sources}
-    extra = {"seed": seed, "hardware": hardware(), "command": command,
+    extra = {"seed": seed, "hardware": hardware(), "device": str(device), "command": command,
              "prior_fit": rec.fit_info if rec is not None else None,
              "member_digests": [checkpoints[i].digest for i in keep]}
     composite = CompositeCheckpoint.assemble([checkpoints[i] for i in keep], [temps[i] for i in keep], history,
