@@ -315,22 +315,9 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     micro-batches the models score (a GPU chooses the same composite as the CPU, faster)."""
     setting = Setting.parse(setting)
     device = resolve_device(device)  # a GPU asked for where there is none: refused before any work
-    if micro_batch < 1:
-        raise DataError(f"the micro-batch must be 1 or more questions, not {micro_batch}")
     eps_grid, beta_grid = check_grid(eps_grid, "ε"), check_grid(beta_grid, "β")
+    check_inputs(kg, checkpoints, names, micro_batch)
     say = on_step or (lambda text: None)
-    if not checkpoints:
-        raise DataError("no checkpoint to combine")
-    if "valid" in kg.missing_splits or not len(kg.facts("valid")):
-        raise DataError(f"{kg.name} has no valid facts: a composite is chosen and calibrated on valid")
-    for name, ck in zip(names, checkpoints):
-        if ck.kind != "single":
-            raise DataError(f"{name} is itself a composite: combine its members instead", file=name)
-        if ck.data_fingerprint != kg.fingerprint:
-            raise DataError(f"{name} was trained on {ck.data_name} (fingerprint {ck.data_fingerprint[:12]}), not on "
-                            f"this data ({kg.name}, {kg.fingerprint[:12]}): a composite is chosen on the valid split of "
-                            "the data its models were trained on", file=name)
-        ck.check_fits(kg)
     n, search = len(checkpoints), weights and len(checkpoints) > 1
     if search:
         check_search_memory(kg, n, prior, valid_queries)
@@ -404,6 +391,25 @@ def build_composite(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[s
     return composite, EnsembleReport(scored, chosen, eligible, temps, sources, seconds,
                                      pick.eps, pick.beta, eps_grid if prior else (), beta_grid if prior else (),
                                      dropped, list(names), keep)
+
+
+def check_inputs(kg: TemporalKG, checkpoints: list[Checkpoint], names: list[str], micro_batch: int) -> None:
+    """Refuse (:class:`DataError`) what cannot make a composite of ``kg``, before any scoring: no model, a
+    composite given as a model, a model of other data, no valid facts to choose on, a micro-batch below 1."""
+    if micro_batch < 1:
+        raise DataError(f"the micro-batch must be 1 or more questions, not {micro_batch}")
+    if not checkpoints:
+        raise DataError("no checkpoint to combine")
+    if "valid" in kg.missing_splits or not len(kg.facts("valid")):
+        raise DataError(f"{kg.name} has no valid facts: a composite is chosen and calibrated on valid")
+    for name, ck in zip(names, checkpoints):
+        if ck.kind != "single":
+            raise DataError(f"{name} is itself a composite: combine its members instead", file=name)
+        if ck.data_fingerprint != kg.fingerprint:
+            raise DataError(f"{name} was trained on {ck.data_name} (fingerprint {ck.data_fingerprint[:12]}), not on "
+                            f"this data ({kg.name}, {kg.fingerprint[:12]}): a composite is chosen on the valid split of "
+                            "the data its models were trained on", file=name)
+        ck.check_fits(kg)
 
 
 def check_search_memory(kg: TemporalKG, n: int, prior: bool, valid_queries: int) -> None:
