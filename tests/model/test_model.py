@@ -268,6 +268,17 @@ def test_extrapolation_links_are_strictly_before_query_time():
         assert (t < batch.time[q]).all()
 
 
+def own_fact_in_train_or_not(kg, num_queries: int):
+    """(the data with test fact 0 also in train, the data without it, a (num_queries,) mask of that fact's
+    object and subject questions) for :func:`small_kg` data built with ``dup_test_in_train=True``."""
+    clean = make_kg(kg.facts("train")[:-3], kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
+    one = make_kg(np.concatenate([clean.facts("train"), kg.facts("test")[:1]]), kg.facts("valid"), kg.facts("test"),
+                  num_entities=E, num_relations=R)
+    own = torch.zeros(num_queries, dtype=torch.bool)
+    own[[0, len(kg.facts("test"))]] = True  # object and subject question of test fact 0
+    return one, clean, own
+
+
 def test_interpolation_never_sees_own_fact_or_inverse():
     kg = small_kg(5, dup_test_in_train=True)
     model = build()
@@ -285,12 +296,7 @@ def test_interpolation_never_sees_own_fact_or_inverse():
         assert not ((own | inv) & (links[:, 4] == batch.time[q])).any()
     # a test fact duplicated in train is invisible to its own two queries: removing it from train
     # changes nothing for them (both kernels), while it does matter to other queries
-    clean = make_kg(kg.facts("train")[:-3], kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
-    one = make_kg(np.concatenate([clean.facts("train"), kg.facts("test")[:1]]), kg.facts("valid"), kg.facts("test"),
-                  num_entities=E, num_relations=R)
-    n = len(kg.facts("test"))
-    own = torch.zeros(len(batch), dtype=torch.bool)
-    own[[0, n]] = True  # object and subject query of test fact 0
+    one, clean, own = own_fact_in_train_or_not(kg, len(batch))
     with torch.no_grad():
         for name in KERNELS if compiler_available() else ["torch"]:
             with using(name, model):
@@ -803,12 +809,7 @@ def test_pruned_and_learned_priority_propagation_keep_the_leakage_rules(options)
     with torch.no_grad():
         exact(batch, Background.for_evaluation(kg, "extrapolation"), trace=tr_exact)
     assert sum(tr.num_links) < sum(tr_exact.num_links)  # the pruning does prune here
-    clean = make_kg(kg.facts("train")[:-3], kg.facts("valid"), kg.facts("test"), num_entities=E, num_relations=R)
-    one = make_kg(np.concatenate([clean.facts("train"), kg.facts("test")[:1]]), kg.facts("valid"), kg.facts("test"),
-                  num_entities=E, num_relations=R)
-    n = len(kg.facts("test"))
-    own = torch.zeros(len(batch), dtype=torch.bool)
-    own[[0, n]] = True  # object and subject question of test fact 0
+    one, clean, own = own_fact_in_train_or_not(kg, len(batch))
     with torch.no_grad():
         a = model(batch, Background.for_evaluation(one, "interpolation"))
         b = model(batch, Background.for_evaluation(clean, "interpolation"))
