@@ -65,7 +65,10 @@ RESULTS_TABLE = [
      "--max-valid-queries 5000`: 120,000 questions, 30 min of steps on one thread, selected on valid): 34.17 "
      "(`benchmarks/results/transfer.md`); two more stages on a lent H200 with batches of 64 (780,000 questions, 5 min "
      "of GPU steps; `benchmarks/results/gpu.md`, `runs/icews18-gpu/`): **34.52**; with the history prior chosen on "
-     "5,000 valid questions (β 2.4, valid +0.56): 34.46 on test -- the prior did not carry over"),
+     "5,000 valid questions (β 2.4, valid +0.56): 34.46 on test -- the prior did not carry over. **Best so far, a composite** "
+     "(2026-11-27, not shipped: below 35.8): that model with an L=5 one fine-tuned on the H200 from an L=5 ICEWS14 "
+     "model (34.10 alone) and the history prior, weights and prior chosen on 5,000 valid questions (valid 36.61; "
+     "`runs/gpu-members/README.md`): **35.06** on the whole test split, 0.70 below the paper"),
     ("2", "extrapolation", "YAGO", 91.53, "yago-extrapolation",
      "`tpar train --data …/extrapolation/YAGO --setting extrapolation --config tpar/configs/cpu/yago-extrapolation.json "
      "--propagation exact`"),
