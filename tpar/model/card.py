@@ -307,13 +307,12 @@ def _run_propagations(m) -> list[tuple[str, bool]]:
 def propagation_of_members(ckpt) -> str:
     """The composite card's line on the propagation its models were trained (warm starts included), selected
     and tested with."""
-    runs = [r for m in ckpt.members for r in _run_propagations(m)]
-    if runs and all(default for _, default in runs):
+    per_member = [_run_propagations(m) for m in ckpt.members]  # each: its own run first, then its warm starts
+    if per_member and all(default for runs in per_member for _, default in runs):
         return (f"- propagation: every model trained (warm starts included), selected on valid and tested with "
-                f"**the sparse default** ({_text(runs[0][0])})")
-    finals = sorted({m.config.model.propagation + (" (the sparse default)" if m.config.model.is_sparse_default else "")
-                     for m in ckpt.members})
-    earlier = {p for m in ckpt.members for p, _ in _run_propagations(m)[1:]}
+                f"**the sparse default** ({_text(per_member[0][0][0])})")
+    finals = sorted({p + (" (the sparse default)" if default else "") for (p, default), *_ in per_member})
+    earlier = {p for runs in per_member for p, _ in runs[1:]}
     unrecorded = "?" in earlier
     earlier = sorted(earlier - {"?"} - {m.config.model.propagation for m in ckpt.members})
     notes = ([f"their warm starts also with {'; '.join(earlier)}"] if earlier else []) + (
@@ -331,11 +330,8 @@ def _where(hw: object) -> str:
 
 def member_warm_start(m) -> str:
     """A composite member's warm starts, most recent first, for its row of the card (empty without one)."""
-    out, warm = [], m.extra.get("warm_start") if isinstance(m.extra, dict) else None
-    while isinstance(warm, dict):
-        out.append(f"{_text(warm.get('from') or '?')} ({_text(warm.get('epochs'))} epochs, "
-                   f"{warm.get('seconds') or 0:.0f} s on {_where(warm.get('hardware'))})")
-        warm = warm.get("before")
+    out = [f"{_text(w.get('from') or '?')} ({_text(w.get('epochs'))} epochs, {w.get('seconds') or 0:.0f} s on "
+           f"{_where(w.get('hardware'))})" for w in m.warm_starts()]
     return f", warm-started from {' after '.join(out)}" if out else ""
 
 
