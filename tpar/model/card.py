@@ -86,7 +86,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
              f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
-             *warm_start_lines(ckpt.extra.get("warm_start")),
+             *warm_start_lines(ckpt.warm_starts()),
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hardware_text(hw)}",
              f"- tpar version {ckpt.version}", "",
              "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
@@ -335,16 +335,15 @@ def member_warm_start(m) -> str:
     return f", warm-started from {' after '.join(out)}" if out else ""
 
 
-def warm_start_lines(warm: dict | None) -> list[str]:
-    """Card lines for a chain of warm starts, the most recent first."""
+def warm_start_lines(warms: list[dict]) -> list[str]:
+    """Card lines for a model's warm starts (:meth:`Checkpoint.warm_starts`), the most recent first."""
     out = []
-    while warm:
+    for warm in warms:
         hw = warm.get("hardware") or {}
         where = f" on {_text(hw.get('platform', '?'))} ({_text(hw.get('gpu') or 'CPU')})" if hw else ""
         hist = " ".join(f"{h['epoch']}: {100 * h['valid_mrr']:.2f}" for h in warm.get("history") or [] if "valid_mrr" in h)
         out.append(f"- warm start: from {_code(warm.get('from') or '?')} ({_text(warm.get('epochs'))} epochs, "
                    f"{warm.get('seconds') or 0:.0f} s of optimiser steps{where}"
                    + (f"; its valid history {hist}" if hist else "") + ")")
-        warm = warm.get("before")
     return out
 
