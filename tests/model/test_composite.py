@@ -589,7 +589,10 @@ def test_weights_chosen_on_valid_rank_as_the_weighted_formula_and_leave_a_model_
     assert f"left out (weight 0 on valid): `{report.dropped[0]}`" in card and "weights were searched" in card
     for i, name in enumerate(back.member_names):  # each model's own valid MRR alone, by its number when given
         alone = sel["candidates"][f"model {names.index(name) + 1}"]["mrr"]
-        assert f"| {i + 1} | `{name}` |" in card and f"| {100 * alone:.2f} |" in card
+        # a model left out renumbers the rest: each row says which given model it is, as the candidates count
+        assert f"| {i + 1} (given {kept[i] + 1}) | `{name}` |" in card and f"| {100 * alone:.2f} |" in card
+    assert (f"models {', '.join(str(i + 1) for i in range(len(kept)))} above are given models "
+            f"{', '.join(str(j + 1) for j in kept)}.") in card
     # equal weights: format v1, as every composite written before
     plain, _ = build_composite(kg, cks[:2], names[:2], "extrapolation", prior=False, valid_queries=100,
                                calibration_queries=100)
@@ -763,4 +766,12 @@ def test_the_card_names_the_sparse_default_only_when_every_run_used_it(composite
                                                    exact_steps=0, top_k=0))
     ck.members[0].extra["warm_start"] = {"from": "exact.tpar", "epochs": 3, "config": {"model": exact}}
     line = propagation_of_members(ck)
-    assert "every model" not in line and "warm starts also with exact" in line
+    assert "every model" not in line
+    # each model is named with its own propagation: the one warm-started from an exact model says so
+    assert "model 1: cap=24+repeats=1+top_k=256(score) from step 2 (the sparse default; its warm starts also exact)" \
+        in line and "model 2: cap=24+repeats=1+top_k=256(score) from step 2 (the sparse default)" in line
+    ck.members[0].config.model = ck.members[1].config.model = dataclasses.replace(ck.members[1].config.model,
+                                                                                   link_cap=32, top_k=0)
+    ck.members[0].extra.pop("warm_start")
+    assert propagation_of_members(ck) == ("- propagation: every model trained, selected on valid and tested with "
+                                          "cap=32+repeats=1 from step 2")

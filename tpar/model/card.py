@@ -209,7 +209,8 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
         alone = cands.get(f"model {j + 1}", {}).get("mrr")
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
-        lines.append(f"| {i + 1} | {_code(ckpt.member_names[i] if i < len(ckpt.member_names) else '?')} | "
+        label = f"{i + 1}" if kept == list(range(len(kept))) else f"{i + 1} (given {j + 1})"
+        lines.append(f"| {label} | {_code(ckpt.member_names[i] if i < len(ckpt.member_names) else '?')} | "
                      f"{m.describe()}{'; the sparse default' if m.config.model.is_sparse_default else ''} | "
                      f"{t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
                      + (f"{ckpt.member_weights[i]:.4f}; {c:.4f}" if weighted else f"{c:.4f}") + " | "
@@ -244,7 +245,11 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                   f"seed {_text(sel.get('seed', '?'))}); chosen: **{_text(sel.get('chosen'))}**, the best of those that use every model"
                   + (" or whose weights were searched (whole numbers, greedy steps from equal weights)"
                      if sel.get("weights_searched") else "") + ". "
-                  "Test was never looked at. The ten best (the file keeps all):", "",
+                  "Test was never looked at."
+                  + (f" A candidate's \"model j\" is the j-th model given to `tpar ensemble`; models "
+                     f"{', '.join(str(i + 1) for i in range(len(kept)))} above are given models "
+                     f"{', '.join(str(j + 1) for j in kept)}." if kept != list(range(len(kept))) else "")
+                  + " The ten best (the file keeps all):", "",
                   "| candidate | valid MRR | H@1 | H@10 |", "|---|---|---|---|"]
         lines += [f"| {_text(k)}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "
                   f"{100 * v.get('hits@1', float('nan')):.2f} | {100 * v.get('hits@10', float('nan')):.2f} |"
@@ -311,14 +316,17 @@ def propagation_of_members(ckpt) -> str:
     if per_member and all(default for runs in per_member for _, default in runs):
         return (f"- propagation: every model trained (warm starts included), selected on valid and tested with "
                 f"**the sparse default** ({_text(per_member[0][0][0])})")
-    finals = sorted({p + (" (the sparse default)" if default else "") for (p, default), *_ in per_member})
-    earlier = {p for runs in per_member for p, _ in runs[1:]}
-    unrecorded = "?" in earlier
-    earlier = sorted(earlier - {"?"} - {m.config.model.propagation for m in ckpt.members})
-    notes = ([f"their warm starts also with {'; '.join(earlier)}"] if earlier else []) + (
-        ["a warm start's propagation not recorded"] if unrecorded else [])
-    return (f"- propagation: its models were trained, selected on valid and tested with {_text('; '.join(finals))}"
-            + (f" ({_text('; '.join(notes))})" if notes else ""))
+    described = []
+    for (own, default), *warm in per_member:
+        earlier = sorted({p for p, _ in warm} - {"?", own})
+        notes = (["the sparse default"] if default else []) + (
+            [f"its warm starts also {'; '.join(earlier)}"] if earlier else []) + (
+            ["a warm start's propagation not recorded"] if any(p == "?" for p, _ in warm) else [])
+        described.append(own + (f" ({'; '.join(notes)})" if notes else ""))
+    if len(set(described)) == 1:
+        return f"- propagation: every model trained, selected on valid and tested with {_text(described[0], 1000)}"
+    return ("- propagation: each model trained, selected on valid and tested with its own -- "
+            + _text("; ".join(f"model {i + 1}: {d}" for i, d in enumerate(described)), 1000))
 
 
 def _where(hw: object) -> str:
