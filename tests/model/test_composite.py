@@ -775,3 +775,45 @@ def test_the_card_names_the_sparse_default_only_when_every_run_used_it(composite
     ck.members[0].extra.pop("warm_start")
     assert propagation_of_members(ck) == ("- propagation: every model trained, selected on valid and tested with "
                                           "cap=32+repeats=1 from step 2")
+    ck.members[0].extra["warm_start"] = {"from": "old.tpar", "epochs": 2}  # a warm start whose config was not kept
+    line = propagation_of_members(ck)
+    assert "model 1: cap=32+repeats=1 from step 2 (a warm start's propagation not recorded)" in line
+    assert "model 2: cap=32+repeats=1 from step 2" in line and "every model" not in line
+
+
+def test_a_composite_card_numbers_each_model_as_it_was_given(composite):
+    """The selection's candidates say "model j" for the j-th model given to ``tpar ensemble``: each row of the card
+    names that number when models were left out before it, the selection says how the numbers map, and a
+    composite written before the selection recorded ``kept`` is mapped by file name; when only the last models
+    were left out the numbers agree and nothing more is said."""
+    import copy
+
+    from tpar.model.card import kept_positions, render_composite
+
+    names = list(composite.member_names)
+    assert len(names) == 2 and len(set(names)) == 2
+
+    def row(card: str, label: str) -> str:
+        return next(line for line in card.splitlines() if line.startswith(f"| {label} | "))
+
+    ck = copy.deepcopy(composite)
+    cands = {f"model {j}": {"mrr": 0.1 * j, "queries": 10} for j in (1, 2, 3, 4)}
+    ck.selection = {**composite.selection, "given": ["a.tpar", names[0], "b.tpar", names[1]], "kept": [1, 3],
+                    "left_out": ["a.tpar", "b.tpar"], "candidates": {**composite.selection["candidates"], **cands},
+                    "temperature_sources": ["src a", "src 1", "src b", "src 2"]}
+    card = render_composite(ck, "c")
+    # row i carries given model kept[i]'s own figures: its valid MRR alone and its temperature's source
+    assert f"`{names[0]}`" in row(card, "1 (given 2)") and "| 20.00 |" in row(card, "1 (given 2)")
+    assert "src 1" in row(card, "1 (given 2)") and "src 2" in row(card, "2 (given 4)")
+    assert f"`{names[1]}`" in row(card, "2 (given 4)") and "| 40.00 |" in row(card, "2 (given 4)")
+    assert "models 1, 2 above are given models 2, 4." in card
+    # written before `kept` was recorded: found by file name among the models given
+    del ck.selection["kept"]
+    assert kept_positions(ck.selection, names, 2) == [1, 3] and render_composite(ck, "c") == card
+    # a name given twice cannot be placed: every model counts as kept, in order
+    assert kept_positions({"given": [names[0], names[0], names[1]]}, names, 2) == [0, 1]
+    # only the last model left out: the numbers agree, no label, no sentence
+    ck.selection = {**ck.selection, "given": [names[0], names[1], "c.tpar"], "kept": [0, 1], "left_out": ["c.tpar"]}
+    card = render_composite(ck, "c")
+    assert f"`{names[0]}`" in row(card, "1") and f"`{names[1]}`" in row(card, "2")
+    assert "(given" not in card and "above are given models" not in card

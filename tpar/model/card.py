@@ -200,10 +200,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     sources = sel.get("temperature_sources", [])
     # the selection's candidates number the models given: member i is given model kept[i] (all kept unless the
     # weight search left some out; by position, not by file name -- two runs' files may share one)
-    kept = sel.get("kept")
-    if not (isinstance(kept, list) and len(kept) == len(ckpt.members)
-            and all(isinstance(j, int) and not isinstance(j, bool) and j >= 0 for j in kept)):
-        kept = list(range(len(ckpt.members)))
+    kept = kept_positions(sel, ckpt.member_names, len(ckpt.members))
     for i, (m, t, c) in enumerate(zip(ckpt.members, ckpt.temperatures, model.coefficients)):
         j = kept[i]
         alone = cands.get(f"model {j + 1}", {}).get("mrr")
@@ -258,6 +255,23 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     lines += ["## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
     lines += _results(ckpt, baselines, paper)
     return "\n".join(lines + _closing(ckpt))
+
+
+def kept_positions(sel: dict, member_names: list[str], n: int) -> list[int]:
+    """Each member's position among the models given to ``tpar ensemble`` (the selection's "model j" is given
+    model j): the record's ``kept``; for a composite written before ``kept`` was recorded, found by file name
+    in ``given`` when every member's name occurs there exactly once; else 0..n-1 (every model kept)."""
+    kept = sel.get("kept")
+    if isinstance(kept, list) and len(kept) == n and all(isinstance(j, int) and not isinstance(j, bool) and j >= 0
+                                                         for j in kept):
+        return kept
+    given = sel.get("given")
+    if (isinstance(given, list) and len(member_names) == n
+            and all(given.count(name) == 1 for name in member_names)):
+        found = [given.index(name) for name in member_names]
+        if found == sorted(found):  # members keep the order they were given in
+            return found
+    return list(range(n))
 
 
 def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:
@@ -326,7 +340,7 @@ def propagation_of_members(ckpt) -> str:
     if len(set(described)) == 1:
         return f"- propagation: every model trained, selected on valid and tested with {_text(described[0], 1000)}"
     return ("- propagation: each model trained, selected on valid and tested with its own -- "
-            + _text("; ".join(f"model {i + 1}: {d}" for i, d in enumerate(described)), 1000))
+            + "; ".join(f"model {i + 1}: {_text(d, 1000)}" for i, d in enumerate(described)))
 
 
 def _where(hw: object) -> str:
