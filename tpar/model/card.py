@@ -201,12 +201,13 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
     # the selection's candidates number the models given: member i is given model kept[i] (all kept unless the
     # weight search left some out; by position, not by file name -- two runs' files may share one)
     kept = kept_positions(sel, ckpt.member_names, len(ckpt.members))
+    renumbered = kept != list(range(len(kept)))  # a model given before a kept one was left out
     for i, (m, t, c) in enumerate(zip(ckpt.members, ckpt.temperatures, model.coefficients)):
         j = kept[i]
         alone = cands.get(f"model {j + 1}", {}).get("mrr")
         test = m.metrics.get(f"test_{ckpt.setting}", {}).get("realistic", {}).get("mrr")
         mt = m.config.train
-        label = f"{i + 1}" if kept == list(range(len(kept))) else f"{i + 1} (given {j + 1})"
+        label = f"{i + 1} (given {j + 1})" if renumbered else f"{i + 1}"
         lines.append(f"| {label} | {_code(ckpt.member_names[i] if i < len(ckpt.member_names) else '?')} | "
                      f"{m.describe()}{'; the sparse default' if m.config.model.is_sparse_default else ''} | "
                      f"{t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
@@ -245,7 +246,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                   "Test was never looked at."
                   + (f" A candidate's \"model j\" is the j-th model given to `tpar ensemble`; models "
                      f"{', '.join(str(i + 1) for i in range(len(kept)))} above are given models "
-                     f"{', '.join(str(j + 1) for j in kept)}." if kept != list(range(len(kept))) else "")
+                     f"{', '.join(str(j + 1) for j in kept)}." if renumbered else "")
                   + " The ten best (the file keeps all):", "",
                   "| candidate | valid MRR | H@1 | H@10 |", "|---|---|---|---|"]
         lines += [f"| {_text(k)}{' (chosen)' if k == sel.get('chosen') else ''} | {100 * v['mrr']:.2f} | "
