@@ -220,12 +220,14 @@ PROBE = RESULTS / "probe"  # one file per setting (and --tag: per screened check
 
 
 def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batches: int, threads: int,
-          tag: str = "") -> dict:
+          tag: str = "", reference: str = "exact") -> dict:
     """A cheap screen of propagation options before any is trained: one trained checkpoint scored on a
     seeded subset of valid questions under each option (its weights unchanged), and each option's training cost per
     question (forward + backward of the checkpoint's architecture on the same training batches),
     all in one process, options interleaved batch by batch so machine noise hits them alike.
-    A model trained with an option adapts to it; a screen, not a result."""
+    A model trained with an option adapts to it; a screen, not a result. ``reference``: the option every row is
+    compared with (default exact; on a large graph exact may not fit in memory); ``batches`` 0 skips the training
+    cost."""
     from dataclasses import replace
 
     from tpar.evaluation.protocol import evaluate
@@ -239,7 +241,7 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
     kg = load_dataset(data)
     base = ck.config.model.with_exact_propagation()
     weights = {k: v for k, v in ck.weights.items() if not k.startswith("priority.")}
-    names = ["exact"] + [o for o in options if o != "exact"]
+    names = [reference] + [o for o in options if o != reference]
     models = {}
     for name in names:
         models[name] = TPAR(replace(base, **OPTIONS[name]))
@@ -264,10 +266,11 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
             multiclass_log_loss(m(batch, plan.backgrounds[kind]), batch.answer).backward()
             spent[n] += time.perf_counter() - t0
             m.zero_grad(set_to_none=True)
-    for n in names:
+    for n in names if batches else ():
         rows[n]["train_ms_per_question"] = round(1000 * spent[n] / (10 * batches), 2)
-        rows[n]["train_speedup"] = round(spent["exact"] / spent[n], 2)
+        rows[n]["train_speedup"] = round(spent[reference] / spent[n], 2)
     out = {"checkpoint": str(checkpoint), "setting": ck.setting, "fingerprint": ck.data_fingerprint,
+           "reference": reference, "data": Path(data).name, "trained_with": ck.config.model.propagation,
            "valid_questions": questions, "train_batches": batches, "threads": threads,
            "platform": platform.platform(), "rows": list(rows.values()),
            "command": "python benchmarks/propagation.py probe " + " ".join(sys.argv[2:])}
@@ -284,18 +287,27 @@ def probe_lines() -> list[str]:
 
 
 def _probe_lines(p: dict) -> list[str]:
-    ex = next(r for r in p["rows"] if r["option"] == "exact")
-    lines = ["", f"## Screening options on a trained model: {p['setting']} ({Path(p['checkpoint']).stem})", "",
-             f"`{Path(p['checkpoint']).name}` ({p['setting']}) scored under each option without retraining, on "
-             f"{p['valid_questions']:,} seeded valid questions; training cost = forward + backward on the same "
-             f"{p['train_batches']} training batches of 10, options interleaved, {p['threads']} thread. A model trained "
-             "with an option adapts to it, and in the runs so far lost less than here (Trained to convergence, above). "
-             f"Command: `{p['command']}`.", "",
-             "| propagation | valid MRR (subset) | vs exact | inference q/s | train ms/question | training speed-up |",
-             "|---|---|---|---|---|---|"]
+    ref_name = p.get("reference", "exact")  # probes before 2026-11-27 always compared with exact
+    ref = next(r for r in p["rows"] if r["option"] == ref_name)
+    timed = p["train_batches"] > 0
+    data = f" on {p['data']}" if "data" in p else ""
+    lines = ["", f"## Screening options on a trained model: {p['setting']} ({Path(p['checkpoint']).stem}{data})", "",
+             f"`{Path(p['checkpoint']).name}` ({p['setting']}"
+             + (f", trained with {p['trained_with']}" if "trained_with" in p else "")
+             + ") scored under each option without retraining, on "
+             f"{p['valid_questions']:,} seeded valid questions"
+             + (f"; training cost = forward + backward on the same {p['train_batches']} training batches of 10, "
+                f"options interleaved" if timed else " (no training cost measured)")
+             + f", {p['threads']} thread. A model trained with an option adapts to it"
+             + (", and in the runs so far lost less than here (Trained to convergence, above). " if ref_name == "exact"
+                else ". ")
+             + f"Command: `{p['command']}`.", "",
+             f"| propagation | valid MRR (subset) | vs {ref['propagation'] if ref_name != 'exact' else 'exact'} | "
+             "inference q/s" + (" | train ms/question | training speed-up |" if timed else " |"),
+             "|---|---|---|---|" + ("---|---|" if timed else "")]
     for r in p["rows"]:
-        lines.append(f"| {r['propagation']} | {r['valid_mrr_subset']:.2f} | {r['valid_mrr_subset'] - ex['valid_mrr_subset']:+.2f} | "
-                     f"{r['inference_q_per_s']} | {r['train_ms_per_question']} | {r['train_speedup']}x |")
+        lines.append(f"| {r['propagation']} | {r['valid_mrr_subset']:.2f} | {r['valid_mrr_subset'] - ref['valid_mrr_subset']:+.2f} | "
+                     f"{r['inference_q_per_s']} |" + (f" {r['train_ms_per_question']} | {r['train_speedup']}x |" if timed else ""))
     return lines
 
 
@@ -410,7 +422,9 @@ def main() -> None:
     pb.add_argument("--data", type=Path, required=True)
     pb.add_argument("--options", nargs="+", choices=list(OPTIONS), required=True)
     pb.add_argument("--questions", type=int, default=1000)
-    pb.add_argument("--batches", type=int, default=30)
+    pb.add_argument("--batches", type=int, default=30, help="training batches timed per option (0: none)")
+    pb.add_argument("--reference", choices=list(OPTIONS), default="exact",
+                    help="the option every row is compared with (default exact)")
     pb.add_argument("--threads", type=int, default=1)
     pb.add_argument("--tag", default="", help="kept as probe/SETTING-TAG.json beside the others (default: replaces "
                     "probe/SETTING.json)")
@@ -418,7 +432,8 @@ def main() -> None:
     if args.command == "probe":
         if args.tag and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag):
             ap.error(f"--tag {args.tag!r}: letters, digits, '.', '_' and '-' only")
-        out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads, args.tag)
+        out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads, args.tag,
+                    args.reference)
         print("\n".join(probe_lines()))
     elif args.command == "run":
         for key in args.only or ORDER:
