@@ -302,7 +302,7 @@ def _probe_lines(p: dict) -> list[str]:
              + (", and in the runs so far lost less than here (Trained to convergence, above). " if ref_name == "exact"
                 else ". ")
              + f"Command: `{p['command']}`.", "",
-             f"| propagation | valid MRR (subset) | vs {ref['propagation'] if ref_name != 'exact' else 'exact'} | "
+             f"| propagation | valid MRR (subset) | vs {ref['propagation']} | "
              "inference q/s" + (" | train ms/question | training speed-up |" if timed else " |"),
              "|---|---|---|---|" + ("---|---|" if timed else "")]
     for r in p["rows"]:
@@ -432,6 +432,8 @@ def main() -> None:
     if args.command == "probe":
         if args.tag and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag):
             ap.error(f"--tag {args.tag!r}: letters, digits, '.', '_' and '-' only")
+        if args.batches < 0 or args.questions < 1:
+            ap.error("--batches must be 0 or more and --questions 1 or more")
         out = probe(args.checkpoint, args.data, args.options, args.questions, args.batches, args.threads, args.tag,
                     args.reference)
         print("\n".join(probe_lines()))
