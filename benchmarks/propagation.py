@@ -231,10 +231,8 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
     from dataclasses import replace
 
     from tpar.evaluation.protocol import evaluate
-    from tpar.graph.background import Background
-    from tpar.model.network import TPAR, multiclass_log_loss
+    from tpar.model.network import TPAR
     from tpar.model.ranker import ModelRanker
-    from tpar.training.plan import EpochPlan
 
     torch.set_num_threads(threads)
     ck = Checkpoint.load(checkpoint)
@@ -253,22 +251,11 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
                        max_queries=questions, seed=0, progress=False)
         rows[n]["valid_mrr_subset"] = round(100 * res.metrics().mrr, 2)
         rows[n]["inference_q_per_s"] = round(len(res.queries) / (time.perf_counter() - t0), 1)
-    run = RunConfig(base, TrainConfig(setting=ck.setting, batch_size=10, micro_batch=10, epochs=1, seed=0))
-    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, ck.setting) \
-        if ck.setting == "extrapolation" else None
-    plan = EpochPlan(kg, run, 0, train_bg)
-    spent = dict.fromkeys(names, 0.0)
-    for i in range(batches):  # training cost, interleaved
-        kind, batch = plan.batch(i, 10)
+    if batches:  # training cost, interleaved (the training background and plan are built only for it)
+        spent = _training_cost(kg, ck.setting, base, models, batches)
         for n in names:
-            m = models[n].train()
-            t0 = time.perf_counter()
-            multiclass_log_loss(m(batch, plan.backgrounds[kind]), batch.answer).backward()
-            spent[n] += time.perf_counter() - t0
-            m.zero_grad(set_to_none=True)
-    for n in names if batches else ():
-        rows[n]["train_ms_per_question"] = round(1000 * spent[n] / (10 * batches), 2)
-        rows[n]["train_speedup"] = round(spent[reference] / spent[n], 2)
+            rows[n]["train_ms_per_question"] = round(1000 * spent[n] / (10 * batches), 2)
+            rows[n]["train_speedup"] = round(spent[reference] / spent[n], 2)
     out = {"checkpoint": str(checkpoint), "setting": ck.setting, "fingerprint": ck.data_fingerprint,
            "reference": reference, "data": Path(data).name, "trained_with": ck.config.model.propagation,
            "valid_questions": questions, "train_batches": batches, "threads": threads,
@@ -277,6 +264,29 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
     PROBE.mkdir(parents=True, exist_ok=True)
     (PROBE / f"{ck.setting}{'-' + tag if tag else ''}.json").write_text(json.dumps(out, indent=2))
     return out
+
+
+def _training_cost(kg, setting: str, base: ModelConfig, models: dict, batches: int) -> dict[str, float]:
+    """Seconds of forward + backward each model spends on the same ``batches`` training batches of 10, the models
+    interleaved batch by batch so machine noise hits them alike."""
+    from tpar.graph.background import Background
+    from tpar.model.network import multiclass_log_loss
+    from tpar.training.plan import EpochPlan
+
+    run = RunConfig(base, TrainConfig(setting=setting, batch_size=10, micro_batch=10, epochs=1, seed=0))
+    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, setting) \
+        if setting == "extrapolation" else None
+    plan = EpochPlan(kg, run, 0, train_bg)
+    spent = dict.fromkeys(models, 0.0)
+    for i in range(batches):
+        kind, batch = plan.batch(i, 10)
+        for n, m in models.items():
+            m.train()
+            t0 = time.perf_counter()
+            multiclass_log_loss(m(batch, plan.backgrounds[kind]), batch.answer).backward()
+            spent[n] += time.perf_counter() - t0
+            m.zero_grad(set_to_none=True)
+    return spent
 
 
 def probe_lines() -> list[str]:
