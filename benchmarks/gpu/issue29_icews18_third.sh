@@ -14,6 +14,11 @@
 # runs/gpu-members/i18-three.tpar, valid 36.61), written to $OUT/i18-comp.tpar.
 # PHASE=test (about 3-4 min): that composite ($COMP, default .gpu/i18-comp.tpar: copy the first call's file there and
 # carry .gpu) on all 99,090 test questions, on the GPU (about an hour on the 2-core CPU).
+# Ran in session 23 (2026-11-27, `runs/icews18-gpu3/README.md`): the trainings took 322 s, but the ensemble step is
+# CPU-bound even with the models on the GPU (the recurrency prior's fit, about 45 s; scoring some 140 candidate
+# composites on every valid batch, 84 q/s) and the 500 s deadline stopped its weight search; it ran on this 2-core
+# CPU instead (15 min on one thread). So the ensemble step now runs only with ENSEMBLE=1: bring the members back and
+# choose the composite here, then test it with PHASE=test (or here, about 75 min on two threads).
 # Shipping rule (write it in the run's README before the test figure is read): ship as
 # checkpoints/icews18-extrapolation.tpar only at a test MRR of 35.8 or more; report the figure whatever it is.
 #
@@ -58,6 +63,7 @@ if [ "$PHASE" = train ]; then
         echo "-- $f"; clean "$OUT/$f.log"
         [ -f "$OUT/$f.tpar" ] && MEMBERS="$MEMBERS $OUT/$f.tpar"
     done
+    [ "${ENSEMBLE:-0}" = 1 ] || { ls -la "$OUT"; el "done (members only; ENSEMBLE=1 chooses the composite here too)"; exit 0; }
     el "ensemble on valid of: $MEMBERS"
     timeout -s TERM -k 10 $(left $ENS_END) python3 -m tpar ensemble --checkpoints $MEMBERS --data "$D/ICEWS18" \
         --prior --weights $EQ --seed 7 --betas 0.1 0.2 0.4 0.8 1.6 2.4 --eps 1e-4 1e-3 1e-2 0.1 --device $DEV \
