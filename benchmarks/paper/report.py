@@ -70,8 +70,11 @@ RESULTS_TABLE = [
      "model (34.10 alone) and the history prior, weights and prior chosen on 5,000 valid questions (valid 36.61; "
      "`runs/gpu-members/README.md`): **35.06** on the whole test split, 0.70 below the paper. A further CPU stage "
      "of its L=5 model (2026-11-27, 106 min on one thread: valid +0.14) gave a composite of valid 36.63 against "
-     "36.61 -- noise -- so it was not tested (`runs/icews18-cpu/README.md`); the next GPU calls are prepared "
-     "(`benchmarks/gpu/issue29_icews18_third.sh`)"),
+     "36.61 -- noise -- so it was not tested (`runs/icews18-cpu/README.md`). **Best so far** (2026-11-27, session 23): "
+     "two more L=5 members trained 4.4 min each on a lent H200 (from that CPU stage, and from an L=5 ICEWS14 model; "
+     "valid 35.16 and 35.12 alone) in a composite with the first model and the prior, chosen on valid (36.72): "
+     "**35.09** on the whole test split (H@1 24.96, H@10 55.05; `runs/icews18-gpu3/README.md`), +0.03 -- composites "
+     "of d=64 members fine-tuned from ICEWS14 for GPU minutes level off near 35.1; not shipped (below 35.8)"),
     ("2", "extrapolation", "YAGO", 91.53, "yago-extrapolation",
      "`tpar train --data …/extrapolation/YAGO --setting extrapolation --config tpar/configs/cpu/yago-extrapolation.json "
      "--propagation exact`"),
