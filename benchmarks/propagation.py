@@ -269,14 +269,11 @@ def probe(checkpoint: Path, data: Path, options: list[str], questions: int, batc
 def _training_cost(kg, setting: str, base: ModelConfig, models: dict, batches: int) -> dict[str, float]:
     """Seconds of forward + backward each model spends on the same ``batches`` training batches of 10, the models
     interleaved batch by batch so machine noise hits them alike."""
-    from tpar.graph.background import Background
     from tpar.model.network import multiclass_log_loss
-    from tpar.training.plan import EpochPlan
+    from tpar.training.plan import EpochPlan, extrapolation_background
 
     run = RunConfig(base, TrainConfig(setting=setting, batch_size=10, micro_batch=10, epochs=1, seed=0))
-    train_bg = Background.from_facts(kg.facts("train"), kg.num_entities, kg.num_relations, setting) \
-        if setting == "extrapolation" else None
-    plan = EpochPlan(kg, run, 0, train_bg)
+    plan = EpochPlan(kg, run, 0, extrapolation_background(kg, setting))
     spent = dict.fromkeys(models, 0.0)
     for i in range(batches):
         kind, batch = plan.batch(i, 10)
