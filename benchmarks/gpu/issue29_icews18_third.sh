@@ -63,12 +63,15 @@ if [ "$PHASE" = train ]; then
         echo "-- $f"; clean "$OUT/$f.log"
         [ -f "$OUT/$f.tpar" ] && MEMBERS="$MEMBERS $OUT/$f.tpar"
     done
-    [ "${ENSEMBLE:-0}" = 1 ] || { ls -la "$OUT"; el "done (members only; ENSEMBLE=1 chooses the composite here too)"; exit 0; }
-    el "ensemble on valid of: $MEMBERS"
-    timeout -s TERM -k 10 $(left $ENS_END) python3 -m tpar ensemble --checkpoints $MEMBERS --data "$D/ICEWS18" \
-        --prior --weights $EQ --seed 7 --betas 0.1 0.2 0.4 0.8 1.6 2.4 --eps 1e-4 1e-3 1e-2 0.1 --device $DEV \
-        --threads $TH --micro-batch 64 --out "$OUT/i18-comp.tpar" > "$OUT/i18-comp.log" 2>&1
-    clean "$OUT/i18-comp.log" 25
+    if [ "${ENSEMBLE:-0}" = 1 ]; then
+        el "ensemble on valid of: $MEMBERS"
+        timeout -s TERM -k 10 $(left $ENS_END) python3 -m tpar ensemble --checkpoints $MEMBERS --data "$D/ICEWS18" \
+            --prior --weights $EQ --seed 7 --betas 0.1 0.2 0.4 0.8 1.6 2.4 --eps 1e-4 1e-3 1e-2 0.1 --device $DEV \
+            --threads $TH --micro-batch 64 --out "$OUT/i18-comp.tpar" > "$OUT/i18-comp.log" 2>&1
+        clean "$OUT/i18-comp.log" 25
+    else
+        echo "members only: choose the composite on the CPU (tpar ensemble), or ENSEMBLE=1 to choose it here"
+    fi
 else
     el "test of $COMP"
     timeout -k 10 $(left $TEST_END) python3 -m tpar evaluate --checkpoint "$COMP" --data "$D/ICEWS18" --split test \
