@@ -200,6 +200,7 @@ def svg_plot(rows: list[dict], path: Path) -> None:
         inner, X, Y = frame(W, H, (0.0, max(xs) * 1.1), (lo, hi), title=f"{setting}, ICEWS14 (one epoch, L=5, d=64)",
                             xlabel="training ms per question", ylabel="test MRR % (realistic)", xfmt=".0f", pad=pad)
         inner[0] = inner[0].replace("<svg ", f'<svg x="{k * W}" y="0" ', 1)
+
         def crowded(x0: float, x1: float, y: float) -> bool:
             """Whether a marker (or its number, drawn to its right) falls in the label box [x0, x1] around y."""
             return any(x0 - 24 <= X(mx) <= x1 + 6 and abs(Y(my) - y) < 16 for mx, my in zip(xs, ys))
@@ -209,10 +210,9 @@ def svg_plot(rows: list[dict], path: Path) -> None:
             # the rightmost free place on the line (its right end when none is free)
             end = next((e for e in range(int(W - pad), int(pad + 4 + width), -10)
                         if not crowded(e - width, e, Y(v) - 8)), W - pad)
-            at = f'x="{end}" text-anchor="end"'
             inner += [f'<line x1="{pad}" y1="{Y(v):.1f}" x2="{W - pad}" y2="{Y(v):.1f}" stroke="#6b7280" '
                       'stroke-dasharray="5 4"/>',
-                      f'<text {at} y="{Y(v) - 4:.1f}" fill="#374151">{html.escape(label)}</text>']
+                      f'<text x="{end}" y="{Y(v) - 4:.1f}" text-anchor="end" fill="#374151">{html.escape(label)}</text>']
         legend = []  # under the panel, in the outer SVG (the panel's own clips at its height)
         for n, (r, x, y) in enumerate(zip(mine, xs, ys), 1):
             c = {"exact": "black", DEFAULT: "#15803d"}.get(r["option"], "#1d4ed8")

@@ -3,7 +3,7 @@
 # One call under the device's 600 s per command: two longer continuations at once on the one GPU, each the best of
 # its lineage, with new training seeds (so new questions of the 746,000-question epoch):
 #   P6: the L=5 member $L5 (default runs/icews18-gpu3/i18-l5d.tpar, valid 35.16) at lr 2e-4, training seed 21,
-#       3 epochs of 130,000 questions (3.3x the questions of its last stage);
+#       3 epochs of 130,000 questions (1.6x the 240,000 questions of its last stage);
 #   P7: the L=3 member $L3 (default runs/icews18-gpu/i18g2.tpar, the composite's other lineage) at lr 2e-4, training
 #       seed 23, 3 epochs of 170,000 questions.
 # Each is selected on 5,000 valid questions of its training seed (its best epoch is kept when the SIGTERM deadline
