@@ -76,7 +76,10 @@ RESULTS_TABLE = [
      "**35.09** on the whole test split (H@1 24.96, H@10 55.05; `runs/icews18-gpu3/README.md`), +0.03 -- composites "
      "of d=64 members fine-tuned from ICEWS14 for GPU minutes level off near 35.1; not shipped (below 35.8). A fourth "
      "GPU stage (session 24: two longer continuations, +0.21 and +0.15 on all 91,990 valid questions alone) gave a "
-     "composite of valid 36.72 again, so it was not tested (`runs/icews18-gpu4/README.md`)"),
+     "composite of valid 36.72 again, so it was not tested (`runs/icews18-gpu4/README.md`). A learned mix of the "
+     "members with wider history features (any relation, reciprocity, a β per relation; session 25) gains nothing on "
+     "held-out valid questions (35.35 either way; `runs/prior-mix/README.md`): the gap is the members' accuracy, and "
+     "the L=3 member is being trained on, on the CPU, resumably (`runs/icews18-cpu2/README.md`)"),
     ("2", "extrapolation", "YAGO", 91.53, "yago-extrapolation",
      "`tpar train --data …/extrapolation/YAGO --setting extrapolation --config tpar/configs/cpu/yago-extrapolation.json "
      "--propagation exact`"),
