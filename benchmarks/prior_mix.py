@@ -153,17 +153,20 @@ class Mix:
                     s += beta * self.term(feat, eps)
         return s
 
-    def reciprocal_ranks(self, params: dict, per_relation: dict | None = None) -> torch.Tensor:
-        o, p = filtered_ranks(self.scores(params, per_relation), self.d["answer"], self.d["rows"], self.d["cols"])
+    def reciprocal_ranks_of(self, scores: torch.Tensor) -> torch.Tensor:
+        """(B,) realistic reciprocal ranks of any (B, E) scores of these questions (time-aware filter)."""
+        o, p = filtered_ranks(scores, self.d["answer"], self.d["rows"], self.d["cols"])
         return 1.0 / ((o + p) / 2)
+
+    def reciprocal_ranks(self, params: dict, per_relation: dict | None = None) -> torch.Tensor:
+        return self.reciprocal_ranks_of(self.scores(params, per_relation))
 
     def mrr(self, params: dict, per_relation: dict | None = None) -> float:
         return float(self.reciprocal_ranks(params, per_relation).double().mean())
 
     def mrr_of(self, scores: torch.Tensor) -> float:
         """MRR of any (B, E) scores of these questions (one member alone, ψ alone)."""
-        o, p = filtered_ranks(scores, self.d["answer"], self.d["rows"], self.d["cols"])
-        return float((1.0 / ((o + p) / 2)).double().mean())
+        return float(self.reciprocal_ranks_of(scores).double().mean())
 
 
 def choose(mix: Mix, features: list[str], start: dict) -> dict:
