@@ -147,7 +147,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
             colour, title = QUERY_COLOUR, f"question's entity: {d.label[node]}"
         elif node == "a":
             colour = ANSWER_COLOUR
-            title = f"answer: {d.label[node]}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank:g}"
+            title = f"answer: {d.label[node]}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank_text()}"
         net.add_node(node, label=d.label[node], level=lv, color=colour, shape="box", font=box, title=title)
     parallel: dict[tuple[str, str], int] = {}
     widths, spacing = d.widths, d.node_spacing

@@ -70,6 +70,11 @@ def md(text: object) -> str:
                                  escaped)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word`` agreeing: "1 row", "2,031 rows", "1 entity" (``many``: the plural when not word + "s")."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def plot_text(text: object) -> str:
     """``text`` for plotly labels, which read a few HTML tags (<a href>, <b>, ...): brackets escaped."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -90,7 +90,7 @@ def main() -> None:
             rules = RES / "tpar/sample-world-rules.json"
             if rules.is_file():
                 t = json.loads(rules.read_text())["all"]
-                b = {k: {"mrr": t[k]["mrr"], "hits@1": t[k]["hits@1"], "hits@3": float("nan"), "hits@10": float("nan")}
+                b = {k: {"mrr": t[k]["mrr"], "hits@1": t[k]["hits@1"], "hits@3": None, "hits@10": None}  # not measured: "–"
                      for k in ("frequency", "recurrency")}
         print(write_card(path, baselines=b or None, paper=paper or None))
 

@@ -651,15 +651,17 @@ def cmd_predict(args) -> int:
         print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
               + f": {p.unreached:,} entities at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
-    if p.temperature and getattr(kg, "match", None) is not None:
-        print(f"probabilities: temperature {p.temperature:.3f} fitted on {ckpt.data_name}'s valid questions (the "
-              "training data); not calibrated on this data: read them as a ranking, not as frequencies")
+    if p.calibrated_elsewhere:
+        print(f"probabilities: temperature {p.temperature:.3f} fitted on {p.calibrated_elsewhere}'s valid questions; "
+              "not calibrated on this data: read them as a ranking, not as frequencies")
     else:
         print("probabilities: " + (f"calibrated ({p.calibrator}, fitted on valid)" if p.temperature
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
-        print(f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
+        print(f"the {100 * p.coverage:g}% answer set of {p.calibrated_elsewhere} (its level on this data is not known): "
+              f"{p.answer_set_size:,}: {shown}" if p.calibrated_elsewhere else
+              f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
         from tpar.evaluation.calibration import set_size_text
 
         cal = pred.calibration(p.setting)
@@ -775,7 +777,7 @@ def cmd_explain(args) -> int:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
-    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank:g}; "
+    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank_text()}; "
           f"{e.importance} importance")
     print(f"  {RANKING_TEXT[e.ranking]}")
     if e.combines:
@@ -783,7 +785,7 @@ def cmd_explain(args) -> int:
               "w/T (1/(n·T) with equal weights) and paths over the same facts merged")
         for m in e.members:
             print(f"    model {m.model} ({m.name}): f {m.score:.4f} × {m.weight:.4f} = {m.contribution:+.4f} "
-                  f"(rank {m.rank:g} alone)")
+                  f"(rank {m.rank_text()} alone)")
         if e.prior is not None:
             print(f"    history prior: {e.prior.text()}")
     if e.importance == "integrated":
@@ -804,7 +806,7 @@ def cmd_explain(args) -> int:
                   + (f"  [{x.links} links]" if x.links > 1 else ""))
     if cf is not None:
         if cf.flipped:
-            print(f"counterfactual: without these {len(cf.removed)} fact(s) {cf.answer} drops to rank {cf.rank_after:g} "
+            print(f"counterfactual: without these {len(cf.removed)} fact(s) {cf.answer} drops to rank {cf.rank_after_text()} "
                   f"(first: {cf.top_after}):")
             for f in cf.removed:
                 print(f"      ({', '.join(f)})")

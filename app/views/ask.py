@@ -66,7 +66,6 @@ def render() -> None:
     if not pred.answers:
         st.info("No answers.")
         st.stop()
-    foreign = sel.match.info.checkpoint.data_name if sel.match.relations is not None else None
     answers = answers_ui(pred)  # first after the question: the answers sit above the fold at 1400 x 820
     if ss.get("answer") not in kg.entities:
         if ss.get("answer"):
@@ -76,9 +75,10 @@ def render() -> None:
         ex.keep_or_reset_answer(answers.iloc[0]["entity"])
     c1, c2 = st.columns([3, 2], vertical_alignment="center")
     c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-    c2.page_link("views/evidence.py", label=f"Why {ex.md(ss['answer'])}? See the temporal paths",
+    name = ss["answer"] if len(ss["answer"]) <= 40 else ss["answer"][:39] + "…"  # a long name leaves the link whole
+    c2.page_link("views/evidence.py", label=f"Why {ex.md(name)}? See the temporal paths",
                  icon=":material/account_tree:")
-    answer_set_ui(pred, calibrated, foreign)
+    answer_set_ui(pred, calibrated)
     downloads_ui(pred, answers)
     ex.sync_url()
 
@@ -172,9 +172,10 @@ def question_ui(kg: TemporalKG) -> None:
         ex.bind(st.slider, "Answers shown", "k", min_value=1, max_value=50)
 
 
-def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: str | None = None) -> None:
+def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
     """How far the probabilities can be trusted, and the conformal answer set of the chosen level
-    (the calibration's own caveats are among the prediction's warnings, shown above)."""
+    (the calibration's own caveats, and a calibration fitted on other data, are among the prediction's
+    warnings, shown above)."""
     if calibrated is None:
         return  # the prediction's own warning says the probabilities are raw
     c1, c2 = st.columns([1, 3])
@@ -187,9 +188,9 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: 
         top_map = " and the map of the top answer's probability" if calibrated.top_map else ""
         fitted = (f"softmax({'S' if pred.combines else 'f'} / T) with T = {pred.temperature:.3f}{top_map} fitted on "
                   f"{calibrated.queries:,} {ex.md(calibrated.split)} questions of this setting")
-        if trained_on:  # a model from other data: its calibration describes that data, not this one
-            st.caption(f"Probabilities: {fitted} of {ex.md(trained_on)}, the data the model was trained on; on "
-                       "this data they are not calibrated, so read them as a ranking, not as frequencies.")
+        if pred.calibrated_elsewhere:  # e.g. a model from other data: its calibration describes that data
+            st.caption(f"Probabilities: {fitted} of {ex.md(pred.calibrated_elsewhere)}; on this data they are not "
+                       "calibrated, so read them as a ranking, not as frequencies.")
         elif calibrated.caveats():  # the warnings above say what limits them; promise nothing here
             st.caption(f"Probabilities: {fitted}; read them with the caveat above.")
         else:
@@ -198,9 +199,14 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None, trained_on: 
     if pred.coverage is not None:
         names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
         size = f"**{pred.answer_set_size:,}** of {pred.num_entities:,} entities"
-        st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}"
-                + (" — a set this large says the model cannot narrow it down." if
-                   pred.answer_set_size > max(25, pred.num_entities // 4) else ""))
+        large = (" — a set this large says the model cannot narrow it down." if
+                 pred.answer_set_size > max(25, pred.num_entities // 4) else "")
+        if pred.calibrated_elsewhere:  # the level holds for questions like the calibration's, not these
+            st.info(f"The {100 * pred.coverage:g}% answer set of {ex.md(pred.calibrated_elsewhere)} (on that data it "
+                    f"held the answer {100 * pred.coverage:g}% of the time; on this data its level is not known): "
+                    f"{size}: {names}{large}")
+        else:
+            st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}{large}")
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
         if sizes:  # what such sets are like, beside what they promise
             st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "

@@ -12,6 +12,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
+from tpar.data.relation_matching import RelationMatch
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
 from tpar.evaluation.calibration import HeldOutReport, held_out_collector, set_size_text
@@ -30,7 +31,8 @@ def render() -> None:
     kg = sel.kg
     marks = {m.info.name: m.info.marker() for m in sel.matches}  # an unfinished run says so in the list
     ex.bind(st.selectbox, "Checkpoint", "model", options=list(marks), format_func=lambda n: n + marks[n])
-    sel = ex.selection()
+    sel = ex.require_model(ex.selection())
+    kg = sel.kg  # in the chosen model's relations (a model from other data reads the data in its vocabulary)
     splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
     if not splits:
         st.error("This data set has no valid or test facts to evaluate on.")
@@ -41,7 +43,12 @@ def render() -> None:
     if ck.kind == "composite":
         st.info(ex.md(f"TPAR below is the composite {sel.match.info.name}: its ranking combines "
                       f"{ck.combination_text()} ({ck.build_model().formula()}), chosen on valid."))
-    split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits)
+    rm = sel.match.relations  # a model from other data: the questions about an unmatched relation cannot be asked
+    if rm is not None:
+        st.info(ex.md(f"{rm.describe()[:1].upper()}{rm.describe()[1:]}. Questions about a relation the model does not know cannot be asked: the "
+                      "evaluation ranks the answerable ones, and below the metrics also reports them over all the "
+                      "split's questions, the others counted as misses."))
+    split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits, rm)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):
         ranker = None  # built in the try below: a checkpoint whose weights do not load is an error shown, not a crash
@@ -77,11 +84,16 @@ def render() -> None:
         st.info("Choose the options and run the evaluation.")
         st.stop()
     results_ui(done["results"], split, setting, limit)
+    if rm is not None and "TPAR" in done["results"]:
+        text = rm.all_question_metrics(done["results"]["TPAR"], split)["text"]
+        st.info(ex.md(text[:1].upper() + text[1:] + "."))
     calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""))
 
 
-def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, str, int, bool, bool]:
-    """(split, setting, number of queries (0 = all), with the frequency baseline, with recurrency)."""
+def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str],
+               rm: RelationMatch | None = None) -> tuple[str, str, int, bool, bool]:
+    """(split, setting, number of queries (0 = all), with the frequency baseline, with recurrency); ``rm``: the
+    data's relations matched to the model's, when the model comes from other data (only its questions count)."""
     c1, c2, c3 = st.columns(3)
     split = c1.selectbox("Split", splits, key="eval_split", persist_state="session")
     settings = ["extrapolation", "interpolation"]
@@ -90,8 +102,9 @@ def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str]) -> tuple[str, 
                            persist_state="session",
                            help="extrapolation: each query sees the facts before its time; interpolation: the "
                                 "training facts, before and after.")
-    n_all = 2 * len(kg.facts(split))
-    limit = c3.number_input(f"Queries (0 = all {n_all:,})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit",
+    n_all = 2 * len(kg.facts(split))  # kg: the data in the model's relations, so the answerable questions
+    of = f" of {rm.questions(split)[1]:,}, those the model can be asked" if rm is not None else ""
+    limit = c3.number_input(f"Queries (0 = all {n_all:,}{of})", 0, n_all, min(n_all, 2000), step=500, key="eval_limit",
                             persist_state="session", help="A seeded random subset keeps large evaluations short.")
     b1, b2 = st.columns(2)
     has_valid = bool(len(kg.facts("valid")))  # the split may be there but empty

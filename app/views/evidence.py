@@ -37,7 +37,7 @@ def render() -> None:
            f"on ({e.integration_steps} points)" if e.importance == "integrated" else
            "∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, first order)")
     score = f"composite score S(q, a) = {e.score:.3f}" if e.combines else f"score f(q, a) = {e.score:.3f}"
-    st.caption(f"Setting **{e.setting}**; {score}, rank {e.rank:g}. {RANKING_TEXT[e.ranking]} "
+    st.caption(f"Setting **{e.setting}**; {score}, rank {e.rank_text()}. {RANKING_TEXT[e.ranking]} "
                f"A link's share is {how}; paths are found by beam search over the layers, and staying at an entity "
                "(a self-loop) is counted apart, as *stay*."
                + (f" {ex.md(e.decomposition.text())}." if e.decomposition is not None else ""))
@@ -90,7 +90,7 @@ def composite_ui(e: Explanation) -> None:
             "own paths, each model's importances scaled by its weight w/T (1/(n·T) with equal weights) and paths over the same facts in the same "
             "order merged (the *models* column says whose); the history prior is not a path and is listed apart.")
     rows = [{"part": f"model {m.model} ({m.name})", "score": m.score, "weight": m.weight, "adds": m.contribution,
-             "rank alone": m.rank, "paths listed": m.paths} for m in e.members]
+             "rank alone": m.rank_text(), "paths listed": m.paths} for m in e.members]
     if e.prior is not None:
         rows.append({"part": "history prior", "score": e.prior.value, "weight": None, "adds": e.prior.contribution,
                      "rank alone": None, "paths listed": None})
@@ -104,8 +104,8 @@ def composite_ui(e: Explanation) -> None:
         "adds": st.column_config.NumberColumn("Adds to S", format="%+.4f",
                                               help="weight × own score; the prior: β·log(1 + ψ/ε). The parts add up "
                                                    "to the composite score S"),
-        "rank alone": st.column_config.NumberColumn("Rank alone", format="%g",
-                                                    help="the answer's rank by this model on its own"),
+        "rank alone": st.column_config.TextColumn("Rank alone", help="the answer's rank by this model on its own "
+                                                                  "(a range where it ties with other entities)"),
         "paths listed": st.column_config.NumberColumn("Paths listed", help="listed paths this model found")})
     if e.prior is not None:
         st.caption(ex.md(f"History prior: {e.answer} {e.prior.text()}."))
@@ -122,7 +122,7 @@ def answer_ui(pred: Prediction, entities) -> None:
         if ss.get("answer"):
             st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
         ss["answer"] = answers[0]
-    rank_of = {a.entity: a.rank for a in pred.answers}
+    rank_of = {a.entity: a.rank_text() for a in pred.answers}  # ties as ranges, as on the Ask page
     c1, c2, c3 = st.columns([3, 1, 1.3])
     with c1:
         ex.bind(st.selectbox, "Answer to explain", "answer", options=answers,
@@ -159,7 +159,10 @@ def paths_ui(e: Explanation, shown: list) -> None:
                        + " *Removal* is measured: the score minus the model's score on the data without that one fact "
                          "(other paths to the answer included; measured for the largest shares only). Facts a rule "
                          "needs together split their share, but removing either may take all of it.")
-            st.dataframe(pd.DataFrame([{"share": x.share, "removal": x.removal, "subject": x.subject,
+            # shown to 4 decimals: rounded here so that float noise below them reads +0.0000, never -0.0000
+            st.dataframe(pd.DataFrame([{"share": round(x.share, 4) + 0.0,
+                                        "removal": None if x.removal is None else round(x.removal, 4) + 0.0,
+                                        "subject": x.subject,
                                         "relation": x.relation, "object": x.object, "time": x.time, "links": x.links}
                                        for x in e.facts]),
                          hide_index=True, column_config={
@@ -267,12 +270,14 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
         else:
             st.warning("**Hypothetical**: " + ex.md("; ".join(pred.hypothetical)) + ". Not the model's answer on the "
                        "real data.")
+            for note in pred.unseen_changes:  # e.g. a fact dated at or after a forecast's time: it cannot count
+                st.warning(ex.md(note))
             mine = next((a for a in pred.answers if a.entity == e.answer), None)
             where = (f"rank {mine.rank_text()}, probability {probability_text(mine.probability)}" if mine
                      else f"ranks {pred.unreached_rank[0]}–{pred.unreached_rank[1]}")
             note = unreached_note(pred, e.answer)
             where += f" — {note}" if note else ""
-            st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank:g} on the real data) would be at {where}.")
+            st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank_text()} on the real data) would be at {where}.")
             top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity, "Probability": probability_text(a.probability)}
                                 for a in pred.answers[:5]])
             st.dataframe(top, hide_index=True, width="stretch")
@@ -283,7 +288,7 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
         if cf.flipped:
             st.info(f"Counterfactual: without {len(cf.removed)} fact(s) — "
                     + "; ".join(ex.md(fact_label(f)) for f in cf.removed)
-                    + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after:g} and {ex.md(cf.top_after)} comes first."
+                    + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after_text()} and {ex.md(cf.top_after)} comes first."
                     + counterfactual_why(sel, question, cf))
         else:
             st.info(ex.md(f"No counterfactual among the top paths' facts: {cf.reason}."))

@@ -43,6 +43,13 @@ def render() -> None:
         pred = ex.member_ask(*sel.keys, ex.current_question(), int(st.session_state.get("k", ex.DEFAULTS["k"])),
                              member)
     st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    if pred.provenance:  # which model and data, as on the Ask page
+        st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
+    for w in pred.warnings:  # the Ask page's caveats: a setting or data the model was not trained on, ties, …
+        st.warning(ex.md(w))
+    if pred.no_evidence:
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The steps below show why; the last one "
+                      "names no answer."))
     st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; the answer followed through the steps "
                f"(orange): **{ex.md(answer)}**. Change the question on the Ask page and the answer on the Evidence page.")
     st.markdown("A five-minute walk-through: start at the question and press **Next ▶** (or **Play all**) through the "
@@ -144,9 +151,8 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
         ss[STEP_KEY] = max(0, min(L, ss[STEP_KEY] + by))
         stop()
 
-    def play() -> None:
-        if ss[STEP_KEY] >= L:
-            ss[STEP_KEY] = 0
+    def play() -> None:  # every step in turn: from the question, wherever the control stood
+        ss[STEP_KEY] = 0
         ss["teach_playing"], ss["teach_next_at"] = True, time.time() + PLAY_SECONDS
 
     row = st.container(horizontal=True, vertical_alignment="bottom")  # wraps onto a second line when narrow
@@ -176,8 +182,8 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     st.plotly_chart(score_bars(layer.scores, answer, x.step, L), config={"displaylogo": False}, key="teach_bars")
     new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + ("…" if len(layer.new_entities) > 8 else "")
            if layer.new_entities else "")
-    st.markdown(ex.md(f"Step {x.step}: {layer.entities_reached:,} entities reached, {layer.num_links:,} temporal "
-                      f"links admitted{new}."))
+    st.markdown(ex.md(f"Step {x.step}: {ex.plural(layer.entities_reached, 'entity', 'entities')} reached, "
+                      f"{ex.plural(layer.num_links, 'temporal link')} admitted{new}."))
     if layer.links_towards_answer is None:
         st.caption(ex.md(f"{answer} is not reached: below, the links with the most attention in this step, "
                          "wherever they lead."))
@@ -201,7 +207,8 @@ def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.F
     top = sorted(((v, n) for n, v in scores.items()), reverse=True)[:12]
     vals = [v for v, _ in top] or [0.0]
     lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
-    pad = 0.05 * (hi - lo or 1.0)
+    # at least a span of 0.01: scores that differ by float noise alone must not fill the chart as if they mattered
+    pad = 0.05 * max(hi - lo, 0.01)
     fig = go.Figure(go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
                            marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top],
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
@@ -268,7 +275,7 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
             st.warning("No temporal path reaches this answer.")
     learned = e.rank == 1 and check is not None and check.fits
     if not learned:
-        why = (f"it ranks the rule's answer {e.rank:g}, not first" if e.rank != 1 else
+        why = (f"it ranks the rule's answer {e.rank_text()}, not first" if e.rank != 1 else
                "its top path is not the rule's body at the rule's times")
         st.warning(f"This model has not learned the {ex.md(rule['id'])} rule for this question: {why}. The page shows "
                    "what the model computed, not what the rule says.")

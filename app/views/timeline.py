@@ -14,7 +14,7 @@ from tpar.data.kg import TemporalKG
 def render() -> None:
     st.title("Entity timeline")
     ss = st.session_state
-    kg = ex.require_selection().kg
+    kg = ex.require_selection().data_kg  # every fact, with its own relations, whatever the chosen model knows
     entities = sorted(kg.entities.names, key=str.casefold)
     ex.take_name("subject", kg.entities, "entity", entities[0])  # an unknown or look-alike name is named
     ex.bind(st.selectbox, "Entity", "subject", options=entities, help="Type to search.")
@@ -35,7 +35,7 @@ def render() -> None:
     if n_inferred:
         st.info(f"{n_inferred:,} of these facts were inferred by a model (completed), not observed: drawn as "
                 "hollow markers, marked in the table.")
-    st.caption(f"{len(df):,} facts of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
+    st.caption(f"{ex.plural(len(df), 'fact')} of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
                f"{len(df) - n_subject:,} as object"
                + (f"; {len(facts):,} with all relations" if pick else "") + ")"
                + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
@@ -87,6 +87,12 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": palette.T_Q})
+    moments = set(shown["when"].dropna()) | ({x} if t_q is not None else set())
+    if len(moments) == 1:  # one moment: a few time steps either side, not an axis zoomed into a millisecond
+        s0 = int(df["time_step"].iloc[0])
+        step = pd.Timestamp(axis.label(s0 + 1)) - pd.Timestamp(axis.label(s0)) if dated(kg) else 1
+        only = next(iter(moments))
+        fig.update_xaxes(range=[only - 3 * step, only + 3 * step])
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None,
                       legend={"title": None, "orientation": "h", "yanchor": "bottom", "y": 1.04, "x": 0})
     st.plotly_chart(fig, config={"displaylogo": False})

@@ -148,8 +148,9 @@ def report_ui(report: UploadReport) -> None:
     for note in report.notes:
         st.warning(ex.md(note))
     if report.dropped:
-        st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,} with "
-                   "their row numbers, problems and content:")
+        st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
+                   + (f"; the first {min(len(report.dropped), 1000):,} with their row numbers, problems and content:"
+                      if len(report.dropped) > 1 else "; its row number, problem and content:"))
         # rows three lines high and a problem column of fixed width: the grid wraps a long problem text (at a
         # row height of 70 px or more) instead of cutting it off, and the content keeps room at 820 px
         st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,
@@ -288,7 +289,8 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
         st.warning(ex.md(f"More than {DROP_CONFIRM_SHARE:.0%} of the file would be lost. " + report.loss_text()
                          + ". The table of dropped rows above lists each; the options above "
                          "(time reading, date order) may read them."))
-        accepted_loss = st.checkbox(f"Save without these {len(report.dropped):,} rows", key=f"upload_accept_loss_"
+        accepted_loss = st.checkbox("Save without " + ("this row" if len(report.dropped) == 1 else
+                                                       f"these {len(report.dropped):,} rows"), key=f"upload_accept_loss_"
                                     f"{file_name}_{len(report.dropped)}_{report.rows_read}")
     if st.button("Save data set", type="primary", disabled=(exists and not replace) or not accepted_loss,
                  key="upload_save"):
@@ -374,7 +376,8 @@ def growth_report_ui(report: GrowthReport) -> None:
     for note in report.notes:
         st.warning(ex.md(note))
     if report.dropped:
-        st.warning(f"{len(report.dropped):,} rows were dropped; the first {min(len(report.dropped), 1000):,}:")
+        st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
+                   + (f"; the first {min(len(report.dropped), 1000):,}:" if len(report.dropped) > 1 else ":"))
         st.dataframe(pd.DataFrame([{"row": r, "problem": p} for r, p in report.dropped[:1000]]), hide_index=True,
                      width="stretch", row_height=72,  # a long problem wraps instead of being cut off
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),

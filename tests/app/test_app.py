@@ -261,8 +261,8 @@ def test_evidence_what_if_and_counterfactual():
     assert any("Hypothetical" in w.value for w in at.warning)
     said = " ".join(m.value for m in at.markdown).replace("\\", "")
     # without the threat the planted answer leaves rank 1 (the rank itself depends on the shipped model)
-    moved = re.search(r"\*\*Hugo of Zanistan\*\* \(rank 1 on the real data\) would be at rank (\d+)", said)
-    assert moved and int(moved.group(1)) > 1, said
+    moved = re.search(r"\*\*Hugo of Zanistan\*\* \(rank 1 on the real data\) would be at rank ([\d–]+)", said)
+    assert moved and int(moved.group(1).split("–")[0]) > 1, said  # a range where it ties
     at.button(key="whatif_cf").click().run()
     cf = next(i.value.replace("\\", "") for i in at.info if "Counterfactual" in i.value)
     assert "Counterfactual: without 1 fact(s)" in cf

@@ -57,5 +57,38 @@ def test_a_foreign_checkpoint_is_offered_with_its_coverage_and_answers_say_so(re
     assert "applied to renamed" in plain(at.warning) + plain(at.info) + plain(at.caption)
     # its calibration describes the data it was trained on: no promise of calibrated frequencies here
     captions = plain(at.caption)
-    assert "of chronological, the data the model was trained on; on this data they are not calibrated" in captions
+    assert "of chronological; on this data they are not calibrated" in captions
+    assert "Probabilities are calibrated on chronological, the data the calibration was fitted on, not on renamed" \
+        in plain(at.warning)
     assert "are right about 70% of the time" not in captions
+
+
+def test_the_other_pages_show_all_of_the_data_and_what_the_foreign_model_can_be_asked(renamed_data):
+    """Entity timeline: every fact of the data, those of a relation the model does not know included; Evaluate: what
+    the model can be asked, and the metrics over all of the split's questions too; How TPAR reasons: the Ask page's
+    caveats (other data, its calibration)."""
+    import csv
+
+    first = next(csv.DictReader((renamed_data / "train.csv").open(encoding="utf-8")))  # has an 'Invented relation' copy
+    mine = [r for split in ("train", "valid", "test") for r in csv.DictReader((renamed_data / f"{split}.csv").open(
+        encoding="utf-8")) if first["subject"] in (r["subject"], r["object"])]
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"data": "benchmark: user/renamed", "subject": first["subject"]})
+    at.run()
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception and not at.error
+    assert plain(at.caption).startswith(f"{len(mine):,} facts of **{first['subject']}**")
+    assert "Invented relation" in at.multiselect[0].options
+    at.switch_page("views/evaluate.py").run()
+    assert not at.exception and not at.error
+    assert "Trained on chronological, applied to renamed: 20 of 21 relations matched" in plain(at.info)
+    assert "those the model can be asked" in at.number_input(key="eval_limit").label
+    at.number_input(key="eval_limit").set_value(20).run()
+    at.checkbox(key="eval_rec").uncheck().run()
+    at.button(key="eval_run").click().run()
+    assert not at.exception and not at.error
+    assert "with an unmatched relation counted as misses" in plain(at.info) and "): MRR " in plain(at.info)
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    assert "Probabilities are calibrated on chronological" in plain(at.warning)
+    assert "applied to renamed" in plain(at.caption) + plain(at.warning)

@@ -76,7 +76,9 @@ def test_predict_and_explain_say_they_run_on_other_data(renamed, capsys):
     assert main(["predict", *q, "--top", "3", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "(Arovia, PROVIDE_AID_TO, ?, 2025-12-01)" in out and "applied to renamed" in out
-    assert "fitted on chronological's valid questions (the training data); not calibrated on this data" in out
+    assert "fitted on chronological's valid questions; not calibrated on this data" in out
+    assert ("warning: Probabilities are calibrated on chronological, the data the calibration was fitted on, not on "
+            "renamed") in out
     assert "model trained on chronological" in out and "answering over renamed" in out  # which model, which data
     first = next(line for line in out.splitlines() if re.match(r"\s*1\. ", line))
     answer = first.split(".", 1)[1].split("  ")[0].strip()

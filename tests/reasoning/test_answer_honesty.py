@@ -121,3 +121,46 @@ def test_names_match_ignoring_case_space_and_underscores():
     assert v.resolve("HOST_A_VISIT ", "relation") == "Host a visit"
     with pytest.raises(DataError, match="did you mean 'Iran'"):
         v.resolve("Irun", "entity")
+
+
+def test_a_calibration_fitted_on_other_data_is_never_called_calibrated_here():
+    """Probabilities are calibrated only on the data the calibration was fitted on (or data grown from it): on any
+    other data the answer says whose calibration it is, and the answer set's level is not promised."""
+    from dataclasses import replace
+
+    from helpers import a_calibration
+    from tpar.evaluation.calibration import Calibration
+
+    p = predictor("extrapolation")
+    ck = p.checkpoint
+    ck.extra["calibration"] = {"extrapolation": a_calibration("extrapolation", 0)}  # records no data: the model's own
+    q = Question("e0", "r0", "8", "object", "extrapolation")
+    home = Predictor(ck, p.kg, "cpu").answer(q)
+    assert home.temperature is not None and home.calibrated and home.calibrated_elsewhere == ""
+    other_kg = make_kg(FACTS[:5] + [(6, 2, 8, 4)], FACTS[5:6], FACTS[6:], num_entities=E, num_relations=R, name="other")
+    assert other_kg.fingerprint != p.kg.fingerprint
+    away = Predictor(ck, other_kg, "cpu").answer(q, coverage=0.9)
+    assert away.temperature is not None and not away.calibrated and away.calibrated_elsewhere == ck.data_name
+    assert any(w.startswith(f"Probabilities are calibrated on {ck.data_name}") and "not on other" in w
+               and "not a guarantee" in w for w in away.warnings)
+    # a calibration that records the data it was fitted on: calibrated there, and only there
+    fitted = replace(Calibration.from_dict(a_calibration("extrapolation", 0)), data_fingerprint=other_kg.fingerprint)
+    ck.extra["calibration"] = {"extrapolation": fitted.to_dict()}
+    assert Predictor(ck, other_kg, "cpu").answer(q).calibrated
+    assert Predictor(ck, p.kg, "cpu").answer(q).calibrated_elsewhere == "other data"
+
+
+def test_a_what_if_fact_the_question_cannot_see_is_said_to_change_nothing():
+    p = predictor()
+    forecast = Question("e0", "r0", "5", "object", "extrapolation")
+    pred = p.answer(forecast, without=[("e4", "r0", "e5", "5")], extra=[("e0", "r1", "e9", "7")])
+    unseen = [w for w in pred.warnings if "changes nothing" in w]
+    assert unseen == pred.unseen_changes and len(unseen) == 2 and all("a forecast (extrapolation) for 5 sees only facts before it" in w for w in unseen)
+    assert unseen[0].startswith("Removing (e4, r0, e5, 5)") and unseen[1].startswith("Adding (e0, r1, e9, 7)")
+    # an earlier fact counts: nothing said
+    assert not [w for w in p.answer(forecast, extra=[("e0", "r1", "e9", "3")]).warnings if "changes nothing" in w]
+    gap = Question("e0", "r0", "2", "object", "interpolation")
+    pred = p.answer(gap, extra=[("e0", "r0", "e9", "2"), ("e0", "r1", "e10", "40")])
+    assert any(w.startswith("Adding (e0, r0, e9, 2) changes nothing: interpolation hides") for w in pred.warnings)
+    assert any(w.startswith("The added fact (e0, r1, e10, 40) lies outside the data's time range (2 to 6)")
+               for w in pred.warnings)

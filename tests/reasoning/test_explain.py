@@ -628,3 +628,16 @@ def test_the_facts_towards_an_answer_are_those_on_walks_that_reach_it():
             assert after == pytest.approx(before, abs=1e-6)
             checked += 1
     assert checked >= 2
+
+
+def test_an_explanation_states_the_rank_the_ask_page_shows_ties_included(sample_kg, sample_checkpoint):
+    """The Evidence page, the evidence graph and `tpar explain` state an answer's rank as the Ask page does: a
+    range where it ties with other entities (within float noise), never one place of a tie picked by float order."""
+    ex = Explainer(Predictor(sample_checkpoint, sample_kg, "cpu"))
+    q = Question("Faro of Corbeleth", "Mobilize against", "2026-01-20", "object", "auto")
+    pred = ex.predictor.answer(q, top_k=6)
+    assert any(a.ties for a in pred.answers)  # the question has a tie among its top answers (ranks 5–6)
+    for a in pred.answers:
+        e = ex.explain(q.subject, q.relation, q.time, a.entity, num_paths=1)
+        assert (e.rank_low, e.rank_high) == (a.rank_low, a.rank_high) and e.rank_text() == a.rank_text()
+        assert e.rank == (a.rank_low + a.rank_high) / 2

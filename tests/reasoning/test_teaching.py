@@ -70,3 +70,15 @@ def _question(**kw):
     from tpar.graph.queries import Question
 
     return Question(kw["subject"], kw["relation"], kw["time"], "object", kw["setting"])
+
+
+def test_a_question_without_evidence_names_no_answer_at_the_last_step(explainer):
+    """As the Ask page shows no ranking for it, the walk-through's last step names no answer (the first of entities
+    tied at a uniform guess is not one) and says why."""
+    q = dict(subject="Torora", relation="Meet", time="2025-01-05", setting="extrapolation")
+    pred = explainer.predictor.answer(_question(**q), 10)
+    assert pred.no_evidence  # the sample world's first days: nothing before them to reason from
+    steps = walkthrough(explainer.trace(q["subject"], q["relation"], q["time"], setting=q["setting"], top=12), pred)
+    last = steps[-1]
+    assert last.final and last.no_evidence == pred.no_evidence and last.best is None
+    assert last.standing().startswith("No answer: there is no evidence") and "probability" not in last.standing()

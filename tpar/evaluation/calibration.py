@@ -38,6 +38,7 @@ from typing import Callable
 import torch
 
 from tpar.data.kg import TemporalKG
+from tpar.data.relation_matching import as_loaded
 from tpar.evaluation.protocol import Ranker, evaluate
 from tpar.graph.queries import QueryBatch, Setting
 
@@ -98,6 +99,7 @@ class Calibration:
     set_sizes: dict[str, dict[str, float]] = field(default_factory=dict)  # level -> size stats on ``split``
     top_map: list[tuple[float, float]] = field(default_factory=list)  # (top probability, accuracy) knots; [] = none
     top_map_gain: float = 0.0   # the map's cross-fitted ECE gain on ``split`` (whether kept or not)
+    data_fingerprint: str = ""  # the data it was fitted on ("": not recorded -- the model's training data)
 
     @property
     def method(self) -> str:
@@ -116,7 +118,8 @@ class Calibration:
                 "queries": self.queries, "seed": self.seed, "before": self.before.to_dict(),
                 "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities,
                 "set_sizes": {k: dict(v) for k, v in self.set_sizes.items()},
-                "top_map": [[x, y] for x, y in self.top_map], "top_map_gain": self.top_map_gain}
+                "top_map": [[x, y] for x, y in self.top_map], "top_map_gain": self.top_map_gain,
+                "data_fingerprint": self.data_fingerprint}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
@@ -130,7 +133,7 @@ class Calibration:
                 {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)),
                 {str(k): {str(a): float(b) for a, b in v.items()} for k, v in d.get("set_sizes", {}).items()},
                 [(float(x), float(y)) for x, y in d.get("top_map", [])[:TOP_MAP_MAX_KNOTS + 1]],
-                float(d.get("top_map_gain", 0.0)))
+                float(d.get("top_map_gain", 0.0)), str(d.get("data_fingerprint", ""))[:64])
         c.check()
         return c
 
@@ -445,7 +448,7 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     p = probabilities(logits, t, top_map)
     sizes = {k: set_size_stats((p >= thr).sum(1)) for k, thr in thresholds.items()}
     return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes,
-                       top_map, gain)
+                       top_map, gain, as_loaded(kg).fingerprint)
 
 
 #: a precision threshold rests on at least this many split questions above it (fewer: none is fitted)

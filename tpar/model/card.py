@@ -4,6 +4,7 @@ name (retrained, calibrated again) is recognised and never shown for it (:func:`
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def _count(value: object) -> str:
 
 
 def _fmt(m: dict) -> str:
-    return " / ".join(f"{100 * m[k]:.2f}" for k in ("mrr", "hits@1", "hits@3", "hits@10"))
+    """MRR / H@1 / H@3 / H@10 in %, "–" for a figure not measured (missing or NaN)."""
+    return " / ".join(f"{100 * v:.2f}" if isinstance(v := m.get(k), (int, float)) and math.isfinite(v) else "–"
+                      for k in ("mrr", "hits@1", "hits@3", "hits@10"))
 
 
 def trained_per_epoch(ckpt: Checkpoint) -> str:

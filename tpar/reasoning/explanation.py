@@ -51,7 +51,7 @@ import torch
 
 from tpar.evaluation.ranks import realistic_rank
 from tpar.graph.queries import Direction, Question
-from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor
+from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor, rank_range, rank_range_text
 from tpar.model.network import PropagationTrace
 
 
@@ -237,6 +237,11 @@ class MemberShare:
     rank: float                # the answer's realistic rank by this model alone
     reached: bool              # some path of this model reaches the answer
     paths: int                 # listed paths this model's search found
+    rank_low: int = 0          # its best and worst rank alone (ties within float noise, as the Ask page ranks)
+    rank_high: int = 0
+
+    def rank_text(self) -> str:
+        return rank_range_text(self.rank_low, self.rank_high)
 
     @property
     def contribution(self) -> float:
@@ -305,6 +310,8 @@ class Explanation(AnsweredQuestion):
     reached: bool            # some path of length ≤ L reaches the answer
     paths: list[TemporalPath]
     num_layers: int
+    rank_low: int = 0        # best and worst rank: ties within float noise, as the Ask page ranks (rank = their mean)
+    rank_high: int = 0
     warnings: list[str] = field(default_factory=list)
     importance: str = "gradient"  # how links were scored: "gradient" (Eq. 14) or "integrated" (see module doc)
     facts: list[FactShare] = field(default_factory=list)  # the facts with the largest shares, largest first
@@ -321,6 +328,10 @@ class Explanation(AnsweredQuestion):
     @property
     def floor(self) -> float:
         return evidence_floor(self.score)
+
+    def rank_text(self) -> str:
+        """The rank as shown to a user: "5", or "5–6" when the answer ties with another entity."""
+        return rank_range_text(self.rank_low, self.rank_high)
 
     @property
     def meaningful_paths(self) -> list[TemporalPath]:
@@ -350,6 +361,11 @@ class AnswerPaths:
     rank: float              # realistic rank among all entities
     reached: bool
     paths: list[TemporalPath]
+    rank_low: int = 0        # best and worst rank (ties within float noise; ``rank`` is their mean)
+    rank_high: int = 0
+
+    def rank_text(self) -> str:
+        return rank_range_text(self.rank_low, self.rank_high)
 
 
 @dataclass(kw_only=True)
@@ -364,6 +380,14 @@ ATTENTION_FLOOR = 0.01
 
 #: integrated importance: the shares must add up to f − f₀ within this share of |f − f₀|
 COMPLETENESS_TOLERANCE = 0.01
+
+
+def answer_rank(scores: torch.Tensor, answer: int) -> tuple[float, int, int]:
+    """(realistic rank, best rank, worst rank) of entity ``answer`` among all entities' ``scores`` (E,), ties within
+    float noise as :class:`~tpar.reasoning.prediction.Answer` counts them (the Ask page's ranks): the realistic rank
+    is the mean of the two, the expected place under random tie-breaking."""
+    low, high = rank_range(scores, float(scores[answer]))
+    return (low + high) / 2, low, high
 
 
 def complete_enough(gap: float, target: float) -> bool:
@@ -387,6 +411,12 @@ class Counterfactual(AnsweredQuestion):
     top_after: str                             # the new first answer
     candidates: int                            # evidence facts considered
     reason: str = ""
+    rank_after_low: int = 0                    # best and worst rank with ``removed`` gone (``rank_after``: their mean)
+    rank_after_high: int = 0
+
+    def rank_after_text(self) -> str:
+        """The rank with ``removed`` gone as shown to a user: "3", or "259–263" in a tie."""
+        return rank_range_text(self.rank_after_low, self.rank_after_high)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -570,7 +600,7 @@ class Explainer:
         f = scores[a]
         with torch.no_grad():
             sc = scores.detach().cpu()
-            rank = realistic_rank(sc, float(sc[a]))
+            rank, low, high = answer_rank(sc, a)
         reached = any(bool(((n[:, 1] == a)).any()) for n in trace.nodes[-1:])
         link_grads, loop_grads = self._gradients(f, trace, reached)
         used = "gradient"
@@ -621,8 +651,9 @@ class Explainer:
                             f"{floor:.1g}, so no path explains its score")
         return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
                            time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
-                           rank=rank, reached=reached, paths=paths, num_layers=len(trace.links), warnings=warnings,
-                           importance=used, facts=facts, baseline_score=baseline, integration_steps=used_steps,
+                           rank=rank, rank_low=low, rank_high=high, reached=reached, paths=paths,
+                           num_layers=len(trace.links), warnings=warnings, importance=used, facts=facts,
+                           baseline_score=baseline, integration_steps=used_steps,
                            completeness_gap=gap, decomposition=decomposition, ranking=ranking), trace, link_grads
 
     def _explain_composite(self, subject: str, relation: str, time: str | int, answer: str, *, direction: Direction,
@@ -646,7 +677,7 @@ class Explainer:
             parts = model.parts(prepared.batch, prepared.background)
         scores = parts.scores[0].detach().cpu()
         score = float(scores[a])
-        rank = realistic_rank(scores, score)
+        rank, low, high = answer_rank(scores, a)
         reached = bool(parts.any_reached[0, a])
         coef = model.coefficients
         runs = [m._explain(subject, relation, time, answer, direction=direction, setting=setting, num_paths=num_paths,
@@ -688,13 +719,14 @@ class Explainer:
         for x in facts[:measure_facts]:
             x.removal = score - self._score_without(prepared, a, x)
         members = [MemberShare(i + 1, name, t, c, e.score, d.no_evidence_score, e.rank, e.reached,
-                               sum(1 for q in paths if i + 1 in q.models))
+                               sum(1 for q in paths if i + 1 in q.models), e.rank_low, e.rank_high)
                    for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
                                                                       runs, decs))]
         first = runs[0][0]
         return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
                            time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
-                           reached=reached, paths=paths, num_layers=max(e.num_layers for e, _, _ in runs),
+                           rank_low=low, rank_high=high, reached=reached, paths=paths,
+                           num_layers=max(e.num_layers for e, _, _ in runs),
                            warnings=warnings, importance=decomposition.method, facts=facts,
                            baseline_score=decomposition.no_evidence_score,
                            integration_steps=max(e.integration_steps for e, _, _ in runs),
@@ -765,8 +797,8 @@ class Explainer:
                 floor = evidence_floor(float(sc[a]))
                 for path in paths:
                     path.meaningful = abs(path.total) >= floor
-            out.append(AnswerPaths(kg.entities.name(a), int(a), float(sc[a]), realistic_rank(sc, float(sc[a])),
-                                   reached, paths))
+            rank, low, high = answer_rank(sc, a)
+            out.append(AnswerPaths(kg.entities.name(a), int(a), float(sc[a]), rank, reached, paths, low, high))
         q = prepared.question
         return TopPaths(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
                         time_step=t, setting=prepared.setting.value, answers=out)
@@ -796,8 +828,8 @@ class Explainer:
             floor = evidence_floor(float(sc[a]))
             for path in paths:
                 path.meaningful = abs(path.total) >= floor
-            out.append(AnswerPaths(names[j], int(a), float(sc[a]), realistic_rank(sc, float(sc[a])), bool(reached[a]),
-                                   paths))
+            rank, low, high = answer_rank(sc, a)
+            out.append(AnswerPaths(names[j], int(a), float(sc[a]), rank, bool(reached[a]), paths, low, high))
         first = runs[0]
         return TopPaths(subject=first.subject, relation=first.relation, direction=first.direction, time=first.time,
                         time_step=first.time_step, setting=first.setting, answers=out)
@@ -1011,39 +1043,44 @@ class Explainer:
         candidates.sort(key=lambda c: -c[0])
         facts = [f for _, f in candidates[:max_facts]]
 
-        def rank_without(removed: list) -> tuple[float, str]:
+        def rank_without(removed: list) -> tuple[tuple[float, int, int], str]:
             data, _ = p.what_if_facts(removed, ())
             prepared = p.prepare(question, data)
             with torch.no_grad():
                 scores = p.model(prepared.batch, prepared.background)[0].float().cpu()
             top = int(torch.argmax(scores))
-            return realistic_rank(scores, float(scores[a])), self.kg.entities.name(top)
+            return answer_rank(scores, a), self.kg.entities.name(top)
 
         base = Counterfactual(subject=e.subject, relation=e.relation, direction=e.direction, time=e.time,
                               time_step=e.time_step, setting=e.setting, answer=e.answer, removed=[], flipped=False,
-                              rank_before=e.rank, rank_after=e.rank, top_after="", candidates=len(facts))
-        if e.rank != 1:
-            base.reason = f"{e.answer!r} is not ranked first (rank {e.rank:g}): nothing to take away"
+                              rank_before=e.rank, rank_after=e.rank, top_after="", candidates=len(facts),
+                              rank_after_low=e.rank_low, rank_after_high=e.rank_high)
+        if e.rank != 1:  # a tie at the top is not first either: removing nothing already leaves it off rank 1
+            base.reason = f"{e.answer!r} is not ranked first alone (rank {e.rank_text()}): nothing to take away"
             return base
+
+        def done(rank: tuple[float, int, int], top: str, removed: list, flipped: bool) -> Counterfactual:
+            (base.rank_after, base.rank_after_low, base.rank_after_high), base.top_after = rank, top
+            base.removed, base.flipped = removed, flipped
+            return base
+
         removed: list = []
-        rank, top = e.rank, e.answer
+        rank, top = (e.rank, e.rank_low, e.rank_high), e.answer
         for fact in facts:
             removed.append(fact)
             rank, top = rank_without(removed)
-            if rank > 1:
+            if rank[0] > 1:
                 break
-        if rank <= 1:
-            base.rank_after, base.top_after, base.removed = rank, top, removed
+        if rank[0] <= 1:
             base.reason = (f"removing all {len(removed)} evidence facts of the top {num_paths} paths leaves "
                            f"{e.answer!r} first: its score does not rest on these paths alone")
-            return base
+            return done(rank, top, removed, False)
         for fact in list(reversed(removed[:-1])):  # minimal: put back every fact that is not needed
             trial = [f for f in removed if f != fact]
             r, t = rank_without(trial)
-            if r > 1:
+            if r[0] > 1:
                 removed, rank, top = trial, r, t
-        base.removed, base.flipped, base.rank_after, base.top_after = removed, True, rank, top
-        return base
+        return done(rank, top, removed, True)
 
     # -- teaching trace --------------------------------------------------------------------------
     def trace(self, subject: str, relation: str, time: str | int, *, direction: Direction = "object",

@@ -50,7 +50,21 @@ class Answer:
         return self.rank_high - self.rank_low
 
     def rank_text(self) -> str:
-        return str(self.rank_low) if self.rank_high == self.rank_low else f"{self.rank_low}–{self.rank_high}"
+        return rank_range_text(self.rank_low, self.rank_high)
+
+
+def rank_range_text(low: int, high: int) -> str:
+    """A rank range as shown to a user: "3", or "5–6" when the entity ties with others."""
+    return str(low) if high == low else f"{low}–{high}"
+
+
+def rank_range(scores: torch.Tensor, value: float) -> tuple[int, int]:
+    """(best, worst) rank of ``value`` among ``scores`` (E,), which include it, in any order: 1 + the scores clearly
+    above it, and the scores above or the same up to float noise (:data:`TIE_ATOL`, :data:`TIE_RTOL`) -- the ranks
+    :class:`Answer` shows, for one value."""
+    scores = scores.detach().flatten()
+    tol = TIE_ATOL + TIE_RTOL * abs(value)
+    return int((scores > value + tol).sum()) + 1, int((scores >= value - tol).sum())
 
 
 def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,10 +144,18 @@ class Prediction(AnsweredQuestion):
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
+    unseen_changes: list[str] = field(default_factory=list)  # what-if changes the question cannot see, and why
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
     combines: str = ""      # a composite model: what the ranking combines ("2 models and the history prior"); "" else
     formula: str = ""       # a composite model: its score in symbols (CompositeModel.formula); "" else
     provenance: str = ""    # which data the model was trained on and answers over, and how far past its training facts
+    calibrated_elsewhere: str = ""  # the data the calibration was fitted on when it is not this data ("" else)
+
+    @property
+    def calibrated(self) -> bool:
+        """The probabilities are calibrated for this data: a calibration exists and was fitted on this data (or on
+        data it grew from), not only on another data set the model was trained on."""
+        return self.temperature is not None and not self.calibrated_elsewhere
 
     @property
     def has_evidence(self) -> bool:
@@ -330,6 +352,30 @@ class Predictor:
         new = np.array(added, dtype=np.int64).reshape(-1, 4)
         return np.concatenate([f[keep], new]), notes
 
+    def _unseen_changes(self, prepared: PreparedQuestion, without=(), extra=()) -> list[str]:
+        """One line per what-if fact the question cannot see, so that removing or adding it changes nothing: in
+        extrapolation a fact at or after t_q (a forecast sees only earlier facts), in interpolation a fact that
+        answers the question itself (hidden); and per added fact dated outside the data's time range, that it is."""
+        out = []
+        t_q, first, last = prepared.time_step, *self.kg.time_range
+        label = self.kg.time_axis.label
+        for rows, verb in ((self.resolve_facts(without, "fact to remove"), "removing"),
+                           (self.resolve_facts(extra, "fact to add"), "adding")):
+            if not len(rows):
+                continue
+            if prepared.setting is Setting.EXTRAPOLATION:
+                unseen = rows[:, 3] >= t_q
+                why = f"a forecast (extrapolation) for {prepared.time_label} sees only facts before it"
+            else:
+                unseen = self._answers_it(rows, prepared.subject_id, prepared.relation_id, t_q)
+                why = "interpolation hides the facts that answer the question itself"
+            out += [f"{verb.capitalize()} {self._fact_text(row)} changes nothing: {why}." for row in rows[unseen]]
+            if verb == "adding":
+                out += [f"The added fact {self._fact_text(row)} lies outside the data's time range ({label(first)} to "
+                        f"{label(last)}): its time gap to the question may be one the model never met in training." for row in rows[~unseen]
+                        if not first <= row[3] <= last]
+        return out
+
     def _fact_text(self, row) -> str:
         """A fact of ids as "(subject, relation, object, time)" in the data's spelling."""
         kg = self.kg
@@ -387,8 +433,8 @@ class Predictor:
         scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
         pred = self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k, coverage)
         if notes:
-            pred.hypothetical = notes
-            pred.warnings.insert(0, "Hypothetical: answered on the data " + "; ".join(notes) + ".")
+            pred.hypothetical, pred.unseen_changes = notes, self._unseen_changes(prepared, without, extra)
+            pred.warnings[:0] = ["Hypothetical: answered on the data " + "; ".join(notes) + "."] + pred.unseen_changes
         pred.warnings += [n for n in self.checkpoint.load_notes if n not in pred.warnings]  # e.g. a calibration set aside
         return pred
 
@@ -445,6 +491,17 @@ class Predictor:
         else:
             where = f"{label(t)} lies inside its training period"
         return f"{trained_over}: {where}"
+
+    def calibrated_elsewhere(self, cal) -> str:
+        """The name of the data calibration ``cal`` was fitted on when that is neither this data nor data this one
+        grew from ("" when it is, or when nothing is recorded to tell): its probabilities then describe that data,
+        not this one, and are no more than a ranking here."""
+        ck, data = self.checkpoint, as_loaded(self.kg)
+        fitted_on = cal.data_fingerprint or ck.data_fingerprint
+        if not fitted_on or fitted_on == data.fingerprint or any(x.get("base_fingerprint") == fitted_on
+                                                                 for x in data.lineage):
+            return ""
+        return (ck.data_name or "the model's training data") if fitted_on == ck.data_fingerprint else "other data"
 
     def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
         """Why this question's answers deserve less trust than the model's test figures suggest: a
@@ -530,7 +587,13 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
-        if cal is not None:
+        elsewhere = self.calibrated_elsewhere(cal) if cal is not None else ""
+        if elsewhere:
+            warnings.append(f"Probabilities are calibrated on {elsewhere}, the data the calibration was fitted on, not "
+                            f"on {as_loaded(kg).name}: read them as a ranking, not as how often an answer is right"
+                            + (", and the answer set's level as a guide, not a guarantee" if coverage is not None
+                               else "") + ".")
+        elif cal is not None:
             warnings.extend(cal.caveats())
         else:
             warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
@@ -544,4 +607,4 @@ class Predictor:
                           no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "",
-                          provenance=self.provenance_text(t))
+                          provenance=self.provenance_text(t), calibrated_elsewhere=elsewhere)

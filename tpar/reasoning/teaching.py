@@ -53,7 +53,9 @@ class WalkStep:
     best: str | None = None
     best_score: float | None = None
     best_probability: float | None = None   # at the last step: the model's probability of ``best``
-    calibrated: bool = False                # that probability is calibrated (else the raw softmax)
+    calibrated: bool = False                # that probability is calibrated for this data (else the raw softmax)
+    calibrated_elsewhere: str = ""          # the data its calibration was fitted on, when that is other data
+    no_evidence: str = ""                   # at the last step: why the ranking carries no information ("" if it does)
     answer: str | None = None
     answer_score: float | None = None
     answer_rank: float | None = None
@@ -61,12 +63,17 @@ class WalkStep:
 
     def standing(self) -> str:
         """Who answers at this stop, in one plain sentence (never a bare "None")."""
+        if self.final and self.no_evidence:
+            return (f"No answer: there is no evidence for this question ({self.no_evidence}), so the model's scores "
+                    "do not tell the entities apart and naming the first of them would present a guess as an answer.")
         if self.best is None:
             return ("Nothing reached yet: no entity other than the question's has a state, so no entity has a "
                     "score. Every candidate answer is still open.")
         if self.final:
-            sure = (f", probability {probability_text(self.best_probability)} "
-                    + ("(calibrated)" if self.calibrated else "(softmax over all entities, not calibrated)")
+            how = ("(calibrated)" if self.calibrated else
+                   f"(calibrated on {self.calibrated_elsewhere}, not on this data: a ranking, not a frequency)"
+                   if self.calibrated_elsewhere else "(softmax over all entities, not calibrated)")
+            sure = (f", probability {probability_text(self.best_probability)} {how}"
                     if self.best_probability is not None else "")
             return f"The model's answer: {self.best} — score f = w·h^L = {self.best_score:.3f}{sure}."
         return (f"Best candidate after step {self.step}: {self.best} (w·h = {self.best_score:.3f}; provisional: "
@@ -114,10 +121,12 @@ def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]
         step = WalkStep(x.layer, f"Step {x.layer} of {L}", what, ["5", "6", "7", "8"] + (["9", "10"] if final else []),
                         x.entities_reached, list(x.new_entities), x.num_links, answer=trace.answer,
                         answer_score=x.answer_score, answer_rank=x.answer_rank, final=final)
-        if final and prediction.answers:
+        if final and prediction.no_evidence:  # as the Ask page: no ranking, so no answer named
+            step.no_evidence = prediction.no_evidence
+        elif final and prediction.answers:
             top = prediction.answers[0]
             step.best, step.best_score, step.best_probability = top.entity, top.score, top.probability
-            step.calibrated = prediction.temperature is not None
+            step.calibrated, step.calibrated_elsewhere = prediction.calibrated, prediction.calibrated_elsewhere
         elif x.scores:
             step.best, step.best_score = max(x.scores.items(), key=lambda kv: (kv[1], kv[0]))
         steps.append(step)
