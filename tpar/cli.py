@@ -806,7 +806,7 @@ def cmd_explain(args) -> int:
                   + (f"  [{x.links} links]" if x.links > 1 else ""))
     if cf is not None:
         if cf.flipped:
-            print(f"counterfactual: without these {len(cf.removed)} fact(s) {cf.answer} drops to rank {cf.rank_after_text()} "
+            print(f"counterfactual: without {'this fact' if len(cf.removed) == 1 else f'these {len(cf.removed)} facts'} {cf.answer} drops to rank {cf.rank_after_text()} "
                   f"(first: {cf.top_after}):")
             for f in cf.removed:
                 print(f"      ({', '.join(f)})")

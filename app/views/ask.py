@@ -75,7 +75,7 @@ def render() -> None:
         ex.keep_or_reset_answer(answers.iloc[0]["entity"])
     c1, c2 = st.columns([3, 2], vertical_alignment="center")
     c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-    name = ss["answer"] if len(ss["answer"]) <= 40 else ss["answer"][:39] + "…"  # a long name leaves the link whole
+    name = ss["answer"] if len(ss["answer"]) <= 20 else ss["answer"][:19] + "…"  # a long name leaves the link whole
     c2.page_link("views/evidence.py", label=f"Why {ex.md(name)}? See the temporal paths",
                  icon=":material/account_tree:")
     answer_set_ui(pred, calibrated)

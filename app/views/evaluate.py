@@ -178,7 +178,7 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") ->
                          hovertemplate="confidence %{x:.2f}<br>accuracy %{y:.2f}<br>%{customdata} questions<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line={"dash": "dash", "color": palette.T_Q}))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="top-1 probability (calibrated)",
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="top-1 probability (after scaling)",
                       yaxis_title="share right", xaxis_range=[0, 1], yaxis_range=[0, 1],
                       legend=dict(orientation="h", yanchor="top", y=-0.2))
     st.plotly_chart(fig, config={"displaylogo": False})

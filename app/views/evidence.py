@@ -286,7 +286,7 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     if ss.get("whatif_cf_for") == key + (e.answer,):
         cf = ex.counterfactual(*sel.keys, question, e.answer)
         if cf.flipped:
-            st.info(f"Counterfactual: without {len(cf.removed)} fact(s) — "
+            st.info(f"Counterfactual: without {ex.plural(len(cf.removed), 'fact')} — "
                     + "; ".join(ex.md(fact_label(f)) for f in cf.removed)
                     + f" — {ex.md(cf.answer)} drops to rank {cf.rank_after_text()} and {ex.md(cf.top_after)} comes first."
                     + counterfactual_why(sel, question, cf))

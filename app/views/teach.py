@@ -14,7 +14,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.reasoning.explanation import ATTENTION_FLOOR, ReasoningTrace
-from tpar.reasoning.prediction import Prediction
+from tpar.reasoning.prediction import Prediction, rank_range_text
 from tpar.reasoning.rules import PlantedRules, days_per_step, rule_followed
 from tpar.reasoning.teaching import EQUATION_NAMES, EQUATIONS, TimeEncodingCurves, WalkStep, time_encoding_curves, walkthrough
 
@@ -114,9 +114,12 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
     st.fragment(stepper, run_every=PLAY_SECONDS if playing else None)(steps, tr, answer, playing)
     st.dataframe(pd.DataFrame([{
         "step ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links,
-        "best candidate": steps[x.layer].best or "nothing reached yet",
+        "best candidate": steps[x.layer].best or ("no answer (no evidence)" if steps[x.layer].no_evidence
+                                                   else "nothing reached yet"),
         "its w·h": steps[x.layer].best_score,
-        "answer's w·h": x.answer_score, "answer's rank": x.answer_rank} for x in tr.layers]),
+        "answer's w·h": x.answer_score,
+        "answer's rank": rank_range_text(*x.answer_rank_range) if x.answer_rank_range else None}
+        for x in tr.layers]),
                  hide_index=True, width="stretch", placeholder="not reached", column_config={
                      "reached": st.column_config.NumberColumn("reached", help="entities with a state after the step"),
                      "links": st.column_config.NumberColumn("links", help="temporal links admitted in the step"),
@@ -125,8 +128,8 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
                      "answer's w·h": st.column_config.NumberColumn(
                          f"w·h of {answer}"[:40], format="%.3f",
                          help="the answer being explained (\"not reached\" before a path reaches it; only the last step's is f)"),
-                     "answer's rank": st.column_config.NumberColumn(
-                         "its rank", help="among the entities reached so far (realistic ties)")})
+                     "answer's rank": st.column_config.TextColumn(
+                         "its rank", help="among the entities reached so far (a range where it ties)")})
 
 
 def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: bool) -> None:
@@ -207,8 +210,9 @@ def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.F
     top = sorted(((v, n) for n, v in scores.items()), reverse=True)[:12]
     vals = [v for v, _ in top] or [0.0]
     lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
-    # at least a span of 0.01: scores that differ by float noise alone must not fill the chart as if they mattered
-    pad = 0.05 * max(hi - lo, 0.01)
+    if hi - lo < 1.0:  # at least a span of 1: scores that differ by float noise must not fill the chart as if they
+        hi = lo + 1.0  # mattered (nor get µ-unit ticks)
+    pad = 0.05 * (hi - lo)
     fig = go.Figure(go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
                            marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top],
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))

@@ -139,7 +139,7 @@ def report_ui(report: UploadReport) -> None:
         with st.expander(f"Outlier rows ({len(report.outliers):,})"):
             st.dataframe(pd.DataFrame([{"row": r, "time": t} for r, t in report.outliers[:1000]]), hide_index=True)
     if report.self_loops:
-        st.info(f"{len(report.self_loops):,} fact(s) link an entity to itself (subject = object), e.g. row"
+        st.info(f"{ex.plural(len(report.self_loops), 'fact links', 'facts link')} an entity to itself (subject = object), e.g. row"
                 f"{'s' if len(report.self_loops) > 1 else ''} {', '.join(map(str, report.self_loops[:5]))}. They are "
                 "kept; TPAR's paths may walk them like any link.")
     st.markdown(f"Times read as **{report.time_format}**, from **{report.time_range[0]}** to **{report.time_range[1]}**; "

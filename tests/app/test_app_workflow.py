@@ -452,7 +452,7 @@ def test_upload_flags_an_outlier_year_and_leaves_it_out_unless_asked(workspace):
     assert not at.exception and not at.error
     text = shown(at)
     assert "row 122: 2031-05-01" in text and "Leave the outlier rows out" in [c.label for c in at.checkbox]
-    assert "link an entity to itself" in " ".join(i.value for i in at.info)
+    assert "1 fact links an entity to itself" in " ".join(i.value for i in at.info)  # one row, said in the singular
     facts = [m for m in at.markdown if "Times read as" in m.value][0].value
     assert "2024-03-04" in facts  # left out by default: the range ends with the data
     at.checkbox(key="upload_exclude_outliers").uncheck().run()

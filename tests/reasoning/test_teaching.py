@@ -46,7 +46,9 @@ def test_the_walkthrough_starts_at_the_question_and_names_the_answer_at_every_st
         elif s.answer_score is None:
             assert "not reached yet" in s.answer_standing()
         else:
-            assert f"rank {s.answer_rank:g}" in s.answer_standing()
+            low, high = s.answer_rank_range
+            assert s.answer_rank == (low + high) / 2
+            assert f"rank {low if low == high else f'{low}–{high}'} among the entities reached so far" in s.answer_standing()
 
 
 def test_time_encoding_curves_are_smooth_and_the_models_own(sample_checkpoint):
@@ -78,7 +80,11 @@ def test_a_question_without_evidence_names_no_answer_at_the_last_step(explainer)
     q = dict(subject="Torora", relation="Meet", time="2025-01-05", setting="extrapolation")
     pred = explainer.predictor.answer(_question(**q), 10)
     assert pred.no_evidence  # the sample world's first days: nothing before them to reason from
-    steps = walkthrough(explainer.trace(q["subject"], q["relation"], q["time"], setting=q["setting"], top=12), pred)
+    followed = pred.answers[0].entity  # what the page follows by default: the first of the tied entities
+    steps = walkthrough(explainer.trace(q["subject"], q["relation"], q["time"], setting=q["setting"], top=12,
+                                        answer=followed), pred)
     last = steps[-1]
     assert last.final and last.no_evidence == pred.no_evidence and last.best is None
     assert last.standing().startswith("No answer: there is no evidence") and "probability" not in last.standing()
+    assert last.answer == followed  # the answer followed: not told apart, no rank claimed
+    assert "not told apart" in last.answer_standing() and "rank" not in last.answer_standing()

@@ -81,7 +81,8 @@ class UploadReport:
     def loss_text(self) -> str:
         """How many rows are lost and why, in one sentence (the save confirmation)."""
         why = "; ".join(f"{n:,} × {k} (first row {r})" for k, n, r in self.dropped_reasons())
-        return (f"{len(self.dropped):,} of {self.rows_read:,} rows ({100 * self.dropped_share:.1f}%) are not in the "
+        verb = "is" if len(self.dropped) == 1 else "are"
+        return (f"{len(self.dropped):,} of {self.rows_read:,} rows ({100 * self.dropped_share:.1f}%) {verb} not in the "
                 f"data set: {why}")
 
     def problems_table(self, limit: int = 1000) -> list[dict]:

@@ -49,7 +49,6 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-from tpar.evaluation.ranks import realistic_rank
 from tpar.graph.queries import Direction, Question
 from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor, rank_range, rank_range_text
 from tpar.model.network import PropagationTrace
@@ -438,7 +437,8 @@ class LayerSummary:
                                  # was given and reached, only links on a walk to it with α ≥ ATTENTION_FLOOR
     scores: dict[str, float] = field(default_factory=dict)
     answer_score: float | None = None   # w·h_answer^l, None while the answer is not reached
-    answer_rank: float | None = None    # among the entities reached so far (realistic)
+    answer_rank: float | None = None    # among the entities reached so far (realistic: the mean of the range below)
+    answer_rank_range: tuple[int, int] | None = None  # its best and worst rank among them (ties within float noise)
     links_towards_answer: int | None = None  # admitted links of this step on some walk to the answer
 
 
@@ -1120,10 +1120,10 @@ class Explainer:
                 prov = w(trace.states[l]).squeeze(-1).double()
             order = torch.argsort(prov, descending=True, stable=True)[:top].tolist()
             scores = {kg.entities.name(ents[i]): float(prov[i]) for i in order}
-            a_score = a_rank = None
+            a_score = a_rank = a_range = None
             if a is not None and a in ents:
                 a_score = float(prov[ents.index(a)])
-                a_rank = realistic_rank(prov, a_score)
+                a_rank, *a_range = answer_rank(prov, ents.index(a))
                 scores.setdefault(answer, a_score)
             new = [e for e in ents if e not in seen]
             seen.update(ents)
@@ -1139,6 +1139,7 @@ class Explainer:
                 links.append(self._link(l + 1, src, rel, dst, tl, t, float(alpha[j]), 0.0))
             layers.append(LayerSummary(l + 1, len(ents), [kg.entities.name(e) for e in new[:top]],
                                        int(trace.num_links[l]), links, scores, a_score, a_rank,
+                                       tuple(a_range) if a_range else None,
                                        None if towards is None else int(towards[l].sum())))
         return ReasoningTrace(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
                               time_step=t, setting=prepared.setting.value, layers=layers, answer=answer)

@@ -11,7 +11,7 @@ import torch
 
 from tpar.model.network import TPAR
 from tpar.reasoning.explanation import ReasoningTrace
-from tpar.reasoning.prediction import Prediction, probability_text
+from tpar.reasoning.prediction import Prediction, probability_text, rank_range_text
 
 #: the paper's equations (numbered as in Chen et al., ACL 2024) each step of the walk-through uses
 EQUATIONS = {
@@ -59,6 +59,7 @@ class WalkStep:
     answer: str | None = None
     answer_score: float | None = None
     answer_rank: float | None = None
+    answer_rank_range: tuple[int, int] | None = None  # its best and worst rank among the entities reached so far
     final: bool = False
 
     def standing(self) -> str:
@@ -83,9 +84,13 @@ class WalkStep:
         """Where the answer being explained stands at this stop ("" when it is the best one, or none is explained)."""
         if self.answer is None or self.answer == self.best:
             return ""
+        if self.final and self.no_evidence:
+            return f"The answer being explained, {self.answer}, is not told apart from the other entities."
         if self.answer_score is None:
             return f"The answer being explained, {self.answer}, is not reached yet."
-        return f"The answer being explained, {self.answer}: rank {self.answer_rank:g} (w·h = {self.answer_score:.3f})."
+        rank = rank_range_text(*self.answer_rank_range) if self.answer_rank_range else f"{self.answer_rank:g}"
+        return (f"The answer being explained, {self.answer}: rank {rank} among the entities "
+                f"reached so far (w·h = {self.answer_score:.3f}).")
 
 
 def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]:
@@ -120,7 +125,8 @@ def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]
                      "the loss trains, Eq. 10).")
         step = WalkStep(x.layer, f"Step {x.layer} of {L}", what, ["5", "6", "7", "8"] + (["9", "10"] if final else []),
                         x.entities_reached, list(x.new_entities), x.num_links, answer=trace.answer,
-                        answer_score=x.answer_score, answer_rank=x.answer_rank, final=final)
+                        answer_score=x.answer_score, answer_rank=x.answer_rank,
+                        answer_rank_range=x.answer_rank_range, final=final)
         if final and prediction.no_evidence:  # as the Ask page: no ranking, so no answer named
             step.no_evidence = prediction.no_evidence
         elif final and prediction.answers:
