@@ -98,6 +98,16 @@ class PathLink:
         return f"{self.subject}: {self.relation} → {self.object}, {when}{back}{guess}"
 
 
+def _signed(x: float) -> str:
+    """``x`` to 4 decimals with its sign, float noise below them shown as +0.0000 (never -0.0000)."""
+    return f"{round(x, 4) + 0.0:+.4f}"
+
+
+def _plain(x: float) -> str:
+    """``x`` to 4 decimals, never -0.0000."""
+    return f"{round(x, 4) + 0.0:.4f}"
+
+
 def evidence_floor(score: float) -> float:
     """The smallest |importance| that counts as evidence for an answer scoring ``score``: 1e-6, or
     0.01% of |score| when that is larger. Gradients below it are numerical dust (a link with
@@ -211,15 +221,16 @@ class Decomposition:
                         else "not attributed (gradient or integration gaps)")
         if self.composite:
             n = self.models
-            return (f"S − S₀ = {self.target:.4f} (S₀ = {self.no_evidence_score:.4f}, the score with no link of any "
-                    f"model and no history) = listed paths {self.paths:+.4f} + history prior {self.prior:+.4f} + rest "
-                    f"{self.rest:+.4f} (the {n} model{'s' if n > 1 else ''}' {self.links - self.links_on_paths:,} "
-                    f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, {unattributed} "
-                    f"{self.residual:+.4f}; every model's share scaled by its weight w/T)")
-        return (f"f − f₀ = {self.target:.4f} (f₀ = {self.no_evidence_score:.4f}, the score with no evidence) = "
-                f"listed paths {self.paths:+.4f} + rest {self.rest:+.4f} (the {self.links - self.links_on_paths:,} "
-                f"links on no listed path {self.rest_links:+.4f}, staying put {self.stays:+.4f}, "
-                f"{unattributed} {self.residual:+.4f})")
+            return (f"S − S₀ = {_plain(self.target)} (S₀ = {_plain(self.no_evidence_score)}, the score with no link "
+                    f"of any model and no history) = listed paths {_signed(self.paths)} + history prior "
+                    f"{_signed(self.prior)} + rest {_signed(self.rest)} (the {n} model{'s' if n > 1 else ''}' "
+                    f"{self.links - self.links_on_paths:,} links on no listed path {_signed(self.rest_links)}, staying "
+                    f"put {_signed(self.stays)}, {unattributed} {_signed(self.residual)}; every model's share scaled "
+                    "by its weight w/T)")
+        return (f"f − f₀ = {_plain(self.target)} (f₀ = {_plain(self.no_evidence_score)}, the score with no evidence) = "
+                f"listed paths {_signed(self.paths)} + rest {_signed(self.rest)} (the "
+                f"{self.links - self.links_on_paths:,} links on no listed path {_signed(self.rest_links)}, staying put "
+                f"{_signed(self.stays)}, {unattributed} {_signed(self.residual)})")
 
 
 @dataclass
