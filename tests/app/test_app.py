@@ -375,3 +375,22 @@ def test_the_reasoning_page_names_an_unknown_answer_instead_of_silently_tracing_
         assert at.session_state["answer"] != given or not said_here
         if not said_here:
             assert at.session_state["answer"] == "Hugo of Zanistan"
+
+
+def test_a_question_without_evidence_is_said_so_once_on_evidence_and_the_reasoning_names_no_answer():
+    """(Torora, Meet, ?, 2025-01-05): nothing before the sample world's first days to reason from. Evidence states the
+    tie of all entities as a range and says once why the answer (the question's own entity) has no path; How TPAR
+    reasons ends without naming an answer."""
+    at = app({"subject": "Torora", "relation": "Meet", "time": "2025-01-05", "setting": "extrapolation"}).run()
+    assert not at.exception and "No evidence for this question" in plain(at.info)
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and not at.error
+    assert "rank 1–280" in texts(at)
+    said = plain(at.warning) + plain(at.info)
+    assert said.count("own subject") + said.count("own entity") == 1, said
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    while not at.button(key="teach_next").disabled:  # to the last step
+        at.button(key="teach_next").click().run()
+    assert "No answer: there is no evidence for this question" in plain(at.success)
+    assert "The model's answer" not in plain(at.success)
