@@ -420,6 +420,29 @@ def test_warm_start_begins_from_the_checkpoint_and_says_so(world, tmp_path):
               init=first)
 
 
+def test_a_long_chain_of_warm_starts_loads_and_stays_traceable(world, tmp_path):
+    """Training in stages (a run continued across sessions, stage after stage) must never make a model its own
+    loader refuses: files written before 2026-11-28 nested each stage's record in the next (``before`` inside
+    ``before``), and the sixth stage passed the loader's nesting limit. Both forms load, as one flat chain."""
+    kg = load_dataset(world)
+    first = train(kg, tiny_run("interpolation", epochs=1), tmp_path / "s0.tpar", progress=False).checkpoint
+    nested = None
+    for i in range(12):  # the old form: each stage's record inside the next one's
+        nested = {"from": f"s{i}.tpar", "epochs": 1, "history": [{"epoch": 1, "loss": 1.0, "queries": 8}],
+                  "before": nested}
+    first.extra["warm_start"] = nested
+    first.save(tmp_path / "old.tpar")
+    old = Checkpoint.load(tmp_path / "old.tpar")  # refused ("nested too deeply") before flat chains
+    assert [w["from"] for w in old.warm_starts()] == [f"s{i}.tpar" for i in reversed(range(12))]
+    assert all("before" not in w for w in old.warm_starts())
+    res = train(kg, tiny_run("interpolation", epochs=1), tmp_path / "new.tpar", progress=False, init=old,
+                init_name="old.tpar")
+    record = res.checkpoint.extra["warm_start"]
+    assert record["from"] == "old.tpar" and isinstance(record["before"], list) and len(record["before"]) == 12
+    again = Checkpoint.load(tmp_path / "new.tpar")
+    assert [w["from"] for w in again.warm_starts()] == ["old.tpar"] + [f"s{i}.tpar" for i in reversed(range(12))]
+
+
 def test_a_warm_start_from_other_data_fine_tunes_with_relations_matched_by_name(world, tmp_path):
     """Other data (new entities, relations spelled otherwise, one new relation): each matched relation's
     embedding rows (r, its inverse r + R, and the self-loops' identity row) start from the model's own; the new

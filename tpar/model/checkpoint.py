@@ -154,6 +154,29 @@ def number_problems(path: str, value: object) -> list[str]:
     return problems
 
 
+#: warm starts a model's record keeps (a longer chain keeps its most recent ones and says that it left some out)
+MAX_WARM_STARTS = 1000
+
+
+def flat_warm_start(record: dict) -> dict:
+    """A warm-start record (``extra["warm_start"]``: the run a model continued) with every earlier run in one flat
+    list ``before`` (most recent first, each without ``before``), whether the file linked them one inside the other
+    (files written before 2026-11-28: each stage nested its predecessor, so a chain of stages grew deeper than the
+    loader's nesting limit and its model was refused) or flat. Walked without recursion, at most
+    :data:`MAX_WARM_STARTS` records (``earlier_warm_starts_left_out`` says when there were more)."""
+    head = {k: v for k, v in record.items() if k != "before"}
+    chain, todo = [], [record.get("before")]
+    while todo and len(chain) < MAX_WARM_STARTS:
+        w = todo.pop(0)
+        if isinstance(w, list):
+            todo[:0] = w
+        elif isinstance(w, dict):
+            chain.append({k: v for k, v in w.items() if k != "before"})
+            todo.insert(0, w.get("before"))
+    cut = any(isinstance(w, (dict, list)) and w for w in todo)
+    return {**head, "before": chain, **({"earlier_warm_starts_left_out": True} if cut else {})}
+
+
 def weights_digest(state: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()
     for k in sorted(state):
@@ -335,13 +358,13 @@ class Checkpoint:
         return None
 
     def warm_starts(self) -> list[dict]:
-        """The earlier runs this model continued (``extra["warm_start"]`` and its ``before`` links), the most
-        recent first; empty for a model trained from scratch."""
-        out, w = [], self.extra.get("warm_start")
-        while w:
-            out.append(w)
-            w = w.get("before")
-        return out
+        """The earlier runs this model continued (``extra["warm_start"]`` and the earlier ones in its ``before``),
+        the most recent first, each without ``before``; empty for a model trained from scratch."""
+        w = self.extra.get("warm_start")
+        if not isinstance(w, dict):
+            return []
+        flat = flat_warm_start(w)
+        return [{k: v for k, v in flat.items() if k != "before"}] + list(flat["before"])
 
     def unfinished(self) -> str:
         """Why this model is not a finished training run, in a few words; "" when it is one. A run
@@ -413,6 +436,9 @@ class Checkpoint:
         """A single model from its (schema-checked, digest-verified) metadata and weights, every stored
         number and weight checked (a :class:`DataError` or ValueError says what is wrong)."""
         source_meta = json.loads(json.dumps(meta))  # a copy: loading sets aside what it must in its own dicts
+        extra = meta.get("extra")
+        if isinstance(extra, dict) and isinstance(extra.get("warm_start"), dict):  # files of any age: one flat chain
+            meta["extra"] = {**extra, "warm_start": flat_warm_start(extra["warm_start"])}
         ckpt = cls(config=RunConfig.from_dict(meta["config"], source), weights=weights, relations=meta["relations"],
                    time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                    data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),

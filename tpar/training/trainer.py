@@ -155,7 +155,7 @@ def warm_start_model(init: Checkpoint, kg: TemporalKG, run: RunConfig, device: t
               "seconds": init.extra.get("seconds"), "valid_subset": init.metrics.get("valid_subset"),
               "hardware": init.extra.get("hardware"), "history": init.history,
               "config": init.config.to_dict(),  # what the earlier stage trained with (its recipe)
-              "before": init.extra.get("warm_start")}  # a chain of warm starts stays traceable
+              "before": init.warm_starts()}  # the chain of warm starts stays traceable, flat (Checkpoint.warm_starts)
     if not same_data:
         record.update({"data_name": init.data_name, "other_data": True,
                        "relations": match.describe() if match is not None else "the same relations"})
