@@ -45,7 +45,9 @@ def render() -> None:
                       f"{ck.combination_text()} ({ck.build_model().formula()}), chosen on valid."))
     rm = sel.match.relations  # a model from other data: the questions about an unmatched relation cannot be asked
     if rm is not None:
-        st.info(ex.md(f"{rm.describe()[:1].upper()}{rm.describe()[1:]}. Questions about a relation the model does not know cannot be asked: the "
+        described = rm.describe()
+        st.info(ex.md(f"{described[:1].upper()}{described[1:]}. Questions about a relation the model does not "
+                      "know cannot be asked: the "
                       "evaluation ranks the answerable ones, and below the metrics also reports them over all the "
                       "split's questions, the others counted as misses."))
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits, rm)

@@ -159,6 +159,10 @@ def test_a_what_if_fact_the_question_cannot_see_is_said_to_change_nothing():
     assert unseen[0].startswith("Removing (e4, r0, e5, 5)") and unseen[1].startswith("Adding (e0, r1, e9, 7)")
     # an earlier fact counts: nothing said
     assert not [w for w in p.answer(forecast, extra=[("e0", "r1", "e9", "3")]).warnings if "changes nothing" in w]
+    # a fact given twice (any spelling) is one change, said once: the lines follow the facts the data set counted
+    twice = p.answer(forecast, without=[("e4", "r0", "e5", "5"), ("E4", "R0", "E5", "5")],
+                     extra=[("e0", "r1", "e9", "7"), ("e0", "r1", "e9", "7")])
+    assert twice.unseen_changes == unseen and sum("given twice" in n for n in twice.hypothetical) == 2
     gap = Question("e0", "r0", "2", "object", "interpolation")
     pred = p.answer(gap, extra=[("e0", "r0", "e9", "2"), ("e0", "r1", "e10", "40")])
     assert any(w.startswith("Adding (e0, r0, e9, 2) changes nothing: interpolation hides") for w in pred.warnings)

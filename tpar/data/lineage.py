@@ -72,11 +72,15 @@ def growth_text(lineage: list[dict], since: str | None = None) -> str:
     return f"grown from {base} by {facts:,} fact{'' if facts == 1 else 's'}{steps}"
 
 
+def grew_from(data_fingerprint: str, kg: TemporalKG) -> bool:
+    """Whether ``kg`` is the data of ``data_fingerprint`` or grew from it (a step of its lineage started there)."""
+    return data_fingerprint == kg.fingerprint or any(x.get("base_fingerprint") == data_fingerprint for x in kg.lineage)
+
+
 def _comparable(data_fingerprint: str, kg: TemporalKG, calendar: bool) -> bool:
     """Whether a time label recorded with a model means the same time on ``kg``'s axis: both axes are calendars,
     or ``kg`` is the model's training data or grew from it (step numbers of unrelated data are not comparable)."""
-    return (calendar and kg.time_axis.origin is not None) or data_fingerprint == kg.fingerprint or any(
-        x.get("base_fingerprint") == data_fingerprint for x in kg.lineage)
+    return (calendar and kg.time_axis.origin is not None) or grew_from(data_fingerprint, kg)
 
 
 def training_range(data_fingerprint: str, extra: dict, kg: TemporalKG,

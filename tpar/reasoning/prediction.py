@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from tpar.data.kg import TemporalKG
-from tpar.data.lineage import growth_text, training_range
+from tpar.data.lineage import grew_from, growth_text, training_range
 from tpar.data.relation_matching import as_loaded
 from tpar.errors import DataError
 from tpar.graph.background import Background
@@ -320,10 +320,14 @@ class Predictor:
         (under any spelling that resolves to it) counts once, and says so; removing a fact that is not
         known is refused, as is adding one that is or one that is also removed (each would change
         nothing while seeming to). Problems name the file and row of a :class:`FactRows`."""
+        return self._what_if(without, extra)[:2]
+
+    def _what_if(self, without=(), extra=()) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        """:meth:`what_if_facts` and the facts removed and added as id rows, (n, 4) each, each fact once."""
         f = self._facts
         gone = self.resolve_facts(without, "fact to remove")
         new = self.resolve_facts(extra, "fact to add")
-        notes, seen = [], {}
+        notes, seen, removed = [], {}, []
         keep = np.ones(len(f), dtype=bool)
         for i, (row, (s, r, o, t)) in enumerate(zip(gone, without), start=1):
             key, (file, line) = ("-", *row.tolist()), _origin(without, i)
@@ -335,6 +339,7 @@ class Predictor:
             if not hit.any():
                 raise DataError(f"fact to remove ({s}, {r}, {o}, {t}) is not in the data", file=file, row=line)
             keep &= ~hit
+            removed.append(row)
             notes.append(f"without {self._fact_text(row)}")
         added = []
         for i, (row, (s, r, o, t)) in enumerate(zip(new, extra), start=1):
@@ -350,17 +355,17 @@ class Predictor:
             added.append(row)
             notes.append(f"with {self._fact_text(row)}")
         new = np.array(added, dtype=np.int64).reshape(-1, 4)
-        return np.concatenate([f[keep], new]), notes
+        return np.concatenate([f[keep], new]), notes, np.array(removed, dtype=np.int64).reshape(-1, 4), new
 
-    def _unseen_changes(self, prepared: PreparedQuestion, without=(), extra=()) -> list[str]:
-        """One line per what-if fact the question cannot see, so that removing or adding it changes nothing: in
-        extrapolation a fact at or after t_q (a forecast sees only earlier facts), in interpolation a fact that
-        answers the question itself (hidden); and per added fact dated outside the data's time range, that it is."""
+    def _unseen_changes(self, prepared: PreparedQuestion, removed: np.ndarray, added: np.ndarray) -> list[str]:
+        """One line per what-if fact (``removed`` / ``added``: (n, 4) id rows) the question cannot see, so that
+        removing or adding it changes nothing: in extrapolation a fact at or after t_q (a forecast sees only
+        earlier facts), in interpolation a fact that answers the question itself (hidden); and per added fact
+        dated outside the data's time range, that it is."""
         out = []
         t_q, first, last = prepared.time_step, *self.kg.time_range
         label = self.kg.time_axis.label
-        for rows, verb in ((self.resolve_facts(without, "fact to remove"), "removing"),
-                           (self.resolve_facts(extra, "fact to add"), "adding")):
+        for rows, verb in ((removed, "removing"), (added, "adding")):
             if not len(rows):
                 continue
             if prepared.setting is Setting.EXTRAPOLATION:
@@ -428,12 +433,12 @@ class Predictor:
         calibrated levels, e.g. 0.9) adds the conformal answer set. ``without`` / ``extra`` answer
         a hypothetical: the same model on the data with those facts removed / added (the paths
         through a removed fact disappear; the question's own answers stay hidden in interpolation)."""
-        facts, notes = self.what_if_facts(without, extra) if (without or extra) else (None, [])
+        facts, notes, removed, added = self._what_if(without, extra) if (without or extra) else (None, [], None, None)
         prepared = self.prepare(question, facts)
         scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
         pred = self._answers(prepared, scores[0].float().cpu(), reached[0].cpu(), top_k, coverage)
         if notes:
-            pred.hypothetical, pred.unseen_changes = notes, self._unseen_changes(prepared, without, extra)
+            pred.hypothetical, pred.unseen_changes = notes, self._unseen_changes(prepared, removed, added)
             pred.warnings[:0] = ["Hypothetical: answered on the data " + "; ".join(notes) + "."] + pred.unseen_changes
         pred.warnings += [n for n in self.checkpoint.load_notes if n not in pred.warnings]  # e.g. a calibration set aside
         return pred
@@ -498,8 +503,7 @@ class Predictor:
         not this one, and are no more than a ranking here."""
         ck, data = self.checkpoint, as_loaded(self.kg)
         fitted_on = cal.data_fingerprint or ck.data_fingerprint
-        if not fitted_on or fitted_on == data.fingerprint or any(x.get("base_fingerprint") == fitted_on
-                                                                 for x in data.lineage):
+        if not fitted_on or grew_from(fitted_on, data):
             return ""
         return (ck.data_name or "the model's training data") if fitted_on == ck.data_fingerprint else "other data"
 
