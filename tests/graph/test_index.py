@@ -75,3 +75,26 @@ def test_repeat_bounds_name_the_mth_later_and_earlier_repeat_of_each_fact():
             later, earlier = [x for x in same if x > t], [x for x in same if x < t][::-1]
             assert nxt[i] == (later[m - 1] if len(later) >= m else ix.NO_LATER_REPEAT)
             assert prv[i] == (earlier[m - 1] if len(earlier) >= m else ix.NO_EARLIER_REPEAT)
+
+
+def test_edges_are_in_src_time_rel_dst_order_equal_edges_in_fact_order_by_either_sort(monkeypatch):
+    """The edge order against Python's sort of (src, time, rel, dst, fact row) -- with repeated facts and negative
+    times -- through the one combined-key sort and through the successive sorts it falls back to where the combined
+    key would not fit in int64."""
+    rng = np.random.default_rng(3)
+    facts = np.stack([rng.integers(0, 9, 300), rng.integers(0, 4, 300), rng.integers(0, 9, 300),
+                      rng.integers(-5, 12, 300)], 1)
+    facts = np.concatenate([facts, facts[:40]])  # the same facts again: kept in their rows' order
+    n = len(facts)
+    expected = sorted([(s, t, r, o, i) for i, (s, r, o, t) in enumerate(facts.tolist())]
+                      + [(o, t, r + 4, s, i) for i, (s, r, o, t) in enumerate(facts.tolist())])
+    orders = []
+    for fits in (True, False):
+        if not fits:  # a data set too large for one key: the successive sorts
+            monkeypatch.setattr(TemporalGraphIndex, "_edge_order", staticmethod(
+                lambda *a, _f=TemporalGraphIndex._edge_order: _f(*a[:5], 2 ** 40, a[6])))
+        ix = TemporalGraphIndex(facts, num_entities=9, num_relations=4)
+        got = list(zip(ix.src.tolist(), ix.time.tolist(), ix.rel.tolist(), ix.dst.tolist(), ix.fact.tolist()))
+        assert got == [(s, t, r, o, i % n) for s, t, r, o, i in expected]
+        orders.append(got)
+    assert orders[0] == orders[1]

@@ -36,10 +36,7 @@ class TemporalGraphIndex:
         fact = torch.cat([torch.arange(n), torch.arange(n)])
         self.time_min = int(time.min()) if n else 0
         self.time_span = (int(time.max()) - self.time_min + 2) if n else 2
-        # sort by (src, time, rel, dst): lexsort via successive stable sorts, last key first
-        order = torch.arange(2 * n)
-        for key in (dst, rel, time, src):
-            order = order[torch.sort(key[order], stable=True).indices]
+        order = self._edge_order(src, rel, dst, time - self.time_min, self.time_span, num_entities, num_relations)
         self.src, self.rel, self.dst, self.time, self.fact = (x[order].contiguous() for x in (src, rel, dst, time, fact))
         counts = torch.bincount(self.src, minlength=self.num_entities) if n else torch.zeros(self.num_entities, dtype=torch.int64)
         self.indptr = torch.zeros(self.num_entities + 1, dtype=torch.int64)
@@ -48,6 +45,19 @@ class TemporalGraphIndex:
         # the distinct link times and each edge's rank among them (time encodings per distinct time)
         self.distinct_times, self.time_rank = torch.unique(self.time, return_inverse=True)
         self._repeat_bounds: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @staticmethod
+    def _edge_order(src, rel, dst, dt, span: int, num_entities: int, num_relations: int) -> torch.Tensor:
+        """The permutation that sorts the edges by (src, time, rel, dst), equal edges in their given order: one
+        stable sort of a combined int64 key where it fits (``dt`` = time − the first time, in [0, ``span``)),
+        else successive stable sorts, last key first."""
+        E, R2 = max(1, int(num_entities)), max(1, 2 * int(num_relations))
+        if E * E * R2 * max(1, span) < 2 ** 62:
+            return torch.sort(((src * span + dt) * R2 + rel) * E + dst, stable=True).indices
+        order = torch.arange(src.shape[0])
+        for key in (dst, rel, dt, src):
+            order = order[torch.sort(key[order], stable=True).indices]
+        return order
 
     #: no m-th later (earlier) repeat: a time after (before) every time a question can have
     NO_LATER_REPEAT = 2 ** 62
