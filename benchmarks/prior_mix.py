@@ -42,6 +42,7 @@ from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.composite import CompositeCheckpoint
+from tpar.model.ensemble import PartsRanker
 from tpar.model.ranker import ModelRanker
 
 EPS_GRID = (1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -67,31 +68,15 @@ def history_feature(batch: QueryBatch, background: Background, relation: torch.T
     return out.float()
 
 
-class _Parts:
-    """A ranker that scores each batch with every member, the prior's ψ and the two features, and keeps them."""
-
-    name = "parts"
-
-    def __init__(self, composite: CompositeCheckpoint, micro_batch: int) -> None:
-        model = composite.build_model("cpu")
-        self.rankers = [ModelRanker(m, "cpu", micro_batch=micro_batch) for m in model.members]
-        self.prior = model.prior
-        self.coefficients = model.coefficients
-        self.last: dict | None = None
-
-    def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
-        R = background.index.num_relations
-        f = [r.score(batch, background) for r in self.rankers]
-        self.last = {"f": f, "psi": self.prior.psi(batch, background).float(),
-                     "pair": history_feature(batch, background, None, FEATURE_LAMBDA),
-                     "recip": history_feature(batch, background, (batch.relation + R) % (2 * R), FEATURE_LAMBDA),
-                     "relation": batch.relation.clone(), "answer": batch.answer.clone()}
-        return f[0]
-
-
 def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_batch: int) -> dict:
     kg = load_dataset(data)
-    parts = _Parts(ck, micro_batch)
+    model = ck.build_model("cpu")
+    R = kg.num_relations
+    parts = PartsRanker([ModelRanker(m, "cpu", micro_batch=micro_batch) for m in model.members], {
+        "psi": lambda b, bg: model.prior.psi(b, bg).float(),
+        "pair": lambda b, bg: history_feature(b, bg, None, FEATURE_LAMBDA),
+        "recip": lambda b, bg: history_feature(b, bg, (b.relation + R) % (2 * R), FEATURE_LAMBDA),
+        "relation": lambda b, _: b.relation.clone(), "answer": lambda b, _: b.answer.clone()})
     kept: list[dict] = []
 
     def keep(batch, _scores, rows, cols) -> None:
@@ -102,8 +87,8 @@ def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_b
     t0 = time.perf_counter()
     evaluate(kg, parts, ck.setting, "valid", batch_size=64, progress=False, max_queries=queries, seed=seed,
              on_scores=keep)
-    return {"batches": kept, "coefficients": parts.coefficients, "eps": parts.prior.eps,
-            "beta": parts.prior.beta, "seconds": time.perf_counter() - t0, "queries": queries, "seed": seed}
+    return {"batches": kept, "coefficients": model.coefficients, "eps": model.prior.eps,
+            "beta": model.prior.beta, "seconds": time.perf_counter() - t0, "queries": queries, "seed": seed}
 
 
 def _stack(batches: list[dict]) -> dict:

@@ -101,20 +101,22 @@ def candidates(n: int, prior: bool, eps_grid: tuple[float, ...] = EPS_GRID,
     return [c for g in groups for c in [Candidate(g)] + [Candidate(g, e, b) for e, b in grid]]
 
 
-class _PartsRanker:
-    """Scores each batch with every member and the prior once, keeps the parts for the candidates, and gives the
-    evaluator the first member's scores (the candidates are ranked in :func:`score_candidates`' callback)."""
+class PartsRanker:
+    """Scores each batch with every member and each named extra once and keeps them in :attr:`last`
+    (``{"f": [member scores (B, E)], name: extra(batch, background)}``) for a callback of
+    :func:`~tpar.evaluation.protocol.evaluate`'s ``on_scores``; the evaluator gets the first member's scores.
+    What :func:`score_candidates` (extras: the prior's ψ) and the prior-mix experiment (more features) read."""
 
-    name = "candidates"
+    name = "parts"
 
-    def __init__(self, rankers: list[ModelRanker], prior: RecurrencyBaseline | None) -> None:
-        self.rankers, self.prior = rankers, prior
-        self.parts: tuple[list[torch.Tensor], torch.Tensor | None] | None = None
+    def __init__(self, rankers: list[ModelRanker],
+                 extras: dict[str, Callable[[QueryBatch, Background], torch.Tensor]] | None = None) -> None:
+        self.rankers, self.extras = rankers, dict(extras or {})
+        self.last: dict | None = None
 
     def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
         f = [r.score(batch, background) for r in self.rankers]
-        psi = self.prior.score(batch, background).double() if self.prior is not None else None
-        self.parts = (f, psi)
+        self.last = {"f": f, **{k: fn(batch, background) for k, fn in self.extras.items()}}
         return f[0]
 
 
@@ -149,11 +151,11 @@ def score_candidates(kg: TemporalKG, members: list, temperatures: list[float], p
     :func:`search_weights`. ``device``: where the members run (their scores come back to the CPU, where the
     prior and the candidates are computed)."""
     rankers = [ModelRanker(m, device, micro_batch=micro_batch) for m in members]
-    parts = _PartsRanker(rankers, prior)
+    parts = PartsRanker(rankers, {"psi": lambda b, bg: prior.score(b, bg).double()} if prior is not None else {})
     tallies = {c.name: _Tally() for c in cands}
 
     def keep(batch: QueryBatch, _scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
-        f, psi = parts.parts
+        f, psi = parts.last["f"], parts.last.get("psi")
         if keep_parts is not None:
             keep_parts.append((f, psi, batch.answer, rows, cols))
         for c in cands:
