@@ -74,7 +74,10 @@ SERVER_LOG: dict[str, Path] = {}
 @contextmanager
 def diagnosed(page):
     """On a failed wait or assertion, fail with what the page showed and the server's log tail, so a
-    failure seen once (a slow machine, a flaky render) can be read from the CI output."""
+    failure seen once (a slow machine, a flaky render) can be read from the CI output. Every wait allows 90 s:
+    the suite runs in two processes (pyproject.toml), so the app's server shares the CPU with another test file
+    (an explanation that takes 17 s alone took 30 s there); waits bound a hang, they time nothing."""
+    page.set_default_timeout(90_000)
     try:
         yield
     except Exception as e:
@@ -114,7 +117,7 @@ def test_ask_answer_evidence_offline(server):
             page.goto(f"{server}/?{urlencode(question)}")
             page.get_by_text("(Orora Front, Mobilize against, ?, 2025-12-20)").wait_for(timeout=90_000)
             cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
-            cells.first.wait_for(state="attached", timeout=30_000)  # the grid draws on a canvas; cells are its a11y table
+            cells.first.wait_for(state="attached", timeout=90_000)  # the grid draws on a canvas; cells are its a11y table
             texts = cells.all_inner_texts()
             assert texts[:2] == ["1", "Hugo of Zanistan"]  # the answer table, top row
             assert "yes" in texts[:7]  # known fact
@@ -228,9 +231,9 @@ def test_upload_train_ask(server, tmp_path):
             page.locator("input[type=file]").set_input_files(str(csv_file))
             page.get_by_text("Validation report").wait_for(timeout=60_000)
             page.get_by_role("button", name="Save data set").click()
-            page.get_by_text("Saved as data set").wait_for(timeout=30_000)
+            page.get_by_text("Saved as data set").wait_for(timeout=90_000)
             page.get_by_role("link", name="Train a model").click()
-            page.get_by_text("Start training").wait_for(timeout=30_000)
+            page.get_by_text("Start training").wait_for(timeout=90_000)
             page.get_by_label("Epochs (at most)", exact=True).and_(page.locator("input")).fill("1")
             page.get_by_label("Training questions per epoch (0 = all)", exact=True).and_(page.locator("input")).fill("60")
             page.get_by_label("Model name", exact=True).and_(page.locator("input")).fill("people-model")
@@ -312,7 +315,7 @@ def test_learned_rules_page_and_an_example_opened_in_ask(server, learned_rules, 
         with diagnosed(page):
             page.goto(f"{server}/rules?{urlencode({'relation': 'Consult'})}")
             page.get_by_text("Examples", exact=True).wait_for(timeout=90_000)
-            page.locator(".js-plotly-plot .bars").first.wait_for(timeout=30_000)
+            page.locator(".js-plotly-plot .bars").first.wait_for(timeout=90_000)
             main = page.locator("[data-testid='stMain']").inner_text()
             assert "planted rule composition" in main and "learned as rule 1" in main
             assert "★ planted rule composition" in main
