@@ -28,7 +28,6 @@ def render() -> None:
     st.title("Evaluate")
     ss = st.session_state
     sel = ex.require_model(ex.selection())
-    kg = sel.kg
     marks = {m.info.name: m.info.marker() for m in sel.matches}  # an unfinished run says so in the list
     ex.bind(st.selectbox, "Checkpoint", "model", options=list(marks), format_func=lambda n: n + marks[n])
     sel = ex.require_model(ex.selection())

@@ -47,7 +47,7 @@ def render() -> None:
         st.warning(ex.md(w))
     if not e.paths:
         if e.answer == e.subject:
-            if not any("the question's own subject" in w for w in e.warnings):  # said once, not twice
+            if not e.reached:  # reached: the explanation's own warning already says why (said once, not twice)
                 st.info("The answer is the question's own entity: the model keeps its state by staying there "
                         "(self-loops); no path of links leads back to it, so there is no path to show.")
         elif e.reached:
