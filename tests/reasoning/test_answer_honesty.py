@@ -168,3 +168,22 @@ def test_a_what_if_fact_the_question_cannot_see_is_said_to_change_nothing():
     assert any(w.startswith("Adding (e0, r0, e9, 2) changes nothing: interpolation hides") for w in pred.warnings)
     assert any(w.startswith("The added fact (e0, r1, e10, 40) lies outside the data's time range (2 to 6)")
                for w in pred.warnings)
+
+
+def test_rank_range_of_one_value_agrees_with_the_ranks_of_sorted_scores():
+    """``rank_range`` (one value, counted) and ``rank_ranges`` (many values, searched in sorted scores) give the
+    same bounds, exact ties and float-noise ties included, in float32 and float64."""
+    from tpar.reasoning.prediction import rank_range, rank_ranges
+
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.float32, torch.float64):
+        scores = torch.randint(0, 6, (300,), generator=g).to(dtype) * 0.25  # many exact ties
+        scores[:20] += 1e-9  # ties only up to float noise (float64), exact ones in float32
+        scores = scores[torch.randperm(len(scores), generator=g)]
+        for value in scores[::7].tolist():
+            low, high = rank_ranges(torch.sort(scores).values, torch.tensor([value], dtype=dtype))
+            assert rank_range(scores, value) == (int(low[0]), int(high[0]))
+            s = torch.tensor(value, dtype=dtype)
+            same = (scores - s).abs() <= TIE_ATOL + TIE_RTOL * s.abs()
+            assert rank_range(scores, value) == (1 + int((scores > s).sum() - (same & (scores > s)).sum()),
+                                                 int((scores > s).sum() - (same & (scores > s)).sum() + same.sum()))

@@ -63,8 +63,9 @@ def rank_range(scores: torch.Tensor, value: float) -> tuple[int, int]:
     above it, and the scores above or the same up to float noise (:data:`TIE_ATOL`, :data:`TIE_RTOL`) -- the ranks
     :class:`Answer` shows, for one value."""
     scores = scores.detach().flatten()
-    low, high = rank_ranges(torch.sort(scores).values, torch.tensor([value], dtype=scores.dtype))
-    return int(low[0]), int(high[0])
+    v = torch.tensor(value, dtype=scores.dtype)
+    tol = TIE_ATOL + TIE_RTOL * v.abs()  # the same bounds as rank_ranges, counted without sorting
+    return 1 + int((scores > v + tol).sum()), int((scores >= v - tol).sum())
 
 
 def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
