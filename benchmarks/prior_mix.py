@@ -14,7 +14,11 @@ directions, the ranks of :func:`tpar.evaluation.ranks.filtered_ranks`):
   relation (e did r to s before: reciprocity);
 - ``grid+both``: both;
 - ``per-relation β``: the prior's β chosen per relation (relations with at least ``--min-per-relation``
-  questions in the half; the others keep the global β).
+  questions in the half; the others keep the global β);
+- ``grid+rules`` (with ``--rules FILE``): + β₄·log(1 + φ_rules/ε₄), φ_rules the score of temporal rules
+  applied as TLogic does (:class:`tpar.reasoning.rule_ranker.RuleRanker` at ``tpar rules --evaluate``'s
+  defaults, the rules of ``tpar rules --json``): multi-hop rules grounded in the whole background, which the
+  members' pruned propagation (top-K, links per node) may not reach.
 
 Each extra (ε, β) is chosen by coordinate search over the grids, on MRR, on the choosing half only.
 Nothing here is shipped: a mix that wins on held-out questions would become a composite option (then selected
@@ -68,15 +72,31 @@ def history_feature(batch: QueryBatch, background: Background, relation: torch.T
     return out.float()
 
 
-def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_batch: int) -> dict:
+#: per-question tensors a cache holds besides the members' scores and the filter pairs
+FEATURES = ("psi", "pair", "recip", "rules")
+
+
+def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_batch: int,
+            rules_file: str = "") -> dict:
     kg = load_dataset(data)
     model = ck.build_model("cpu")
     R = kg.num_relations
-    parts = PartsRanker([ModelRanker(m, "cpu", micro_batch=micro_batch) for m in model.members], {
+    extras = {
         "psi": lambda b, bg: model.prior.psi(b, bg).float(),
         "pair": lambda b, bg: history_feature(b, bg, None, FEATURE_LAMBDA),
         "recip": lambda b, bg: history_feature(b, bg, (b.relation + R) % (2 * R), FEATURE_LAMBDA),
-        "relation": lambda b, _: b.relation.clone(), "answer": lambda b, _: b.answer.clone()})
+        "relation": lambda b, _: b.relation.clone(), "answer": lambda b, _: b.answer.clone()}
+    if rules_file:
+        from tpar.cli import RULE_CONFIDENCE_SHARE, RULE_DECAY, RULES_PER_HEAD
+        from tpar.reasoning.distilled_rules import RuleSet
+        from tpar.reasoning.rule_ranker import RuleRanker
+
+        rules = RuleSet.read(rules_file)
+        if rules.meta.get("data_fingerprint") not in (None, kg.fingerprint):
+            raise SystemExit(f"{rules_file}: distilled on other data than {data}")
+        ranker = RuleRanker(rules, kg, top=RULES_PER_HEAD, confidence_share=RULE_CONFIDENCE_SHARE, decay=RULE_DECAY)
+        extras["rules"] = lambda b, bg: ranker.score(b, bg).float()
+    parts = PartsRanker([ModelRanker(m, "cpu", micro_batch=micro_batch) for m in model.members], extras)
     kept: list[dict] = []
 
     def keep(batch, _scores, rows, cols) -> None:
@@ -92,7 +112,7 @@ def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_b
 
 
 def _stack(batches: list[dict]) -> dict:
-    out = {k: torch.cat([b[k] for b in batches]) for k in ("psi", "pair", "recip", "relation", "answer")}
+    out = {k: torch.cat([b[k] for b in batches]) for k in (*FEATURES, "relation", "answer") if k in batches[0]}
     out["f"] = [torch.cat([b["f"][i] for b in batches]) for i in range(len(batches[0]["f"]))]
     rows, cols, off = [], [], 0
     for b in batches:
@@ -108,14 +128,14 @@ def _subset(d: dict, idx: torch.Tensor) -> dict:
     pos = torch.full((len(d["answer"]),), -1, dtype=torch.long)
     pos[idx] = torch.arange(len(idx))
     keep = pos[d["rows"]] >= 0
-    out = {k: d[k][idx] for k in ("psi", "pair", "recip", "relation", "answer")}
+    out = {k: d[k][idx] for k in (*FEATURES, "relation", "answer") if k in d}
     out["f"] = [x[idx] for x in d["f"]]
     out["rows"], out["cols"] = pos[d["rows"][keep]], d["cols"][keep]
     return out
 
 
 class Mix:
-    """S = base + Σ_k β_k·log1p(φ_k/ε_k), φ_k in (psi, pair, recip); β of psi optionally per relation."""
+    """S = base + Σ_k β_k·log1p(φ_k/ε_k), φ_k in :data:`FEATURES`; β of psi optionally per relation."""
 
     def __init__(self, d: dict, coefficients) -> None:
         self.d = d
@@ -202,6 +222,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="")
     ap.add_argument("--variants", nargs="*", default=[], help="only these rows (names as printed)")
+    ap.add_argument("--rules", default="", help="rules of `tpar rules --json` on this data: adds the grid+rules row")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ck = Checkpoint.load(args.checkpoint)
@@ -210,7 +231,7 @@ def main() -> None:
     if args.cache and Path(args.cache).exists():
         cache = torch.load(args.cache, weights_only=True)
     else:
-        cache = collect(ck, args.data, args.queries, args.seed, args.micro_batch)
+        cache = collect(ck, args.data, args.queries, args.seed, args.micro_batch, args.rules)
         if args.cache:
             torch.save(cache, args.cache)
     d = _stack(cache["batches"])
@@ -221,6 +242,8 @@ def main() -> None:
     stored = {"psi": (cache["eps"], cache["beta"])}  # chosen by the composite on its own valid subset
     variants = {"stored": None, "grid": ["psi"], "grid+pair": ["psi", "pair"], "grid+recip": ["psi", "recip"],
                 "grid+both": ["psi", "pair", "recip"]}
+    if "rules" in d:
+        variants["grid+rules"] = ["psi", "rules"]
     rows = []
     seconds = cache["seconds"]
     halves_mix = [Mix(_subset(d, h), coef) for h in halves]
@@ -228,7 +251,8 @@ def main() -> None:
     mixes = [(halves_mix[0], halves_mix[1]), (halves_mix[1], halves_mix[0])]
     context = {"members": [[100 * m.mrr_of(m.d["f"][i]) for m in halves_mix] for i in range(len(coef))],
                "ensemble without prior": [100 * m.mrr({}) for m in halves_mix],
-               "prior alone": [100 * m.mrr_of(m.d["psi"]) for m in halves_mix]}
+               "prior alone": [100 * m.mrr_of(m.d["psi"]) for m in halves_mix],
+               **({"rules alone": [100 * m.mrr_of(m.d["rules"]) for m in halves_mix]} if "rules" in halves_mix[0].d else {})}
     print("on half 1, half 2 (nothing chosen):", json.dumps(context), flush=True)
     grid = [choose(mixes[a][0], ["psi"], {}) for a in range(2)]  # the composite's form, chosen on each half
     for name, feats in list(variants.items()) + [("per-relation β", "per")]:
