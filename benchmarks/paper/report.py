@@ -83,7 +83,9 @@ RESULTS_TABLE = [
      "all of valid and the composite 36.72 -> 36.74 on its valid questions, under the 0.05 a test needs "
      "(`runs/icews18-cpu2/README.md`); the L=5 member's CPU stage (sessions 26-27, 400,000 questions, 246 min) moved it "
      "35.19 -> 35.34 on all of valid and left the composite at 36.74 (`runs/icews18-cpu3/README.md`): the composite "
-     "has levelled off, and 35.8 needs members near it alone -- GPU hours of the paper's recipe"),
+     "has levelled off, and 35.8 needs members near it alone -- GPU hours of the paper's recipe. Rules distilled "
+     "from a member as one more feature of the mix (session 28) lose 0.08 held out (35.84 against 35.92; "
+     "`runs/prior-mix/README.md`)"),
     ("2", "extrapolation", "YAGO", 91.53, "yago-extrapolation",
      "`tpar train --data …/extrapolation/YAGO --setting extrapolation --config tpar/configs/cpu/yago-extrapolation.json "
      "--propagation exact`"),
