@@ -74,6 +74,7 @@ def history_feature(batch: QueryBatch, background: Background, relation: torch.T
 
 #: per-question tensors a cache holds besides the members' scores and the filter pairs
 FEATURES = ("psi", "pair", "recip", "rules")
+PER_QUESTION = (*FEATURES, "relation", "answer")
 
 
 def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_batch: int,
@@ -112,7 +113,7 @@ def collect(ck: CompositeCheckpoint, data: str, queries: int, seed: int, micro_b
 
 
 def _stack(batches: list[dict]) -> dict:
-    out = {k: torch.cat([b[k] for b in batches]) for k in (*FEATURES, "relation", "answer") if k in batches[0]}
+    out = {k: torch.cat([b[k] for b in batches]) for k in PER_QUESTION if k in batches[0]}
     out["f"] = [torch.cat([b["f"][i] for b in batches]) for i in range(len(batches[0]["f"]))]
     rows, cols, off = [], [], 0
     for b in batches:
@@ -128,7 +129,7 @@ def _subset(d: dict, idx: torch.Tensor) -> dict:
     pos = torch.full((len(d["answer"]),), -1, dtype=torch.long)
     pos[idx] = torch.arange(len(idx))
     keep = pos[d["rows"]] >= 0
-    out = {k: d[k][idx] for k in (*FEATURES, "relation", "answer") if k in d}
+    out = {k: d[k][idx] for k in PER_QUESTION if k in d}
     out["f"] = [x[idx] for x in d["f"]]
     out["rows"], out["cols"] = pos[d["rows"][keep]], d["cols"][keep]
     return out
@@ -242,7 +243,8 @@ def main() -> None:
     stored = {"psi": (cache["eps"], cache["beta"])}  # chosen by the composite on its own valid subset
     variants = {"stored": None, "grid": ["psi"], "grid+pair": ["psi", "pair"], "grid+recip": ["psi", "recip"],
                 "grid+both": ["psi", "pair", "recip"]}
-    if "rules" in d:
+    has_rules = "rules" in d
+    if has_rules:
         variants["grid+rules"] = ["psi", "rules"]
     rows = []
     seconds = cache["seconds"]
@@ -252,7 +254,7 @@ def main() -> None:
     context = {"members": [[100 * m.mrr_of(m.d["f"][i]) for m in halves_mix] for i in range(len(coef))],
                "ensemble without prior": [100 * m.mrr({}) for m in halves_mix],
                "prior alone": [100 * m.mrr_of(m.d["psi"]) for m in halves_mix],
-               **({"rules alone": [100 * m.mrr_of(m.d["rules"]) for m in halves_mix]} if "rules" in halves_mix[0].d else {})}
+               **({"rules alone": [100 * m.mrr_of(m.d["rules"]) for m in halves_mix]} if has_rules else {})}
     print("on half 1, half 2 (nothing chosen):", json.dumps(context), flush=True)
     grid = [choose(mixes[a][0], ["psi"], {}) for a in range(2)]  # the composite's form, chosen on each half
     for name, feats in list(variants.items()) + [("per-relation β", "per")]:

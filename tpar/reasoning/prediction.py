@@ -64,8 +64,13 @@ def rank_range(scores: torch.Tensor, value: float) -> tuple[int, int]:
     :class:`Answer` shows, for one value."""
     scores = scores.detach().flatten()
     v = torch.tensor(value, dtype=scores.dtype)
-    tol = TIE_ATOL + TIE_RTOL * v.abs()  # the same bounds as rank_ranges, counted without sorting
+    tol = tie_tolerance(v)  # the same bounds as rank_ranges, counted without sorting
     return 1 + int((scores > v + tol).sum()), int((scores >= v - tol).sum())
+
+
+def tie_tolerance(values: torch.Tensor) -> torch.Tensor:
+    """How far a score may lie from each of ``values`` and still tie with it (float noise)."""
+    return TIE_ATOL + TIE_RTOL * values.abs()
 
 
 def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,7 +78,7 @@ def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torc
     ascending): 1 + the scores clearly above it, and the scores above or the same up to float noise
     (summation order alone makes symmetric entities differ in the last bits)."""
     n = len(sorted_scores)
-    tol = TIE_ATOL + TIE_RTOL * values.abs()
+    tol = tie_tolerance(values)
     above = torch.searchsorted(sorted_scores, values + tol, right=True)
     return n - above + 1, n - torch.searchsorted(sorted_scores, values - tol)
 
