@@ -32,6 +32,35 @@ def _output(path: str | None, what: str, **kw) -> None:
         check_output(path, what, **kw)
 
 
+#: arguments naming files a command reads, and those naming what it writes (``tpar grow --out``: a folder it
+#: replaces); :func:`_spare_inputs` checks every command's pairs before it runs
+INPUT_ARGS = {"data": "--data", "checkpoint": "--checkpoint", "checkpoints": "--checkpoints", "init": "--init",
+              "questions_of": "--questions-of", "relation_map": "--relation-map", "input": "--input",
+              "rules_file": "--rules", "config": "--config", "without": "--without", "with_facts": "--with",
+              "rows": "--rows", "recipe": "recipe"}
+OUTPUT_ARGS = {"out": "--out", "json": "--json", "ranks_csv": "--ranks-csv", "rules_csv": "--csv",
+               "metrics_json": "--metrics-json"}
+
+
+def _spare_inputs(args) -> None:
+    """Refuse, before any work, a command whose output would overwrite one of its own inputs (``evaluate --json
+    M.tpar``, ``train --init M --out M``, ``complete --input X --out X``, ``--ranks-csv`` onto a split file, a
+    grown data set replacing the folder that holds ``--data``) or whose two outputs are one file."""
+    from tpar.data.loading import dataset_files
+    from tpar.data.outputs import refuse_overwriting_inputs
+
+    inputs: dict[str, list[Path]] = {}
+    for attr, flag in INPUT_ARGS.items():
+        value = getattr(args, attr, None)
+        if not isinstance(value, (str, list)) or (attr == "config" and value == "paper"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        inputs[flag] = [f for v in values for f in (dataset_files(v) if attr == "data" else [Path(v)])]
+    outputs = {flag: getattr(args, attr) for attr, flag in OUTPUT_ARGS.items()
+               if isinstance(getattr(args, attr, None), str)}
+    refuse_overwriting_inputs(outputs, inputs)
+
+
 def _load(args):
     from tpar.data.loading import load_dataset
 
@@ -1009,6 +1038,18 @@ def _check_grown_out(out: Path, data: Path, replace: bool) -> None:
         raise DataError("exists and is not a folder: the grown data set is a folder", file=out)
     if out.exists() and not replace:
         raise DataError("a data set (or folder) is already there: choose another --out, or add --replace", file=out)
+    if out.exists():  # --replace: only a data set as tpar saves one, whose every file the new one replaces
+        from tpar.data.growth import in_place_losses
+        from tpar.data.kg import SPLITS
+
+        if not any((out / f"{s}.csv").is_file() for s in SPLITS):
+            raise DataError("--replace replaces a data set folder (train/valid/test.csv), and this folder is not one: "
+                            "nothing was deleted; choose another --out", file=out)
+        lost = in_place_losses(out)
+        if lost:
+            raise DataError("--replace would delete what a saved data set does not hold: " + ", ".join(lost[:5])
+                            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+                            + "; nothing was deleted: move them or choose another --out", file=out)
     try:
         check_name("data set", out.name)
         check_output_folder(out.parent, "folder of the grown data set")
@@ -1568,6 +1609,7 @@ def _run(args, torchrun: bool) -> int:
             from tpar.runtime.threads import apply_threads
 
             apply_threads(args.threads)
+        _spare_inputs(args)
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)

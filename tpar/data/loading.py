@@ -28,3 +28,17 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
         return load_benchmark(p)
     return load_csv(p, time_format=time_format, split_policy=split_policy, seed=seed, on_bad_rows=on_bad_rows,
                     day_first=day_first)
+
+
+def dataset_files(path: str | Path) -> list[Path]:
+    """The files :func:`load_dataset` reads for ``path``: the file itself, or a folder's split files
+    (``.csv``/``.txt``), vocabulary files (``entity2id.txt``, ``relation2id.txt``) and lineage -- what an output
+    of a command must never overwrite (:func:`tpar.data.outputs.refuse_overwriting_inputs`)."""
+    from tpar.data.lineage import LINEAGE_FILE
+
+    p = Path(path)
+    if not p.is_dir():
+        return [p]
+    names = [f"{s}.{ext}" for s in SPLITS for ext in ("csv", "txt")] + ["entity2id.txt", "relation2id.txt",
+                                                                        LINEAGE_FILE]
+    return [p / n for n in names if (p / n).exists()]

@@ -74,6 +74,47 @@ def check_output(path: str | Path, what: str = "output file", *, make_parents: b
     return p
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """``a`` and ``b`` name one file: the same inode when both exist (a symlink or a hard link included),
+    else the same absolute path."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def refuse_overwriting_inputs(outputs: dict[str, str | Path | None], inputs: dict[str, Sequence[Path]]) -> None:
+    """The one check that a command's outputs spare its inputs, before any work: an output file (``{"--json":
+    path}``) that is one of the input files (``{"--data": [its files]}``: a symlink or hard link to one
+    included), two outputs that are one file, or an output folder (a name ending in ``/``, or an existing
+    folder) that holds an input, raise :class:`DataError` naming both. ``None`` outputs are skipped."""
+    seen: dict[str, Path] = {}
+    for flag, out in outputs.items():
+        if out is None or str(out).strip() == "":
+            continue
+        o = Path(out)
+        for in_flag, files in inputs.items():
+            for f in files:
+                if same_file(o, f):
+                    raise DataError(f"{flag} is {in_flag}'s file {f}: writing it would destroy the input; choose "
+                                    f"another {flag}", file=o)
+                if o.is_dir() and _inside(f, o):
+                    raise DataError(f"{flag} is a folder holding {in_flag}'s file {f}; choose another {flag}", file=o)
+        for other, p in seen.items():
+            if same_file(o, p):
+                raise DataError(f"{flag} and {other} are the same file; give each its own", file=o)
+        seen[flag] = o
+
+
 def check_output_folder(path: str | Path, what: str = "output folder") -> Path:
     """``path`` as a folder this process can write into (created with its parents when missing), or a
     :class:`DataError` naming it."""

@@ -259,10 +259,26 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
         raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
 
 
+def _check_replaceable(dest: Path, extra_files: dict[str, str]) -> None:
+    """Replacing ``dest`` deletes it: only a data set folder as this module saves one (its split CSVs, the
+    lineage and ``extra_files``' names) may be replaced; anything else raises :class:`DataError`, nothing deleted."""
+    from tpar.data.lineage import LINEAGE_FILE
+
+    if dest.is_symlink() or not dest.is_dir():
+        raise DataError("is not a data set folder, so it is not replaced: choose another name", file=dest)
+    keep = {f"{s}.csv" for s in SPLITS} | {LINEAGE_FILE} | set(extra_files)
+    other = sorted(p.name for p in dest.iterdir() if p.name not in keep)
+    if other or not any((dest / f"{s}.csv").is_file() for s in SPLITS):
+        raise DataError("is not only a saved data set (" + (f"it also holds {', '.join(other[:5])}" if other else
+                        "no train/valid/test.csv") + "), so it is not replaced: nothing was deleted", file=dest)
+
+
 def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool, extra_files: dict[str, str]) -> Path:
     dest = root / name
     if dest.exists() and not overwrite:
         raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
+    if dest.exists():
+        _check_replaceable(dest, extra_files)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
     try:
         ax = kg.time_axis
