@@ -499,11 +499,11 @@ def cmd_ensemble(args) -> int:
                 grids[key] = check_grid(values, sym)
             except DataError as e:
                 raise DataError(f"{flag}: {e}") from None
-    if len({Path(p).resolve() for p in args.checkpoints}) != len(args.checkpoints):
+    from tpar.data.outputs import same_file
+
+    given = args.checkpoints  # --out is none of them: checked with every command's outputs (_spare_inputs)
+    if any(same_file(a, b) for i, a in enumerate(given) for b in given[i + 1:]):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
-    if Path(args.out).resolve() in {Path(p).resolve() for p in args.checkpoints}:
-        raise DataError(f"--out {args.out} is one of the checkpoints combined: write the composite to a new file "
-                        "(the model would be replaced)")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
     kg = _load(args)
     setting = args.setting or cks[0].setting

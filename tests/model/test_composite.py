@@ -366,7 +366,7 @@ def test_cli_ensemble_evaluate_predict_explain(tmp_path, capsys):
 @pytest.mark.parametrize("args,why", [
     (["--checkpoints", "A"], "one checkpoint without --prior"),
     (["--checkpoints", "A", "A", "--prior"], "the same checkpoint is given twice"),
-    (["--checkpoints", "A", "--prior", "--out", "A"], "is one of the checkpoints combined"),
+    (["--checkpoints", "A", "--prior", "--out", "A"], "--out is --checkpoints's file"),
     (["--checkpoints", "A", "--prior", "--weights"], "--weights chooses the models' weights: give two or more"),
     (["--checkpoints", "A", "--betas", "1"], "--betas and --eps are the history prior's grids: add --prior"),
     (["--checkpoints", "A", "--prior", "--betas", "0.4", "-1"], "--betas: the prior's β grid holds -1.0"),

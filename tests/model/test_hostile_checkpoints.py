@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import torch
 
 from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
 from tpar.cli import main
@@ -55,3 +56,77 @@ def test_one_file_that_fails_unexpectedly_never_hides_the_others(tmp_path, monke
     infos, problems = registry.find_checkpoints([tmp_path])
     assert [i.name for i in infos] == ["good"]
     assert len(problems) == 1 and "odd.tpar" in problems[0] and "OverflowError" in problems[0]
+
+
+def _refused_everywhere(bad, capsys, *words) -> None:
+    """``bad`` is refused by :meth:`Checkpoint.load` and by the CLI, naming the file and each of ``words``."""
+    with pytest.raises(DataError) as e:
+        Checkpoint.load(bad)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    assert main(["info", str(SAMPLE_WORLD)]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--checkpoint", str(bad), "--data", str(SAMPLE_WORLD), *QUESTION]) == 2
+    err = capsys.readouterr().err
+    assert bad.name in err and "Traceback" not in err and "bug" not in err, err
+
+
+def test_a_weight_that_declares_more_elements_than_it_stores_is_refused_before_hashing(tmp_path, capsys):
+    """A stride-0 expanded view: a few bytes on disk declaring 10^10 elements; hashing it contiguously would
+    allocate 40 GB. Refused before any copy (this test would run out of memory otherwise)."""
+    def expand(payload):
+        payload["weights"]["score.weight"] = torch.zeros(1, 1).expand(100_000, 100_000)
+
+    bad = tmp_path / "expanded.tpar"
+    payload = torch.load(SAMPLE_CHECKPOINT, weights_only=True)
+    expand(payload)
+    torch.save(payload, bad)  # the digest is not recomputed: computing it is what must not happen
+    _refused_everywhere(bad, capsys, "declares 10,000,000,000 elements", "expanded or strided view")
+
+
+def test_integer_and_misshapen_weights_are_refused_at_load_naming_the_weight(tmp_path, capsys):
+    def to_int(payload):
+        payload["weights"]["layers.0.W.weight"] = payload["weights"]["layers.0.W.weight"].to(torch.int64)
+
+    def reshape(payload):  # same element count, another shape: the config's own size checks pass
+        w = payload["weights"]["layers.1.W.weight"]
+        payload["weights"]["layers.1.W.weight"] = w.reshape(w.shape[1] * 2, w.shape[0] // 2).contiguous()
+
+    def extra(payload):
+        payload["weights"]["stowaway.weight"] = torch.zeros(2, 2)
+
+    for name, edit, words in (("int.tpar", to_int, ("'layers.0.W.weight'", "torch.int64")),
+                              ("shape.tpar", reshape, ("layers.1.W.weight is",)),
+                              ("extra.tpar", extra, ("unexpected stowaway.weight",))):
+        bad = rewrite_checkpoint(tmp_path / name, edit_payload=edit)
+        _refused_everywhere(bad, capsys, *words)
+
+
+def test_a_folder_or_a_fifo_given_as_a_checkpoint_is_named_as_such(tmp_path, capsys):
+    import os
+
+    (tmp_path / "dir.tpar").mkdir()
+    os.mkfifo(tmp_path / "pipe.tpar")
+    for name, words in (("dir.tpar", "is a folder"), ("pipe.tpar", "not a regular file")):
+        with pytest.raises(DataError, match=words):
+            Checkpoint.load(tmp_path / name)
+    with pytest.raises(DataError, match="not found"):
+        Checkpoint.load(tmp_path / "nothing.tpar")
+
+
+def test_a_composite_whose_two_members_are_one_model_is_refused(sample_composite, tmp_path):
+    import json
+
+    from tpar.model import checkpoint as ckmod
+
+    payload = torch.load(sample_composite, weights_only=True)
+    meta = json.loads(payload["meta"])
+    meta["members"][1] = meta["members"][0]
+    w = payload["weights"]
+    for k in [k for k in w if k.startswith("members.1.")]:
+        w[k] = w["members.0." + k[len("members.1."):]].clone()
+    meta["sha256"] = ckmod.content_digest(meta, w)
+    payload["meta"] = json.dumps(meta)
+    torch.save(payload, tmp_path / "twins.tpar")
+    with pytest.raises(DataError, match="model 2 is the same model as model 1"):
+        Checkpoint.load(tmp_path / "twins.tpar")

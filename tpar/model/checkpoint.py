@@ -246,6 +246,17 @@ class Checkpoint:
         if wrong:
             raise DataError(f"checkpoint config does not describe its weights ({', '.join(wrong)}: config "
                             f"{[want[k] for k in wrong]}, weights {[got[k] for k in wrong]})")
+        # every weight, named and shaped as the model the config describes (its size now bounded by the weights')
+        shapes = {k: tuple(v.shape) for k, v in TPAR(m).state_dict().items()}
+        stored = {k: tuple(v.shape) for k, v in w.items()}
+        missing = sorted(set(shapes) - set(stored))
+        unexpected = sorted(set(stored) - set(shapes))
+        misshapen = sorted(k for k in set(shapes) & set(stored) if shapes[k] != stored[k])
+        if missing or unexpected or misshapen:
+            parts = ([f"missing {', '.join(missing[:3])}"] if missing else []) + \
+                ([f"unexpected {', '.join(k[:60] for k in unexpected[:3])}"] if unexpected else []) + \
+                [f"{k} is {list(stored[k])}, the model's {list(shapes[k])}" for k in misshapen[:3]]
+            raise DataError("checkpoint weights do not match the model its config describes: " + "; ".join(parts))
 
     def match(self, kg: TemporalKG, relation_map: RelationMap | dict[str, str] | None = None,
               min_coverage: float = DEFAULT_MIN_COVERAGE) -> RelationMatch:
@@ -485,8 +496,11 @@ def read_payload(p: Path) -> dict:
     :data:`FORMAT` or a composite's, :mod:`tpar.model.composite`); a :class:`DataError` naming ``p`` else."""
     from tpar.model.composite import COMPOSITE_FORMATS, COMPOSITE_PREFIX, COMPOSITE_VERSION
 
-    if not p.is_file():
+    if not p.exists():
         raise DataError("checkpoint not found", file=p)
+    if not p.is_file():
+        raise DataError("is a folder or a device, not a checkpoint file (.tpar)" if p.is_dir() else
+                        "is not a regular file (a pipe or a device), not a checkpoint file (.tpar)", file=p)
     size = p.stat().st_size
     if size > MAX_FILE_BYTES:
         raise DataError(f"refused: {size / 2 ** 20:,.0f} MB is larger than a checkpoint may be "
@@ -530,11 +544,34 @@ def read_payload(p: Path) -> dict:
     return payload
 
 
+#: the dtypes a model's weights are stored in (an integer or boolean "weight" is refused)
+WEIGHT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
 def checked_weights(weights: object) -> dict[str, torch.Tensor]:
-    """``weights`` when it maps names to tensors (a ValueError else)."""
+    """``weights`` when it maps names to dense floating-point tensors that hold every element they declare: a
+    tensor whose shape and strides claim more elements than its stored bytes (an expanded, stride-0 view: a
+    67 KB file can declare 10^10 elements, which hashing would materialise), one that is not contiguous, sparse
+    or of an integer dtype raises a ValueError before any of them is copied; so does a total above
+    :data:`MAX_INFLATED_BYTES`."""
     if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                                 for k, v in weights.items()):
         raise ValueError("weights must map names to tensors")
+    total = 0
+    for name, t in weights.items():
+        shown = name[:80]
+        if t.layout != torch.strided or t.is_quantized:
+            raise ValueError(f"weight {shown!r} is not a dense tensor ({t.layout})")
+        if t.dtype not in WEIGHT_DTYPES:
+            raise ValueError(f"weight {shown!r} is of dtype {t.dtype}, not floating point")
+        need = t.numel() * t.element_size()
+        stored = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+        if not t.is_contiguous() or need > stored:
+            raise ValueError(f"weight {shown!r} declares {t.numel():,} elements of shape {tuple(t.shape)} but its "
+                             f"file stores {max(stored, 0):,} bytes (an expanded or strided view, not a weight)")
+        total += need
+    if total > MAX_INFLATED_BYTES:
+        raise ValueError(f"the weights declare {total / 2 ** 20:,.0f} MB, more than a checkpoint may hold")
     return weights
 
 

@@ -454,6 +454,9 @@ class CompositeCheckpoint(Checkpoint):
                     members.append(Checkpoint.from_meta(mm, own, f"{p} (model {i + 1})"))
                 except DataError as e:
                     raise DataError(f"model {i + 1}: {e.problem}") from None
+                twin = next((j for j, other in enumerate(members[:-1]) if other.digest == members[-1].digest), None)
+                if twin is not None:  # a composite averages different models: a copy would weigh one twice
+                    raise ValueError(f"model {i + 1} is the same model as model {twin + 1} (one sha256)")
             stray = sorted(set(weights) - claimed)
             if stray:
                 raise ValueError(f"weights of no member: {', '.join(stray[:3])}")
