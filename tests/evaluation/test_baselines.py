@@ -90,3 +90,58 @@ def test_recurrency_per_relation_params_and_fit():
     r = RecurrencyBaseline(lmbda=0.0, alpha=1.0, per_relation={4: (1.0, 0.0)})
     lam, alp = r._params_for(torch.tensor([0, 4]))
     assert lam.tolist() == [0.0, 1.0] and alp.tolist() == [1.0, 0.0]
+
+
+def test_the_recency_normaliser_is_the_sum_it_names():
+    """ψ's denominator in closed form equals Σ_k 2^(−λ|t − k|) summed step by step (k < t only when extrapolating),
+    for λ = 0, tiny and large, and t before, inside and after the background's steps."""
+    from tpar.evaluation.baselines import recency_normaliser
+
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        first = int(rng.integers(-20, 20))
+        last = first + int(rng.integers(0, 30))
+        t = int(rng.integers(-40, 60))
+        lam = float(rng.choice([0.0, 1e-9, 0.01, 0.3, 2.0, 60.0]))
+        for before_only in (True, False):
+            ks = np.arange(first, last + 1)
+            if before_only:
+                ks = ks[ks < t]
+            want = float(np.sum(2.0 ** (-lam * np.abs(t - ks))))
+            got = float(recency_normaliser(torch.tensor([float(t)], dtype=torch.float64),
+                                           torch.tensor([lam], dtype=torch.float64), float(first), float(last),
+                                           before_only=before_only)[0])
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-12), (first, last, t, lam, before_only)
+
+
+@pytest.mark.parametrize("setting", ["extrapolation", "interpolation"])
+def test_recurrency_cost_does_not_grow_with_the_span_of_the_times(setting):
+    """Times 10^11 steps apart (unix milliseconds, say): the old normaliser made a (B × span) matrix -- terabytes.
+    The baseline now scores them as it scores the same facts on small steps, up to λ's unit."""
+    kg = _kg(1)
+    scale = 10 ** 11
+    big = make_kg(*(kg.facts(s) * np.array([1, 1, 1, scale]) for s in ("train", "valid", "test")),
+                  num_entities=kg.num_entities, num_relations=kg.num_relations)
+    lam = 0.3
+    small_scores = RecurrencyBaseline(lmbda=lam, alpha=1.0).score(make_queries(kg.facts("test"), 3),
+                                                                 Background.for_evaluation(kg, setting))
+    big_bg = Background.for_evaluation(big, setting)
+    assert big_bg.index.time_span > scale
+    got = RecurrencyBaseline(lmbda=lam / scale, alpha=1.0).score(make_queries(big.facts("test"), 3), big_bg)
+    # the numerators agree (the same weights); each question's denominator differs by a factor (every step of the
+    # span counts): the scores of one question are proportional
+    assert torch.isfinite(got).all() and (got.sum(1) > 0).sum() >= 3
+    rows = small_scores.sum(1) > 0
+    assert torch.equal(rows, got.sum(1) > 0)
+    torch.testing.assert_close(got[rows] / got[rows].sum(1, keepdim=True),
+                               small_scores[rows] / small_scores[rows].sum(1, keepdim=True), rtol=1e-4, atol=1e-6)
+
+
+def test_an_index_refuses_times_it_cannot_order_exactly():
+    from tpar.errors import DataError
+    from tpar.graph.index import TemporalGraphIndex
+
+    facts = np.array([[0, 0, 1, -(2 ** 53)], [1, 0, 2, 2 ** 53]])
+    with pytest.raises(DataError, match="use a coarser time unit"):
+        TemporalGraphIndex(facts, num_entities=1000, num_relations=1)
+    TemporalGraphIndex(facts, num_entities=3, num_relations=1)  # 3 × 2^54 keys fit

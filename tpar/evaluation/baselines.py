@@ -35,6 +35,36 @@ from tpar.evaluation.ranks import filtered_ranks
 from tpar.graph.queries import QueryBatch, Setting
 
 
+def _geometric(lmbda: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Σ_{j=0}^{n−1} 2^(−λ·j) for ``count`` n ≥ 0 (elementwise, float64): (1 − qⁿ)/(1 − q) with q = 2^(−λ),
+    written with expm1 so that a λ near 0 keeps its precision; n when λ = 0."""
+    x = lmbda * math.log(2.0)
+    safe = torch.where(x > 0, x, torch.ones_like(x))
+    return torch.where(x > 0, torch.expm1(-count * safe) / torch.expm1(-safe), count)
+
+
+def recency_normaliser(t_q: torch.Tensor, lmbda: torch.Tensor, first: float, last: float, *,
+                       before_only: bool) -> torch.Tensor:
+    """(B,) Σ_k 2^(−λ·|t_q − k|) over the time steps k = ``first`` .. ``last`` of the background (only k < t_q
+    when ``before_only``): ψ's denominator, in closed form -- two geometric series and the step t_q itself --
+    so that its cost does not grow with the span of the times (a data set of unix seconds spans 10⁹ steps).
+    ``t_q`` and ``lmbda`` (B,) float64."""
+    end = last + 1.0  # k in [first, end)
+
+    def series(nearest: torch.Tensor, count: torch.Tensor) -> torch.Tensor:  # count steps, the nearest at distance
+        value = torch.pow(2.0, -lmbda * nearest.clamp_min(1.0)) * _geometric(lmbda, count)
+        return torch.where(count > 0, value, torch.zeros_like(value))
+
+    hi = torch.clamp(t_q, min=first, max=end)  # the steps before t_q: [first, hi)
+    before = series(t_q - hi + 1.0, hi - first)
+    if before_only:
+        return before
+    lo = torch.clamp(t_q + 1.0, min=first, max=end)  # the steps after t_q: [lo, end)
+    after = series(lo - t_q, end - lo)
+    at = ((t_q >= first) & (t_q < end)).double()
+    return before + at + after
+
+
 def _direct_links(batch: QueryBatch, background: Background) -> tuple[torch.Tensor, torch.Tensor]:
     """Admitted links (s, r, e, t') that leave each query's subject with the query's relation."""
     b = len(batch)
@@ -78,17 +108,14 @@ class RecurrencyBaseline:
         """(B, E) recency-weighted recurrence ψ_λ; ``lmbda`` (B,) per query."""
         edges, owner = _direct_links(batch, background)
         ix = background.index
-        dt = (batch.time[owner] - ix.time[edges]).abs().double()
+        dt = (batch.time[owner].double() - ix.time[edges].double()).abs()  # in float64: no int64 overflow
         w = torch.pow(2.0, -lmbda[owner].double() * dt)
         num = torch.zeros(len(batch), background.num_entities, dtype=torch.float64)
         num.index_put_((owner, ix.dst[edges]), w, accumulate=True)
         # normaliser: sum over every time step k of the background (k < t_q when extrapolating)
-        ks = torch.arange(ix.time_min, ix.time_min + ix.time_span - 1, dtype=torch.float64)
-        d = (batch.time.double().unsqueeze(1) - ks.unsqueeze(0))
-        terms = torch.pow(2.0, -lmbda.double().unsqueeze(1) * d.abs())
-        if background.setting is Setting.EXTRAPOLATION:
-            terms = terms * (d > 0)
-        denom = terms.sum(1).clamp_min(1e-15)
+        first, last = float(ix.time_min), float(ix.time_min + ix.time_span - 2)
+        denom = recency_normaliser(batch.time.double(), lmbda.double(), first, last,
+                                   before_only=background.setting is Setting.EXTRAPOLATION).clamp_min(1e-15)
         return (num / denom.unsqueeze(1)).float()
 
     def xi(self, batch: QueryBatch, background: Background) -> torch.Tensor:

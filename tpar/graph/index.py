@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+#: (node, time) keys are node · span + time: entities × time steps must stay below this
+MAX_KEY = 2 ** 62
+
 
 class TemporalGraphIndex:
     """CSR index of facts plus their inverses.
@@ -36,6 +39,12 @@ class TemporalGraphIndex:
         fact = torch.cat([torch.arange(n), torch.arange(n)])
         self.time_min = int(time.min()) if n else 0
         self.time_span = (int(time.max()) - self.time_min + 2) if n else 2
+        if max(1, self.num_entities) * self.time_span >= MAX_KEY:  # the (node, time) key must stay exact in int64
+            from tpar.errors import DataError
+
+            raise DataError(f"the facts' times span {self.time_span - 2:,} time steps ({self.time_min:,} to "
+                            f"{int(time.max()):,}) over {self.num_entities:,} entities: more than this index can "
+                            "order (entities × steps below 2^62); use a coarser time unit (days, not seconds)")
         order = self._edge_order(src, rel, dst, time - self.time_min, self.time_span, num_entities, num_relations)
         self.src, self.rel, self.dst, self.time, self.fact = (x[order].contiguous() for x in (src, rel, dst, time, fact))
         counts = torch.bincount(self.src, minlength=self.num_entities) if n else torch.zeros(self.num_entities, dtype=torch.int64)
