@@ -342,7 +342,9 @@ def cmd_retrain(args) -> int:
 
 def _model_section(path: Path) -> dict:
     """The ``model`` section of a config file already read (and validated) by RunConfig.load."""
-    section = json.loads(Path(path).read_text(encoding="utf-8")).get("model", {})
+    from tpar.data.textfile import read_small_json
+
+    section = read_small_json(path, "configuration").get("model", {})
     return section if isinstance(section, dict) else {}
 
 

@@ -93,7 +93,7 @@ def test_relation_map_csv_and_its_bad_rows(tmp_path):
     msg = str(e.value)
     assert msg.startswith(f"{unknown}: 2 bad row(s)")
     assert "row 2: 'nope' is not a relation of toy" in msg and "row 3: 'Nothing' is not a relation of the model" in msg
-    with pytest.raises(DataError, match="relation map not found"):
+    with pytest.raises(DataError, match="no such relation map"):
         read_relation_map(tmp_path / "missing.csv")
 
 

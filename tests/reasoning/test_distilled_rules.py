@@ -400,7 +400,7 @@ def test_a_checkpoint_of_other_data_and_a_bad_rules_file_are_refused(tmp_path, c
     bad.write_text("{not json")
     assert main(["rules", "--data", str(data), "--rules", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"error: {bad}: the rules file is not JSON" in err
+    assert f"error: {bad}, row 1: not valid JSON" in err
     bad.write_text(json.dumps({"rules": [{"head": "calls"}]}))
     assert main(["rules", "--data", str(data), "--rules", str(bad)]) == 2
     assert "not a rules file of `tpar rules --json`" in capsys.readouterr().err

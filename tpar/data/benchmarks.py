@@ -70,8 +70,32 @@ def _fields(line: str) -> list[str]:
     return [f.strip().lstrip(BOM) for f in line.split("\t")]
 
 
-def _read_vocab_file(path: Path) -> tuple[str, ...]:
-    """``name<TAB>id[<TAB>start<TAB>end]`` -> names ordered by id; BOM artefacts merged."""
+@dataclass(frozen=True)
+class VocabFile:
+    """An ``entity2id.txt``/``relation2id.txt`` as read: ``names`` in the order of their declared ids (a name given
+    twice -- a BOM artefact -- once), ``position`` each declared id's index in ``names`` (ids may have gaps; two
+    ids of one name share it), and ``notes`` saying what was merged or skipped."""
+
+    names: tuple[str, ...]
+    position: dict[int, int]
+    notes: tuple[str, ...] = ()
+
+    def index(self, value: str, path: Path, row: int, what: str) -> int:
+        """The position of the id written ``value`` on ``row`` of the facts file ``path`` (a :class:`DataError`
+        naming the file, row and id when it is not declared)."""
+        try:
+            pos = self.position.get(int(value))
+        except ValueError:
+            raise DataError(f"{what} {value[:40]!r} is not an integer id", file=path, row=row) from None
+        if pos is None:
+            raise DataError(f"unknown {what} id {value[:40]} (not declared in {what}2id.txt, which has "
+                            f"{len(self.position):,} ids)", file=path, row=row)
+        return pos
+
+
+def _read_vocab_file(path: Path) -> VocabFile:
+    """``name<TAB>id[<TAB>start<TAB>end]`` -> a :class:`VocabFile`: facts written with ids are mapped by the ids
+    declared here, never by line position, so gaps in the ids and a name declared twice cannot shift them."""
     by_id: dict[int, str] = {}
     for row, line in enumerate(read_lines(path), start=1):
         if not line.strip():
@@ -80,23 +104,39 @@ def _read_vocab_file(path: Path) -> tuple[str, ...]:
         if len(f) not in (2, 4):
             raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
                             file=path, row=row)
+        if not f[0]:
+            raise DataError("empty name", file=path, row=row)
         try:
             idx = int(f[1])
         except ValueError:
-            raise DataError(f"id {f[1]!r} is not an integer", file=path, row=row) from None
+            raise DataError(f"id {f[1][:40]!r} is not an integer", file=path, row=row) from None
+        if idx < 0:
+            raise DataError(f"id {idx} is negative", file=path, row=row)
         if idx in by_id:
             raise DataError(f"id {idx} appears twice", file=path, row=row)
         by_id[idx] = f[0]
     if not by_id:
         raise DataError("file is empty", file=path)
     names: list[str] = []
-    seen: set[str] = set()
+    first: dict[str, int] = {}
+    position: dict[int, int] = {}
+    merged: list[str] = []
     for idx in sorted(by_id):
         name = by_id[idx]
-        if name not in seen:  # e.g. '\ufeffLawyer/Attorney (Germany)' == 'Lawyer/Attorney (Germany)'
-            seen.add(name)
+        if name in first:  # e.g. '\ufeffLawyer/Attorney (Germany)' == 'Lawyer/Attorney (Germany)'
+            merged.append(f"{name[:60]!r} (ids {min(i for i, n in by_id.items() if n == name)} and {idx})")
+        else:
+            first[name] = len(names)
             names.append(name)
-    return tuple(names)
+        position[idx] = first[name]
+    notes = []
+    if merged:
+        notes.append(f"{path.name}: {len(merged)} name(s) declared under two ids, read as one: " + ", ".join(merged[:3])
+                     + (" ..." if len(merged) > 3 else ""))
+    gaps = max(by_id) + 1 - len(by_id)
+    if gaps:
+        notes.append(f"{path.name}: ids run 0..{max(by_id)} with {gaps:,} unused; facts are mapped by the declared ids")
+    return VocabFile(tuple(names), position, tuple(notes))
 
 
 def _dedup(arr: np.ndarray) -> tuple[np.ndarray, int]:
@@ -130,7 +170,7 @@ class _RawSplit:
 def load_benchmark(folder: str | Path) -> TemporalKG:
     """Load a benchmark folder (``train/valid/test.txt`` + ``entity2id.txt``/``relation2id.txt``)."""
     folder = Path(folder)
-    present = {s: folder / f"{s}.txt" for s in SPLITS if (folder / f"{s}.txt").is_file()}
+    present = {s: folder / f"{s}.txt" for s in SPLITS if (folder / f"{s}.txt").exists()}
     if not present:
         raise DataError("folder has none of train.txt, valid.txt, test.txt (nor train/valid/test.csv)",
                         file=folder)
@@ -156,15 +196,15 @@ def load_benchmark(folder: str | Path) -> TemporalKG:
         for p in (ent_path, rel_path):
             if not p.is_file():
                 raise DataError("facts use integer ids but the vocabulary file is missing", file=p)
-    entity_names = _read_vocab_file(ent_path) if ent_path.is_file() else None
-    relation_names = _read_vocab_file(rel_path) if rel_path.is_file() else None
+    entity_file = _read_vocab_file(ent_path) if ent_path.exists() else None
+    relation_file = _read_vocab_file(rel_path) if rel_path.exists() else None
 
     notes: list[str] = []
     if interval:
-        kg_parts, entities, relations, axis = _benchmark_intervals(raw, present, entity_names, relation_names, notes)
+        kg_parts, entities, relations, axis = _benchmark_intervals(raw, present, entity_file, relation_file, notes)
     else:
-        kg_parts, entities, relations, axis = _benchmark_points(folder, raw, present, ids, entity_names,
-                                                                relation_names, notes)
+        kg_parts, entities, relations, axis = _benchmark_points(folder, raw, present, ids, entity_file,
+                                                                relation_file, notes)
     splits: dict[str, np.ndarray] = {}
     for split, arr in kg_parts.items():
         arr, dups = _dedup(arr)
@@ -190,11 +230,13 @@ def _check_width(path: Path, rs: _RawSplit, widths: tuple[int, ...]) -> None:
 
 
 def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str, Path], ids: bool,
-                      entity_names: tuple[str, ...] | None, relation_names: tuple[str, ...] | None,
-                      notes: list[str]):
+                      entity_file: VocabFile | None, relation_file: VocabFile | None, notes: list[str]):
+    entity_names = entity_file.names if entity_file else None
+    relation_names = relation_file.names if relation_file else None
     if ids:
-        assert entity_names is not None and relation_names is not None
-        entities, relations = Vocabulary(entity_names), Vocabulary(relation_names)
+        assert entity_file is not None and relation_file is not None
+        entities, relations = Vocabulary(entity_file.names), Vocabulary(relation_file.names)
+        notes.extend(entity_file.notes + relation_file.notes)
     else:
         entities = Vocabulary(entity_names) if entity_names else None
         relations = Vocabulary(relation_names) if relation_names else None
@@ -216,13 +258,8 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
         arr = np.zeros((len(rs.fields), 3), dtype=np.int64)
         for i, (row, f) in enumerate(zip(rs.rows, rs.fields)):
             if ids:
-                try:
-                    s, r, o = int(f[0]), int(f[1]), int(f[2])
-                except ValueError:
-                    raise DataError("subject, relation and object must be integer ids", file=path, row=row) from None
-                for val, vocab, what in ((s, entities, "entity"), (r, relations, "relation"), (o, entities, "entity")):
-                    if not 0 <= val < len(vocab):
-                        raise DataError(f"unknown {what} id {val} (vocabulary has {len(vocab)})", file=path, row=row)
+                s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
+                           entity_file.index(f[2], path, row, "entity"))
             else:
                 s, r, o = entities.get(f[0]), relations.get(f[1]), entities.get(f[2])
                 for val, name, what in ((s, f[0], "entity"), (r, f[1], "relation"), (o, f[2], "entity")):
@@ -275,12 +312,12 @@ def _calendar_times(times_raw: dict[str, list[str]], present: dict[str, Path], r
 
 
 def _benchmark_intervals(raw: dict[str, _RawSplit], present: dict[str, Path],
-                         entity_names: tuple[str, ...] | None, relation_names: tuple[str, ...] | None,
-                         notes: list[str]):
-    if entity_names is None or relation_names is None:
+                         entity_file: VocabFile | None, relation_file: VocabFile | None, notes: list[str]):
+    if entity_file is None or relation_file is None:
         raise DataError("interval facts need entity2id.txt and relation2id.txt", file=next(iter(present.values())))
-    entities = Vocabulary(entity_names)
-    relations = Vocabulary(tuple(f"{r} [{kind}]" for r in relation_names for kind in ("since", "until")))
+    notes.extend(entity_file.notes + relation_file.notes)
+    entities = Vocabulary(entity_file.names)
+    relations = Vocabulary(tuple(f"{r} [{kind}]" for r in relation_file.names for kind in ("since", "until")))
     parts: dict[str, np.ndarray] = {}
     dropped = 0
     reversed_rows: list[tuple[str, int]] = []
@@ -289,14 +326,8 @@ def _benchmark_intervals(raw: dict[str, _RawSplit], present: dict[str, Path],
         _check_width(path, rs, (5,))
         rows: list[tuple[int, int, int, int]] = []
         for row, f in zip(rs.rows, rs.fields):
-            try:
-                s, r, o = int(f[0]), int(f[1]), int(f[2])
-            except ValueError:
-                raise DataError("subject, relation and object must be integer ids", file=path, row=row) from None
-            if not (0 <= s < len(entities) and 0 <= o < len(entities)):
-                raise DataError(f"unknown entity id (vocabulary has {len(entities)})", file=path, row=row)
-            if not 0 <= r < len(relation_names):
-                raise DataError(f"unknown relation id {r} (vocabulary has {len(relation_names)})", file=path, row=row)
+            s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
+                       entity_file.index(f[2], path, row, "entity"))
             start, end = _hyte_year(f[3], "0"), _hyte_year(f[4], "9")
             if start is None and end is None:
                 dropped += 1

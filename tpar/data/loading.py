@@ -23,7 +23,7 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
     if not p.exists():
         raise DataError("no such file or directory", file=p)
     if p.is_dir():
-        if any((p / f"{s}.csv").is_file() for s in SPLITS):
+        if any((p / f"{s}.csv").exists() for s in SPLITS):
             return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)
         return load_benchmark(p)
     return load_csv(p, time_format=time_format, split_policy=split_policy, seed=seed, on_bad_rows=on_bad_rows,

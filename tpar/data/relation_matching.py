@@ -58,13 +58,10 @@ def read_relation_map(path: str | Path) -> RelationMap:
     is optional; blank rows and rows starting with ``#`` are skipped). Every bad row (not two fields,
     an empty field, a data relation mapped twice to different model relations) is reported in one
     :class:`DataError` naming the file, the rows and their values."""
+    from tpar.data.textfile import MAX_SMALL_BYTES, read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise DataError("relation map not found", file=p)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(f"relation map is not UTF-8 text (byte {e.start})", file=p) from None
+    text = read_text(p, MAX_SMALL_BYTES, "relation map")
     mapping: dict[str, str] = {}
     first_row: dict[str, int] = {}
     problems: list[str] = []

@@ -783,7 +783,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
     fixes the time format; all files share one time axis, and one date order (``day_first``, else the
     first file that shows it)."""
     folder = Path(folder)
-    files = {s: folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").is_file()}
+    files = {s: folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").exists()}
     read: dict[str, CsvQuadruples] = {}
     fmt, order, pending = time_format, day_first, []
     for split, p in files.items():

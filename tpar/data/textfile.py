@@ -4,6 +4,7 @@ export "Unicode text"), with the row of the first bad byte named when it is neit
 from __future__ import annotations
 
 import codecs
+import os
 from pathlib import Path
 
 from tpar.errors import DataError
@@ -47,14 +48,84 @@ def decode_text(raw: bytes, path: str | Path) -> str:
                         file=path, row=row) from None
 
 
-def read_text(path: Path) -> str:
-    """A text file (UTF-8 or UTF-16, :func:`decode_text`) without its BOM; unreadable or undecodable files raise
-    :class:`DataError` naming the row of the first bad byte."""
+#: the largest data file read (a CSV/TSV of facts, a benchmark split): reading costs several times its size
+MAX_TEXT_BYTES = 1024 * 2 ** 20
+#: the largest small file read (a configuration, a rules JSON, a relation map, a recipe)
+MAX_SMALL_BYTES = 64 * 2 ** 20
+
+
+def check_regular(path: str | Path, what: str = "file") -> Path:
+    """``path`` when it names a regular file (a symlink to one included), else a :class:`DataError` saying what it
+    is: missing, a folder, or a device or pipe (``/dev/zero`` never ends, a FIFO blocks its reader forever)."""
+    import stat
+
+    p = Path(path)
     try:
-        raw = path.read_bytes()
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise DataError(f"no such {what}", file=p) from None
     except OSError as e:
-        raise DataError(f"cannot read file ({e.strerror})", file=path) from None
-    return decode_text(raw, path)
+        raise DataError(f"cannot read the {what} ({e.strerror or type(e).__name__})", file=p) from None
+    if stat.S_ISDIR(mode):
+        raise DataError(f"is a folder, not a {what}", file=p)
+    if not stat.S_ISREG(mode):
+        kind = "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        raise DataError(f"is {kind}, not a regular {what}", file=p)
+    return p
+
+
+def read_bytes(path: str | Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path`` (:func:`check_regular`), at most ``max_bytes`` of them: a longer file
+    (also one that grows while read) raises :class:`DataError` naming its size and the limit, before it is held."""
+    p = check_regular(path, what)
+    try:
+        with open(p, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        raise DataError(f"cannot read the {what} ({e.strerror or type(e).__name__})", file=p) from None
+    if len(raw) > max_bytes:
+        size = p.stat().st_size
+        raise DataError(f"the {what} is {max(size, len(raw)) / 2 ** 20:,.0f} MB or more, larger than tpar reads "
+                        f"({max_bytes / 2 ** 20:,.0f} MB)", file=p)
+    return raw
+
+
+def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file") -> str:
+    """A text file (UTF-8 or UTF-16, :func:`decode_text`) without its BOM, read by :func:`read_bytes` (a regular
+    file of at most ``max_bytes``); unreadable or undecodable files raise :class:`DataError` naming the row of the
+    first bad byte."""
+    return decode_text(read_bytes(path, max_bytes, what), path)
+
+
+def read_small_json(path: str | Path, what: str = "JSON file") -> object:
+    """A small JSON file (a configuration, rules, a recipe) parsed: a regular file of at most
+    :data:`MAX_SMALL_BYTES`; bad JSON, nesting too deep to parse, or numbers beyond float raise :class:`DataError`
+    naming the file (and the row of a syntax error)."""
+    import json
+
+    text = read_text(Path(path), MAX_SMALL_BYTES, what)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as e:
+        raise DataError(f"not valid JSON ({e.msg}, column {e.colno})", file=path, row=e.lineno) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply to read", file=path) from None
+    except ValueError as e:  # NaN/Infinity, an integer of too many digits
+        raise DataError(f"not valid JSON ({str(e)[:160]})", file=path) from None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    import math
+
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond any float")
+    return value
 
 
 def read_lines(path: Path) -> list[str]:

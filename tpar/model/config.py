@@ -212,13 +212,13 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "RunConfig":
+        from tpar.data.textfile import read_small_json
+
         p = Path(path)
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise DataError(f"cannot read config ({e.strerror})", file=p) from None
-        except json.JSONDecodeError as e:
-            raise DataError(f"not valid JSON: {e.msg}", file=p, row=e.lineno) from None
+        d = read_small_json(p, "configuration")
+        if not isinstance(d, dict):
+            raise DataError(f"a configuration is a JSON object with 'model' and 'train' sections, not "
+                            f"{type(d).__name__}", file=p)
         return cls.from_dict(d, str(p))
 
 

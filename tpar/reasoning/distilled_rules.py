@@ -297,13 +297,9 @@ class RuleSet:
 
     @classmethod
     def read(cls, path: str | Path) -> "RuleSet":
-        try:
-            d = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise DataError(f"cannot read the rules file ({e.strerror or e})", file=path) from None
-        except ValueError as e:
-            raise DataError(f"the rules file is not JSON ({e})", file=path) from None
-        return cls.from_dict(d, str(path))
+        from tpar.data.textfile import read_small_json
+
+        return cls.from_dict(read_small_json(path, "rules file"), str(path))
 
     def csv_rows(self) -> list[dict]:
         """One row per rule (written formula-safe by :func:`tpar.data.outputs.write_csv`)."""

@@ -160,10 +160,11 @@ def load_recipe(name_or_path: str | Path, folder: Path = SHIPPED_DIR) -> Recipe:
         path = recipe_path(str(name_or_path), folder)
         if not path.is_file():
             raise DataError(f"no shipped recipe {str(name_or_path)!r}; shipped: {', '.join(shipped_recipes(folder))}")
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise DataError(f"cannot read the recipe ({e})", file=path) from None
+    from tpar.data.textfile import read_small_json
+
+    d = read_small_json(path, "recipe")
+    if not isinstance(d, dict):
+        raise DataError("a recipe is a JSON object", file=path)
     return Recipe.from_dict(d, str(path))
 
 

@@ -1,0 +1,144 @@
+"""Input files a hostile or careless user gives: a device that never ends, a pipe that blocks, a folder where a file
+belongs, a file larger than tpar reads, JSON nested too deep or holding numbers no float holds, and vocabulary files
+whose ids are not line positions. Each ends in a clear message naming the file (and the row), never a traceback, a
+hang or memory exhausted -- or, for the vocabulary, in facts mapped by their declared ids."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from tpar.cli import main
+from tpar.data import textfile
+from tpar.data.loading import load_dataset
+from tpar.errors import DataError
+
+QUESTION = ["--subject", "Orora Front", "--relation", "Mobilize against", "--time", "2025-12-20"]
+
+
+@pytest.fixture()
+def specials(tmp_path):
+    """A symlink to /dev/zero, a FIFO and a folder, each named like an input file."""
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "pipe.csv")
+    (tmp_path / "folder.csv").mkdir()
+    return {"zero.csv": "is a device", "pipe.csv": "is a pipe", "folder.csv": "is a folder"}
+
+
+def test_every_single_file_input_refuses_devices_pipes_and_folders(tmp_path, specials, capsys):
+    """Each command that reads one file is given each special: a message naming it, exit 2, at once (a FIFO would
+    block the reader forever; /dev/zero would fill the memory)."""
+    data, ck = str(SAMPLE_WORLD), str(SAMPLE_CHECKPOINT)
+    for name, words in specials.items():
+        f = str(tmp_path / name)
+        commands = [
+            ["predict", "--checkpoint", ck, "--data", data, *QUESTION, "--with", f],
+            ["predict", "--checkpoint", ck, "--data", data, *QUESTION, "--without", f],
+            ["complete", "--checkpoint", ck, "--data", data, "--input", f, "--out", str(tmp_path / "out.csv")],
+            ["rules", "--data", data, "--rules", f],
+            ["train", "--data", data, "--setting", "extrapolation", "--config", f, "--out", str(tmp_path / "m.tpar"),
+             "--quiet"],
+            ["baseline", "--data", data, "--method", "frequency", "--setting", "extrapolation", "--questions-of", ck,
+             "--relation-map", f, "--quiet"],
+        ]
+        if name != "folder.csv":  # a folder is a data set's own form for --data (and says what it lacks)
+            commands += [["info", f], ["grow", "--data", data, "--rows", f, "--dry-run"]]
+        for argv in commands:
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert name in err and words in err and "Traceback" not in err, (argv, err)
+
+
+def test_a_split_file_that_is_not_a_regular_file_is_named_not_missing(tmp_path, capsys):
+    for ext, other in (("csv", "subject,relation,object,time\nA,r,B,2024-01-01\n"), ("txt", "0\t0\t1\t1\n")):
+        d = tmp_path / ext
+        d.mkdir()
+        (d / f"train.{ext}").write_text(other)
+        if ext == "txt":
+            (d / "entity2id.txt").write_text("A\t0\nB\t1\n")
+            (d / "relation2id.txt").write_text("r\t0\n")
+        os.mkfifo(d / f"valid.{ext}")
+        (d / f"test.{ext}").mkdir()
+        with pytest.raises(DataError, match=rf"valid.{ext}: is a pipe|test.{ext}: is a folder"):
+            load_dataset(d)
+        assert main(["info", str(d)]) == 2
+        err = capsys.readouterr().err
+        assert "is a pipe" in err or "is a folder" in err, err
+
+
+def test_a_file_larger_than_tpar_reads_is_refused_before_it_is_held(tmp_path, monkeypatch):
+    monkeypatch.setattr(textfile, "MAX_TEXT_BYTES", 1000)
+    big = tmp_path / "big.csv"
+    big.write_text("subject,relation,object,time\n" + "A,r,B,2024-01-01\n" * 200)
+    with pytest.raises(DataError, match=r"big.csv: the file is 0 MB or more, larger than tpar reads"):
+        textfile.read_text(big, textfile.MAX_TEXT_BYTES)
+    with pytest.raises(DataError, match="larger than tpar reads"):
+        textfile.read_bytes(big, 1000)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"model": {"dim": Infinity}}', "Infinity is not a JSON number"),
+    ('{"model": {"dim": NaN}}', "NaN is not a JSON number"),
+    ('{"train": {"lr": 1e999}}', "1e999 is beyond any float"),
+    ('{"model": {"dim": ' + "9" * 5000 + "}}", "not valid JSON"),
+    ('{"model": ', "row 1: not valid JSON"),
+])
+def test_small_json_files_refuse_what_json_cannot_mean(tmp_path, text, words):
+    p = tmp_path / "x.json"
+    p.write_text(text)
+    with pytest.raises(DataError, match=words) as e:
+        textfile.read_small_json(p)
+    assert str(p) in str(e.value)
+
+
+def _benchmark(folder, entities: str, facts: str, relations: str = "r\t0\ns\t1\n"):
+    folder.mkdir()
+    (folder / "entity2id.txt").write_text(entities)
+    (folder / "relation2id.txt").write_text(relations)
+    (folder / "train.txt").write_text(facts)
+    return folder
+
+
+def _named(kg) -> set:
+    return {(kg.entities.name(s), kg.relations.name(r), kg.entities.name(o), int(t))
+            for s, r, o, t in kg.all_facts().tolist()}
+
+
+def test_vocabulary_ids_are_ids_not_line_positions(tmp_path):
+    """entity2id.txt with gaps, out of order, and one name under two ids (a BOM artefact): each fact names the
+    entity its id declares. Reading ids as positions (the old reader) shifted every id after a gap."""
+    gaps = _benchmark(tmp_path / "gaps", "A\t0\nC\t7\nB\t3\n", "0\t0\t3\t1\n3\t5\t7\t2\n7\t0\t0\t3\n",
+                      relations="r\t0\ns\t5\n")
+    kg = load_dataset(gaps)
+    assert _named(kg) == {("A", "r", "B", 1), ("B", "s", "C", 2), ("C", "r", "A", 3)}
+    assert any("ids run 0..7 with 5 unused" in n for n in kg.notes) and any("relation2id.txt" in n for n in kg.notes)
+    twice = _benchmark(tmp_path / "twice", "A\t0\n\ufeffB\t1\nB\t2\nC\t3\n", "0\t0\t1\t1\n0\t0\t2\t2\n1\t1\t3\t3\n")
+    kg = load_dataset(twice)
+    assert kg.entities.names == ("A", "B", "C")
+    assert _named(kg) == {("A", "r", "B", 1), ("A", "r", "B", 2), ("B", "s", "C", 3)}
+    assert any("declared under two ids, read as one: 'B' (ids 1 and 2)" in n for n in kg.notes)
+    undeclared = _benchmark(tmp_path / "undeclared", "A\t0\nC\t7\n", "0\t0\t7\t1\n0\t0\t1\t2\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: unknown entity id 1 \(not declared in entity2id.txt"):
+        load_dataset(undeclared)
+    negative = _benchmark(tmp_path / "negative", "A\t0\nB\t-1\n", "0\t0\t0\t1\n")
+    with pytest.raises(DataError, match=r"entity2id.txt, row 2: id -1 is negative"):
+        load_dataset(negative)
+
+
+def test_interval_ids_are_ids_too(tmp_path):
+    d = _benchmark(tmp_path / "yago", "<A>\t0\n<B>\t5\n", "0\t3\t5\t1990-##-##\t1995-##-##\n",
+                   relations="<r>\t0\n<s>\t3\n")
+    kg = load_dataset(d)
+    assert _named(kg) == {("<A>", "<s> [since]", "<B>", 1990), ("<A>", "<s> [until]", "<B>", 1995)}
+
+
+def test_benchmark_integer_times_beyond_2_53_are_refused_by_row(tmp_path):
+    d = _benchmark(tmp_path / "huge", "A\t0\nB\t1\n", "0\t0\t1\t1\n0\t0\t1\t99999999999999999999\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: time 99999999999999999999 is beyond"):
+        load_dataset(d)
+    assert np.iinfo(np.int64).max < 99999999999999999999
