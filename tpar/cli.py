@@ -1161,6 +1161,26 @@ def _at_least_one(text: str, kind: str, minimum: str, least: int = 1) -> int:
 
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+#: the most CPU threads a command is given (torch refuses or thrashes far beyond any machine's cores)
+MAX_THREADS = 1024
+
+
+def within(least: int, most: int, kind: str = "a whole number"):
+    """An argparse type: a whole number from ``least`` to ``most`` (argparse names the option and the value
+    otherwise) -- for options whose size is work or memory (threads, batch sizes, paths, a seed)."""
+    def parse(text: str) -> int:
+        n = _at_least_one(text, kind, f"below {least}", least=least)
+        if n > most:
+            raise argparse.ArgumentTypeError(f"{n}: above {most:,}, the most this option takes")
+        return n
+
+    parse.__name__ = kind  # argparse's "invalid <name> value" message
+    return parse
+
+
+SEED = within(0, 2 ** 63 - 1, "a seed (a whole number from 0)")
+BATCH = within(1, 10 ** 6)
+THREADS = within(0, MAX_THREADS)
 
 
 def command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
@@ -1181,7 +1201,8 @@ def count_arg(sp, flag: str, default: int, help: str) -> None:
 
 
 def threads_arg(sp) -> None:
-    count_arg(sp, "--threads", 0, "CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
+    sp.add_argument("--threads", type=THREADS, default=0, metavar="N",
+                    help="CPU threads (default: the idle cores, so a busy machine slows this in proportion)")
 
 
 def subset_arg(sp) -> None:
@@ -1224,7 +1245,7 @@ def data_args(sp) -> None:
                     help="how the time column of a CSV file is read (default: auto)")
     sp.add_argument("--split-policy", default="chronological", choices=["chronological", "random"],
                     help="how a CSV file without a split column is split (default: chronological)")
-    sp.add_argument("--seed", type=int, default=0, help="seed for random splits and subsampling")
+    sp.add_argument("--seed", type=SEED, default=0, help="seed for random splits and subsampling")
     sp.add_argument("--drop-bad-rows", action="store_true",
                     help="CSV input: drop rows that cannot be read (each is reported) instead of stopping at "
                          "the first")
@@ -1348,7 +1369,7 @@ def _add_evaluate(sub) -> None:
     sp.add_argument("--json", metavar="FILE", help="write the metrics as JSON (same format as tpar baseline)")
     sp.add_argument("--ranks-csv", metavar="FILE", help="one row per query with its three ranks")
     device_arg(sp)
-    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
+    sp.add_argument("--micro-batch", type=BATCH, default=16, help="questions per forward pass (default 16)")
     sp.add_argument("--propagation", default="trained", choices=["trained", "exact"],
                     help="trained: the propagation the checkpoint was trained and selected with (its card names it); "
                          "exact: every temporal link, no pruning")
@@ -1366,7 +1387,7 @@ def _add_retrain(sub) -> None:
                                    "../shared/datasets)")
     sp.add_argument("--out-dir", default="runs/retrain", help="each stage writes <out-dir>/<name>/<stage>.tpar "
                                                              "(default runs/retrain)")
-    sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for every stage")
+    sp.add_argument("--threads", type=THREADS, metavar="N", help="CPU threads for every stage")
     sp.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
 
 
@@ -1392,9 +1413,9 @@ def _add_ensemble(sub) -> None:
     sp.add_argument("--weights", action="store_true",
                     help="also choose the models' weights on valid (whole numbers 0-4, greedy steps from equal "
                          "weights; a model weighted 0 is left out); keeps every model's valid scores in memory")
-    sp.add_argument("--show", type=int, default=10, help="candidates printed (default 10)")
+    sp.add_argument("--show", type=count, default=10, help="candidates printed (default 10)")
     device_arg(sp)
-    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
+    sp.add_argument("--micro-batch", type=BATCH, default=16, help="questions per forward pass (default 16)")
     run_args(sp, json_help="print every candidate's valid figures as JSON")
 
 
@@ -1404,9 +1425,9 @@ def _add_calibrate(sub) -> None:
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
-    sp.add_argument("--max-queries", type=int, default=2000, help="valid questions used (seeded subset; 0 = all)")
+    sp.add_argument("--max-queries", type=count, default=2000, help="valid questions used (seeded subset; 0 = all)")
     threads_arg(sp)
-    sp.add_argument("--micro-batch", type=int, default=16, help="questions per forward pass (default 16)")
+    sp.add_argument("--micro-batch", type=BATCH, default=16, help="questions per forward pass (default 16)")
     device_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
     data_args(sp)
@@ -1448,7 +1469,7 @@ def _add_complete(sub) -> None:
                          "only (when the completed facts will join this data set's training facts, so that its "
                          "valid and test facts cannot leak into training)")
     transfer_args(sp)
-    sp.add_argument("--show", type=int, default=20, help="proposals printed (default 20)")
+    sp.add_argument("--show", type=count, default=20, help="proposals printed (default 20)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     answer_args(sp, json_help="print every proposal as JSON")
 
@@ -1457,14 +1478,14 @@ def _add_explain(sub) -> None:
     sp = command(sub, "explain", cmd_explain, help="top temporal paths from the query entity to an answer (paper Sec. 5.4)")
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
-    sp.add_argument("--paths", type=positive_int, default=5, help="number of paths (default 5)")
+    sp.add_argument("--paths", type=within(1, 1000), default=5, help="number of paths (default 5, at most 1000)")
     sp.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
                     help="path importance: the gradient of Eq. 14 (one backward pass) or integrated gradients "
                          "(16 passes; complete: they sum to the score)")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")
-    sp.add_argument("--top-links", type=positive_int, default=5, help="links per layer in --trace (default 5)")
+    sp.add_argument("--top-links", type=within(1, 1000), default=5, help="links per layer in --trace (default 5)")
     answer_args(sp, json_help="print the explanation as JSON")
 
 
@@ -1487,7 +1508,7 @@ def _add_rules(sub) -> None:
     sp.add_argument("--max-rules", type=positive_int, default=50, help="rules kept per head and direction (default 50)")
     sp.add_argument("--min-support", type=positive_int, default=2,
                     help="rules seen in fewer questions are dropped (default 2)")
-    sp.add_argument("--show", type=int, default=3, metavar="N", help="rules printed per head and direction (default 3)")
+    sp.add_argument("--show", type=count, default=3, metavar="N", help="rules printed per head and direction (default 3)")
     sp.add_argument("--json", metavar="FILE", help="write every rule as JSON")
     sp.add_argument("--csv", dest="rules_csv", metavar="FILE", help="write every rule as CSV (formula-safe)")
     sp.add_argument("--rules", dest="rules_file", metavar="RULES_JSON",
@@ -1535,14 +1556,14 @@ def _add_sample_world(sub) -> None:
     sp = command(sub, "sample-world", cmd_sample_world, help="generate the embedded sample world (deterministic)")
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
-    sp.add_argument("--seed", type=int, default=7, help="generator seed (default 7: the shipped world)")
+    sp.add_argument("--seed", type=SEED, default=7, help="generator seed (default 7: the shipped world)")
     sp.add_argument("--countries", type=positive_int, default=120, help="number of countries (default 120)")
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
 
 
 def _add_app(sub) -> None:
     sp = command(sub, "app", cmd_app, help="start the Streamlit app (it opens on the sample world)")
-    sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
+    sp.add_argument("--port", type=within(1, 65535, "a port number"), help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
 
 
@@ -1556,12 +1577,12 @@ def _add_bench(sub) -> None:
                     help="the setting measured for --data (the benchmark list's interpolation/ folders are always "
                          "measured in interpolation: training questions over a background of 3/4 of train, test "
                          "questions over all training facts)")
-    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200, at "
+    sp.add_argument("--queries", type=BATCH, default=200, help="questions timed per measurement (default 200, at "
                     "least 5; the last batch may be partial)")
-    sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "
+    sp.add_argument("--train-batch", type=BATCH, default=5, help="questions per training step (default 5; larger "
                     "batches launch fewer kernels, the lever on a GPU)")
-    sp.add_argument("--infer-batch", type=int, default=16, help="questions per inference pass (default 16)")
-    sp.add_argument("--threads", type=int, default=0, help="torch threads per measurement (default: the idle cores "
+    sp.add_argument("--infer-batch", type=BATCH, default=16, help="questions per inference pass (default 16)")
+    sp.add_argument("--threads", type=THREADS, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
     device_arg(sp)
     sp.add_argument("--json", metavar="FILE", help="write every measurement as JSON")

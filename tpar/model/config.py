@@ -41,6 +41,56 @@ PROPAGATION_FIELDS: tuple[str, ...] = ("history_window", "link_cap", "recent_rep
 SETTINGS: tuple[TrainingSetting, ...] = get_args(TrainingSetting)
 
 
+#: the largest value each numeric option may take: a configuration file (or a checkpoint's) asking for more
+#: would allocate without bound or run for ever (L = 10^5 steps, d = 10^9); a value outside is refused by name
+LIMITS: dict[str, tuple[float, float]] = {
+    "dim": (1, 4096), "attn_dim": (1, 1024), "num_layers": (1, 64), "dropout": (0.0, 0.999),
+    "attention_bias_init": (-1e3, 1e3), "num_relations": (0, 10 ** 7), "time_span": (0, 2 ** 62),
+    "history_window": (0, 2 ** 62), "link_cap": (0, 10 ** 9), "recent_repeats": (0, 10 ** 9),
+    "exact_steps": (0, 64), "top_k": (0, 10 ** 9),
+    "lr": (1e-12, 10.0), "batch_size": (1, 10 ** 6), "micro_batch": (1, 10 ** 6), "epochs": (1, 10 ** 6),
+    "patience": (0, 10 ** 6), "max_train_queries": (0, 10 ** 12), "max_valid_queries": (0, 10 ** 12),
+    "background_fraction": (1e-9, 1 - 1e-9), "weight_decay": (0.0, 10.0), "seed": (0, 2 ** 63 - 1),
+    "checkpoint_every": (1e-3, 1e9), "relation_balance": (0.0, 10.0),
+}
+
+
+def check_fields(obj) -> None:
+    """Every field of the dataclass ``obj`` of the type it is declared with -- an int not a float or a bool, a
+    float a finite number (an int is taken as one), a bool a bool, a choice one of its choices -- and within
+    :data:`LIMITS`; a ValueError naming the field and the value else (a config file's ``"dim": 64.5``, ``"lr":
+    NaN`` or ``"num_layers": 100000`` end here, not deep in the model)."""
+    import math
+    import typing
+
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        value, kind = getattr(obj, f.name), hints[f.name]
+        shown = repr(value)[:40]
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"{f.name} must be true or false, got {shown}")
+            continue
+        if kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{f.name} must be a whole number, got {shown}")
+        elif kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not (math.isfinite(value) if isinstance(value, float) else value.bit_length() < 1000):
+                raise ValueError(f"{f.name} must be a finite number, got {shown}")
+            setattr(obj, f.name, float(value))
+            value = float(value)
+        elif typing.get_origin(kind) is Literal:
+            if not isinstance(value, str) or value not in get_args(kind):
+                raise ValueError(f"{f.name} must be one of {', '.join(get_args(kind))}, got {shown}")
+            continue
+        else:
+            continue
+        lo, hi = LIMITS.get(f.name, (None, None))
+        if lo is not None and not lo <= value <= hi:
+            raise ValueError(f"{f.name} must be between {lo:g} and {hi:g}, got {shown}")
+
+
 @dataclass
 class ModelConfig:
     """TPAR hyper-parameters (paper Section 4; grid in Appendix D.3), each documented below it."""
@@ -120,6 +170,7 @@ class ModelConfig:
         return replace(self, history_window=0, link_cap=0, recent_repeats=0, exact_steps=0, top_k=0)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.dim < 1 or self.attn_dim < 1 or self.num_layers < 1:
@@ -179,6 +230,7 @@ class TrainConfig:
     lr_schedule: LRSchedule = "constant"
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.lr_schedule not in get_args(LRSchedule):
             raise ValueError(f"lr_schedule must be one of {get_args(LRSchedule)}, got {self.lr_schedule!r}")
         if self.setting not in SETTINGS:
@@ -204,9 +256,16 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> "RunConfig":
+        if not isinstance(d, dict):
+            raise DataError(f"a configuration is a JSON object with 'model' and 'train' sections, not "
+                            f"{type(d).__name__}", file=source)
         unknown = set(d) - {"model", "train", "comment"}
         if unknown:
             raise DataError(f"unknown section(s) {sorted(unknown)} (expected model, train)", file=source)
+        for section in ("model", "train"):
+            if not isinstance(d.get(section, {}), dict):
+                raise DataError(f"the {section!r} section must be a JSON object of options, not "
+                                f"{type(d[section]).__name__}", file=source)
         train = {k: v for k, v in d.get("train", {}).items() if k not in _RETIRED_TRAIN_OPTIONS}
         return cls(_build(ModelConfig, d.get("model", {}), source), _build(TrainConfig, train, source))
 

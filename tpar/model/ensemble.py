@@ -45,8 +45,8 @@ from tpar.evaluation.ranks import HITS_AT, filtered_ranks
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch, Setting
 from tpar.model.checkpoint import Checkpoint, hardware
-from tpar.model.composite import (CompositeCheckpoint, HistoryPrior, combine_scores, member_coefficients,
-                                  normalised_weights)
+from tpar.model.composite import (BETA_RANGE, EPS_RANGE, CompositeCheckpoint, HistoryPrior, combine_scores,
+                                  member_coefficients, normalised_weights)
 from tpar.model.device import resolve_device
 from tpar.model.ranker import ModelRanker
 
@@ -440,6 +440,10 @@ def check_grid(values, what: str) -> tuple[float, ...]:
             raise DataError(f"the prior's {what} grid holds {v!r}, which is not a number") from None
         if not (np.isfinite(x) and x > 0):
             raise DataError(f"the prior's {what} grid holds {v!r}: each value must be a finite number above 0")
+        lo, hi = EPS_RANGE if what == "ε" else BETA_RANGE  # what a composite file may store (HistoryPrior)
+        if not lo <= x <= hi:
+            raise DataError(f"the prior's {what} grid holds {v!r}: each value must lie in {lo:g}..{hi:g}, as a "
+                            "composite stores it")
         out.append(x)
     if not out:
         raise DataError(f"the prior's {what} grid is empty")

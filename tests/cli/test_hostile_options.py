@@ -1,0 +1,105 @@
+"""Values a configuration file or the command line may hold that no run can mean -- a section that is a list, a
+float dimension, NaN, a thousand-fold layer count, zero epochs, a negative seed or micro-batch, a billion threads or
+paths -- each end in a message naming the value (exit 2) before any work, never an internal error, a hang, a memory
+exhaustion or a run that "trains" nothing and exits 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+from tpar.cli import main
+from tpar.errors import DataError
+from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+
+QUESTION = ["--subject", "Orora Front", "--relation", "Mobilize against", "--time", "2025-12-20"]
+
+
+def _exit(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's own refusal
+        return int(e.code)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[]", "a configuration is a JSON object"),
+    ('{"train": []}', "the 'train' section must be a JSON object"),
+    ('{"model": 3}', "the 'model' section must be a JSON object"),
+    ('{"model": {"dim": 64.5}}', "dim must be a whole number, got 64.5"),
+    ('{"model": {"dim": "64"}}', "dim must be a whole number, got '64'"),
+    ('{"model": {"dim": true}}', "dim must be a whole number, got True"),
+    ('{"model": {"dim": 1000000000}}', "dim must be between 1 and 4096"),
+    ('{"model": {"num_layers": 100000}}', "num_layers must be between 1 and 64"),
+    ('{"model": {"activation": 3}}', "activation must be one of identity, tanh, relu"),
+    ('{"train": {"lr": NaN}}', "NaN is not a JSON number"),
+    ('{"train": {"epochs": 1e999}}', "1e999 is beyond any float"),
+    ('{"train": {"epochs": -1}}', "epochs must be between 1"),
+    ('{"train": {"epochs": 0}}', "epochs must be between 1"),
+    ('{"train": {"lr": -1}}', "lr must be between"),
+    ('{"train": {"calibrate": "false"}}', "calibrate must be true or false"),
+    ('{"train": {"seed": -3}}', "seed must be between 0"),
+    ("[" * 50_000 + "]" * 50_000, "nested too deeply"),
+])
+def test_a_config_file_that_no_run_can_mean_is_refused_by_name(tmp_path, capsys, text, words):
+    cfg = tmp_path / "run.json"
+    cfg.write_text(text)
+    with pytest.raises(DataError, match=words):
+        RunConfig.load(cfg)
+    argv = ["train", "--data", str(SAMPLE_WORLD), "--setting", "extrapolation", "--config", str(cfg),
+            "--out", str(tmp_path / "m.tpar"), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words.split(",")[0].replace("\\", "") in err and str(cfg) in err and "bug" not in err
+    assert not (tmp_path / "m.tpar").exists()
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--epochs", "0"], "epochs must be between 1"),
+    (["--lr", "nan"], "lr must be a finite number"),
+    (["--lr", "-1"], "lr must be between"),
+    (["--dim", "0"], "dim must be between 1"),
+    (["--train-seed", "-1"], "seed must be between 0"),
+    (["--micro-batch", "0"], "micro_batch must be between 1"),
+])
+def test_train_overrides_are_checked_as_the_config_is(tmp_path, capsys, flags, words):
+    argv = ["train", "--data", str(SAMPLE_WORLD), "--setting", "extrapolation", "--out", str(tmp_path / "m.tpar"),
+            "--quiet", *flags]
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+    assert not (tmp_path / "m.tpar").exists()
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["evaluate", "--micro-batch", "0"], "--micro-batch: 0: below 1"),
+    (["evaluate", "--micro-batch", "-4"], "--micro-batch: -4: below 1"),
+    (["evaluate", "--seed", "-1"], "--seed: -1: below 0"),
+    (["evaluate", "--threads", "100000000"], "--threads: 100000000: above 1,024"),
+    (["rules", "--seed", "-1"], "--seed: -1: below 0"),
+    (["explain", *QUESTION, "--answer", "Hugo of Zanistan", "--paths", "1000000000"], "--paths: 1000000000: above 1,000"),
+    (["ensemble", "--prior", "--eps", "1e-20", "--out", "OUT"], "ε grid holds 1e-20: each value must lie in 1e-12..1000"),
+    (["ensemble", "--prior", "--betas", "5000", "--out", "OUT"], "β grid holds 5000.0: each value must lie in"),
+])
+def test_command_line_values_outside_what_a_run_takes_are_refused(tmp_path, capsys, argv, words):
+    checkpoint = "--checkpoints" if argv[0] == "ensemble" else "--checkpoint"
+    argv = [a.replace("OUT", str(tmp_path / "c.tpar")) for a in argv]
+    assert _exit([argv[0], checkpoint, str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), *argv[1:]]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_every_shipped_configuration_passes_the_field_checks():
+    """The limits leave room for every configuration the project ships or trained with."""
+    from tpar.model.config import CONFIG_DIR
+
+    checked = 0
+    for path in CONFIG_DIR.rglob("*.json"):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(d, dict) and ("model" in d or "train" in d):
+            RunConfig.load(path)
+            checked += 1
+    assert checked >= 5
+    ModelConfig(dim=4096, num_layers=64)
+    TrainConfig(lr=1, epochs=1, seed=2 ** 63 - 1)
+    assert isinstance(TrainConfig(lr=1).lr, float)  # an int given for a float option is taken as one
