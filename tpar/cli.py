@@ -1563,7 +1563,7 @@ def _add_sample_world(sub) -> None:
 
 def _add_app(sub) -> None:
     sp = command(sub, "app", cmd_app, help="start the Streamlit app (it opens on the sample world)")
-    sp.add_argument("--port", type=within(1, 65535, "a port number"), help="port to serve on (default: .streamlit/config.toml's, 8501)")
+    sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
 
 
@@ -1577,11 +1577,11 @@ def _add_bench(sub) -> None:
                     help="the setting measured for --data (the benchmark list's interpolation/ folders are always "
                          "measured in interpolation: training questions over a background of 3/4 of train, test "
                          "questions over all training facts)")
-    sp.add_argument("--queries", type=BATCH, default=200, help="questions timed per measurement (default 200, at "
+    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200, at "
                     "least 5; the last batch may be partial)")
-    sp.add_argument("--train-batch", type=BATCH, default=5, help="questions per training step (default 5; larger "
+    sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "
                     "batches launch fewer kernels, the lever on a GPU)")
-    sp.add_argument("--infer-batch", type=BATCH, default=16, help="questions per inference pass (default 16)")
+    sp.add_argument("--infer-batch", type=int, default=16, help="questions per inference pass (default 16)")
     sp.add_argument("--threads", type=THREADS, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
     device_arg(sp)

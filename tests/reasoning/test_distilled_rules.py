@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from itertools import product
 
 import numpy as np
@@ -406,3 +407,58 @@ def test_a_checkpoint_of_other_data_and_a_bad_rules_file_are_refused(tmp_path, c
     assert "not a rules file of `tpar rules --json`" in capsys.readouterr().err
     assert main(["rules", "--data", str(data)]) == 2
     assert "give --checkpoint" in capsys.readouterr().err
+
+
+def _edit(d: dict, path: str, value) -> dict:
+    import copy
+
+    d = copy.deepcopy(d)
+    *keys, last = path.split(".")
+    node = d
+    for k in keys:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    if value is KeyError:
+        del node[last]
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return d
+
+
+@pytest.mark.parametrize("path,value,says", [
+    ("rules.0.body.0.inverse", "false", "rule 1: ValueError: 'inverse' must be true or false, not 'false'"),
+    ("rules.0.head_inverse", 0, "'head_inverse' must be true or false"),
+    ("rules.0.rank", 10 ** 30, "'rank' must be a finite whole number"),
+    ("rules.0.support", -3, "'support' must be at least 1"),
+    ("rules.0.correct", 10 ** 6, "more than its support"),
+    ("rules.0.body", [], "a rule's body holds 1 to 64 links, not 0"),
+    ("rules.0.body.0.before", [1, 999], "rule 1: time gap [1, 999] is not one of the rule buckets"),
+    ("rules.0.head", "", "'head' must be a name"),
+    ("rules.0.score", KeyError, "'score' is missing"),
+    ("rules.0.examples", [{"entity": 3}], "an example's 'entity' must be text"),
+    ("heads.0.questions", 1.5, "head 1: ValueError: 'questions' must be a finite whole number"),
+    ("scale.per_step", 0, "per_step must be above 0"),
+    ("meta", [], "'meta' must be an object"),
+])
+def test_a_hand_edited_rules_file_is_refused_naming_the_rule_and_field(sample_rules, tmp_path, capsys, path, value,
+                                                                         says):
+    d, _ = sample_rules
+    bad = tmp_path / "rules.json"
+    bad.write_text(json.dumps(_edit(d, path, value)))
+    with pytest.raises(DataError, match=re.escape(says)) as e:
+        RuleSet.read(bad)
+    assert str(bad) in str(e.value)
+    assert main(["rules", "--data", str(SAMPLE_WORLD), "--rules", str(bad), "--quiet"]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_rules_of_relations_the_data_lacks_are_said_to_be_set_aside(sample_rules, tmp_path, capsys):
+    d, _ = sample_rules
+    renamed = _edit(d, "rules.0.head", "A relation of elsewhere")
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(renamed))
+    assert main(["rules", "--data", str(SAMPLE_WORLD), "--rules", str(path), "--evaluate", "valid",
+                 "--max-queries", "20", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "1 of the" in err and "'A relation of elsewhere'" in err and "set aside" in err

@@ -274,8 +274,16 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
         meta["config"]["model"]["dim"] = 10 ** 7
         meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
         payload["meta"] = json.dumps(meta)
-    with pytest.raises(DataError, match="huge.tpar: checkpoint config does not describe its weights"):
+    with pytest.raises(DataError, match="huge.tpar: dim must be between 1 and 4096"):
         Checkpoint.load(_rewrite(good, tmp_path / "huge.tpar", huge))
+
+    def large(payload):  # within the limits, but not the stored weights' size
+        meta = json.loads(payload["meta"])
+        meta["config"]["model"]["dim"] = 4096
+        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+        payload["meta"] = json.dumps(meta)
+    with pytest.raises(DataError, match="large.tpar: checkpoint config does not describe its weights"):
+        Checkpoint.load(_rewrite(good, tmp_path / "large.tpar", large))
     # wrongly typed and deeply nested metadata: messages, not TypeError / RecursionError
     typed = _rewrite(good, tmp_path / "typed.tpar", set_meta(relations=5))
     with pytest.raises(DataError, match="relations must be a list"):
@@ -297,9 +305,9 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
         Checkpoint.load(bomb)
     # one bad file never breaks the listing: the good one is listed, each bad one named with its reason
     infos, problems = find_checkpoints([tmp_path])
-    assert [i.name for i in infos] == ["good"] and len(problems) == 5
+    assert [i.name for i in infos] == ["good"] and len(problems) == 6
     assert all(any(name in p for p in problems)
-               for name in ("act.tpar", "huge.tpar", "typed.tpar", "nested.tpar", "bomb.tpar"))
+               for name in ("act.tpar", "huge.tpar", "large.tpar", "typed.tpar", "nested.tpar", "bomb.tpar"))
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation
 
 

@@ -454,6 +454,14 @@ class Checkpoint:
                    time_axis=meta["time_axis"], setting=meta["setting"], data_name=meta["data_name"],
                    data_fingerprint=meta["data_fingerprint"], history=meta.get("history", []),
                    metrics=meta.get("metrics", {}), extra=meta.get("extra", {}), version=meta.get("version", "?"))
+        names = ckpt.relations
+        if len(names) != ckpt.config.model.num_relations:
+            raise DataError(f"the checkpoint names {len(names):,} relations but its model has "
+                            f"{ckpt.config.model.num_relations:,}: every relation id would be misnamed")
+        if len(set(names)) != len(names):
+            twice = next(n for i, n in enumerate(names) if n in names[:i])
+            raise DataError(f"the checkpoint names relation {twice[:80]!r} twice: its answers could not say which "
+                            "relation they are of")
         ckpt._check_shapes()
         ckpt.digest = str(meta.get("sha256") or meta.get("weights_sha256") or "")
         ckpt.source_meta = source_meta

@@ -49,7 +49,7 @@ import numpy as np
 
 from tpar.data.kg import TemporalKG
 from tpar.data.timeaxis import TimeAxis
-from tpar.errors import DataError
+from tpar.errors import DataError, finite_number
 from tpar.graph.queries import Question
 from tpar.reasoning.explanation import Explainer, TemporalPath, evidence_floor
 
@@ -169,7 +169,16 @@ class RuleExample:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RuleExample":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        """An example as ``to_dict`` wrote it, each field of its type (a ValueError naming the first that is not)."""
+        texts = ("entity", "relation", "time", "direction", "setting", "answer", "true_answer", "path")
+        for key in texts:
+            if not isinstance(d.get(key), str):
+                raise ValueError(f"an example's {key!r} must be text, not {repr(d.get(key))[:40]}")
+        links = d.get("links", [])
+        if not isinstance(links, list) or not all(isinstance(x, dict) for x in links):
+            raise ValueError("an example's links must be a list of objects")
+        return cls(**{k: d[k] for k in texts}, time_step=_typed(d, "time_step", int),
+                   correct=_typed(d, "correct", bool), importance=_typed(d, "importance", float), links=links)
 
 
 @dataclass
@@ -215,10 +224,65 @@ class DistilledRule:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DistilledRule":
-        body = [BodyAtom(a["relation"], bool(a["inverse"]), bucket_from_bounds(*a["before"])) for a in d["body"]]
-        return cls(d["head"], bool(d.get("head_inverse", False)), int(d["rank"]), body, int(d["support"]),
-                   int(d["correct"]), float(d["importance"]), float(d["score"]), int(d["questions"]),
-                   [RuleExample.from_dict(x) for x in d.get("examples", [])])
+        """A rule as ``to_dict`` wrote it, every field of its type and range (a ValueError naming the first that is
+        not: ``"inverse": "false"`` is not false, a rank of Infinity or a support below its correct count is no
+        rule)."""
+        if not isinstance(d, dict):
+            raise ValueError("a rule must be an object")
+        body = _typed(d, "body", list)
+        if not 1 <= len(body) <= MAX_RULE_LENGTH:
+            raise ValueError(f"a rule's body holds 1 to {MAX_RULE_LENGTH} links, not {len(body)}")
+        atoms = []
+        for a in body:
+            if not isinstance(a, dict):
+                raise ValueError("a body link must be an object")
+            before = _typed(a, "before", list)
+            if len(before) != 2 or not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in before):
+                raise ValueError(f"a link's 'before' is two whole numbers or nulls, not {str(before)[:60]}")
+            atoms.append(BodyAtom(_typed(a, "relation", str), _typed(a, "inverse", bool), bucket_from_bounds(*before)))
+        support = _typed(d, "support", int, 1)
+        correct = _typed(d, "correct", int, 0)
+        if correct > support:
+            raise ValueError(f"a rule is correct {correct} times of {support}: more than its support")
+        examples = d.get("examples", [])
+        if not isinstance(examples, list) or not all(isinstance(x, dict) for x in examples):
+            raise ValueError("a rule's examples must be a list of objects")
+        return cls(_typed(d, "head", str), _typed(d, "head_inverse", bool, default=False), _typed(d, "rank", int, 1),
+                   atoms, support, correct, _typed(d, "importance", float, 0.0), _typed(d, "score", float),
+                   _typed(d, "questions", int, 0), [RuleExample.from_dict(x) for x in examples])
+
+
+#: the longest rule body read from a file (a model's paths are at most L = 64 links long)
+MAX_RULE_LENGTH = 64
+
+
+def _typed(d: dict, key: str, kind: type, least: float | None = None, *, default: object = ...) -> object:
+    """``d[key]`` when it is a ``kind`` (a bool is no int or float; an int is taken as a float; a number must be
+    finite) at least ``least``, and for ``str`` not empty; a ValueError naming ``key`` and the value else."""
+    if key not in d:
+        if default is ...:
+            raise ValueError(f"{key!r} is missing")
+        return default
+    value = d[key]
+    shown = repr(value)[:40]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{key!r} must be true or false, not {shown}")
+        return value
+    if kind is str:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{key!r} must be a name, not {shown}")
+        return value
+    if kind in (int, float):
+        if not finite_number(value) or (kind is int and not isinstance(value, int)) or \
+                (kind is int and abs(value) > 2 ** 53):
+            raise ValueError(f"{key!r} must be a finite {'whole ' if kind is int else ''}number, not {shown}")
+        if least is not None and value < least:
+            raise ValueError(f"{key!r} must be at least {least:g}, not {shown}")
+        return float(value) if kind is float else value
+    if not isinstance(value, kind):
+        raise ValueError(f"{key!r} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
 
 
 @dataclass
@@ -288,12 +352,37 @@ class RuleSet:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "rules JSON") -> "RuleSet":
+        where = ""
         try:
-            scale = GapScale(**d["scale"])
-            return cls([DistilledRule.from_dict(r) for r in d["rules"]], [HeadSummary(**h) for h in d["heads"]],
-                       scale, dict(d.get("meta", {})))
+            if not isinstance(d, dict):
+                raise ValueError("a rules file is a JSON object")
+            sc = _typed(d, "scale", dict)
+            scale = GapScale(_typed(sc, "unit", str), _typed(sc, "per_step", float), _typed(sc, "days", bool))
+            if scale.per_step <= 0:
+                raise ValueError(f"the scale's per_step must be above 0, not {scale.per_step!r}")
+            rules = []
+            for i, r in enumerate(_typed(d, "rules", list), start=1):
+                where = f"rule {i}: "
+                rules.append(DistilledRule.from_dict(r))
+            where = ""
+            heads = []
+            for i, h in enumerate(_typed(d, "heads", list), start=1):
+                where = f"head {i}: "
+                if not isinstance(h, dict):
+                    raise ValueError("a head summary must be an object")
+                heads.append(HeadSummary(_typed(h, "head", str), _typed(h, "head_inverse", bool),
+                                         _typed(h, "questions", int, 0), _typed(h, "answered_first", float, 0.0),
+                                         _typed(h, "patterns", int, 0)))
+            where = ""
+            meta = d.get("meta", {})
+            if not isinstance(meta, dict):
+                raise ValueError("'meta' must be an object")
+            return cls(rules, heads, scale, dict(meta))
+        except DataError as e:  # a time gap that is no bucket
+            raise DataError(f"not a rules file of `tpar rules --json` ({where}{e.problem})", file=source) from None
         except (KeyError, TypeError, ValueError) as e:
-            raise DataError(f"not a rules file of `tpar rules --json` ({type(e).__name__}: {e})", file=source) from None
+            raise DataError(f"not a rules file of `tpar rules --json` ({where}{type(e).__name__}: {e})",
+                            file=source) from None
 
     @classmethod
     def read(cls, path: str | Path) -> "RuleSet":

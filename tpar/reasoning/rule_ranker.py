@@ -74,10 +74,12 @@ class RuleRanker:
         self.num_entities, self.num_relations = kg.num_entities, R
         self.by_head: dict[int, list[GroundableRule]] = {}
         missing = set()
+        self.unusable_rules = 0  # rules naming a relation the data lacks (said by coverage_notes)
         for rule in rules.rules:  # already best first within each head and direction
             names = [rule.head] + [a.relation for a in rule.body]
             if any(n not in kg.relations for n in names):
                 missing.update(n for n in names if n not in kg.relations)
+                self.unusable_rules += 1
                 continue
             head = kg.relations.id(rule.head) + (R if rule.head_inverse else 0)
             hops = tuple((kg.relations.id(a.relation) + (R if a.inverse else 0), a.bucket) for a in rule.body)
@@ -91,13 +93,18 @@ class RuleRanker:
 
     def coverage_notes(self, kg: TemporalKG, split: str) -> list[str]:
         """Why some questions of ``split`` cannot be answered by these rules (their head has no rules)."""
+        notes = []
+        if self.unusable_rules:
+            notes.append(f"{self.unusable_rules:,} of the {len(self.rule_set.rules):,} rules name relations that "
+                         f"{kg.name} does not have (e.g. {', '.join(repr(n[:60]) for n in self.missing_relations[:3])}): "
+                         "they are set aside")
         facts = kg.facts(split)
         heads = {h % kg.num_relations for h in self.by_head}
         missing = sorted({int(r) for r in np.unique(facts[:, 1])} - heads) if len(facts) else []
         if not missing:
-            return []
+            return notes
         share = float(np.isin(facts[:, 1], missing).mean())
-        return [f"no rules for {len(missing)} of the relations of the {split} split ({100 * share:.1f}% of its facts, "
+        return notes + [f"no rules for {len(missing)} of the relations of the {split} split ({100 * share:.1f}% of its facts, "
                 f"e.g. {kg.relations.name(missing[0])!r}): their questions tie every entity at score 0"]
 
     def rules_for(self, head: int, setting: Setting) -> list[GroundableRule]:
