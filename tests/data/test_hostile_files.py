@@ -142,3 +142,21 @@ def test_benchmark_integer_times_beyond_2_53_are_refused_by_row(tmp_path):
     with pytest.raises(DataError, match=r"train.txt, row 2: time 99999999999999999999 is beyond"):
         load_dataset(d)
     assert np.iinfo(np.int64).max < 99999999999999999999
+
+
+def test_a_header_longer_than_pythons_csv_field_limit_is_read(tmp_path, capsys):
+    """Python's csv module stops at 131,072 characters a field with an error naming nothing; a long header column
+    is an unread column, a long cell a row problem naming its row."""
+    wide = tmp_path / "wide.csv"
+    wide.write_text("subject,relation,object,time," + "x" * 200_000 + "\nA,r,B,2024-01-01,1\nB,r,C,2024-01-02,1\n")
+    assert main(["info", str(wide)]) == 0
+    assert "not read" in capsys.readouterr().out
+    cell = tmp_path / "cell.csv"
+    cell.write_text("subject,relation,object,time\nA,r,B" + "y" * 200_000 + ",2024-01-01\n")
+    assert main(["info", str(cell)]) == 2
+    assert "row 2: object is 200,001 characters long" in capsys.readouterr().err
+    rmap = tmp_path / "map.csv"
+    rmap.write_text("r," + "z" * 200_000 + "\n")
+    from tpar.data.relation_matching import read_relation_map
+
+    assert read_relation_map(rmap)  # read (the long name is then simply a name no model has)

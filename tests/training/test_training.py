@@ -605,3 +605,51 @@ def test_a_warm_start_refuses_to_add_or_drop_a_learned_priority(world):
     off = replace(run, model=replace(run.model, top_k=0))
     with pytest.raises(DataError, match="top_k 0 there, 4 here"):
         warm_start_model(from_model(TPAR(off.model), off, kg, "interpolation"), kg, run, torch.device("cpu"))
+
+
+def test_a_resume_file_altered_field_by_field_is_refused_by_name(world, tmp_path):
+    """Each part of a resume file a run reads -- its position, its optimiser moments, its RNG state -- is checked
+    when it is read: a null best MRR, a negative epoch, a moment of another shape or a torch RNG of another size
+    end in a message naming the file, not an internal error after the data is loaded."""
+    from tpar.training.snapshots import load_resume, restore_optimizer
+
+    kg = load_dataset(world)
+    out = tmp_path / "r.tpar"
+    steps = []
+    res = train(kg, tiny_run("extrapolation", epochs=2), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: steps.append(info) or len(steps) == 2))
+    assert res.stopped == "cancelled"
+    snap = resume_path(out)
+    good = torch.load(snap, weights_only=True)
+
+    def altered(edit) -> Path:
+        payload = torch.load(snap, weights_only=True)
+        edit(payload)
+        bad = tmp_path / "bad.tpar.resume"
+        torch.save(payload, bad)
+        return bad
+
+    def position(**kw):
+        return lambda p: p.__setitem__("position", json.dumps({**json.loads(good["position"]), **kw}))
+
+    for edit, says in [
+        (position(best_mrr=None), "best_mrr is 'None'"),
+        (position(epoch=-5), "epoch is '-5'"),
+        (position(seconds=float("nan")), "seconds is 'nan'"),
+        (lambda p: p.__setitem__("position", "[" * 100_000), "position is not readable"),
+        (lambda p: p["optimizer"].__setitem__("torch_rng", torch.zeros(3, dtype=torch.uint8)), "random-number state"),
+        (lambda p: p.__setitem__("optimizer", None), "holds no optimiser state"),
+    ]:
+        with pytest.raises(DataError, match=says) as e:
+            load_resume(altered(edit), kg, 3)
+        assert "bad.tpar.resume" in str(e.value)
+    # the optimiser's moments must fit the model they resume
+    ck, opt_state, _ = load_resume(snap, kg, 3)
+    model = ck.build_model()
+    key = next(iter(opt_state["adam"]["state"]))
+    opt_state["adam"]["state"][key]["exp_avg"] = torch.zeros(7)
+    with pytest.raises(DataError, match="optimiser state 'exp_avg' does not fit a weight of shape"):
+        restore_optimizer(torch.optim.Adam(model.parameters()), opt_state["adam"], snap)
+    opt_state["adam"]["param_groups"] = []
+    with pytest.raises(DataError, match="optimiser state does not fit the model"):
+        restore_optimizer(torch.optim.Adam(model.parameters()), opt_state["adam"], snap)

@@ -65,6 +65,9 @@ def read_relation_map(path: str | Path) -> RelationMap:
     mapping: dict[str, str] = {}
     first_row: dict[str, int] = {}
     problems: list[str] = []
+    from tpar.data.tables import allow_fields_up_to
+
+    allow_fields_up_to(len(text))
     for i, row in enumerate(csv.reader(text.splitlines()), start=1):
         cells = [c.strip() for c in row]
         if not any(cells) or cells[0].startswith("#"):

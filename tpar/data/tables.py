@@ -164,9 +164,16 @@ def map_header(header: list[str]) -> dict[str, int]:
     return pos
 
 
+def allow_fields_up_to(length: int) -> None:
+    """Let Python's csv reader take fields of ``length`` characters (its default stops at 131,072 with an error
+    naming no file or row): a long field is then a row problem this module names (:data:`MAX_FIELD`)."""
+    csv.field_size_limit(max(csv.field_size_limit(), length + 1))
+
+
 def sniff_separator(header_line: str) -> str:
     """The separator of :data:`SEPARATORS` under which the header names the most required columns (then
     splits into the most fields; a comma when none splits it)."""
+    allow_fields_up_to(len(header_line))
     best, score = ",", (-1, -1)
     for sep in SEPARATORS:
         fields = next(csv.reader([header_line], delimiter=sep), [])
@@ -353,7 +360,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text.split("\n", 1)[0].rstrip("\r")
     delim = sniff_separator(header_line)
-    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))  # long fields become row problems below
+    allow_fields_up_to(len(text))  # long fields become row problems below
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
     pos, width = _read_header(path, next(reader), rp.report)

@@ -438,7 +438,11 @@ class Checkpoint:
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError, OverflowError) as e:
             raise DataError(f"checkpoint metadata is malformed ({type(e).__name__}: {str(e)[:200]})", file=p) from None
         if with_state:
-            pos = json.loads(payload["position"]) if "position" in payload else None
+            try:
+                pos = parse_meta(payload["position"]) if "position" in payload else None
+            except (TypeError, ValueError, RecursionError) as e:
+                raise DataError(f"the resume file's position is not readable ({type(e).__name__}: {str(e)[:120]})",
+                                file=p) from None
             return ckpt, payload.get("optimizer"), pos
         return ckpt
 

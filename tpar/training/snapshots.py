@@ -67,5 +67,62 @@ def load_resume(path: Path, kg: TemporalKG, patience: int) -> tuple[Checkpoint, 
     ck.check_fits(kg)
     if ck.data_fingerprint != kg.fingerprint:
         raise DataError("the resume file was made on different data (fingerprints differ)", file=path)
-    stopping = EarlyStopping(patience, pos["best_mrr"], pos["best_epoch"], pos["bad_epochs"])
-    return ck, opt_state, ResumePoint(pos["epoch"], pos["batch"], stopping, pos["seconds"])
+    point = _checked_position(pos, patience, path)
+    if not isinstance(opt_state, dict) or not isinstance(opt_state.get("adam"), dict):
+        raise DataError("the resume file holds no optimiser state: it is not a resume file of tpar train", file=path)
+    rng = opt_state.get("torch_rng")
+    want = torch.get_rng_state()
+    if not isinstance(rng, torch.Tensor) or rng.dtype != want.dtype or rng.shape != want.shape:
+        raise DataError("the resume file's random-number state is not torch's (altered or from another torch)",
+                        file=path)
+    return ck, opt_state, point
+
+
+def _checked_position(pos: object, patience: int, path: Path) -> ResumePoint:
+    """The position of a resume file, each field of its type and range (a :class:`DataError` naming the first
+    that is not: a null best MRR, a negative epoch ...)."""
+    import math
+
+    from tpar.errors import finite_number
+
+    if not isinstance(pos, dict):
+        raise DataError("the resume file holds no position (epoch, batch): it is not a resume file of tpar train",
+                        file=path)
+
+    def whole(key: str, least: int) -> int:
+        v = pos.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or not least <= v <= 10 ** 12:
+            raise DataError(f"the resume file's {key} is {str(v)[:40]!r}, not a whole number from {least}", file=path)
+        return v
+
+    epoch, batch, best_epoch, bad = whole("epoch", 0), whole("batch", 0), whole("best_epoch", -1), whole("bad_epochs", 0)
+    best, seconds = pos.get("best_mrr"), pos.get("seconds")
+    before_any = best_epoch == -1 and isinstance(best, float) and best == -math.inf
+    if not before_any and not (finite_number(best) and 0.0 <= best <= 1.0):
+        raise DataError(f"the resume file's best_mrr is {str(best)[:40]!r}, not a share from 0 to 1", file=path)
+    if not (finite_number(seconds) and seconds >= 0):
+        raise DataError(f"the resume file's seconds is {str(seconds)[:40]!r}, not a duration", file=path)
+    return ResumePoint(epoch, batch, EarlyStopping(patience, float(best), best_epoch, bad), float(seconds))
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, adam_state: dict, path: Path) -> None:
+    """Load a resume file's optimiser state into ``optimizer`` (built over the resumed model's parameters): its
+    groups and every moment tensor must fit those parameters, or a :class:`DataError` names the file -- a
+    mismatch would otherwise fail at the first step, after the data is loaded, with an internal error."""
+    params = [q for g in optimizer.param_groups for q in g["params"]]
+    try:
+        optimizer.load_state_dict(adam_state)
+    except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as e:
+        raise DataError(f"the resume file's optimiser state does not fit the model ({str(e)[:160]})", file=path) \
+            from None
+    for q in params:
+        st = optimizer.state.get(q, {})
+        for key, v in st.items():
+            if key == "step":
+                ok = isinstance(v, torch.Tensor) and v.numel() == 1 and bool(torch.isfinite(v).all()) and float(v) >= 0
+            else:
+                ok = isinstance(v, torch.Tensor) and v.shape == q.shape and v.is_floating_point() and \
+                    bool(torch.isfinite(v).all())
+            if not ok:
+                raise DataError(f"the resume file's optimiser state {key!r} does not fit a weight of shape "
+                                f"{tuple(q.shape)} (or is not finite)", file=path)

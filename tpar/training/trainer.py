@@ -39,7 +39,8 @@ from tpar.training.estimate import calibration_queries
 from tpar.training.plan import EpochPlan, extrapolation_background, model_config_for, set_seed
 from tpar.training.schedule import scheduled_lr
 from tpar.training.signals import TrainingCancelled, TrainingInterrupted, deferred_signals
-from tpar.training.snapshots import ResumePoint, check_output_folder, load_resume, resume_path, save_resume
+from tpar.training.snapshots import (ResumePoint, check_output_folder, load_resume, restore_optimizer, resume_path,
+                                     save_resume)
 from tpar.training.stopping import EarlyStopping
 from tpar.training.timing import RunProgress, TrainingEstimate, about, time_left
 
@@ -279,7 +280,7 @@ class Trainer:
         point.stopping.patience = self.cfg.patience
         self.model = ck.build_model(self.device).train()
         self.opt = torch.optim.Adam(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
-        self.opt.load_state_dict(opt_state["adam"])
+        restore_optimizer(self.opt, opt_state["adam"], self.rpath)
         torch.set_rng_state(opt_state["torch_rng"])
         self.state = TrainerState(point.stopping, point.epoch, point.batch, ck.history, point.seconds,
                                   float(point.epoch))
