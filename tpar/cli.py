@@ -1607,9 +1607,12 @@ def main(argv: list[str] | None = None) -> int:
     from tpar.runtime.memory import bound_heap_growth
 
     bound_heap_growth()  # a long scoring pass must not grow the heap without bound (tpar.runtime.memory)
+    from tpar.runtime.terminal import printable_output
+
     args = build_parser().parse_args(argv)
     torchrun = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    rc = _run(args, torchrun)
+    with printable_output():  # names read from files never reach the terminal as escape sequences
+        rc = _run(args, torchrun)
     if torchrun:  # a worker whose group _run has destroyed: leave without interpreter finalisation
         from tpar.training.distributed import exit_worker
 

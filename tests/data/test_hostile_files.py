@@ -160,3 +160,15 @@ def test_a_header_longer_than_pythons_csv_field_limit_is_read(tmp_path, capsys):
     from tpar.data.relation_matching import read_relation_map
 
     assert read_relation_map(rmap)  # read (the long name is then simply a name no model has)
+
+
+def test_a_name_several_names_match_loosely_is_called_ambiguous_not_unknown():
+    from tpar.data.vocab import Vocabulary
+
+    v = Vocabulary(("Make statement", "Make_statement", "Other"))
+    with pytest.raises(DataError, match=r"relation 'make statement' is ambiguous: the data has 'Make statement', "
+                                        r"'Make_statement'; give the exact spelling"):
+        v.resolve("make statement", "relation")
+    assert v.resolve("Make_statement") == "Make_statement"
+    with pytest.raises(DataError, match="unknown relation 'Elsewhere'"):
+        v.resolve("Elsewhere", "relation")

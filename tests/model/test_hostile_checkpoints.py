@@ -130,3 +130,19 @@ def test_a_composite_whose_two_members_are_one_model_is_refused(sample_composite
     torch.save(payload, tmp_path / "twins.tpar")
     with pytest.raises(DataError, match="model 2 is the same model as model 1"):
         Checkpoint.load(tmp_path / "twins.tpar")
+
+
+def test_names_from_a_checkpoint_reach_the_terminal_as_text_not_escape_sequences(tmp_path, capsys):
+    """A data name holding a terminal escape (recolour, set the title) and a direction override is printed with
+    both made visible (the answer says which data the model was trained on); tabs, newlines and a progress bar's
+    carriage return are kept."""
+    evil = "world\x1b]0;owned\x07\x1b[31m\u202egnp.exe"
+    bad = rewrite_checkpoint(tmp_path / "evil.tpar", lambda m: m.__setitem__("data_name", evil))
+    assert main(["predict", "--checkpoint", str(bad), "--data", str(SAMPLE_WORLD), *QUESTION, "--top", "2"]) == 0
+    text = capsys.readouterr()
+    both = text.out + text.err
+    assert "\x1b]0;" not in both and "\x1b[31m" not in both and "\u202e" not in both
+    assert "\\x1b]0;owned\\x07\\x1b[31m\\u202egnp.exe" in both
+    from tpar.runtime.terminal import printable
+
+    assert printable("50%|#####\r") == "50%|#####\r" and printable("a\tb\n") == "a\tb\n"

@@ -54,6 +54,9 @@ class Vocabulary:
         same = [n for n in self.names if _loose(n) == key]
         if len(same) == 1:
             return same[0]
+        if len(same) > 1:  # known, loosely, under several spellings: say so, never "unknown"
+            raise DataError(f"{kind} {name!r} is ambiguous: the data has {', '.join(repr(n) for n in same[:5])}"
+                            + (f" and {len(same) - 5} more" if len(same) > 5 else "") + "; give the exact spelling")
         close = same or difflib.get_close_matches(str(name), self.names, n=3, cutoff=0.6)
         if not close and key:
             close = [n for n in self.names if key in _loose(n)][:3]
