@@ -284,9 +284,12 @@ def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:
     from the checkpoint itself, with a note saying why the file was not used ("" when it was)."""
     p = Path(ckpt_path)
     card = p.with_suffix(".md")
-    try:
-        text = card.read_text(encoding="utf-8") if card.is_file() else None
-    except (OSError, UnicodeDecodeError):
+    from tpar.data.textfile import MAX_SMALL_BYTES, read_text
+    from tpar.errors import DataError
+
+    try:  # a regular file of bounded size (a pipe or a huge file beside a checkpoint is no card)
+        text = read_text(card, MAX_SMALL_BYTES, "model card") if card.exists() else None
+    except DataError:
         text = None
     found = _MARK.findall(text or "")
     if text is not None and ckpt.digest and found == [ckpt.digest]:
