@@ -56,8 +56,22 @@ def _spare_inputs(args) -> None:
             continue
         values = value if isinstance(value, list) else [value]
         inputs[flag] = [f for v in values for f in (dataset_files(v) if attr == "data" else [Path(v)])]
+    if args.command == "bench" and not args.data:  # bench reads every benchmark folder below its root
+        from tpar.data.benchmarks import find_data_dir
+
+        root = Path(args.data_dir) if args.data_dir else find_data_dir()
+        if root is not None and root.is_dir():
+            inputs["--data-dir"] = [f for d in sorted(root.glob("*/*")) if d.is_dir() for f in dataset_files(d)]
     outputs = {flag: getattr(args, attr) for attr, flag in OUTPUT_ARGS.items()
                if isinstance(getattr(args, attr, None), str)}
+    if args.command in ("train", "calibrate"):  # the files written beside a checkpoint: its resume file and lock
+        from tpar.data.locks import lock_path
+        from tpar.training.snapshots import resume_path
+
+        target = Path(args.out if args.command == "train" else args.checkpoint)
+        outputs.update({"--out's resume file": resume_path(target), "--out's lock file": lock_path(target)})
+        if args.command == "calibrate":
+            outputs = {k: v for k, v in outputs.items() if k == "--out's lock file"}
     refuse_overwriting_inputs(outputs, inputs)
 
 
@@ -964,6 +978,10 @@ def cmd_bench(args) -> int:
 
         write_text(args.json, text, "JSON file")
     print(bench_summary(report) + (f"\nwrote {args.json}" if args.json else ""))
+    rows = report.get("results", [])
+    if any("error" in r for r in rows) and all("error" in r or "skipped" in r for r in rows):  # nothing measured
+        print("error: no measurement succeeded (each row above says why)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 
@@ -1502,9 +1520,9 @@ def _add_rules(sub) -> None:
                     help="the split the questions' facts come from (default valid; train: sampled training facts)")
     sp.add_argument("--setting", default="auto", choices=["auto", "extrapolation", "interpolation"],
                     help="auto: the checkpoint's; a unified model's rules are read in interpolation")
-    sp.add_argument("--answers", type=positive_int, default=2, help="the model's best answers explained per question "
+    sp.add_argument("--answers", type=within(1, 1000), default=2, help="the model's best answers explained per question "
                     "(default 2)")
-    sp.add_argument("--paths", type=positive_int, default=3, help="top paths per answer (default 3)")
+    sp.add_argument("--paths", type=within(1, 1000), default=3, help="top paths per answer (default 3, at most 1000)")
     sp.add_argument("--max-rules", type=positive_int, default=50, help="rules kept per head and direction (default 50)")
     sp.add_argument("--min-support", type=positive_int, default=2,
                     help="rules seen in fewer questions are dropped (default 2)")
@@ -1557,7 +1575,8 @@ def _add_sample_world(sub) -> None:
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
     sp.add_argument("--seed", type=SEED, default=7, help="generator seed (default 7: the shipped world)")
-    sp.add_argument("--countries", type=positive_int, default=120, help="number of countries (default 120)")
+    sp.add_argument("--countries", type=within(1, 2000), default=120, help="number of countries (default 120, at "
+                    "most 2000)")
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
 
 

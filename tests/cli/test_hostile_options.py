@@ -79,6 +79,8 @@ def test_train_overrides_are_checked_as_the_config_is(tmp_path, capsys, flags, w
     (["evaluate", "--threads", "100000000"], "--threads: 100000000: above 1,024"),
     (["rules", "--seed", "-1"], "--seed: -1: below 0"),
     (["explain", *QUESTION, "--answer", "Hugo of Zanistan", "--paths", "1000000000"], "--paths: 1000000000: above 1,000"),
+    (["rules", "--paths", "1000000000"], "--paths: 1000000000: above 1,000"),
+    (["rules", "--answers", "5000"], "--answers: 5000: above 1,000"),
     (["ensemble", "--prior", "--eps", "1e-20", "--out", "OUT"], "ε grid holds 1e-20: each value must lie in 1e-12..1000"),
     (["ensemble", "--prior", "--betas", "5000", "--out", "OUT"], "β grid holds 5000.0: each value must lie in"),
 ])
@@ -103,3 +105,22 @@ def test_every_shipped_configuration_passes_the_field_checks():
     ModelConfig(dim=4096, num_layers=64)
     TrainConfig(lr=1, epochs=1, seed=2 ** 63 - 1)
     assert isinstance(TrainConfig(lr=1).lr, float)  # an int given for a float option is taken as one
+
+
+def test_a_sample_world_larger_than_its_names_allow_is_refused_not_drawn_for_ever(tmp_path, capsys):
+    """Country names come from 5,200 syllable combinations drawn at random: 5,201 countries drew for ever."""
+    from tpar.data.sample_world import MAX_COUNTRIES, generate
+
+    assert _exit(["sample-world", "--out", str(tmp_path / "w"), "--countries", "5201"]) == 2
+    assert "--countries: 5201: above 2,000" in capsys.readouterr().err
+    with pytest.raises(DataError, match="1 to 2,000 countries"):
+        generate(7, MAX_COUNTRIES + 1)
+
+
+def test_bench_fails_when_no_measurement_succeeded(tmp_path, capsys, monkeypatch):
+    from tpar.runtime import bench
+
+    monkeypatch.setattr(bench, "run_benchmarks", lambda **kw: {"machine": {}, "results": [
+        {"data": "x", "L": 3, "d": 32, "error": "ValueError: too few questions to time"}]})
+    assert main(["bench", "--quick"]) == 2
+    assert "no measurement succeeded" in capsys.readouterr().err

@@ -108,3 +108,35 @@ def test_saving_over_a_folder_that_is_not_a_data_set_is_refused_by_the_library(t
     assert (tmp_path / "ring" / "keep.txt").read_text() == "x"
     save_dataset(kg, tmp_path, "ring2")
     assert save_dataset(kg, tmp_path, "ring2", overwrite=True).is_dir()
+
+
+def test_train_never_writes_its_resume_or_lock_file_over_an_input_nor_deletes_a_foreign_lock(world, tmp_path,
+                                                                                             capsys):
+    """``tpar train --out M`` also writes ``M.resume`` and ``M.lock``: a config stored under either name was
+    overwritten (resume) or deleted as a stale lock. Both are refused; a lock-named file that holds no pid is
+    never deleted."""
+    _, data, _ = world
+    config = '{"train": {"epochs": 1, "max_train_queries": 5, "max_valid_queries": 5}}'
+    for suffix in (".resume", ".lock"):
+        cfg = tmp_path / f"out{suffix}"
+        cfg.write_text(config)
+        _refused(capsys, ["train", "--data", str(data), "--setting", "extrapolation", "--config", str(cfg),
+                          "--out", str(tmp_path / "out"), "--quiet"], "--out's")
+        assert cfg.read_text() == config
+    from tpar.data.locks import acquire
+
+    notes = tmp_path / "model.tpar.lock"
+    notes.write_text("my notes, not a pid")
+    with pytest.raises(DataError, match="not a tpar lock file"):
+        acquire(notes, "checkpoint model.tpar")
+    assert notes.read_text() == "my notes, not a pid"
+
+
+def test_bench_never_writes_over_the_benchmarks_it_reads(tmp_path, capsys):
+    root = tmp_path / "bench-root"
+    folder = root / "extrapolation" / "ICEWS14"
+    folder.mkdir(parents=True)
+    (folder / "train.txt").write_text("0\t0\t1\t1\n")
+    _refused(capsys, ["bench", "--data-dir", str(root), "--quick", "--json", str(folder / "train.txt")],
+             "--json is --data-dir's file")
+    assert (folder / "train.txt").read_text() == "0\t0\t1\t1\n"

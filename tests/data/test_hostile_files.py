@@ -172,3 +172,25 @@ def test_a_name_several_names_match_loosely_is_called_ambiguous_not_unknown():
     assert v.resolve("Make_statement") == "Make_statement"
     with pytest.raises(DataError, match="unknown relation 'Elsewhere'"):
         v.resolve("Elsewhere", "relation")
+
+
+def test_a_file_that_is_no_table_is_not_echoed_whole_in_the_error(tmp_path, capsys):
+    blob = tmp_path / "facts.json"
+    blob.write_text('{"facts": [' + ", ".join(f'"{"x" * 50}{i}"' for i in range(20000)) + "]}")
+    assert main(["info", str(blob)]) == 2
+    err = capsys.readouterr().err
+    assert "header lacks column(s)" in err and len(err) < 2000, len(err)
+
+
+def test_a_vocabulary_name_longer_than_a_csv_name_may_be_is_refused_by_row(tmp_path):
+    d = _benchmark(tmp_path / "long", "A\t0\n" + "B" * 5000 + "\t1\n", "0\t0\t1\t1\n")
+    with pytest.raises(DataError, match=r"entity2id.txt, row 2: name is 5,000 characters long"):
+        load_dataset(d)
+
+
+def test_a_vocabulary_file_that_is_a_pipe_is_named_so(tmp_path):
+    d = _benchmark(tmp_path / "pipe", "A\t0\nB\t1\n", "0\t0\t1\t1\n")
+    (d / "entity2id.txt").unlink()
+    os.mkfifo(d / "entity2id.txt")
+    with pytest.raises(DataError, match=r"entity2id.txt: is a pipe"):
+        load_dataset(d)

@@ -145,4 +145,18 @@ def test_names_from_a_checkpoint_reach_the_terminal_as_text_not_escape_sequences
     assert "\\x1b]0;owned\\x07\\x1b[31m\\u202egnp.exe" in both
     from tpar.runtime.terminal import printable
 
-    assert printable("50%|#####\r") == "50%|#####\r" and printable("a\tb\n") == "a\tb\n"
+    assert printable("\r50%|#####") == "\r50%|#####" and printable("a\tb\n") == "a\tb\n"
+    # cursor movement and a carriage return inside text could rewrite lines already shown
+    assert printable("m.tpar\x1b[A\x1b[A\rall rules verified") == "m.tpar\\x1b[A\\x1b[A\\rall rules verified"
+
+
+def test_a_checkpoint_whose_scores_overflow_is_refused_when_asked_not_ranked_as_nan(tmp_path, capsys):
+    def huge(payload):
+        payload["weights"]["score.weight"] = torch.full_like(payload["weights"]["score.weight"], 3e38)
+
+    bad = rewrite_checkpoint(tmp_path / "huge.tpar", edit_payload=huge)
+    for argv in (["predict", *QUESTION], ["evaluate", "--max-queries", "10", "--setting", "extrapolation",
+                                          "--quiet"]):
+        assert main([argv[0], "--checkpoint", str(bad), "--data", str(SAMPLE_WORLD), *argv[1:]]) == 2
+        err = capsys.readouterr().err
+        assert "scores are not finite" in err and "bug" not in err, err

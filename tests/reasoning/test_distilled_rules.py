@@ -440,6 +440,10 @@ def _edit(d: dict, path: str, value) -> dict:
     ("heads.0.questions", 1.5, "head 1: ValueError: 'questions' must be a finite whole number"),
     ("scale.per_step", 0, "per_step must be above 0"),
     ("meta", [], "'meta' must be an object"),
+    ("meta.config", [], "meta: ValueError: 'config' must be a dict"),
+    ("meta.seconds", "12", "meta: ValueError: 'seconds' must be a finite number"),
+    ("meta.questions", "many", "meta: ValueError: 'questions' must be a finite whole number"),
+    ("meta.checkpoint", ["m.tpar"], "meta: ValueError: 'checkpoint' must be text"),
 ])
 def test_a_hand_edited_rules_file_is_refused_naming_the_rule_and_field(sample_rules, tmp_path, capsys, path, value,
                                                                          says):

@@ -653,3 +653,14 @@ def test_a_resume_file_altered_field_by_field_is_refused_by_name(world, tmp_path
     opt_state["adam"]["param_groups"] = []
     with pytest.raises(DataError, match="optimiser state does not fit the model"):
         restore_optimizer(torch.optim.Adam(model.parameters()), opt_state["adam"], snap)
+    for option, value in (("amsgrad", True), ("betas", [5, -1]), ("capturable", True), ("weight_decay", "0"),
+                          ("lr", float("nan")), ("maximize", True), ("eps", 0.0)):
+        state = load_resume(snap, kg, 3)[1]["adam"]
+        state["param_groups"][0][option] = value
+        with pytest.raises(DataError, match="optimiser options are not Adam's as tpar trains"):
+            restore_optimizer(torch.optim.Adam(model.parameters()), state, snap)
+    state = load_resume(snap, kg, 3)[1]["adam"]
+    key = next(iter(state["state"]))
+    state["state"][key]["exp_avg_sq"] = -state["state"][key]["exp_avg_sq"].abs() - 1
+    with pytest.raises(DataError, match="'exp_avg_sq' does not fit"):
+        restore_optimizer(torch.optim.Adam(model.parameters()), state, snap)

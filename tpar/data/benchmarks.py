@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
-from tpar.data.tables import MAX_INT_TIME
+from tpar.data.tables import MAX_FIELD, MAX_INT_TIME
 from tpar.data.textfile import BOM, read_lines
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
@@ -106,6 +106,8 @@ def _read_vocab_file(path: Path) -> VocabFile:
                             file=path, row=row)
         if not f[0]:
             raise DataError("empty name", file=path, row=row)
+        if len(f[0]) > MAX_FIELD:  # as a CSV's names: a data set read here must save and grow as one
+            raise DataError(f"name is {len(f[0]):,} characters long (at most {MAX_FIELD:,})", file=path, row=row)
         try:
             idx = int(f[1])
         except ValueError:
@@ -194,7 +196,7 @@ def load_benchmark(folder: str | Path) -> TemporalKG:
     ent_path, rel_path = folder / "entity2id.txt", folder / "relation2id.txt"
     if ids:
         for p in (ent_path, rel_path):
-            if not p.is_file():
+            if not p.exists():
                 raise DataError("facts use integer ids but the vocabulary file is missing", file=p)
     entity_file = _read_vocab_file(ent_path) if ent_path.exists() else None
     relation_file = _read_vocab_file(rel_path) if rel_path.exists() else None

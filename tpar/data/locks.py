@@ -13,14 +13,29 @@ from typing import Iterator
 from tpar.errors import DataError
 
 
+#: a lock file holds one pid: anything longer or other is a user's file under that name, never deleted
+MAX_LOCK_BYTES = 32
+
+
 def _owner(lock: Path) -> int | None:
-    """The pid in ``lock``; None when the file is gone (released meanwhile); 0 when unreadable."""
+    """The pid in ``lock``; None when the file is gone (released meanwhile). A file that is not a lock of ours
+    (not a regular file, longer than a pid, not a pid: a user's file that happens to bear the name) raises
+    :class:`DataError`: taking it over as stale would delete it."""
+    import stat
+
     try:
-        return int(lock.read_text().strip() or "0")
+        st = os.lstat(lock)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_LOCK_BYTES:
+            raise ValueError
+        text = lock.read_text().strip()
+        if not text.isdigit():
+            raise ValueError
+        return int(text)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return 0
+    except (OSError, ValueError, UnicodeDecodeError):
+        raise DataError("exists and is not a tpar lock file (one process id): it is left as it is; move it, or "
+                        "choose another output name", file=lock) from None
 
 
 def pid_alive(pid: int) -> bool:

@@ -53,6 +53,11 @@ class RelationMap:
         return f"row {row}" if row is not None else f"entry {data_relation!r}"
 
 
+def _cut(row: list[str]) -> str:
+    """A map row for a message: at most 4 cells of at most 80 characters."""
+    return repr([c[:80] for c in row[:4]] + (["…"] if len(row) > 4 else []))
+
+
 def read_relation_map(path: str | Path) -> RelationMap:
     """A mapping CSV: rows ``data relation, model relation`` (a header row ``data_relation,model_relation``
     is optional; blank rows and rows starting with ``#`` are skipped). Every bad row (not two fields,
@@ -75,15 +80,15 @@ def read_relation_map(path: str | Path) -> RelationMap:
         if i == 1 and [normalise_relation(c) for c in cells] == ["data relation", "model relation"]:
             continue
         if len(cells) != 2:
-            problems.append(f"row {i}: expected 2 fields (data relation, model relation), got {len(cells)}: {row!r}")
+            problems.append(f"row {i}: expected 2 fields (data relation, model relation), got {len(cells)}: {_cut(row)}")
             continue
         data_rel, model_rel = cells
         if not data_rel or not model_rel:
-            problems.append(f"row {i}: empty {'data' if not data_rel else 'model'} relation: {row!r}")
+            problems.append(f"row {i}: empty {'data' if not data_rel else 'model'} relation: {_cut(row)}")
             continue
         if data_rel in mapping and mapping[data_rel] != model_rel:
-            problems.append(f"row {i}: {data_rel!r} is mapped again, to {model_rel!r} "
-                            f"(row {first_row[data_rel]} maps it to {mapping[data_rel]!r})")
+            problems.append(f"row {i}: {data_rel[:80]!r} is mapped again, to {model_rel[:80]!r} "
+                            f"(row {first_row[data_rel]} maps it to {mapping[data_rel][:80]!r})")
             continue
         mapping[data_rel] = model_rel
         first_row.setdefault(data_rel, i)

@@ -81,7 +81,16 @@ _FIRST = ["Ada", "Boris", "Cora", "Dario", "Elin", "Faro", "Gita", "Hugo", "Ines
 _ORG = ["Council", "Union", "Front", "League", "Assembly", "Bank", "Agency", "Forum"]
 
 
+#: the most countries a world has: names come from 650 syllable stems and 8 endings (5,200 in all), drawn at
+#: random, so asking for nearly all of them would draw for ever
+MAX_COUNTRIES = 2000
+
+
 def _names(rng: np.random.Generator, n_countries: int) -> tuple[list[str], list[str], list[str]]:
+    if not 1 <= n_countries <= MAX_COUNTRIES:
+        from tpar.errors import DataError
+
+        raise DataError(f"a sample world has 1 to {MAX_COUNTRIES:,} countries, not {n_countries:,}")
     countries: list[str] = []
     while len(countries) < n_countries:
         name = "".join(rng.choice(_SYL, size=int(rng.integers(1, 3)))) + str(rng.choice(_END_COUNTRY))

@@ -164,6 +164,10 @@ def map_header(header: list[str]) -> dict[str, int]:
     return pos
 
 
+#: the part of a first line :func:`sniff_separator` looks at (the columns a table needs are named in it)
+MAX_HEADER_CHARS = 1_000_000
+
+
 def allow_fields_up_to(length: int) -> None:
     """Let Python's csv reader take fields of ``length`` characters (its default stops at 131,072 with an error
     naming no file or row): a long field is then a row problem this module names (:data:`MAX_FIELD`)."""
@@ -173,6 +177,7 @@ def allow_fields_up_to(length: int) -> None:
 def sniff_separator(header_line: str) -> str:
     """The separator of :data:`SEPARATORS` under which the header names the most required columns (then
     splits into the most fields; a comma when none splits it)."""
+    header_line = header_line[:MAX_HEADER_CHARS]  # a header is a few names; a file that is no table stops here
     allow_fields_up_to(len(header_line))
     best, score = ",", (-1, -1)
     for sep in SEPARATORS:
@@ -358,7 +363,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     text = read_text(path) if text is None else text.lstrip(BOM)
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
-    header_line = text.split("\n", 1)[0].rstrip("\r")
+    header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
     delim = sniff_separator(header_line)
     allow_fields_up_to(len(text))  # long fields become row problems below
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
@@ -405,6 +410,13 @@ class _RowProblems:
         raise DataError(problem, file=self.path, row=row)
 
 
+def _shown_header(header: list[str], most: int = 8) -> str:
+    """A header's columns for a message: the first ``most``, each cut to 40 characters (a file that is no table
+    -- a minified JSON, a binary -- would otherwise be echoed whole)."""
+    shown = ", ".join(repr(h[:40] + ("…" if len(h) > 40 else "")) for h in header[:most])
+    return shown + (f" and {len(header) - most:,} more" if len(header) > most else "") if header else "nothing"
+
+
 def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
@@ -412,7 +424,7 @@ def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict
     missing = [c for c in REQUIRED_COLUMNS if c not in pos]
     if missing:
         also = "; ".join(f"{c}: {', '.join(HEADER_SYNONYMS[c][1:5])}" for c in missing)
-        raise DataError(f"header lacks column(s) {', '.join(missing)}; found {', '.join(map(repr, header))} "
+        raise DataError(f"header lacks column(s) {', '.join(missing)}; found {_shown_header(header)} "
                         f"(separator {report.separator}); other names read as them: {also} …", file=path, row=1)
     keys = [_header_key(h) for h in header]
     dup_cols = {c for c, i in pos.items() if keys.count(keys[i]) > 1}

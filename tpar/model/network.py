@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tpar.errors import DataError
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
 from tpar.model.config import ModelConfig
@@ -88,7 +89,11 @@ class TPAR(nn.Module):
         scores = torch.zeros(B, E, device=dev, dtype=node_score.dtype)
         reached = torch.zeros(B, E, device=dev, dtype=torch.bool)
         reached[frontier.node_q, frontier.node_e] = True
-        return scores.index_put((frontier.node_q, frontier.node_e), node_score, accumulate=True), reached
+        scores = scores.index_put((frontier.node_q, frontier.node_e), node_score, accumulate=True)
+        if not self.training and not bool(torch.isfinite(scores).all()):  # answering: never rank NaN or ±inf
+            raise DataError("the model's scores are not finite (NaN or ±inf): its weights are too large to compute "
+                            "with (a training run that diverged?); retrain it, or use another checkpoint")
+        return scores, reached
 
 
 def multiclass_log_loss(scores: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:

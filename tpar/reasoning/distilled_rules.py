@@ -377,6 +377,13 @@ class RuleSet:
             meta = d.get("meta", {})
             if not isinstance(meta, dict):
                 raise ValueError("'meta' must be an object")
+            where = "meta: "
+            for key, kind in (("questions", int), ("seconds", float), ("config", dict)):
+                if key in meta:
+                    _typed(meta, key, kind, 0 if kind is not dict else None)
+            for key in ("checkpoint", "data", "setting", "importance", "score", "data_fingerprint"):
+                if key in meta and not isinstance(meta[key], str):
+                    raise ValueError(f"{key!r} must be text, not {type(meta[key]).__name__}")
             return cls(rules, heads, scale, dict(meta))
         except DataError as e:  # a time gap that is no bucket
             raise DataError(f"not a rules file of `tpar rules --json` ({where}{e.problem})", file=source) from None

@@ -4,8 +4,8 @@ its cursor, rewrite the line shown or set its title, and direction overrides tha
 
 :func:`printable_output` wraps ``sys.stdout`` and ``sys.stderr`` for the length of one command: every C0/C1
 control character but tab, newline and carriage return, and every bidirectional override, is written as a
-visible escape (``\\x1b``, ``\\u202e``). The carriage return stays (progress bars redraw their line with it), as
-does tqdm's own cursor-up sequence for its bars.
+visible escape (``\\x1b``, ``\\u202e``), cursor movements included. A carriage return stays only as the first
+character of a write -- how a progress bar redraws its line -- so text from a file cannot rewrite what is shown.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
-#: tqdm's cursor-up (ESC [ A), kept; any other control or bidi character, made visible
-_UNSAFE = re.compile("(\x1b\\[A)|([\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069])")
+#: every control or bidi character but tab and newline, made visible (a carriage return: see :func:`printable`)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
-    """``text`` with each control and bidirectional-override character (:data:`_UNSAFE`) written as an escape."""
-    return _UNSAFE.sub(lambda m: m.group(1) or m.group(2).encode("unicode_escape").decode("ascii"), text)
+    """``text`` with each control and bidirectional-override character (:data:`_UNSAFE`) written as an escape; a
+    carriage return that starts ``text`` is kept (a progress bar redrawing its line)."""
+    head = "\r" if text.startswith("\r") else ""
+    return head + _UNSAFE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text[len(head):])
 
 
 class PrintableStream:

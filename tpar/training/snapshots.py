@@ -72,7 +72,8 @@ def load_resume(path: Path, kg: TemporalKG, patience: int) -> tuple[Checkpoint, 
         raise DataError("the resume file holds no optimiser state: it is not a resume file of tpar train", file=path)
     rng = opt_state.get("torch_rng")
     want = torch.get_rng_state()
-    if not isinstance(rng, torch.Tensor) or rng.dtype != want.dtype or rng.shape != want.shape:
+    if not isinstance(rng, torch.Tensor) or rng.dtype != want.dtype or rng.shape != want.shape or \
+            not rng.is_contiguous() or rng.layout != torch.strided:
         raise DataError("the resume file's random-number state is not torch's (altered or from another torch)",
                         file=path)
     return ck, opt_state, point
@@ -109,7 +110,28 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, adam_state: dict, path: 
     """Load a resume file's optimiser state into ``optimizer`` (built over the resumed model's parameters): its
     groups and every moment tensor must fit those parameters, or a :class:`DataError` names the file -- a
     mismatch would otherwise fail at the first step, after the data is loaded, with an internal error."""
+    import math
+
     params = [q for g in optimizer.param_groups for q in g["params"]]
+    groups = adam_state.get("param_groups")
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise DataError("the resume file's optimiser state has no parameter groups", file=path)
+
+    def number(v, lo: float, hi: float, lo_open: bool = False) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
+            (lo < v if lo_open else lo <= v) and v <= hi
+
+    for g in groups:  # the options tpar's Adam runs with: nothing a hand edit could turn into an internal error
+        betas = g.get("betas")
+        fine = (number(g.get("lr"), 0.0, 10.0, True) and number(g.get("eps"), 0.0, 1.0, True)
+                and number(g.get("weight_decay", 0.0), 0.0, 10.0)
+                and isinstance(betas, (list, tuple)) and len(betas) == 2 and all(number(b, 0.0, 1.0 - 1e-12) for b in betas)
+                and not any(g.get(k) for k in ("amsgrad", "maximize", "capturable", "differentiable", "fused",
+                                                "foreach", "decoupled_weight_decay")))
+        if not fine:
+            shown = {k: g.get(k) for k in ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "capturable")}
+            raise DataError(f"the resume file's optimiser options are not Adam's as tpar trains ({str(shown)[:200]})",
+                            file=path)
     try:
         optimizer.load_state_dict(adam_state)
     except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as e:
@@ -121,8 +143,9 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, adam_state: dict, path: 
             if key == "step":
                 ok = isinstance(v, torch.Tensor) and v.numel() == 1 and bool(torch.isfinite(v).all()) and float(v) >= 0
             else:
-                ok = isinstance(v, torch.Tensor) and v.shape == q.shape and v.is_floating_point() and \
-                    bool(torch.isfinite(v).all())
+                ok = key in ("exp_avg", "exp_avg_sq") and isinstance(v, torch.Tensor) and v.shape == q.shape and \
+                    v.is_floating_point() and bool(torch.isfinite(v).all()) and \
+                    (key != "exp_avg_sq" or bool((v >= 0).all()))
             if not ok:
                 raise DataError(f"the resume file's optimiser state {key!r} does not fit a weight of shape "
                                 f"{tuple(q.shape)} (or is not finite)", file=path)
