@@ -68,10 +68,10 @@ def _spare_inputs(args) -> None:
         from tpar.data.locks import lock_path
         from tpar.training.snapshots import resume_path
 
-        target = Path(args.out if args.command == "train" else args.checkpoint)
-        outputs.update({"--out's resume file": resume_path(target), "--out's lock file": lock_path(target)})
-        if args.command == "calibrate":
-            outputs = {k: v for k, v in outputs.items() if k == "--out's lock file"}
+        if args.command == "train":
+            outputs.update({"--out's resume file": resume_path(Path(args.out)), "--out's lock file": lock_path(args.out)})
+        else:
+            outputs["--checkpoint's lock file"] = lock_path(args.checkpoint)
     refuse_overwriting_inputs(outputs, inputs)
 
 
