@@ -228,7 +228,16 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
             setattr(run.model, key, val)
     if args.train_seed is not None:
         run.train.seed = args.train_seed
-    run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
+    try:
+        run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
+    except DataError as e:  # an option given on the command line is named as its flag there
+        field = e.problem.split(" ", 1)[0]
+        given = field in TRAIN_OVERRIDES + MODEL_OVERRIDES and getattr(args, field, None) is not None
+        if field == "seed" and args.train_seed is not None:
+            field, given = "train_seed", True
+        if not given:
+            raise
+        raise DataError(f"--{field.replace('_', '-')}{e.problem[len(e.problem.split(' ', 1)[0]):]}") from None
     overridden = [k for k in vars(args) if getattr(args, k) is not None
                   and k in TRAIN_OVERRIDES + MODEL_OVERRIDES + ("train_seed", "propagation")]
     if choice == "sparse" and args.propagation is None:

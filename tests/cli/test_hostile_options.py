@@ -57,12 +57,12 @@ def test_a_config_file_that_no_run_can_mean_is_refused_by_name(tmp_path, capsys,
 
 
 @pytest.mark.parametrize("flags,words", [
-    (["--epochs", "0"], "epochs must be between 1"),
-    (["--lr", "nan"], "lr must be a finite number"),
-    (["--lr", "-1"], "lr must be between"),
-    (["--dim", "0"], "dim must be between 1"),
-    (["--train-seed", "-1"], "seed must be between 0"),
-    (["--micro-batch", "0"], "micro_batch must be between 1"),
+    (["--epochs", "0"], "--epochs must be between 1"),
+    (["--lr", "nan"], "--lr must be a finite number"),
+    (["--lr", "-1"], "--lr must be between"),
+    (["--dim", "0"], "--dim must be between 1"),
+    (["--train-seed", "-1"], "--train-seed must be between 0"),
+    (["--micro-batch", "0"], "--micro-batch must be between 1"),
 ])
 def test_train_overrides_are_checked_as_the_config_is(tmp_path, capsys, flags, words):
     argv = ["train", "--data", str(SAMPLE_WORLD), "--setting", "extrapolation", "--out", str(tmp_path / "m.tpar"),
