@@ -230,14 +230,13 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
         run.train.seed = args.train_seed
     try:
         run = RunConfig.from_dict(run.to_dict(), "the command line")  # validates the overrides (DataError)
-    except DataError as e:  # an option given on the command line is named as its flag there
-        field = e.problem.split(" ", 1)[0]
-        given = field in TRAIN_OVERRIDES + MODEL_OVERRIDES and getattr(args, field, None) is not None
+    except DataError as e:  # an option given on the command line is named as its flag there ("lr must be ...")
+        field, _, rest = e.problem.partition(" ")
         if field == "seed" and args.train_seed is not None:
-            field, given = "train_seed", True
-        if not given:
+            field = "train_seed"
+        elif field not in TRAIN_OVERRIDES + MODEL_OVERRIDES or getattr(args, field, None) is None:
             raise
-        raise DataError(f"--{field.replace('_', '-')}{e.problem[len(e.problem.split(' ', 1)[0]):]}") from None
+        raise DataError(f"--{field.replace('_', '-')} {rest}") from None
     overridden = [k for k in vars(args) if getattr(args, k) is not None
                   and k in TRAIN_OVERRIDES + MODEL_OVERRIDES + ("train_seed", "propagation")]
     if choice == "sparse" and args.propagation is None:

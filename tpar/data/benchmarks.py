@@ -120,17 +120,18 @@ def _read_vocab_file(path: Path) -> VocabFile:
     if not by_id:
         raise DataError("file is empty", file=path)
     names: list[str] = []
-    first: dict[str, int] = {}
+    first_id: dict[str, int] = {}  # each name's lowest declared id
     position: dict[int, int] = {}
     merged: list[str] = []
     for idx in sorted(by_id):
         name = by_id[idx]
-        if name in first:  # e.g. '\ufeffLawyer/Attorney (Germany)' == 'Lawyer/Attorney (Germany)'
-            merged.append(f"{name[:60]!r} (ids {min(i for i, n in by_id.items() if n == name)} and {idx})")
+        if name in first_id:  # e.g. '\ufeffLawyer/Attorney (Germany)' == 'Lawyer/Attorney (Germany)'
+            merged.append(f"{name[:60]!r} (ids {first_id[name]} and {idx})")
+            position[idx] = position[first_id[name]]
         else:
-            first[name] = len(names)
+            first_id[name] = idx
+            position[idx] = len(names)
             names.append(name)
-        position[idx] = first[name]
     notes = []
     if merged:
         notes.append(f"{path.name}: {len(merged)} name(s) declared under two ids, read as one: " + ", ".join(merged[:3])

@@ -95,8 +95,8 @@ def _inside(path: Path, folder: Path) -> bool:
 def refuse_overwriting_inputs(outputs: dict[str, str | Path | None], inputs: dict[str, Sequence[Path]]) -> None:
     """The one check that a command's outputs spare its inputs, before any work: an output file (``{"--json":
     path}``) that is one of the input files (``{"--data": [its files]}``: a symlink or hard link to one
-    included), two outputs that are one file, or an output folder (a name ending in ``/``, or an existing
-    folder) that holds an input, raise :class:`DataError` naming both. ``None`` outputs are skipped."""
+    included), two outputs that are one file, or an output that is an existing folder holding an input, raise
+    :class:`DataError` naming both. ``None`` outputs are skipped."""
     seen: dict[str, Path] = {}
     for flag, out in outputs.items():
         if out is None or str(out).strip() == "":

@@ -3,7 +3,6 @@ saved with every checkpoint and loaded from JSON files (``configs/*.json``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal, get_args
@@ -274,11 +273,7 @@ class RunConfig:
         from tpar.data.textfile import read_small_json
 
         p = Path(path)
-        d = read_small_json(p, "configuration")
-        if not isinstance(d, dict):
-            raise DataError(f"a configuration is a JSON object with 'model' and 'train' sections, not "
-                            f"{type(d).__name__}", file=p)
-        return cls.from_dict(d, str(p))
+        return cls.from_dict(read_small_json(p, "configuration"), str(p))  # from_dict checks its shape
 
 
 def _build(cls, d: dict, source: str):
