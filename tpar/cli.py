@@ -969,13 +969,8 @@ def rules_summary(rules, heads: list[str] | None = None, show: int = 3) -> str:
 
 
 def cmd_bench(args) -> int:
-    from tpar.runtime.bench import MIN_TIMED, run_benchmarks
+    from tpar.runtime.bench import run_benchmarks
 
-    if args.queries < MIN_TIMED:
-        raise DataError(f"--queries {args.queries}: need at least {MIN_TIMED} questions to time")
-    for flag, value in (("--train-batch", args.train_batch), ("--infer-batch", args.infer_batch)):
-        if value < 1:
-            raise DataError(f"{flag} {value}: need at least 1 question per batch")
     _output(args.json, "JSON file")
     report = run_benchmarks(data_dir=args.data_dir, quick=args.quick, device=args.device, queries=args.queries,
                             progress=not args.quiet, threads=args.threads, data=args.data,
@@ -1135,8 +1130,6 @@ def cmd_app(args) -> int:
         raise DataError("streamlit is not installed: pip install -r requirements.txt")
     cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
     if args.port is not None:
-        if not 0 < args.port < 65536:
-            raise DataError(f"--port {args.port} is not a TCP port (1-65535)")
         cmd += ["--server.port", str(args.port)]
     if args.address:
         cmd += ["--server.address", args.address]
@@ -1590,11 +1583,14 @@ def _add_sample_world(sub) -> None:
 
 def _add_app(sub) -> None:
     sp = command(sub, "app", cmd_app, help="start the Streamlit app (it opens on the sample world)")
-    sp.add_argument("--port", type=int, help="port to serve on (default: .streamlit/config.toml's, 8501)")
+    sp.add_argument("--port", type=within(1, 65535, "a TCP port (1-65535)"),
+                    help="port to serve on (default: .streamlit/config.toml's, 8501)")
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
 
 
 def _add_bench(sub) -> None:
+    from tpar.runtime.bench import MAX_TIMED, MIN_TIMED
+
     sp = command(sub, "bench", cmd_bench, help="speed benchmark: training ms/query, inference q/s, memory, links")
     sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "
@@ -1604,11 +1600,13 @@ def _add_bench(sub) -> None:
                     help="the setting measured for --data (the benchmark list's interpolation/ folders are always "
                          "measured in interpolation: training questions over a background of 3/4 of train, test "
                          "questions over all training facts)")
-    sp.add_argument("--queries", type=int, default=200, help="questions timed per measurement (default 200, at "
-                    "least 5; the last batch may be partial)")
-    sp.add_argument("--train-batch", type=int, default=5, help="questions per training step (default 5; larger "
-                    "batches launch fewer kernels, the lever on a GPU)")
-    sp.add_argument("--infer-batch", type=int, default=16, help="questions per inference pass (default 16)")
+    sp.add_argument("--queries", type=within(MIN_TIMED, MAX_TIMED), default=200, metavar="N",
+                    help=f"questions timed per measurement (default 200, from {MIN_TIMED} to {MAX_TIMED:,}; the last "
+                         "batch may be partial)")
+    sp.add_argument("--train-batch", type=BATCH, default=5, metavar="N", help="questions per training step (default "
+                    "5; larger batches launch fewer kernels, the lever on a GPU)")
+    sp.add_argument("--infer-batch", type=BATCH, default=16, metavar="N",
+                    help="questions per inference pass (default 16)")
     sp.add_argument("--threads", type=THREADS, default=0, help="torch threads per measurement (default: the idle cores "
                     "when the bench starts, so another busy process slows it in proportion)")
     device_arg(sp)

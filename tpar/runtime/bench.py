@@ -97,6 +97,9 @@ def plan(data: str | None = None, data_dir: str | None = None,
 TRAIN_BATCH, INFER_BATCH = 5, 16
 #: the fewest questions a measurement times (after its warm-up batch)
 MIN_TIMED = 5
+#: the most questions one measurement times (a split's size is the practical bound; this one keeps a typo from
+#: asking for hours)
+MAX_TIMED = 100_000
 
 
 def _measure(folder: str, layers: int, dim: int, options: dict, queries: int, device: str, threads: int = 0,
