@@ -890,8 +890,13 @@ def cmd_rules(args) -> int:
         if args.checkpoint is not None:
             print("note: --rules given: the checkpoint is not asked again (the rules file says what it came from)",
                   file=sys.stderr)
+        from tpar.data.relation_matching import read_relation_map
+
         kg = _load(args)
-        rules = RuleSet.read(args.rules_file)
+        rules, matched = RuleSet.read(args.rules_file).fit(
+            kg, read_relation_map(args.relation_map) if args.relation_map else None)
+        if matched:
+            print(f"note: {matched}", file=sys.stderr)
         if rules.meta.get("data_fingerprint") not in (None, kg.fingerprint):
             print(f"warning: {args.rules_file} was distilled on {rules.meta.get('data', '?')} (fingerprint "
                   f"{str(rules.meta.get('data_fingerprint'))[:12]}), not on this data ({kg.fingerprint[:12]})",
@@ -1531,7 +1536,8 @@ def _add_rules(sub) -> None:
     sp.add_argument("--json", metavar="FILE", help="write every rule as JSON")
     sp.add_argument("--csv", dest="rules_csv", metavar="FILE", help="write every rule as CSV (formula-safe)")
     sp.add_argument("--rules", dest="rules_file", metavar="RULES_JSON",
-                    help="read rules written by --json instead of distilling them (e.g. to --evaluate them)")
+                    help="read rules written by --json instead of distilling them (e.g. to --evaluate them); their "
+                         "relations are matched to the data's as a checkpoint's are (--relation-map for the rest)")
     sp.add_argument("--evaluate", choices=["valid", "test"],
                     help="rank this split with the rules (time-aware filter, both directions, realistic ties)")
     sp.add_argument("--rules-per-head", type=positive_int, default=RULES_PER_HEAD, metavar="K",

@@ -9,6 +9,8 @@ import json
 import os
 
 import numpy as np
+from pathlib import Path
+
 import pytest
 
 from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
@@ -85,7 +87,11 @@ def test_a_file_larger_than_tpar_reads_is_refused_before_it_is_held(tmp_path, mo
     ('{"model": {"dim": Infinity}}', "Infinity is not a JSON number"),
     ('{"model": {"dim": NaN}}', "NaN is not a JSON number"),
     ('{"train": {"lr": 1e999}}', "1e999 is beyond any float"),
-    ('{"model": {"dim": ' + "9" * 5000 + "}}", "not valid JSON"),
+    ('{"model": {"dim": ' + "9" * 5000 + "}}", r"an integer of 5,000 digits"),
+    ('{"model": {"dim": -' + "9" * 101 + "}}", r"an integer of 101 digits"),
+    ('{"train": {"lr": 0.' + "1" * 500 + "}}", r"a number of 502 characters"),
+    ('{"model": {"dim": 32, "dim": 64}}', r"the key 'dim' is given twice in one object"),
+    ('{"model": {"dim": 32}, "model": {}}', r"the key 'model' is given twice"),
     ('{"model": ', "row 1: not valid JSON"),
 ])
 def test_small_json_files_refuse_what_json_cannot_mean(tmp_path, text, words):
@@ -93,7 +99,46 @@ def test_small_json_files_refuse_what_json_cannot_mean(tmp_path, text, words):
     p.write_text(text)
     with pytest.raises(DataError, match=words) as e:
         textfile.read_small_json(p)
-    assert str(p) in str(e.value)
+    assert str(p) in str(e.value) and "set_int_max_str_digits" not in str(e.value)
+
+
+def test_strict_json_keeps_what_json_means():
+    """The refusals above take nothing from ordinary JSON: numbers up to the digit bound, the same key in
+    different objects, nested lists."""
+    text = '{"a": [1, -2.5e-3, {"a": 1, "b": %s}], "b": {"a": 2}}' % ("9" * textfile.MAX_INT_DIGITS)
+    assert textfile.strict_json(text) == {"a": [1, -2.5e-3, {"a": 1, "b": int("9" * textfile.MAX_INT_DIGITS)}],
+                                          "b": {"a": 2}}
+
+
+def test_a_checkpoint_whose_metadata_gives_a_key_twice_is_refused(tmp_path):
+    """The checkpoint's metadata is parsed as strictly: a second "setting" after the first would silently win."""
+    import torch
+
+    from tpar.model.checkpoint import Checkpoint
+
+    payload = torch.load(SAMPLE_CHECKPOINT, weights_only=True)
+    payload["meta"] = payload["meta"][:-1] + ', "setting": "extrapolation"}'
+    bad = tmp_path / "twice.tpar"
+    torch.save(payload, bad)
+    with pytest.raises(DataError, match="'setting' is given twice") as e:
+        Checkpoint.load(bad)
+    assert str(bad) in str(e.value)
+
+
+def test_planted_rules_and_examples_of_a_data_folder_are_read_within_bounds(tmp_path, monkeypatch):
+    """A data folder's rules.json / examples.json are anyone's files: one larger than a small file may be is not
+    read (the folder then has no planted rules / showcase questions)."""
+    from tpar.data.catalog import DataSource
+    from tpar.reasoning.rules import PlantedRules
+
+    (tmp_path / "rules.json").write_text('{"rules": [{"id": "R1"}]}')
+    (tmp_path / "provenance.csv").write_text("subject,relation,object,time,rule\na,r,b,1,R1\n")
+    (tmp_path / "examples.json").write_text('{"examples": [{"subject": "a", "relation": "r", "time": "1"}]}')
+    assert PlantedRules.find(tmp_path) is not None
+    choice = DataSource("x", tmp_path, "upload")
+    assert choice.examples() == [{"subject": "a", "relation": "r", "time": "1"}]
+    monkeypatch.setattr(textfile, "MAX_SMALL_BYTES", 10)
+    assert PlantedRules.find(tmp_path) is None and choice.examples() == []
 
 
 def _benchmark(folder, entities: str, facts: str, relations: str = "r\t0\ns\t1\n"):

@@ -439,6 +439,8 @@ def _edit(d: dict, path: str, value) -> dict:
     ("rules.0.examples", [{"entity": 3}], "an example's 'entity' must be text"),
     ("heads.0.questions", 1.5, "head 1: ValueError: 'questions' must be a finite whole number"),
     ("scale.per_step", 0, "per_step must be above 0"),
+    ("scale.days", False, "the scale's days is False but its unit is 'd'"),
+    ("scale.unit", "mo", "the scale's days is True but its unit is 'mo'"),
     ("meta", [], "'meta' must be an object"),
     ("meta.config", [], "meta: ValueError: 'config' must be a dict"),
     ("meta.seconds", "12", "meta: ValueError: 'seconds' must be a finite number"),
@@ -466,3 +468,46 @@ def test_rules_of_relations_the_data_lacks_are_said_to_be_set_aside(sample_rules
                  "--max-queries", "20", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "1 of the" in err and "'A relation of elsewhere'" in err and "set aside" in err
+
+
+def test_rules_are_read_in_another_data_sets_relation_names(sample_rules, tmp_path, capsys):
+    """``--rules`` on data that spells the rules' relations otherwise: names are matched as a checkpoint's are
+    (case, spaces and punctuation forgiven; ``--relation-map`` for the rest), so the same facts under other names
+    are ranked exactly as the original: the same metrics; without the map, the unmapped relation's rules are set
+    aside and said."""
+    _, path = sample_rules
+    other = tmp_path / "renamed"
+    other.mkdir()
+    for split in ("train", "valid", "test"):
+        rows = (SAMPLE_WORLD / f"{split}.csv").read_text(encoding="utf-8").splitlines()
+        out = [rows[0]]
+        for row in rows[1:]:
+            s, r, o, t = next(csv.reader([row]))
+            r = "Rendezvous" if r == "Meet" else r.upper().replace(" ", "_")
+            out.append(",".join(f'"{x}"' for x in (s, r, o, t)))
+        (other / f"{split}.csv").write_text("\n".join(out) + "\n", encoding="utf-8")
+    rmap = tmp_path / "map.csv"
+    rmap.write_text("data relation,model relation\nRendezvous,Meet\n")
+
+    def metrics(data, *extra) -> dict:
+        out = tmp_path / "m.json"
+        assert main(["rules", "--data", str(data), "--rules", str(path), "--evaluate", "valid", "--metrics-json",
+                     str(out), "--quiet", *extra]) == 0
+        return json.loads(out.read_text())
+
+    same = metrics(SAMPLE_WORLD)
+    assert "read in" not in capsys.readouterr().err  # the rules' own names: nothing to say
+    mapped = metrics(other, "--relation-map", str(rmap))
+    err = capsys.readouterr().err
+    assert "by normalised name, 1 by the relation map" in err and "set aside" not in err
+    for mode in ("realistic", "optimistic", "pessimistic"):
+        assert mapped[mode] == same[mode]
+    unmapped = metrics(other)
+    err = capsys.readouterr().err
+    assert "'Meet'" in err and "set aside" in err and "1 not in" in err
+    assert unmapped["realistic"]["mrr"] < same["realistic"]["mrr"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Rendezvous,Tea party\n")
+    assert main(["rules", "--data", str(other), "--rules", str(path), "--relation-map", str(bad), "--quiet"]) == 2
+    got = capsys.readouterr()
+    assert str(bad) in got.err and "row 1: 'Tea party' is not a relation of the rules (distilled on chronological)" in got.err, got

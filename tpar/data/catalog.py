@@ -13,13 +13,14 @@ as the shipped copy); :func:`checkpoint_dir` is ``$TPAR_CHECKPOINT_DIR``, else t
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from tpar.data.benchmarks import find_data_dir
 from tpar.data.kg import SPLITS
+from tpar.data.textfile import read_small_json
+from tpar.errors import DataError
 
 #: the checkout this package was loaded from (an installed package's parent holds no sample_data/)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,9 +73,11 @@ class DataSource:
         setting, rule, description. Unreadable or malformed files give no examples."""
         for f in (self.path / "examples.json", self.path.parent / "examples.json"):
             if f.is_file():
-                try:
-                    items = json.loads(f.read_text(encoding="utf-8")).get("examples", [])
-                except (OSError, ValueError, AttributeError):
+                try:  # a size-bounded read: a data folder is anyone's
+                    items = read_small_json(f, "examples file").get("examples", [])
+                except (DataError, AttributeError):
+                    return []
+                if not isinstance(items, list):
                     return []
                 keep = ("subject", "relation", "time", "answer", "setting", "rule", "description")
                 return [{k: str(x[k]) for k in keep if k in x} for x in items

@@ -292,10 +292,12 @@ def as_loaded(kg: TemporalKG) -> TemporalKG:
 
 
 def match_relations(model_relations: list[str] | tuple[str, ...], kg: TemporalKG, *, model_name: str = "the model",
-                    mapping: RelationMap | dict[str, str] | None = None, min_coverage: float = DEFAULT_MIN_COVERAGE) -> RelationMatch:
+                    mapping: RelationMap | dict[str, str] | None = None, min_coverage: float = DEFAULT_MIN_COVERAGE,
+                    model_label: str | None = None) -> RelationMatch:
     """Pair ``kg``'s relations with ``model_relations`` (see the module docstring); one data relation per
     model relation. A mapping row wins over name matching; a mapping row naming a relation that neither
-    side has is a :class:`DataError` naming the map's file and row. Does not refuse: see :meth:`RelationMatch.check`."""
+    side has is a :class:`DataError` naming the map's file and row (the model side called ``model_label``,
+    by default "the model trained on <model_name>"). Does not refuse: see :meth:`RelationMatch.check`."""
     model_relations = tuple(model_relations)
     data_relations = tuple(kg.relations.names)
     model_ids = {n: i for i, n in enumerate(model_relations)}
@@ -331,7 +333,7 @@ def match_relations(model_relations: list[str] | tuple[str, ...], kg: TemporalKG
         if d is None:
             bad.append(f"{where}: {d_name!r} is not a relation of {kg.name}")
         elif m is None:
-            bad.append(f"{where}: {m_name!r} is not a relation of the model trained on {model_name}")
+            bad.append(f"{where}: {m_name!r} is not a relation of {model_label or f'the model trained on {model_name}'}")
         elif m in taken:
             bad.append(f"{where}: {m_name!r} is already the model relation of {data_relations[taken[m]]!r} "
                        "(one data relation per model relation)")

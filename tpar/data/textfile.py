@@ -99,20 +99,36 @@ def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file") -
 
 
 def read_small_json(path: str | Path, what: str = "JSON file") -> object:
-    """A small JSON file (a configuration, rules, a recipe) parsed: a regular file of at most
-    :data:`MAX_SMALL_BYTES`; bad JSON, nesting too deep to parse, or numbers beyond float raise :class:`DataError`
-    naming the file (and the row of a syntax error)."""
+    """A small JSON file (a configuration, rules, a recipe) parsed by :func:`strict_json`: a regular file of at
+    most :data:`MAX_SMALL_BYTES`; bad JSON, nesting too deep to parse, a key given twice in one object or numbers
+    beyond float raise :class:`DataError` naming the file (and the row of a syntax error)."""
     import json
 
     text = read_text(Path(path), MAX_SMALL_BYTES, what)
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return strict_json(text)
     except json.JSONDecodeError as e:
         raise DataError(f"not valid JSON ({e.msg}, column {e.colno})", file=path, row=e.lineno) from None
     except RecursionError:
         raise DataError("JSON nested too deeply to read", file=path) from None
-    except ValueError as e:  # NaN/Infinity, an integer of too many digits
-        raise DataError(f"not valid JSON ({str(e)[:160]})", file=path) from None
+    except ValueError as e:  # NaN/Infinity, a huge number, a key given twice
+        raise DataError(f"not valid JSON ({str(e)[:200]})", file=path) from None
+
+
+#: the most digits a JSON integer may have (Python refuses to convert more than 4300 by default, with a hint about
+#: ``sys.set_int_max_str_digits`` that means nothing to a user; no count or id needs more than 19)
+MAX_INT_DIGITS = 100
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as JSON that means one thing: NaN/Infinity, floats beyond range, integers of more than
+    :data:`MAX_INT_DIGITS` digits and a key given twice in one object (where ``json`` keeps the last silently)
+    raise ``ValueError`` naming the value; syntax errors raise ``json.JSONDecodeError``, deep nesting
+    ``RecursionError``."""
+    import json
+
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_short_int,
+                      object_pairs_hook=_unique_keys)
 
 
 def _refuse_constant(name: str) -> object:
@@ -122,10 +138,28 @@ def _refuse_constant(name: str) -> object:
 def _finite_float(text: str) -> float:
     import math
 
+    if len(text) > 4 * MAX_INT_DIGITS:
+        raise ValueError(f"a number of {len(text):,} characters ({text[:20]}...)")
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} is beyond any float")
     return value
+
+
+def _short_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits:,} digits ({text[:20]}...), more than any count or id needs")
+    return int(text)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key[:80]!r} is given twice in one object (which one is meant?)")
+        out[key] = value
+    return out
 
 
 def read_lines(path: Path) -> list[str]:

@@ -63,7 +63,9 @@ def parse_meta(text: object) -> object:
     if len(text) > MAX_META_CHARS:
         raise ValueError(f"the metadata is {len(text) / 2 ** 20:,.1f} MB of text, more than a checkpoint's may be "
                          f"({MAX_META_CHARS / 2 ** 20:,.0f} MB)")
-    return json.loads(text)
+    from tpar.data.textfile import strict_json
+
+    return strict_json(text)
 
 
 def _check_meta_schema(meta: object) -> None:

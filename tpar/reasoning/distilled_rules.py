@@ -42,7 +42,7 @@ import json
 import math
 import time as _time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -343,6 +343,46 @@ class RuleSet:
     def head_names(self) -> list[str]:
         return list(dict.fromkeys(h.head for h in self.heads))
 
+    def relation_names(self) -> list[str]:
+        """Every relation the rules name, heads and bodies, first use first."""
+        names = [r.head for r in self.rules] + [a.relation for r in self.rules for a in r.body]
+        return list(dict.fromkeys(names + [h.head for h in self.heads]))
+
+    def renamed(self, names: dict[str, str]) -> "RuleSet":
+        """The same rules with relations renamed by ``names`` (others keep theirs); meta notes nothing."""
+        if not names:
+            return self
+        n = lambda x: names.get(x, x)  # noqa: E731
+        rules = [replace(r, head=n(r.head), body=[replace(a, relation=n(a.relation)) for a in r.body])
+                 for r in self.rules]
+        heads = [replace(h, head=n(h.head)) for h in self.heads]
+        return RuleSet(rules, heads, self.scale, dict(self.meta))
+
+    def fit(self, kg: TemporalKG, relation_map=None) -> "tuple[RuleSet, str | None]":
+        """The rules in ``kg``'s relation names, and a note on how they were matched (``None`` when every name
+        is ``kg``'s already): as a checkpoint's relations are matched
+        (:func:`~tpar.data.relation_matching.match_relations`: the same name, the same normalised name, or a
+        row of ``relation_map``, a data relation -> a rules relation). A relation no rule names is no problem
+        (rules may cover a few heads); rules naming a relation ``kg`` lacks are left to the ranker, which sets
+        them aside and says so. A bad map row is a :class:`DataError` naming the row."""
+        from tpar.data.relation_matching import as_loaded, match_relations
+
+        own = self.relation_names()
+        if not relation_map and all(name in kg.relations for name in own):
+            return self, None
+        data = self.meta.get("data") or "another data set"
+        m = match_relations(own, as_loaded(kg), model_name=data, mapping=relation_map,
+                            model_label=f"the rules (distilled on {data})")
+        renamed = {x.model_relation: x.data_relation for x in m.matched if x.model_relation != x.data_relation}
+        hows = {h: sum(x.how == h for x in m.matched) for h in ("exact", "normalised", "mapping")}
+        missing = len(own) - len(m.matched)
+        example = next(iter(renamed.items()), None)
+        note = (f"the rules' {len(own)} relations read in {kg.name}'s names: {hows['exact']} by the same name, "
+                f"{hows['normalised']} by normalised name, {hows['mapping']} by the relation map"
+                + (f" (e.g. {example[0][:60]!r} as {example[1][:60]!r})" if example else "")
+                + (f"; {missing} not in {kg.name}" if missing else ""))
+        return self.renamed(renamed), note
+
     def to_dict(self) -> dict:
         return {"rules": [r.to_dict(self.scale) for r in self.rules], "heads": [h.to_dict() for h in self.heads],
                 "time_unit": self.scale.unit, "scale": asdict(self.scale), "meta": self.meta}
@@ -360,6 +400,9 @@ class RuleSet:
             scale = GapScale(_typed(sc, "unit", str), _typed(sc, "per_step", float), _typed(sc, "days", bool))
             if scale.per_step <= 0:
                 raise ValueError(f"the scale's per_step must be above 0, not {scale.per_step!r}")
+            if scale.days != (scale.unit == "d"):  # GapScale.of: gaps are in days exactly when the unit is "d"
+                raise ValueError(f"the scale's days is {scale.days} but its unit is {scale.unit[:20]!r} (days is "
+                                 "true exactly when the unit is 'd')")
             rules = []
             for i, r in enumerate(_typed(d, "rules", list), start=1):
                 where = f"rule {i}: "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpar.errors import DataError
 from tpar.reasoning.explanation import Explainer
 
 _ATOM = re.compile(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*,\s*([^,()]+?)\s*,\s*[^()]*\)")
@@ -227,18 +228,20 @@ class PlantedRules:
         """From ``folder`` or its parent (the sample world keeps them beside its split folders);
         ``None`` when absent or unreadable."""
         import csv
-        import json
+        import io
+
+        from tpar.data.textfile import MAX_SMALL_BYTES, read_small_json, read_text
 
         for base in (Path(folder), Path(folder).parent):
             rj, pc = base / "rules.json", base / "provenance.csv"
             if rj.is_file() and pc.is_file():
-                try:
-                    rules = {r["id"]: r for r in json.loads(rj.read_text(encoding="utf-8"))["rules"]}
-                    with open(pc, encoding="utf-8", newline="") as f:
-                        prov = {(r["subject"], r["relation"], r["object"], r["time"]): r["rule"]
-                                for r in csv.DictReader(f)}
+                try:  # size-bounded reads: a data folder is anyone's
+                    rules = {r["id"]: r for r in read_small_json(rj, "planted rules")["rules"]}
+                    text = read_text(pc, MAX_SMALL_BYTES, "provenance file")
+                    prov = {(r["subject"], r["relation"], r["object"], r["time"]): r["rule"]
+                            for r in csv.DictReader(io.StringIO(text, newline=""))}
                     return cls(rules, prov)
-                except (OSError, ValueError, KeyError, TypeError):
+                except (DataError, ValueError, KeyError, TypeError):
                     return None
         return None
 
