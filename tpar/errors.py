@@ -39,6 +39,16 @@ def finite_number(value: object) -> bool:
     return math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1000
 
 
+def number_in(value: object, least: float = float("-inf"), most: float = float("inf"), *, whole: bool = False,
+              above: bool = False) -> bool:
+    """A number read from a file lies from ``least`` (excluded with ``above``) to ``most``: a
+    :func:`finite_number`, and with ``whole`` an int (a float such as 3.0 is not, nor a bool). The one range
+    check of every hand-editable file (rules, resume files' positions and optimiser options)."""
+    if not finite_number(value) or (whole and not isinstance(value, int)):
+        return False
+    return (least < value if above else least <= value) and value <= most
+
+
 def log_internal_error(error: BaseException, log_dir: str | Path) -> tuple[Path, str]:
     """Append ``error``'s traceback to ``<log_dir>/errors.log`` under a short reference; returns (log
     path, reference). For errors that are bugs, not bad input: the user sees one line that names

@@ -111,7 +111,8 @@ def test_strict_json_keeps_what_json_means():
 
 
 def test_a_checkpoint_whose_metadata_gives_a_key_twice_is_refused(tmp_path):
-    """The checkpoint's metadata is parsed as strictly: a second "setting" after the first would silently win."""
+    """A second "setting" after the first would silently win; an integer beyond Python's digit limit is named
+    as such (the other numbers are checked by field, tests/model/test_hostile_checkpoints.py)."""
     import torch
 
     from tpar.model.checkpoint import Checkpoint
@@ -123,6 +124,11 @@ def test_a_checkpoint_whose_metadata_gives_a_key_twice_is_refused(tmp_path):
     with pytest.raises(DataError, match="'setting' is given twice") as e:
         Checkpoint.load(bad)
     assert str(bad) in str(e.value)
+    payload["meta"] = payload["meta"][:-1] + ', "huge": ' + "9" * 5000 + "}"
+    torch.save(payload, bad)
+    with pytest.raises(DataError, match="an integer of 5,000 digits") as e:
+        Checkpoint.load(bad)
+    assert "set_int_max_str_digits" not in str(e.value)
 
 
 def test_planted_rules_and_examples_of_a_data_folder_are_read_within_bounds(tmp_path, monkeypatch):

@@ -120,13 +120,18 @@ def read_small_json(path: str | Path, what: str = "JSON file") -> object:
 MAX_INT_DIGITS = 100
 
 
-def strict_json(text: str) -> object:
-    """``text`` parsed as JSON that means one thing: NaN/Infinity, floats beyond range, integers of more than
-    :data:`MAX_INT_DIGITS` digits and a key given twice in one object (where ``json`` keeps the last silently)
-    raise ``ValueError`` naming the value; syntax errors raise ``json.JSONDecodeError``, deep nesting
-    ``RecursionError``."""
+def strict_json(text: str, *, numbers_checked_later: bool = False) -> object:
+    """``text`` parsed as JSON that means one thing: a key given twice in one object (where ``json`` keeps the
+    last silently) and integers of more than :data:`MAX_INT_DIGITS` digits raise ``ValueError`` naming the value,
+    as do NaN/Infinity and floats beyond range -- unless ``numbers_checked_later``: a reader that checks every
+    number by its field (a checkpoint's metadata, a resume file's position, whose best MRR before any epoch is
+    -Infinity) takes them and names the field itself; integers are then bounded only below Python's own digit
+    limit, whose message is a hint about ``sys.set_int_max_str_digits``. Syntax errors raise
+    ``json.JSONDecodeError``, deep nesting ``RecursionError``."""
     import json
 
+    if numbers_checked_later:
+        return json.loads(text, parse_int=_int_under_pythons_limit, object_pairs_hook=_unique_keys)
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_short_int,
                       object_pairs_hook=_unique_keys)
 
@@ -150,6 +155,12 @@ def _short_int(text: str) -> int:
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
         raise ValueError(f"an integer of {digits:,} digits ({text[:20]}...), more than any count or id needs")
+    return int(text)
+
+
+def _int_under_pythons_limit(text: str) -> int:
+    if len(text) > 4000:
+        raise ValueError(f"an integer of {len(text.lstrip('-')):,} digits ({text[:20]}...)")
     return int(text)
 
 

@@ -57,7 +57,8 @@ MAX_META_CHARS = 16 * 2 ** 20
 
 
 def parse_meta(text: object) -> object:
-    """The metadata JSON of a checkpoint payload, its size bounded before it is parsed (ValueError)."""
+    """The metadata JSON of a checkpoint payload (or a resume file's position), its size bounded before it is
+    parsed; a key given twice is refused (ValueError; ``strict_json``). Its numbers are checked by field after."""
     if not isinstance(text, str):
         raise ValueError("meta is not JSON text")
     if len(text) > MAX_META_CHARS:
@@ -65,7 +66,7 @@ def parse_meta(text: object) -> object:
                          f"({MAX_META_CHARS / 2 ** 20:,.0f} MB)")
     from tpar.data.textfile import strict_json
 
-    return strict_json(text)
+    return strict_json(text, numbers_checked_later=True)
 
 
 def _check_meta_schema(meta: object) -> None:

@@ -49,7 +49,7 @@ import numpy as np
 
 from tpar.data.kg import TemporalKG
 from tpar.data.timeaxis import TimeAxis
-from tpar.errors import DataError, finite_number
+from tpar.errors import DataError, number_in
 from tpar.graph.queries import Question
 from tpar.reasoning.explanation import Explainer, TemporalPath, evidence_floor
 
@@ -274,8 +274,7 @@ def _typed(d: dict, key: str, kind: type, least: float | None = None, *, default
             raise ValueError(f"{key!r} must be a name, not {shown}")
         return value
     if kind in (int, float):
-        if not finite_number(value) or (kind is int and not isinstance(value, int)) or \
-                (kind is int and abs(value) > 2 ** 53):
+        if not (number_in(value, -2 ** 53, 2 ** 53, whole=True) if kind is int else number_in(value)):
             raise ValueError(f"{key!r} must be a finite {'whole ' if kind is int else ''}number, not {shown}")
         if least is not None and value < least:
             raise ValueError(f"{key!r} must be at least {least:g}, not {shown}")

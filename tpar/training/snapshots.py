@@ -84,7 +84,7 @@ def _checked_position(pos: object, patience: int, path: Path) -> ResumePoint:
     that is not: a null best MRR, a negative epoch ...)."""
     import math
 
-    from tpar.errors import finite_number
+    from tpar.errors import number_in
 
     if not isinstance(pos, dict):
         raise DataError("the resume file holds no position (epoch, batch): it is not a resume file of tpar train",
@@ -92,16 +92,16 @@ def _checked_position(pos: object, patience: int, path: Path) -> ResumePoint:
 
     def whole(key: str, least: int) -> int:
         v = pos.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or not least <= v <= 10 ** 12:
+        if not number_in(v, least, 10 ** 12, whole=True):
             raise DataError(f"the resume file's {key} is {str(v)[:40]!r}, not a whole number from {least}", file=path)
         return v
 
     epoch, batch, best_epoch, bad = whole("epoch", 0), whole("batch", 0), whole("best_epoch", -1), whole("bad_epochs", 0)
     best, seconds = pos.get("best_mrr"), pos.get("seconds")
     before_any = best_epoch == -1 and isinstance(best, float) and best == -math.inf
-    if not before_any and not (finite_number(best) and 0.0 <= best <= 1.0):
+    if not before_any and not number_in(best, 0.0, 1.0):
         raise DataError(f"the resume file's best_mrr is {str(best)[:40]!r}, not a share from 0 to 1", file=path)
-    if not (finite_number(seconds) and seconds >= 0):
+    if not number_in(seconds, 0.0):
         raise DataError(f"the resume file's seconds is {str(seconds)[:40]!r}, not a duration", file=path)
     return ResumePoint(epoch, batch, EarlyStopping(patience, float(best), best_epoch, bad), float(seconds))
 
@@ -110,22 +110,18 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, adam_state: dict, path: 
     """Load a resume file's optimiser state into ``optimizer`` (built over the resumed model's parameters): its
     groups and every moment tensor must fit those parameters, or a :class:`DataError` names the file -- a
     mismatch would otherwise fail at the first step, after the data is loaded, with an internal error."""
-    import math
+    from tpar.errors import number_in
 
     params = [q for g in optimizer.param_groups for q in g["params"]]
     groups = adam_state.get("param_groups")
     if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
         raise DataError("the resume file's optimiser state has no parameter groups", file=path)
-
-    def number(v, lo: float, hi: float, lo_open: bool = False) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
-            (lo < v if lo_open else lo <= v) and v <= hi
-
     for g in groups:  # the options tpar's Adam runs with: nothing a hand edit could turn into an internal error
         betas = g.get("betas")
-        fine = (number(g.get("lr"), 0.0, 10.0, True) and number(g.get("eps"), 0.0, 1.0, True)
-                and number(g.get("weight_decay", 0.0), 0.0, 10.0)
-                and isinstance(betas, (list, tuple)) and len(betas) == 2 and all(number(b, 0.0, 1.0 - 1e-12) for b in betas)
+        fine = (number_in(g.get("lr"), 0.0, 10.0, above=True) and number_in(g.get("eps"), 0.0, 1.0, above=True)
+                and number_in(g.get("weight_decay", 0.0), 0.0, 10.0)
+                and isinstance(betas, (list, tuple)) and len(betas) == 2
+                and all(number_in(b, 0.0, 1.0 - 1e-12) for b in betas)
                 and not any(g.get(k) for k in ("amsgrad", "maximize", "capturable", "differentiable", "fused",
                                                 "foreach", "decoupled_weight_decay")))
         if not fine:
