@@ -25,7 +25,7 @@ from tpar.data.relation_matching import normalise_relation
 from tpar.data.tables import AUTO_YEARS, map_header, read_quadruple_csv, reading_notes, sniff_separator
 from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
-from tpar.data.upload import save_dataset
+from tpar.data.upload import save_dataset, unsaved_entries
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
 
@@ -311,8 +311,7 @@ def in_place_losses(folder: str | Path) -> list[str]:
     the lineage only) would lose: every other entry of the folder, and the columns of its split files that are
     not read (a source, a weight ...), e.g. ``["NOTES.md", "train.csv column 'source'"]``."""
     folder = Path(folder)
-    keep = {f"{s}.csv" for s in SPLITS} | {LINEAGE_FILE}
-    lost = sorted(p.name for p in folder.iterdir() if p.name not in keep)
+    lost = unsaved_entries(folder)
     for s in SPLITS:
         p = folder / f"{s}.csv"
         if p.is_file():

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,15 +259,21 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
         raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
 
 
-def _check_replaceable(dest: Path, extra_files: dict[str, str]) -> None:
-    """Replacing ``dest`` deletes it: only a data set folder as this module saves one (its split CSVs, the
-    lineage and ``extra_files``' names) may be replaced; anything else raises :class:`DataError`, nothing deleted."""
+def unsaved_entries(folder: Path, extra_files: Iterable[str] = ()) -> list[str]:
+    """The entries of ``folder`` that a data set saved by :func:`save_dataset` does not hold (its split CSVs,
+    the lineage and ``extra_files``' names), sorted: what replacing the folder would delete for good."""
     from tpar.data.lineage import LINEAGE_FILE
 
+    keep = {f"{s}.csv" for s in SPLITS} | {LINEAGE_FILE} | set(extra_files)
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+def _check_replaceable(dest: Path, extra_files: dict[str, str]) -> None:
+    """Replacing ``dest`` deletes it: only a data set folder as this module saves one (:func:`unsaved_entries`
+    is empty) may be replaced; anything else raises :class:`DataError`, nothing deleted."""
     if dest.is_symlink() or not dest.is_dir():
         raise DataError("is not a data set folder, so it is not replaced: choose another name", file=dest)
-    keep = {f"{s}.csv" for s in SPLITS} | {LINEAGE_FILE} | set(extra_files)
-    other = sorted(p.name for p in dest.iterdir() if p.name not in keep)
+    other = unsaved_entries(dest, extra_files)
     if other or not any((dest / f"{s}.csv").is_file() for s in SPLITS):
         raise DataError("is not only a saved data set (" + (f"it also holds {', '.join(other[:5])}" if other else
                         "no train/valid/test.csv") + "), so it is not replaced: nothing was deleted", file=dest)
