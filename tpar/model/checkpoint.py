@@ -511,11 +511,11 @@ def read_payload(p: Path) -> dict:
     :data:`FORMAT` or a composite's, :mod:`tpar.model.composite`); a :class:`DataError` naming ``p`` else."""
     from tpar.model.composite import COMPOSITE_FORMATS, COMPOSITE_PREFIX, COMPOSITE_VERSION
 
-    if not p.exists():
+    from tpar.data.textfile import check_regular
+
+    if not p.exists() and not p.is_symlink():
         raise DataError("checkpoint not found", file=p)
-    if not p.is_file():
-        raise DataError("is a folder or a device, not a checkpoint file (.tpar)" if p.is_dir() else
-                        "is not a regular file (a pipe or a device), not a checkpoint file (.tpar)", file=p)
+    check_regular(p, "checkpoint file (.tpar)")  # a folder, a pipe, a device, a dangling link: named as such
     size = p.stat().st_size
     if size > MAX_FILE_BYTES:
         raise DataError(f"refused: {size / 2 ** 20:,.0f} MB is larger than a checkpoint may be "
