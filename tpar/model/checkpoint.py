@@ -509,9 +509,8 @@ def read_payload(p: Path) -> dict:
     """The checked payload of a checkpoint file: size and archive bounded before anything is inflated,
     loaded weights-only (no pickled code runs), its ``format`` one this tpar reads (a single model's
     :data:`FORMAT` or a composite's, :mod:`tpar.model.composite`); a :class:`DataError` naming ``p`` else."""
-    from tpar.model.composite import COMPOSITE_FORMATS, COMPOSITE_PREFIX, COMPOSITE_VERSION
-
     from tpar.data.textfile import check_regular
+    from tpar.model.composite import COMPOSITE_FORMATS, COMPOSITE_PREFIX, COMPOSITE_VERSION
 
     if not p.exists() and not p.is_symlink():
         raise DataError("checkpoint not found", file=p)
