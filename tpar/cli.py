@@ -483,7 +483,9 @@ def cmd_evaluate(args) -> int:
         res = evaluate_everywhere(kg, ranker, setting, args.split, progress=not args.quiet, batch_size=64,
                                   max_queries=args.max_queries, seed=args.seed, params=params,
                                   **({"on_scores": collector.keep} if collector is not None else {}))
+        res.params["kernel"] = ranker.kernel_text()
         print(res.summary())
+        print(f"scored with {res.params['kernel']}", file=sys.stderr)
         if match is not None:
             res.params["all_questions"] = match.all_question_metrics(res, args.split)
             print(res.params["all_questions"]["text"])
@@ -712,9 +714,8 @@ def cmd_predict(args) -> int:
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
-        print(f"the {100 * p.coverage:g}% answer set of {p.calibrated_elsewhere} (its level on this data is not known): "
-              f"{p.answer_set_size:,}: {shown}" if p.calibrated_elsewhere else
-              f"with {100 * p.coverage:g}% confidence the answer is among these {p.answer_set_size:,}: {shown}")
+        print(f"{p.answer_set_lead()} of {p.calibrated_elsewhere} (its level on this data is not known): {shown}"
+              if p.calibrated_elsewhere else f"{p.answer_set_lead()}: {shown}\n  {p.answer_set_note()}")
         from tpar.evaluation.calibration import set_size_text
 
         cal = pred.calibration(p.setting)

@@ -198,15 +198,15 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
                        "at p ≈ 0.7 are right about 70% of the time.")
     if pred.coverage is not None:
         names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
-        size = f"**{pred.answer_set_size:,}** of {pred.num_entities:,} entities"
         large = (" — a set this large says the model cannot narrow it down." if
                  pred.answer_set_size > max(25, pred.num_entities // 4) else "")
+        lead = pred.answer_set_lead()
         if pred.calibrated_elsewhere:  # the level holds for questions like the calibration's, not these
-            st.info(f"The {100 * pred.coverage:g}% answer set of {ex.md(pred.calibrated_elsewhere)} (on that data it "
-                    f"held the answer {100 * pred.coverage:g}% of the time; on this data its level is not known): "
-                    f"{size}: {names}{large}")
+            st.info(f"{lead[0].upper()}{lead[1:]} of {ex.md(pred.calibrated_elsewhere)} (on that data it held the "
+                    f"answer {100 * pred.coverage:g}% of the time; on this data its level is not known): "
+                    f"{names}{large}")
         else:
-            st.info(f"With {100 * pred.coverage:g}% confidence the answer is among these {size}: {names}{large}")
+            st.info(f"{lead[0].upper()}{lead[1:]}: {names}{large}\n\n{ex.md(pred.answer_set_note())}")
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
         if sizes:  # what such sets are like, beside what they promise
             st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "

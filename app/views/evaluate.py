@@ -76,6 +76,7 @@ def render() -> None:
             st.error(ex.md(e))
             st.stop()
         report = collector.report() if collector is not None else None
+        results["TPAR"].params["kernel"] = ranker.kernel_text()
         bar.progress(1.0, text="done")
         ss["eval_results"] = {"key": key, "results": results, "calibration": report,
                               "calibration_source": collector.source if collector is not None else "",
@@ -134,6 +135,11 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     st.caption(f"{first.num_queries:,} queries ({split}, {setting}, both directions, time-aware filter)"
                + (f"; seeded subset of {limit:,}" if first.params.get("subset") else "")
                + ". " + ", ".join(f"{k}: {v.seconds:.1f} s" for k, v in results.items()) + ".")
+    kernel = results["TPAR"].params.get("kernel") if "TPAR" in results else None
+    if kernel:
+        st.caption(f"TPAR was scored with {kernel}. The C++ and torch kernels add in another order, so scores can "
+                   "differ in their last float digits -- enough to make or break an exact tie between two answers: "
+                   "figures measured with the other kernel (a model card's may be) can differ by a few hundredths.")
     table = pd.DataFrame(metrics_rows(results))
     st.dataframe(compact(table), hide_index=True, column_config={
         c: st.column_config.NumberColumn(c, format="%.2f") for c in compact(table).columns if c != "Method"})

@@ -63,10 +63,18 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
     ss = st.session_state
     policy: TrainingDefaults = defaults_for_size(n_train, ss.get("train_setting") or "unified")
     m, t = policy.run.model, policy.run.train
+    defaults = dict(zip(POLICY_FIELDS, (m.num_layers, m.dim, t.epochs, min(t.max_train_queries, 2 * n_train), t.lr,
+                                        m.history_window)))
     if ss.get("train_defaults_for") != fingerprint:  # another data set: its own defaults, not the last one's values
-        for key in POLICY_FIELDS:
-            ss.pop(key, None)
+        # assigned, not popped: the browser sends the form's last values with the rerun that changed the data
+        # set, and a popped key takes them back
+        ss.update(defaults)
         ss["train_defaults_for"] = fingerprint
+    for key, value in defaults.items():  # the widgets below read their values from here only
+        ss.setdefault(key, value)
+    lr_options = sorted({0.0005, 0.001, 0.002, 0.005, 0.01, t.lr})
+    if ss["train_lr"] not in lr_options:
+        ss["train_lr"] = t.lr
     st.caption(f"Defaults for a {policy.size} data set ({policy.reason}): L={m.num_layers}, d={m.dim}, "
                f"up to {t.epochs} epochs, validation on at most {t.max_valid_queries:,} questions per setting -- "
                "the same as `tpar train`.")
@@ -81,15 +89,13 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
         c1, c2, c3 = st.columns(3)
         setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
                                persist_state="session", help="unified: one model for both kinds of questions (recommended).")
-        layers = c2.slider("Path length L (layers)", 1, 5, m.num_layers, key="train_layers", persist_state="session")
-        dim = c3.select_slider("Dimension d", [8, 16, 32, 64], value=m.dim, key="train_dim", persist_state="session")
+        layers = c2.slider("Path length L (layers)", 1, 5, key="train_layers", persist_state="session")
+        dim = c3.select_slider("Dimension d", [8, 16, 32, 64], key="train_dim", persist_state="session")
         c4, c5, c6 = st.columns(3)
-        epochs = c4.number_input("Epochs (at most)", 1, 50, t.epochs, key="train_epochs", persist_state="session")
-        per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000,
-                                    min(t.max_train_queries, 2 * n_train), step=1000, key="train_per_epoch",
-                                    persist_state="session")
-        lr = c6.select_slider("Learning rate", sorted({0.0005, 0.001, 0.002, 0.005, 0.01, t.lr}), value=t.lr, key="train_lr",
-                              persist_state="session")
+        epochs = c4.number_input("Epochs (at most)", 1, 50, key="train_epochs", persist_state="session")
+        per_epoch = c5.number_input("Training questions per epoch (0 = all)", 0, 1_000_000, step=1000,
+                                    key="train_per_epoch", persist_state="session")
+        lr = c6.select_slider("Learning rate", lr_options, key="train_lr", persist_state="session")
         c7, c8, c9 = st.columns(3)
         propagation = c7.selectbox(
             "Propagation", ["sparse", "exact"], key="train_propagation", persist_state="session",
@@ -98,7 +104,7 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
                  "24 links nearest the question's time, repeated facts once, and only from the 256 best-scoring "
                  "entities of each question -- five to six times cheaper to train, as accurate within a few "
                  "tenths of MRR on ICEWS14. exact: every link.")
-        window = c8.number_input("History window (time steps, 0 = none)", 0, 100_000, m.history_window,
+        window = c8.number_input("History window (time steps, 0 = none)", 0, 100_000,
                                  key="train_window", persist_state="session",
                                  help="On top of the propagation above: only links within this many time steps of "
                                       "a question's time. Faster, forgets older evidence.")

@@ -244,10 +244,13 @@ def test_ask_shows_calibrated_probabilities_and_the_answer_set():
     at = app(QUESTION).run()
     assert not at.exception and not at.error
     assert any("Probabilities are calibrated" in c.value for c in at.caption)
-    found = [i.value for i in at.info if "confidence the answer is among these" in i.value]
-    assert found and "With 90% confidence" in found[0] and "Hugo of Zanistan" in found[0].replace("\\", "")
+    found = [i.value.replace("\\", "") for i in at.info if "answer set:" in i.value]
+    assert found and "The 90% answer set: " in found[0] and "Hugo of Zanistan" in found[0]
+    assert "on average over questions, not for each one" in found[0]
+    share = re.search(r"the model puts ([\d.]+)% of its probability on the set", found[0])
+    assert share and ("less than 90%: it is unsure here" in found[0]) == (float(share.group(1)) < 90)
     at.selectbox(key="w_coverage").select("off").run()
-    assert not any("confidence the answer is among" in i.value for i in at.info)
+    assert not any("answer set:" in i.value for i in at.info)
     assert at.query_params["coverage"] == "off"
 
 

@@ -607,3 +607,23 @@ def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
         box = at.selectbox(key="w_model")
         assert "UNFINISHED: cancelled after 0.1 of 4 epochs" in box.format_func("cut"), page
         assert "UNFINISHED" not in box.format_func("sample-world-unified"), page
+
+
+def test_the_training_form_takes_the_new_data_sets_defaults_when_the_data_set_changes_on_its_page():
+    """Switching the data set on the Train page itself (the browser sends the form's last values with that rerun)
+    gives the form the new data set's defaults, as its caption says -- it kept the sample world's epochs."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    upload(at, tiny_world_csv().encode())
+    at.text_input(key="upload_name").set_value("tiny").run()
+    at.button(key="upload_save").click().run()
+    at.switch_page("views/train.py").run()
+    at.selectbox(key="w_data").select("sample: world/chronological").run()
+    sample_epochs = at.number_input(key="train_epochs").value
+    small = defaults_for_size(120).run  # the upload's 120 facts: a small data set
+    assert sample_epochs != small.train.epochs  # else the test could not tell the two apart
+    at.selectbox(key="w_data").select("upload: tiny").run()
+    assert not at.exception
+    assert at.number_input(key="train_epochs").value == small.train.epochs
+    assert at.number_input(key="train_per_epoch").value == min(small.train.max_train_queries, 2 * 120)
+    assert at.slider(key="train_layers").value == small.model.num_layers
+    assert f"up to {small.train.epochs} epochs" in " ".join(c.value for c in at.caption)

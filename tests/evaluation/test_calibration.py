@@ -12,6 +12,7 @@ import torch
 
 from tpar.evaluation.calibration import (Calibration, conformal_threshold, filtered_logits, fit_temperature, held_out,
                                          metrics, stored)
+from tpar.reasoning.prediction import probability_text
 
 
 def synthetic(n: int, E: int, true_t: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,6 +141,13 @@ def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsy
         assert a.probability == pytest.approx(float(calibrated[a.entity_id]), rel=1e-6)
     members = {kg.entities.name(int(e)) for e in torch.nonzero(calibrated >= cal.thresholds["0.9"]).squeeze(1)}
     assert set(pred.answer_set) == members and pred.answer_set_size == len(members)
+    # what the set holds of this question's probability, computed from the paper's softmax, not the predictor's
+    mass = float(calibrated[calibrated >= cal.thresholds["0.9"]].sum())
+    assert pred.answer_set_probability == pytest.approx(mass, rel=1e-6)
+    assert pred.answer_set_threshold == pytest.approx(cal.thresholds["0.9"])
+    note = pred.answer_set_note()
+    assert "on average over questions, not for each one" in note and probability_text(mass) in note
+    assert ("less than 90%: it is unsure here" in note) == (mass < 0.9 and len(members) < kg.num_entities)
     capsys.readouterr()
     assert main(["evaluate", "--checkpoint", str(tmp_path / "m.tpar"), "--data", str(data), "--quiet",
                  "--json", str(tmp_path / "e.json")]) == 0

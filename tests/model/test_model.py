@@ -182,6 +182,25 @@ def test_cpp_kernel_is_built_and_used_where_a_compiler_exists():
     assert torch.allclose(fused, plain, atol=1e-10)
 
 
+def test_an_evaluation_says_which_kernel_scored():
+    """``ModelRanker.kernel_text`` names the kernel whose steps actually ran (the two may break an exact tie
+    differently, so a figure must say which computed it)."""
+    from tpar.model.ranker import ModelRanker
+
+    kg = small_kg(8)
+    batch = make_queries(kg.facts("test"), R)[:4]
+    bg = Background.for_evaluation(kg, "interpolation")
+    ranker = ModelRanker(build(), "cpu")
+    assert ranker.kernel_text() == "no kernel (nothing scored)"
+    with using("torch", ranker.model):
+        ranker.score(batch, bg)
+    assert ranker.kernel_text() == "the torch kernel"
+    if compiler_available() and kernel_build.cpp_kernel() is not None:
+        with using("cpp", ranker.model):
+            ranker.score(batch, bg)
+        assert ranker.kernel_text() == "the C++ kernel (50% of steps) and the torch kernel (50% of steps)"
+
+
 def test_a_background_build_lets_auto_answer_with_torch_meanwhile(monkeypatch):
     """While the C++ kernel builds in the background (an app's start), ``auto`` answers with the
     torch kernel at once instead of waiting; once built, the C++ kernel serves."""

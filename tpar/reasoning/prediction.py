@@ -149,6 +149,8 @@ class Prediction(AnsweredQuestion):
     coverage: float | None = None               # the answer set's level, when one was asked for
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
+    answer_set_probability: float = 0.0         # the set's probabilities summed: what the model itself puts on it
+    answer_set_threshold: float = 0.0           # the calibration's p threshold for the set's level
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
     unseen_changes: list[str] = field(default_factory=list)  # what-if changes the question cannot see, and why
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
@@ -171,6 +173,30 @@ class Prediction(AnsweredQuestion):
     @property
     def unreached(self) -> int:
         return self.num_entities - self.reached
+
+    def answer_set_note(self) -> str:
+        """What the conformal answer set promises and what it holds for this question, in words ("" without a
+        set): its level is an average over questions like the calibration's (split conformal), not a promise for
+        this one, and the share of this question's probability the set holds says how sure the model is here
+        -- a set that holds far less than its level is one the model is unsure of."""
+        if self.coverage is None:
+            return ""
+        level, mass = f"{100 * self.coverage:g}%", probability_text(self.answer_set_probability)
+        left = self.num_entities - self.answer_set_size
+        text = (f"Sets built this way (p ≥ {self.answer_set_threshold:.2g}) hold the answer for {level} of questions "
+                "like those the calibration was fitted on -- on average over questions, not for each one. For this "
+                f"question the model puts {mass} of its probability on the set")
+        if self.answer_set_probability < self.coverage and left:
+            text += (f", less than {level}: it is unsure here, and the {left:,} entit{'y' if left == 1 else 'ies'} "
+                     f"left out share the other {probability_text(1 - self.answer_set_probability)}")
+        return text + "."
+
+    def answer_set_lead(self) -> str:
+        """"the 90% answer set: 3 of 280 entities" (the names follow it)."""
+        if self.coverage is None:
+            return ""
+        n = self.answer_set_size
+        return f"the {100 * self.coverage:g}% answer set: {n:,} of {self.num_entities:,} entit{'y' if n == 1 else 'ies'}"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -555,7 +581,7 @@ class Predictor:
         temperature = cal.temperature if cal else None
         probs = cal.probabilities(scores) if cal is not None else probabilities(scores, None)
         answer_set: list[str] = []
-        set_size = 0
+        set_size, set_probability, set_threshold = 0, 0.0, 0.0
         if coverage is not None:
             if cal is None:
                 raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: run "
@@ -568,6 +594,7 @@ class Predictor:
             members = members[torch.argsort(probs[members], descending=True, stable=True)]
             set_size = len(members)
             answer_set = [kg.entities.name(int(e)) for e in members[:100]]
+            set_probability, set_threshold = float(probs[members].sum()), float(threshold)
         sorted_scores = torch.sort(scores).values
         rank_lo, rank_hi = rank_ranges(sorted_scores, scores)
         reached_ids = torch.nonzero(reached).squeeze(1)
@@ -614,6 +641,7 @@ class Predictor:
                           unreached_probability=unreached_p, model_setting=self.checkpoint.setting,
                           temperature=temperature, calibrator=cal.method if cal is not None else "",
                           coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
+                          answer_set_probability=set_probability, answer_set_threshold=set_threshold,
                           no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "",
