@@ -148,9 +148,11 @@ def report_ui(report: UploadReport) -> None:
     for note in report.notes:
         st.warning(ex.md(note))
     if report.dropped:
-        st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
-                   + (f"; the first {min(len(report.dropped), 1000):,} with their row numbers, problems and content:"
-                      if len(report.dropped) > 1 else "; its row number, problem and content:"))
+        st.warning(f"{ex.plural(len(report.dropped), 'row')} of {ex.md(report.file)} "
+                   f"{'was' if len(report.dropped) == 1 else 'were'} dropped"
+                   + (f"; the first {min(len(report.dropped), 1000):,} with their row numbers, problems and content"
+                      if len(report.dropped) > 1 else "; its row number, problem and content")
+                   + " (row numbers are the file's lines, the header being row 1):")
         # rows three lines high and a problem column of fixed width: the grid wraps a long problem text (at a
         # row height of 70 px or more) instead of cutting it off, and the content keeps room at 820 px
         st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,

@@ -6,6 +6,7 @@ shows is refused with a message saying how to choose it; a file losing many rows
 from __future__ import annotations
 
 import codecs
+import re
 import csv
 import datetime as dt
 import io
@@ -185,6 +186,16 @@ def test_an_upload_losing_more_than_the_share_says_how_many_rows_and_why():
     assert report.needs_confirmation and len(report.dropped) == len(bad) + 1
     text = report.loss_text()
     assert text.startswith(f"{len(bad) + 1} of {n + len(bad) + 1} rows")
-    assert f"{len(bad)} × time '…' is not an ISO date" in text and "1 × expected 4 columns, found 2" in text
+    assert f"{len(bad)} × time '…' is not an ISO date" in text and "expected 4 columns, found 2 (row " in text
+    # every lost row is counted, a kind of one row shows its value: two such kinds, then a third and a fourth
+    odd = ["x,r,y,2024-02-30", "x,r,y,", "x,r,y,2024-13-40", "x,r"]
+    for extra, says in ((odd[:3], "time '2024-13-40' is not a real date (month"), (odd, "and 2 rows of 2 other kinds")):
+        report, _ = inspect_upload("\n".join(rows + bad + extra) + "\n", "mixed.csv")
+        text = report.loss_text()
+        assert f"{len(bad)} × time '…' is not an ISO date" in text and says in text
+        assert "time '2024-02-30' is not a real date" in text  # one row of its kind: its value, not '…'
+        counted = sum(int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) × ", text)) + text.count("(row ") + \
+            sum(int(m) for m in re.findall(r"and (\d+) rows? of", text))
+        assert counted == len(report.dropped) == len(bad) + len(extra)
     report, _ = inspect_upload("\n".join(rows + bad[:1]) + "\n", "fine.csv")  # one row in 81: under the share
     assert report.dropped and not report.needs_confirmation
