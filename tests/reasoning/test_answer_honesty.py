@@ -187,3 +187,23 @@ def test_rank_range_of_one_value_agrees_with_the_ranks_of_sorted_scores():
             same = (scores - s).abs() <= TIE_ATOL + TIE_RTOL * s.abs()
             assert rank_range(scores, value) == (1 + int((scores > s).sum() - (same & (scores > s)).sum()),
                                                  int((scores > s).sum() - (same & (scores > s)).sum() + same.sum()))
+
+
+def test_a_top_answer_that_is_the_questions_own_entity_is_said_to_be_no_evidence():
+    """The sample model ranks Faora Bank first for (Faora Bank, Make a visit, ?, 2025-12-18): no path of links
+    leads there (its score is the subject's own state), and the answer says so; a question whose top answer is
+    another entity has no such note."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+
+    p = Predictor(Checkpoint.load(SAMPLE_CHECKPOINT), load_dataset(SAMPLE_WORLD), "cpu")
+    q = Question("Faora Bank", "Make a visit", "2025-12-18", "object", "extrapolation")
+    scores = raw_scores(p, q)
+    subject = p.kg.entities.id("Faora Bank")
+    assert int(scores.argmax()) == subject  # the model's own ranking, not the predictor's
+    said = [w for w in p.answer(q, top_k=3).warnings if "is the question's own subject" in w]
+    assert len(said) == 1 and said[0].startswith("The top answer 'Faora Bank'")
+    other = Question("Arovia", "Provide aid to", "2026-01-10", "object", "extrapolation")
+    assert int(raw_scores(p, other).argmax()) != p.kg.entities.id("Arovia")
+    assert not any("question's own" in w for w in p.answer(other, top_k=3).warnings)

@@ -88,3 +88,15 @@ def test_a_question_without_evidence_names_no_answer_at_the_last_step(explainer)
     assert last.standing().startswith("No answer: there is no evidence") and "probability" not in last.standing()
     assert last.answer == followed  # the answer followed: not told apart, no rank claimed
     assert "not told apart" in last.answer_standing() and "rank" not in last.answer_standing()
+
+
+def test_a_step_led_by_the_questions_own_entity_says_that_no_path_explains_it(explainer):
+    """Wherever the leading candidate is the question's own entity (its state kept by self-loops), the stop says
+    so; where another entity leads, it says nothing of the kind."""
+    q = dict(subject="Arovia", relation="Provide aid to", time="2026-01-10", setting="extrapolation")
+    pred = explainer.predictor.answer(_question(**q), 10)
+    steps = walkthrough(explainer.trace(q["subject"], q["relation"], q["time"], setting=q["setting"], top=12), pred)
+    led = [s for s in steps[1:] if s.best == "Arovia"]
+    assert led, "the question no longer shows the case: pick another"
+    for s in steps[1:]:
+        assert ("The best candidate here is Arovia itself" in s.text) == (s.best == "Arovia")

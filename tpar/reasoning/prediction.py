@@ -624,6 +624,12 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
+        if answers and answers[0].entity_id == s_id and not only_subject:  # the top answer: said beside it
+            role = "subject" if q.direction == "object" else "object"
+            warnings.append(f"The top answer {answers[0].entity!r} is the question's own {role}: no path of links "
+                            f"leads to it -- its score comes from staying there (self-loops) and from walks that "
+                            f"leave and come back -- so read it as the model finding nothing more likely, not as "
+                            f"evidence of a fact linking it to itself.")
         elsewhere = self.calibrated_elsewhere(cal) if cal is not None else ""
         if elsewhere:
             warnings.append(f"Probabilities are calibrated on {elsewhere}, the data the calibration was fitted on, not "

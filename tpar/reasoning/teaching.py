@@ -135,6 +135,10 @@ def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]
             step.calibrated, step.calibrated_elsewhere = prediction.calibrated, prediction.calibrated_elsewhere
         elif x.scores:
             step.best, step.best_score = max(x.scores.items(), key=lambda kv: (kv[1], kv[0]))
+        if step.best == trace.subject:  # the question's own entity leads: its state, not a path, puts it there
+            step.text += (f" The best candidate here is {trace.subject} itself: it keeps its own state through "
+                          "self-loops and no link leads back to it, so read it as nothing reached scoring higher, "
+                          "not as an answer a path explains.")
         steps.append(step)
     return steps
 
