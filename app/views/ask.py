@@ -238,7 +238,10 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                              "and how many tie."),
             "entity": st.column_config.TextColumn("Answer"),
             "p_text": st.column_config.TextColumn("Probability", width="small",
-                                                  help="Softmax of the scores over all entities (Eq. 10)."),
+                                                  help=(f"softmax(score / T) over all entities (Eq. 10), T = "
+                                                        f"{pred.temperature:.3f} fitted on valid ({pred.calibrator})"
+                                                        if pred.temperature else "Softmax of the scores over all "
+                                                        "entities (Eq. 10), not calibrated.")),
             "score": st.column_config.NumberColumn("Score", format="%.3f", width="small",
                                                    help="S(q, e), the composite's score (see above)" if pred.combines
                                                    else "f(q, e) of Eq. 9"),

@@ -120,8 +120,11 @@ def graph_ui(kg: TemporalKG) -> None:
     st.caption(f"Time axis: {stats['time_axis']}")
     names = {"facts": "Facts", "entities": "Entities", "relations": "Relations", "time_steps": "Time steps",
              "time_range": "Time range"}
-    rows = [{"Split": s, **{names.get(k, k.replace("_", " ").capitalize()): (" .. ".join(v) if isinstance(v, list) else v)
-                            for k, v in info.items()}} for s, info in stats["splits"].items()]
+    def cell(v):  # counts with thousands separators, as the metrics above write them
+        return " .. ".join(v) if isinstance(v, list) else f"{v:,}" if isinstance(v, int) else v
+
+    rows = [{"Split": s, **{names.get(k, k.replace("_", " ").capitalize()): cell(v) for k, v in info.items()}}
+            for s, info in stats["splits"].items()]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for s in stats["missing_splits"]:
         st.warning(f"The {s} split is not available for this data set.")  # s: a split name

@@ -140,7 +140,8 @@ def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], ru
             lines.append(f"planted rule **{ex.md(p.get('id', ''))}** ({ex.md(body)} ⇒ {ex.md(p['head'])}): "
                          "not among the learned rules of these questions")
     if lines:
-        st.success("This data set was generated with known rules. " + "; ".join(lines) + ".")
+        text = "; ".join(lines)
+        st.success(f"This data set was generated with known rules. {text[:1].upper()}{text[1:]}.")
     return marks
 
 

@@ -87,7 +87,7 @@ def test_rules_are_distilled_once_with_a_progress_bar_then_read_from_the_workspa
     assert "1. (Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in text
     assert "★ planted rule **escalation**" in text
     said = plain(at.success[0].value)
-    assert "planted rule **escalation**" in said and "learned as rule **1**" in said
+    assert "Planted rule **escalation**" in said and "learned as rule **1**" in said
     at.radio(key="rules_direction").set_value("subject").run()
     assert "1. (X, Threaten, Y, t-3..-1) => (Y, Mobilize against, X, t)" in plain(markdown(at))  # the example
 
