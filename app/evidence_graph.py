@@ -124,6 +124,14 @@ def drawing(paths: list[TemporalPath], subject: str, answer: str) -> Drawing:
     return Drawing(level, label, merged_links(edges))
 
 
+def repeated_entities(labels: dict[str, str]) -> list[str]:
+    """The entities drawn at more than one hop level (one node per (level, entity)), in name order."""
+    seen: dict[str, int] = {}
+    for name in labels.values():
+        seen[name] = seen.get(name, 0) + 1
+    return sorted(name for name, n in seen.items() if n > 1)
+
+
 def graph_height(paths: list[TemporalPath]) -> int:
     """Frame height that fits the paths (:attr:`Drawing.height`)."""
     return drawing(paths, "", "").height

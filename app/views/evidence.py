@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from evidence_graph import evidence_html, graph_height, signed
+from evidence_graph import drawing, evidence_html, graph_height, repeated_entities, signed
 from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import RANKING_TEXT, Explanation
@@ -78,6 +78,10 @@ def render() -> None:
                 unsafe_allow_html=True)  # constant text: no data in it
     html = evidence_html(e, paths=shown, dark=dark)
     st.iframe(html, height=graph_height(shown) + 4, alt="Temporal paths to the answer")
+    twice = repeated_entities(drawing(shown, e.subject, e.answer).label)
+    if twice:  # the graph is laid out by hop: an entity some paths reach in one hop and others in two is drawn twice
+        st.caption(f"Columns are hops from {ex.md(e.subject)}: {ex.md(', '.join(twice))} "
+                   f"{'is' if len(twice) == 1 else 'are'} reached at more than one hop, so drawn once per hop.")
     paths_ui(e, shown)
     what_if_ui(sel, e, shown)
     ex.sync_url()

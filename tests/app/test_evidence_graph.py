@@ -47,6 +47,17 @@ def test_facts_of_one_relation_direction_and_side_of_t_q_are_drawn_as_one_link()
     assert [len(g) for k, g in d.links.items() if k != ("q", "a")] == [1, 1]
 
 
+def test_an_entity_reached_at_two_hops_is_drawn_once_per_hop_and_named():
+    """The layout has one node per (hop, entity): H reached in one hop by one path and in two by another is two
+    nodes, and ``repeated_entities`` names it (the page says so under the graph); the single-hop paths name none."""
+    two = PATHS + [path(link("A", "K", "Visit", -9, 0.1, layer=1), link("K", "H", "Visit", -6, 0.1, layer=2),
+                        link("H", "B", "Consult", -1, 0.1, layer=3))]
+    d = eg.drawing(two, "A", "B")
+    assert {"h1:H", "h2:H"} <= set(d.level) and d.level["h2:H"] == 2
+    assert eg.repeated_entities(d.label) == ["H"]
+    assert eg.repeated_entities(eg.drawing(PATHS, "A", "B").label) == []
+
+
 def test_a_merged_link_names_every_fact_and_is_as_wide_as_its_strongest(sample_checkpoint, sample_kg):
     from tpar.reasoning.explanation import Explainer
     from tpar.reasoning.prediction import Predictor
