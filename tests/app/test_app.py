@@ -397,3 +397,27 @@ def test_a_question_without_evidence_is_said_so_once_on_evidence_and_the_reasoni
         at.button(key="teach_next").click().run()
     assert "No answer: there is no evidence for this question" in plain(at.success)
     assert "The model's answer" not in plain(at.success)
+
+
+def test_evidence_says_when_most_of_the_score_is_credited_to_staying_put(sample_checkpoint, sample_kg):
+    """The reciprocity showcase: most of f − f₀ goes to self-loops (a short path reaches the answer early); the page
+    says so with the decomposition's own figures -- and says nothing of the kind where the links carry the score."""
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    q = {"subject": "Belareth Front", "relation": "Host a visit", "time": "2025-12-18", "setting": "interpolation",
+         "answer": "Sami of Lumzanenn"}
+    e = Explainer(Predictor(sample_checkpoint, sample_kg, "cpu")).explain(
+        q["subject"], q["relation"], q["time"], q["answer"], setting=q["setting"], num_paths=5, importance="integrated")
+    d = e.decomposition
+    assert d.stays > (d.score - d.no_evidence_score) / 2  # the case the caption is for
+    at = app(q).run()
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception
+    said = [c.value for c in at.caption if "is credited to staying put" in c.value]
+    assert len(said) == 1 and f"+{d.stays:.4f} of +{d.score - d.no_evidence_score:.4f}" in said[0]
+    at = app({"subject": "Jonas of Jororistan", "relation": "Consult", "time": "2025-12-18",  # stays: 1.6 of 10.5
+              "setting": "extrapolation", "answer": "Mara of Yarzanora"}).run()
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception and at.caption
+    assert not any("credited to staying put" in c.value for c in at.caption)
