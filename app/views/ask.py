@@ -73,10 +73,10 @@ def render() -> None:
         ss["answer"], ss["answer_question"] = answers.iloc[0]["entity"], ex.question_key()
     else:
         ex.keep_or_reset_answer(answers.iloc[0]["entity"])
-    c1, c2 = st.columns([3, 2], vertical_alignment="center")
-    c1.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
-    name = ss["answer"] if len(ss["answer"]) <= 20 else ss["answer"][:19] + "…"  # a long name leaves the link whole
-    c2.page_link("views/evidence.py", label=f"Why {ex.md(name)}? See the temporal paths",
+    # the link on a line of its own: beside the sentence, a narrow window (820 px with the sidebar) cut it off
+    st.markdown(f"Select a row to choose the answer to explain (now: **{ex.md(ss['answer'])}**).")
+    name = ss["answer"] if len(ss["answer"]) <= 30 else ss["answer"][:29] + "…"  # a long name leaves the link whole
+    st.page_link("views/evidence.py", label=f"Why {ex.md(name)}? See the temporal paths",
                  icon=":material/account_tree:")
     answer_set_ui(pred, calibrated)
     downloads_ui(pred, answers)
@@ -216,6 +216,17 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
                        "calibrate` adds them).")
 
 
+def score_digits(answers: pd.DataFrame, least: int = 3, most: int = 6) -> int:
+    """Decimals that tell every two neighbouring answers of different rank apart (rows that look the same but
+    rank apart would read as an unexplained tie): ``least`` unless more are needed, at most ``most``."""
+    scores, ranks = answers["score"].tolist(), answers["rank_text"].tolist()
+    for digits in range(least, most + 1):
+        if all(round(a, digits) != round(b, digits) for a, b, ra, rb in zip(scores, scores[1:], ranks, ranks[1:])
+               if ra != rb):
+            return digits
+    return most
+
+
 def answers_ui(pred: Prediction) -> pd.DataFrame:
     """The answer table (row selection picks the answer to explain) with the model's rank ranges
     (ties) and probabilities in %, a line for the entities no path reaches, a CSV download and a
@@ -242,7 +253,7 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                                                         f"{pred.temperature:.3f} fitted on valid ({pred.calibrator})"
                                                         if pred.temperature else "Softmax of the scores over all "
                                                         "entities (Eq. 10), not calibrated.")),
-            "score": st.column_config.NumberColumn("Score", format="%.3f", width="small",
+            "score": st.column_config.NumberColumn("Score", format=f"%.{score_digits(answers)}f", width="small",
                                                    help="S(q, e), the composite's score (see above)" if pred.combines
                                                    else "f(q, e) of Eq. 9"),
             "known": st.column_config.TextColumn("Known", width="small",

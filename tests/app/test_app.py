@@ -421,3 +421,21 @@ def test_evidence_says_when_most_of_the_score_is_credited_to_staying_put(sample_
     at.switch_page("views/evidence.py").run()
     assert not at.exception and at.caption
     assert not any("credited to staying put" in c.value for c in at.caption)
+
+
+def test_the_answer_table_shows_enough_decimals_to_tell_answers_of_different_rank_apart():
+    """Rows that look the same but rank apart read as an unexplained tie: the score column gets the decimals that
+    separate every two neighbouring answers of different rank (tied ranks may look the same)."""
+    import pandas as pd
+
+    import sys
+
+    sys.path.insert(0, str(ROOT / "app" / "views"))
+    from ask import score_digits
+
+    table = pd.DataFrame({"score": [1.48723, 0.13064, 0.13063, 0.12924], "rank_text": ["1", "2", "3", "4"]})
+    assert score_digits(table) == 5
+    table = pd.DataFrame({"score": [1.487, 0.131, 0.129], "rank_text": ["1", "2", "3"]})
+    assert score_digits(table) == 3
+    tied = pd.DataFrame({"score": [0.5, 0.5000001, 0.2], "rank_text": ["1-2", "1-2", "3"]})
+    assert score_digits(tied) == 3  # a tie shares its rank range: looking the same is right

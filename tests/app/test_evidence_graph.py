@@ -77,3 +77,4 @@ def test_a_merged_link_names_every_fact_and_is_as_wide_as_its_strongest(sample_c
     # the direct links skip the hop level: each bends, further out than the hop's height
     for x in (x for x in edges if x["from"] == "q" and x["to"] == "a"):
         assert x["smooth"]["enabled"] and x["smooth"]["roundness"] * 2 * eg.LEVEL_SEPARATION / 2 >= 55  # bulge in px
+
