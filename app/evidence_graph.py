@@ -256,16 +256,22 @@ def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, in
 #: fit the drawing to its frame, arcs and their labels included (not zoomed past 1.6x for a short path), again when the
 #: frame is resized; a button that saves the canvas as PNG (with the background painted in)
 _FIT_AND_EXPORT = """
-<style>body { margin: 0; } center { display: none; } #mynetwork { box-sizing: border-box; }
+<style>body { margin: 0; overflow-x: auto; overflow-y: hidden; } center { display: none; }
+#mynetwork { box-sizing: border-box; }
 /* pyvis's empty heading and the body margin pushed the frame's bottom out of view; its border, its right edge */</style>
 <button id="png" style="position:absolute;top:6px;right:6px;z-index:5;font:13px sans-serif;padding:3px 8px;
   border:1px solid #9ca3af;border-radius:4px;background:#f9fafb;color:#111827;cursor:pointer"
   title="Save the graph as a PNG image">PNG</button>
+<div id="scroll-hint" style="display:none;position:fixed;left:6px;bottom:6px;z-index:5;font:13px sans-serif;
+  padding:2px 6px;border-radius:4px;background:rgba(249,250,251,0.9);color:#111827">scroll sideways for the rest
+  of the graph →</div>
 <script>
 (function () {
   // a narrow frame (a phone, a half-width window) draws the levels closer together, down to a label's width,
   // rather than shrinking the whole drawing; arcs get a rounder bend to keep their bulge in px
   var SEPARATION = __SEPARATION__, DEPTH = __DEPTH__, separation = SEPARATION, roundness = null;
+  // the least zoom the view is fitted at: labels of 14 px stay about 10 px high (smaller: the frame scrolls)
+  var MIN_SCALE = 0.72;
   // label and node sizes as vis-network draws them (edge labels 14 px, node labels 16 px, arial)
   var ruler = document.createElement("canvas").getContext("2d");
   function textSize(text, px) {
@@ -370,14 +376,31 @@ _FIT_AND_EXPORT = """
     labelled().forEach(function (id) { var b = labelBox(network.body.edges[id]); add(b.x0, b.y0, b.x1, b.y1); });
     if (!box) return;
     var frame = document.getElementById("mynetwork"), pad = 18;
-    var scale = Math.min((frame.clientWidth - 2 * pad) / Math.max(box.x1 - box.x0, 1),
-                         (frame.clientHeight - 2 * pad) / Math.max(box.y1 - box.y0, 1), 1.6);
+    var tall = (frame.clientHeight - 2 * pad) / Math.max(box.y1 - box.y0, 1);
+    var scale = Math.min((frame.clientWidth - 2 * pad) / Math.max(box.x1 - box.x0, 1), tall, 1.6);
+    if (scale < MIN_SCALE && tall >= MIN_SCALE) {
+      // too narrow a frame (820 px with the sidebar open) would shrink the labels past reading: the drawing keeps
+      // a readable size in a wider canvas, and the frame scrolls sideways to it
+      var wide = Math.ceil((box.x1 - box.x0) * MIN_SCALE + 2 * pad);
+      if (Math.abs(frame.clientWidth - wide) > 2) {
+        frame.style.width = wide + "px";
+        network.setSize(wide + "px", frame.clientHeight + "px");
+      }
+      scale = MIN_SCALE;
+      document.getElementById("scroll-hint").style.display = "block";
+    }
     network.moveTo({position: {x: (box.x0 + box.x1) / 2, y: (box.y0 + box.y1) / 2}, scale: scale, animation: false});
+  }
+  function refit() {  // a new frame size: start from the frame's own width again
+    var frame = document.getElementById("mynetwork");
+    if (frame.style.width !== "100%") { frame.style.width = "100%"; network.setSize("100%", frame.clientHeight + "px"); }
+    document.getElementById("scroll-hint").style.display = "none";
+    fit();
   }
   // the layout is computed when the network is built (before this script runs), so fit now; again after
   // the first drawing and whenever the frame is resized (Streamlit sizes its iframe after loading)
   if (typeof network !== "undefined") { fit(); network.once("afterDrawing", fit); }
-  window.addEventListener("resize", fit);
+  window.addEventListener("resize", refit);
   document.getElementById("png").addEventListener("click", function () {
     var src = document.querySelector("#mynetwork canvas");
     var out = document.createElement("canvas");
