@@ -86,7 +86,9 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
     if t_q is not None:
         x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
-        fig.add_annotation(x=x, y=1.02, yref="paper", text="t_q", showarrow=False, font={"color": palette.T_Q})
+        # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
+        fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="t_q", showarrow=False,
+                           font={"color": palette.T_Q})
     moments = set(shown["when"].dropna()) | ({x} if t_q is not None else set())
     if len(moments) == 1:  # one moment: a few time steps either side, not an axis zoomed into a millisecond
         s0 = int(df["time_step"].iloc[0])
