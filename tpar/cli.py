@@ -714,8 +714,10 @@ def cmd_predict(args) -> int:
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:
         shown = ", ".join(p.answer_set[:20]) + (" …" if p.answer_set_size > 20 else "")
-        print(f"{p.answer_set_lead()} of {p.calibrated_elsewhere} (its level on this data is not known): {shown}"
-              if p.calibrated_elsewhere else f"{p.answer_set_lead()}: {shown}\n  {p.answer_set_note()}")
+        shown = f": {shown}" if p.answer_set_size else ""
+        print(f"{p.answer_set_lead(p.calibrated_elsewhere)}{shown}\n  " + (
+            f"on {p.calibrated_elsewhere} such sets held the answer {100 * p.coverage:g}% of the time; on this data "
+            "their level is not known" if p.calibrated_elsewhere else p.answer_set_note()))
         from tpar.evaluation.calibration import set_size_text
 
         cal = pred.calibration(p.setting)
@@ -1467,8 +1469,9 @@ def _add_predict(sub) -> None:
                     "object, time) were not in the data")
     sp.add_argument("--with", dest="with_facts", metavar="FILE", help="what-if: answer as if these facts were added")
     sp.add_argument("--coverage", type=float, choices=[0.8, 0.9, 0.95],
-                    help="also the answer set that holds the answer with this probability (split conformal; needs "
-                         "a calibrated checkpoint)")
+                    help="also the answer set of this level: over questions like the valid ones, such sets hold the "
+                         "answer this often, on average, not for each question (split conformal; needs a calibrated "
+                         "checkpoint)")
     answer_args(sp, json_help="print the prediction as JSON")
 
 
@@ -1595,9 +1598,12 @@ def _add_app(sub) -> None:
     sp.add_argument("--address", help="address to serve on (default 127.0.0.1: this machine only)")
 
 
-def _add_bench(sub) -> None:
-    from tpar.runtime.bench import MAX_TIMED, MIN_TIMED
+#: ``bench --queries``' bounds: tpar.runtime.bench's MIN_TIMED and MAX_TIMED (written out here: building the parser
+#: must not import torch, which that module does; a test keeps the two equal)
+MIN_TIMED, MAX_TIMED = 5, 100_000
 
+
+def _add_bench(sub) -> None:
     sp = command(sub, "bench", cmd_bench, help="speed benchmark: training ms/query, inference q/s, memory, links")
     sp.add_argument("--data", help="benchmark this data set (" + DATA_HELP + ") in every shape")
     sp.add_argument("--data-dir", help="benchmark root holding extrapolation/ICEWS14 etc. (default: $TPAR_DATA_DIR or "

@@ -182,8 +182,8 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
     with c1:
         ex.bind(st.selectbox, "Answer set (coverage)", "coverage", options=["off", "0.8", "0.9", "0.95"],
                 format_func=lambda v: "off" if v == "off" else f"{100 * float(v):g}%",
-                help="Split-conformal sets from the valid split: if the question is like the valid ones, the answer "
-                     "is in the set with at least this probability.")
+                help="Split-conformal sets from the valid split: over questions like the valid ones, the set holds "
+                     "the answer at least this often -- on average over questions, not for each one.")
     with c2:
         top_map = " and the map of the top answer's probability" if calibrated.top_map else ""
         fitted = (f"softmax({'S' if pred.combines else 'f'} / T) with T = {pred.temperature:.3f}{top_map} fitted on "
@@ -200,13 +200,14 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
         names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
         large = (" — a set this large says the model cannot narrow it down." if
                  pred.answer_set_size > max(25, pred.num_entities // 4) else "")
-        lead = pred.answer_set_lead()
+        lead = pred.answer_set_lead(ex.md(pred.calibrated_elsewhere))  # numbers, and the data name escaped
+        lead = lead[0].upper() + lead[1:]
+        names = f": {names}{large}" if pred.answer_set_size else ""
         if pred.calibrated_elsewhere:  # the level holds for questions like the calibration's, not these
-            st.info(f"{lead[0].upper()}{lead[1:]} of {ex.md(pred.calibrated_elsewhere)} (on that data it held the "
-                    f"answer {100 * pred.coverage:g}% of the time; on this data its level is not known): "
-                    f"{names}{large}")
+            st.info(f"{lead}{names}\n\nOn {ex.md(pred.calibrated_elsewhere)} such sets held the answer "
+                    f"{100 * pred.coverage:g}% of the time; on this data their level is not known.")
         else:
-            st.info(f"{lead[0].upper()}{lead[1:]}: {names}{large}\n\n{ex.md(pred.answer_set_note())}")
+            st.info(f"{lead}{names}\n\n{ex.md(pred.answer_set_note())}")
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
         if sizes:  # what such sets are like, beside what they promise
             st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "
@@ -249,8 +250,9 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                              "and how many tie."),
             "entity": st.column_config.TextColumn("Answer"),
             "p_text": st.column_config.TextColumn("Probability", width="small",
-                                                  help=(f"softmax(score / T) over all entities (Eq. 10), T = "
-                                                        f"{pred.temperature:.3f} fitted on valid ({pred.calibrator})"
+                                                  help=(f"Calibrated: {pred.calibrator}, fitted on "
+                                                        f"{pred.calibrated_elsewhere or 'valid'} (Eq. 10's softmax "
+                                                        "over all entities, of the scores divided by T)"
                                                         if pred.temperature else "Softmax of the scores over all "
                                                         "entities (Eq. 10), not calibrated.")),
             "score": st.column_config.NumberColumn("Score", format=f"%.{score_digits(answers)}f", width="small",

@@ -124,3 +124,18 @@ def test_bench_fails_when_no_measurement_succeeded(tmp_path, capsys, monkeypatch
         {"data": "x", "L": 3, "d": 32, "error": "ValueError: too few questions to time"}]})
     assert main(["bench", "--quick"]) == 2
     assert "no measurement succeeded" in capsys.readouterr().err
+
+
+def test_building_the_parser_imports_no_torch_and_bench_bounds_match():
+    """Every command builds the whole parser: it may not import torch (seconds; ``tpar --version`` and ``--help``
+    paid them), so bench's bounds are written out in the CLI -- and must equal the bench's own."""
+    import subprocess
+    import sys
+
+    code = "import sys, tpar.cli as c; c.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr[-500:]
+    from tpar import cli
+    from tpar.runtime import bench
+
+    assert (cli.MIN_TIMED, cli.MAX_TIMED) == (bench.MIN_TIMED, bench.MAX_TIMED)

@@ -389,3 +389,30 @@ def test_no_calibration_is_fitted_that_cannot_be_reported(monkeypatch, sample_kg
     collector, note = held_out_collector(sample_kg, None, {}, "extrapolation", "test", on_fit=lambda: said.append("on"))
     assert said == ["on", {"split": "valid", "max_queries": calibration.FIT_QUERIES}] and note == ""
     assert collector.calibration is fitted and "fitted now" in collector.source
+
+
+def test_the_answer_set_text_for_empty_single_and_foreign_sets():
+    """The lead and note say what the set holds whatever its size: none (no entity reaches the threshold),
+    one entity, or a level calibrated on other data (named right after "answer set")."""
+    from tpar.reasoning.prediction import Prediction
+
+    BASE = dict(subject="s", relation="r", direction="object", time="t", time_step=0, setting="extrapolation",
+                answers=[], reached=5)
+
+    def pred(size: int, mass: float | None, **kw) -> Prediction:
+        return Prediction(**BASE, num_entities=280, coverage=0.9,
+                          answer_set=["x"] * size, answer_set_size=size, answer_set_probability=mass,
+                          answer_set_threshold=0.004, **kw)
+
+    empty = pred(0, 0.0)
+    assert empty.answer_set_lead() == "the 90% answer set: empty (no entity reaches its threshold)"
+    assert "no entity reaches p ≥ 0.004: the set is empty" in empty.answer_set_note()
+    one = pred(1, 0.3)
+    assert one.answer_set_lead() == "the 90% answer set: 1 of 280 entities"
+    assert "279 entities left out share the other 70.0%" in one.answer_set_note()
+    all_but_one = pred(279, 0.5)
+    assert "the 1 entity left out has the other 50.0%" in all_but_one.answer_set_note()
+    assert pred(3, 0.95).answer_set_note().endswith("puts 95.0% of its probability on the set.")
+    assert pred(3, 0.2).answer_set_lead("ICEWS14") == "the 90% answer set of ICEWS14: 3 of 280 entities"
+    none = Prediction(**BASE, num_entities=280)
+    assert none.answer_set_note() == "" and none.answer_set_lead() == ""

@@ -204,6 +204,21 @@ def test_a_top_answer_that_is_the_questions_own_entity_is_said_to_be_no_evidence
     assert int(scores.argmax()) == subject  # the model's own ranking, not the predictor's
     said = [w for w in p.answer(q, top_k=3).warnings if "is the question's own subject" in w]
     assert len(said) == 1 and said[0].startswith("The top answer 'Faora Bank'")
+    assert "no fact of the data links it to itself" in said[0]
+    assert p.kg.entities.id("Faora Bank") not in p.self_linked  # what the warning claims, checked on the facts
     other = Question("Arovia", "Provide aid to", "2026-01-10", "object", "extrapolation")
     assert int(raw_scores(p, other).argmax()) != p.kg.entities.id("Arovia")
     assert not any("question's own" in w for w in p.answer(other, top_k=3).warnings)
+
+
+def test_no_own_entity_note_where_a_fact_links_the_entity_to_itself():
+    """A fact (e0, r, e0, t) is a link a path can walk back to e0 (and a history prior can count): the
+    'no fact links it to itself' note is then never given, and the entity is known as self-linked."""
+    base = predictor()
+    assert 0 not in base.self_linked and base.own_entity_leads(0, 0) and not base.own_entity_leads(1, 0)
+    kg = make_kg(FACTS[:5] + [(0, 1, 0, 4)], FACTS[5:6], FACTS[6:], num_entities=E, num_relations=R)
+    model = small_model(seed=2)
+    p = Predictor(from_model(model, RunConfig(model.cfg, TrainConfig(setting="unified")), kg, "unified"), kg, "cpu")
+    assert p.self_linked == {0} and not p.own_entity_leads(0, 0)
+    pred = p.answer(Question("e0", "r0", "8", "object", "extrapolation"), top_k=None)
+    assert pred.entity_self_linked and not any("links it to itself" in w for w in pred.warnings)

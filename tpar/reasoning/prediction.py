@@ -149,8 +149,8 @@ class Prediction(AnsweredQuestion):
     coverage: float | None = None               # the answer set's level, when one was asked for
     answer_set: list[str] = field(default_factory=list)  # the conformal set, best first (at most 100 names)
     answer_set_size: int = 0
-    answer_set_probability: float = 0.0         # the set's probabilities summed: what the model itself puts on it
-    answer_set_threshold: float = 0.0           # the calibration's p threshold for the set's level
+    answer_set_probability: float | None = None  # the set's probabilities summed (None: no set asked for)
+    answer_set_threshold: float | None = None   # the calibration's p threshold for the set's level (None: no set)
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
     unseen_changes: list[str] = field(default_factory=list)  # what-if changes the question cannot see, and why
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
@@ -158,6 +158,7 @@ class Prediction(AnsweredQuestion):
     formula: str = ""       # a composite model: its score in symbols (CompositeModel.formula); "" else
     provenance: str = ""    # which data the model was trained on and answers over, and how far past its training facts
     calibrated_elsewhere: str = ""  # the data the calibration was fitted on when it is not this data ("" else)
+    entity_self_linked: bool = False  # some fact links the question's entity to itself (a path may lead back to it)
 
     @property
     def calibrated(self) -> bool:
@@ -179,24 +180,32 @@ class Prediction(AnsweredQuestion):
         set): its level is an average over questions like the calibration's (split conformal), not a promise for
         this one, and the share of this question's probability the set holds says how sure the model is here
         -- a set that holds far less than its level is one the model is unsure of."""
-        if self.coverage is None:
+        if self.coverage is None or self.answer_set_probability is None:
             return ""
         level, mass = f"{100 * self.coverage:g}%", probability_text(self.answer_set_probability)
         left = self.num_entities - self.answer_set_size
         text = (f"Sets built this way (p ≥ {self.answer_set_threshold:.2g}) hold the answer for {level} of questions "
-                "like those the calibration was fitted on -- on average over questions, not for each one. For this "
-                f"question the model puts {mass} of its probability on the set")
+                "like those the calibration was fitted on -- on average over questions, not for each one.")
+        if not self.answer_set_size:
+            return text + (f" For this question no entity reaches p ≥ {self.answer_set_threshold:.2g}: the set is "
+                           "empty, and the model is unsure of every answer.")
+        text += f" For this question the model puts {mass} of its probability on the set"
         if self.answer_set_probability < self.coverage and left:
-            text += (f", less than {level}: it is unsure here, and the {left:,} entit{'y' if left == 1 else 'ies'} "
-                     f"left out share the other {probability_text(1 - self.answer_set_probability)}")
+            text += (f", less than {level}: it is unsure here, and the {left:,} "
+                     + ("entity left out has" if left == 1 else "entities left out share")
+                     + f" the other {probability_text(1 - self.answer_set_probability)}")
         return text + "."
 
-    def answer_set_lead(self) -> str:
-        """"the 90% answer set: 3 of 280 entities" (the names follow it)."""
+    def answer_set_lead(self, elsewhere: str = "") -> str:
+        """"the 90% answer set: 3 of 280 entities" (the names follow it); ``elsewhere``: the data the set's level
+        was calibrated on, named right after "answer set" ("the 90% answer set of ICEWS14: ...")."""
         if self.coverage is None:
             return ""
-        n = self.answer_set_size
-        return f"the {100 * self.coverage:g}% answer set: {n:,} of {self.num_entities:,} entit{'y' if n == 1 else 'ies'}"
+        n, of = self.answer_set_size, f" of {elsewhere}" if elsewhere else ""
+        if not n:
+            return f"the {100 * self.coverage:g}% answer set{of}: empty (no entity reaches its threshold)"
+        return (f"the {100 * self.coverage:g}% answer set{of}: {n:,} of {self.num_entities:,} "
+                f"entit{'y' if self.num_entities == 1 else 'ies'}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -277,8 +286,15 @@ class Predictor:
         self._index = TemporalGraphIndex(facts, kg.num_entities, kg.num_relations).to(self.device)
         self._facts = facts
         self._known = {tuple(x) for x in facts.tolist()}
+        #: entities some fact links to themselves (subject = object): a path (and a history prior) can lead there
+        self.self_linked = {int(e) for e in facts[facts[:, 0] == facts[:, 2], 0].tolist()}
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
         self._hidden: tuple[tuple[int, int, int], Background] | None = None
+
+    def own_entity_leads(self, top: int, question_entity: int) -> bool:
+        """The top answer ``top`` is the question's own entity and no fact of the data links it to itself, so no
+        path of links (nor a history prior) explains it: its score is its own state, kept by self-loops."""
+        return top == question_entity and top not in self.self_linked
 
     @property
     def composite(self) -> bool:
@@ -581,7 +597,7 @@ class Predictor:
         temperature = cal.temperature if cal else None
         probs = cal.probabilities(scores) if cal is not None else probabilities(scores, None)
         answer_set: list[str] = []
-        set_size, set_probability, set_threshold = 0, 0.0, 0.0
+        set_size, set_probability, set_threshold = 0, None, None
         if coverage is not None:
             if cal is None:
                 raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: run "
@@ -624,12 +640,13 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
-        if answers and answers[0].entity_id == s_id and not only_subject:  # the top answer: said beside it
+        no_evidence = no_evidence_reason(scores, probs, n_reached, nothing)
+        if answers and not no_evidence and self.own_entity_leads(answers[0].entity_id, s_id):  # said beside it
             role = "subject" if q.direction == "object" else "object"
-            warnings.append(f"The top answer {answers[0].entity!r} is the question's own {role}: no path of links "
-                            f"leads to it -- its score comes from staying there (self-loops) and from walks that "
-                            f"leave and come back -- so read it as the model finding nothing more likely, not as "
-                            f"evidence of a fact linking it to itself.")
+            warnings.append(f"The top answer {answers[0].entity!r} is the question's own {role}, and no fact of the "
+                            "data links it to itself: its score comes from staying there (self-loops) and from walks "
+                            "that leave and come back, so read it as the model finding nothing more likely, not as "
+                            "evidence for such a fact.")
         elsewhere = self.calibrated_elsewhere(cal) if cal is not None else ""
         if elsewhere:
             warnings.append(f"Probabilities are calibrated on {elsewhere}, the data the calibration was fitted on, not "
@@ -648,7 +665,8 @@ class Predictor:
                           temperature=temperature, calibrator=cal.method if cal is not None else "",
                           coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           answer_set_probability=set_probability, answer_set_threshold=set_threshold,
-                          no_evidence=no_evidence_reason(scores, probs, n_reached, nothing),
+                          no_evidence=no_evidence,
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "",
-                          provenance=self.provenance_text(t), calibrated_elsewhere=elsewhere)
+                          provenance=self.provenance_text(t), calibrated_elsewhere=elsewhere,
+                          entity_self_linked=s_id in self.self_linked)

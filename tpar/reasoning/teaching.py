@@ -96,7 +96,9 @@ class WalkStep:
 def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]:
     """The question and each of the L recursive steps of ``trace``, with the answer named at every stop:
     the best provisional candidate w·h^ℓ, and at the last step the model's own top answer from
-    ``prediction`` (the same forward pass's scores, with its probability)."""
+    ``prediction`` (the same forward pass's scores, with its probability). A stop led by the question's own
+    entity says that no path explains it, unless some fact links that entity to itself
+    (``prediction.entity_self_linked``)."""
     L = len(trace.layers)
     where = ("links before the question's time only (extrapolation: the future is unknown)"
              if trace.setting == "extrapolation" else
@@ -135,10 +137,10 @@ def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]
             step.calibrated, step.calibrated_elsewhere = prediction.calibrated, prediction.calibrated_elsewhere
         elif x.scores:
             step.best, step.best_score = max(x.scores.items(), key=lambda kv: (kv[1], kv[0]))
-        if step.best == trace.subject:  # the question's own entity leads: its state, not a path, puts it there
-            step.text += (f" The best candidate here is {trace.subject} itself: it keeps its own state through "
-                          "self-loops and no link leads back to it, so read it as nothing reached scoring higher, "
-                          "not as an answer a path explains.")
+        if step.best == trace.subject and not prediction.entity_self_linked:  # its state, not a path, puts it first
+            step.text += (f" The best candidate here is {trace.subject} itself, which no fact links to itself: it "
+                          "keeps its own state through self-loops (and walks that leave and come back), so read it as "
+                          "nothing reached scoring higher, not as an answer a path explains.")
         steps.append(step)
     return steps
 
