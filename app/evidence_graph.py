@@ -270,7 +270,8 @@ _FIT_AND_EXPORT = """
   // a narrow frame (a phone, a half-width window) draws the levels closer together, down to a label's width,
   // rather than shrinking the whole drawing; arcs get a rounder bend to keep their bulge in px
   var SEPARATION = __SEPARATION__, DEPTH = __DEPTH__, separation = SEPARATION, roundness = null;
-  // the least zoom the view is fitted at: labels of 14 px stay about 10 px high (smaller: the frame scrolls)
+  // the least zoom a too narrow frame fits the view at (14 px labels stay about 10 px high; the frame then scrolls
+  // sideways); a drawing too tall for its frame (capped in height) may still be fitted smaller
   var MIN_SCALE = 0.72;
   // label and node sizes as vis-network draws them (edge labels 14 px, node labels 16 px, arial)
   var ruler = document.createElement("canvas").getContext("2d");

@@ -42,8 +42,9 @@ def finite_number(value: object) -> bool:
 def number_in(value: object, least: float = float("-inf"), most: float = float("inf"), *, whole: bool = False,
               above: bool = False) -> bool:
     """A number read from a file lies from ``least`` (excluded with ``above``) to ``most``: a
-    :func:`finite_number`, and with ``whole`` an int (a float such as 3.0 is not, nor a bool). The one range
-    check of every hand-editable file (rules, resume files' positions and optimiser options)."""
+    :func:`finite_number`, and with ``whole`` an int (a float such as 3.0 is not, nor a bool). Used by the rules
+    file's and the resume file's readers (positions and optimiser options); other readers still check their own
+    numbers with :func:`finite_number`."""
     if not finite_number(value) or (whole and not isinstance(value, int)):
         return False
     return (least < value if above else least <= value) and value <= most

@@ -144,13 +144,10 @@ def answer_ui(pred: Prediction, entities) -> None:
 def paths_ui(e: Explanation, shown: list) -> None:
     """Each shown path in words, a table of the paths, every link of them, and a CSV download."""
     number = {id(p): k for k, p in enumerate(e.paths, start=1)}
-    d = e.decomposition
-    gained = d.score - d.no_evidence_score if d is not None else 0.0
-    if d is not None and shown and gained > 0 and d.stays > gained / 2:  # most of the score credited to self-loops
-        st.caption(f"Most of f − f₀ ({signed(d.stays)} of {signed(gained)}) is credited to staying put. A path "
-                   f"shorter than L = {e.num_layers} reaches the answer early, and the answer's self-loops carry its "
-                   "state to the last step: the importance method credits those self-loops (each path's *stay*), not "
-                   "the path's links. The paths below still show where that state came from.")
+    note = e.decomposition.stays_note(e.num_layers, min((p.length for p in shown), default=None)) \
+        if e.decomposition is not None and shown else ""
+    if note:
+        st.caption(ex.md(note))
     for p in shown:
         k = number[id(p)]
         weight = (f"adds {signed(p.importance)} beyond the paths above, {signed(p.total)} alone"

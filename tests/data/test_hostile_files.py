@@ -245,3 +245,13 @@ def test_a_vocabulary_file_that_is_a_pipe_is_named_so(tmp_path):
     os.mkfifo(d / "entity2id.txt")
     with pytest.raises(DataError, match=r"entity2id.txt: is a pipe"):
         load_dataset(d)
+
+
+def test_a_lineage_file_that_gives_a_key_twice_is_not_read(tmp_path):
+    """lineage.json is anyone's file too: a second "steps" after the first is not silently the lineage."""
+    from tpar.data.lineage import LINEAGE_FILE, lineage_of
+
+    (tmp_path / LINEAGE_FILE).write_text('{"steps": [{"date": "2024-01-01"}]}')
+    assert len(lineage_of(tmp_path)) == 1
+    (tmp_path / LINEAGE_FILE).write_text('{"steps": [{"date": "2024-01-01"}], "steps": []}')
+    assert lineage_of(tmp_path) == []

@@ -511,3 +511,19 @@ def test_rules_are_read_in_another_data_sets_relation_names(sample_rules, tmp_pa
     assert main(["rules", "--data", str(other), "--rules", str(path), "--relation-map", str(bad), "--quiet"]) == 2
     got = capsys.readouterr()
     assert str(bad) in got.err and "row 1: 'Tea party' is not a relation of the rules (distilled on chronological)" in got.err, got
+
+
+def test_a_map_row_that_takes_a_relation_another_rules_relation_is_spelled_as_leaves_that_one_unmatched(sample_rules,
+                                                                                                      tmp_path):
+    """Map the data's Meet to the rules' Consult: the rules' own Meet is then matched to nothing, and its rules must
+    not score under the data's Meet beside Consult's -- they are set aside and said."""
+    from tpar.data.loading import load_dataset
+    from tpar.data.relation_matching import RelationMap
+
+    rules = RuleSet.read(sample_rules[1])
+    kg = load_dataset(SAMPLE_WORLD)
+    fitted, note = rules.fit(kg, RelationMap({"Meet": "Consult"}))
+    heads = {r.head for r in fitted.rules}
+    assert "Meet (not matched)" in heads and "Consult" not in heads and "Meet" in heads
+    assert sum(r.head == "Meet" for r in fitted.rules) == sum(r.head == "Consult" for r in rules.rules)
+    assert "1 by the relation map" in note and "not in" in note

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.relation_matching import as_loaded
+from tpar.data.textfile import strict_json
 
 #: the file beside a grown data set's split files that records how it grew (JSON; read, never executed)
 LINEAGE_FILE = "lineage.json"
@@ -38,7 +39,7 @@ def lineage_of(folder: str | Path) -> list[dict]:
     try:
         if not p.is_file() or p.stat().st_size > LINEAGE_MAX_BYTES:
             return []
-        steps = json.loads(p.read_text(encoding="utf-8")).get("steps", [])
+        steps = strict_json(p.read_text(encoding="utf-8"), numbers_checked_later=True).get("steps", [])  # _clean checks
     except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: brackets nested too deep
         return []
     if not isinstance(steps, list):

@@ -26,6 +26,7 @@ built) or ``torch``. :data:`steps_run` counts the steps each kernel ran, so a te
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections import Counter
 from typing import Literal
@@ -43,6 +44,20 @@ _CHUNK = 1 << 13  # links per chunk on the CPU: temporaries stay in cache
 _CHUNK_CUDA = 1 << 17  # on a GPU each chunk costs kernel launches: fewer, larger chunks (64 MB at d=128)
 #: recursive steps run by each kernel in this process ("cpp" / "torch")
 steps_run: Counter = Counter()
+#: the same per thread (an app serves several sessions from one process, each in its own thread)
+_thread_steps = threading.local()
+
+
+def thread_steps() -> Counter:
+    """Recursive steps run by each kernel in the calling thread (a live Counter)."""
+    if not hasattr(_thread_steps, "counts"):
+        _thread_steps.counts = Counter()
+    return _thread_steps.counts
+
+
+def _count(kernel: str) -> None:
+    steps_run[kernel] += 1
+    thread_steps()[kernel] += 1
 
 
 def check_kernel(choice: str) -> KernelChoice:
@@ -137,7 +152,7 @@ def gate_step(cell: torch.nn.GRUCell, x: torch.Tensor, h_old: torch.Tensor, loop
     h_old = h_old.to(x.dtype)
     if not fused or cell.bias_ih is None or torch.is_autocast_enabled(x.device.type):
         return cell(x, x.new_zeros(x.shape).index_copy(0, loop_dst, h_old))
-    steps_run["cpp-gate"] += 1
+    _count("cpp-gate")
     old_row = torch.full((x.shape[0],), -1, dtype=torch.long, device=x.device)
     old_row[loop_dst] = torch.arange(loop_dst.shape[0], device=x.device)
     return _GateStep.apply(x.contiguous(), h_old.contiguous(), old_row, cell.weight_ih, cell.weight_hh,
@@ -167,7 +182,7 @@ def csr_step(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: 
     graph = (start.contiguous(), end.contiguous(), node_e.contiguous(), node_ptr.contiguous(), index.dst, index.rel,
              time_code.contiguous(), q_offset.contiguous(), own.contiguous() if own is not None else empty, pos,
              *_repeat_args(index, repeat, q_time), int(index.num_entities), int(index.num_relations))
-    steps_run["cpp"] += 1
+    _count("cpp")
     gate = node_gate if node_gate is not None else h.new_empty(0)
     return _CsrStep.apply(h, terms.node, h_rel, terms.relation, terms.query, h_time, terms.time, terms.w, terms.b,
                           gate, graph, num_out)
@@ -243,5 +258,5 @@ def links(h: torch.Tensor, h_rel: torch.Tensor, h_time: torch.Tensor, terms: Att
     weighted = alpha if node_gate is None else alpha * node_gate.index_select(0, src)
     if link_weight is not None:
         weighted = weighted * link_weight
-    steps_run["torch"] += 1
+    _count("torch")
     return _Aggregate.apply(h, h_rel, h_time, weighted, src, rel, dt, dst, num_out), alpha.detach()

@@ -9,7 +9,7 @@ import torch
 from tpar.graph.background import Background, DeviceCopy
 from tpar.graph.queries import QueryBatch
 from tpar.model.device import resolve_device
-from tpar.model.kernels import steps_run
+from tpar.model.kernels import thread_steps
 from tpar.model.network import TPAR
 
 
@@ -33,12 +33,12 @@ class ModelRanker:
     def score(self, batch: QueryBatch, background: Background) -> torch.Tensor:
         bg = self._on_device(background)
         out = []
-        before = Counter(steps_run)
+        before = Counter(thread_steps())  # this thread's: another app session's steps are not this ranker's
         for a in range(0, len(batch), self.micro_batch):
             mb = batch[slice(a, a + self.micro_batch)].to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
                 out.append(self.model(mb, bg).float().cpu())
-        self.kernel_steps.update(Counter(steps_run) - before)
+        self.kernel_steps.update(Counter(thread_steps()) - before)
         return torch.cat(out) if out else torch.zeros(0, bg.num_entities)
 
     def kernel_text(self) -> str:

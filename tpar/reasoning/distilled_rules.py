@@ -359,7 +359,7 @@ class RuleSet:
 
     def fit(self, kg: TemporalKG, relation_map=None) -> "tuple[RuleSet, str | None]":
         """The rules in ``kg``'s relation names, and a note on how they were matched (``None`` when every name
-        is ``kg``'s already): as a checkpoint's relations are matched
+        is ``kg``'s already and no ``relation_map`` is given): as a checkpoint's relations are matched
         (:func:`~tpar.data.relation_matching.match_relations`: the same name, the same normalised name, or a
         row of ``relation_map``, a data relation -> a rules relation). A relation no rule names is no problem
         (rules may cover a few heads); rules naming a relation ``kg`` lacks are left to the ranker, which sets
@@ -373,10 +373,15 @@ class RuleSet:
         m = match_relations(own, as_loaded(kg), model_name=data, mapping=relation_map,
                             model_label=f"the rules (distilled on {data})")
         renamed = {x.model_relation: x.data_relation for x in m.matched if x.model_relation != x.data_relation}
+        used = {x.model_relation for x in m.matched}
+        for name in own:  # unmatched, yet spelled like a data relation another rules relation now stands for:
+            if name not in used and name in kg.relations:  # renamed out of the way, so the ranker sets it aside
+                renamed[name] = f"{name} (not matched)"
         hows = {h: sum(x.how == h for x in m.matched) for h in ("exact", "normalised", "mapping")}
         missing = len(own) - len(m.matched)
         example = next(iter(renamed.items()), None)
-        note = (f"the rules' {len(own)} relations read in {kg.name}'s names: {hows['exact']} by the same name, "
+        note = (f"the rules' {len(own)} relation{'s' if len(own) != 1 else ''} read in {kg.name}'s names: "
+                f"{hows['exact']} by the same name, "
                 f"{hows['normalised']} by normalised name, {hows['mapping']} by the relation map"
                 + (f" (e.g. {example[0][:60]!r} as {example[1][:60]!r})" if example else "")
                 + (f"; {missing} not in {kg.name}" if missing else ""))

@@ -213,6 +213,21 @@ class Decomposition:
     def to_dict(self) -> dict:
         return asdict(self) | {"rest": self.rest, "total": self.paths + self.rest + self.prior, "target": self.target}
 
+    def stays_note(self, num_layers: int, shortest_path: int | None) -> str:
+        """Why most of the score goes to staying put, when it does ("" else): self-loops keep a state from one step
+        to the next, so evidence that reaches an entity early (``shortest_path`` < L links) is carried along them to
+        step L, and the importance method credits those self-loops, not the links that brought it."""
+        if self.target <= 0 or self.stays <= self.target / 2:
+            return ""
+        what = "S − S₀" if self.composite else "f − f₀"
+        early = (f" The shortest path listed has {shortest_path} link{'s' if shortest_path != 1 else ''} of the "
+                 f"model's L = {num_layers}: it reaches the answer early, and self-loops carry that state to the "
+                 "last step." if shortest_path is not None and shortest_path < num_layers else "")
+        return (f"Most of {what} ({_signed(self.stays)} of {_signed(self.target)}) is credited to staying put: the "
+                "self-loops along the walks, which keep an entity's state from one step to the next." + early
+                + " The importance method credits those self-loops (each path's stay), not the links that brought "
+                "the state; the paths still show where it came from.")
+
     def text(self) -> str:
         """The sum in one line, e.g. "f − f₀ = 10.502 = listed paths 9.716 + rest 0.786 (other links −0.818,
         staying put 1.613, not attributed −0.009)"; for a composite "S − S₀ = ... + history prior ..."."""
