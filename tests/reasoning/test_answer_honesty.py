@@ -206,6 +206,11 @@ def test_a_top_answer_that_is_the_questions_own_entity_is_said_to_be_no_evidence
     assert len(said) == 1 and said[0].startswith("The top answer 'Faora Bank'")
     assert "no fact of the data links it to itself" in said[0]
     assert p.kg.entities.id("Faora Bank") not in p.self_linked  # what the warning claims, checked on the facts
+    # a subject question (?, r, X, t) led by X itself: X is the question's own object
+    back = Question("Sami of Lumzanenn", "Host a visit", "2025-12-18", "subject", "extrapolation")
+    assert int(raw_scores(p, back).argmax()) == p.kg.entities.id("Sami of Lumzanenn")
+    said = [w for w in p.answer(back, top_k=3).warnings if "question's own" in w]
+    assert len(said) == 1 and said[0].startswith("The top answer 'Sami of Lumzanenn' is the question's own object")
     other = Question("Arovia", "Provide aid to", "2026-01-10", "object", "extrapolation")
     assert int(raw_scores(p, other).argmax()) != p.kg.entities.id("Arovia")
     assert not any("question's own" in w for w in p.answer(other, top_k=3).warnings)
