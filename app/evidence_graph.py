@@ -132,11 +132,6 @@ def repeated_entities(labels: dict[str, str]) -> list[str]:
     return sorted(name for name, n in seen.items() if n > 1)
 
 
-def graph_height(paths: list[TemporalPath]) -> int:
-    """Frame height that fits the paths (:attr:`Drawing.height`)."""
-    return drawing(paths, "", "").height
-
-
 def evidence_html(explanation: Explanation, height_px: int | None = None, paths: list[TemporalPath] | None = None,
                   dark: bool = False) -> str:
     """HTML of the explanation's paths (default: all of them) as an interactive graph (query entity

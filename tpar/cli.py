@@ -848,9 +848,8 @@ def cmd_explain(args) -> int:
         print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
     if e.decomposition is not None:
         print(f"  {e.decomposition.text()}")
-        note = e.decomposition.stays_note(e.num_layers, min((p.length for p in e.paths), default=None))
-        if note:
-            print(f"  {note}")
+        if e.stays_note():
+            print(f"  {e.stays_note()}")
     for w in e.warnings:
         print(f"  note: {w}")
     for i, path in enumerate(e.paths, 1):

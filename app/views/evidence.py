@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import explorer as ex
-from evidence_graph import drawing, evidence_html, graph_height, repeated_entities, signed
+from evidence_graph import drawing, evidence_html, repeated_entities, signed
 from palette import FUTURE, PAST, SAME
 from tpar.evaluation.reports import csv_text
 from tpar.reasoning.explanation import RANKING_TEXT, Explanation
@@ -76,9 +76,10 @@ def render() -> None:
                 "thickness: the link's own importance on a log scale (thin and dotted: none); ×n: n facts of one "
                 "relation drawn as one link (as thick as the strongest). Hover a link for the facts in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
+    laid_out = drawing(shown, e.subject, e.answer)  # its height sizes the frame; its labels name repeated entities
     html = evidence_html(e, paths=shown, dark=dark)
-    st.iframe(html, height=graph_height(shown) + 4, alt="Temporal paths to the answer")
-    twice = repeated_entities(drawing(shown, e.subject, e.answer).label)
+    st.iframe(html, height=laid_out.height + 4, alt="Temporal paths to the answer")
+    twice = repeated_entities(laid_out.label)
     if twice:  # the graph is laid out by hop: an entity some paths reach in one hop and others in two is drawn twice
         st.caption(f"Columns are hops from {ex.md(e.subject)}: {ex.md(', '.join(twice))} "
                    f"{'is' if len(twice) == 1 else 'are'} reached at more than one hop, so drawn once per hop.")
@@ -144,8 +145,7 @@ def answer_ui(pred: Prediction, entities) -> None:
 def paths_ui(e: Explanation, shown: list) -> None:
     """Each shown path in words, a table of the paths, every link of them, and a CSV download."""
     number = {id(p): k for k, p in enumerate(e.paths, start=1)}
-    note = e.decomposition.stays_note(e.num_layers, min((p.length for p in shown), default=None)) \
-        if e.decomposition is not None and shown else ""
+    note = e.stays_note(shown)
     if note:
         st.caption(ex.md(note))
     for p in shown:

@@ -68,21 +68,20 @@ class UploadReport:
         """More than :data:`DROP_CONFIRM_SHARE` of the rows are dropped: saving asks first."""
         return self.dropped_share > DROP_CONFIRM_SHARE
 
-    def dropped_reasons(self, limit: int | None = 3) -> list[tuple[str, int, int]]:
-        """The commonest kinds of problem among the dropped rows, most rows first (at most ``limit`` kinds):
-        (problem, rows, first row) -- the problem with its values elided when several rows share it, as written
+    def dropped_reasons(self) -> list[tuple[str, int, int]]:
+        """Every kind of problem among the dropped rows, most rows first: (problem, rows, first row) -- the problem with its values elided when several rows share it, as written
         (its value shown) for a kind of one row."""
         kinds: dict[str, list[tuple[int, str]]] = {}
         for row, problem in self.dropped:
             kind = _PROBLEM_VALUE.sub(lambda m: "'…'" if m.group(0)[0] in "'\"" else "…", problem)
             kinds.setdefault(kind, []).append((row, problem))
         ranked = sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[1][0][0]))
-        return [(k if len(rows) > 1 else rows[0][1], len(rows), rows[0][0]) for k, rows in ranked[:limit]]
+        return [(k if len(rows) > 1 else rows[0][1], len(rows), rows[0][0]) for k, rows in ranked]
 
     def loss_text(self, kinds: int = 3) -> str:
         """How many rows are lost and why, in one sentence (the save confirmation): the ``kinds`` commonest
         problems, and how many rows the others hold, so the counts add up to the rows lost."""
-        reasons = self.dropped_reasons(None)
+        reasons = self.dropped_reasons()
         shown = reasons if len(reasons) <= kinds + 1 else reasons[:kinds]  # "1 other kind" would say less than it
         why = "; ".join(f"{n:,} × {k} (first row {r})" if n > 1 else f"{k} (row {r})" for k, n, r in shown)
         rest = reasons[len(shown):]

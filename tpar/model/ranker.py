@@ -46,7 +46,7 @@ class ModelRanker:
         names = {"cpp": "the C++ kernel", "torch": "the torch kernel"}
         used = {k: n for k, n in self.kernel_steps.items() if n and k in names}  # "cpp-gate": the gate of a cpp step
         if len(used) == 1:
-            return names.get(next(iter(used)), next(iter(used)))
+            return names[next(iter(used))]
         total = sum(used.values())
-        return " and ".join(f"{names.get(k, k)} ({100 * n / total:.0f}% of steps)" for k, n in sorted(used.items())) \
+        return " and ".join(f"{names[k]} ({100 * n / total:.0f}% of steps)" for k, n in sorted(used.items())) \
             or "no kernel (nothing scored)"

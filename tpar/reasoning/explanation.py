@@ -354,6 +354,14 @@ class Explanation(AnsweredQuestion):
     def floor(self) -> float:
         return evidence_floor(self.score)
 
+    def stays_note(self, paths: list[TemporalPath] | None = None) -> str:
+        """:meth:`Decomposition.stays_note` for ``paths`` (default: every listed path), "" when there is nothing
+        to say: no decomposition, no path shown, or most of the score not credited to staying put."""
+        paths = self.paths if paths is None else paths
+        if self.decomposition is None or not paths:
+            return ""
+        return self.decomposition.stays_note(self.num_layers, min(p.length for p in paths))
+
     def rank_text(self) -> str:
         """The rank as shown to a user: "5", or "5–6" when the answer ties with another entity."""
         return rank_range_text(self.rank_low, self.rank_high)
