@@ -67,3 +67,25 @@ def test_benchmark_checkpoints_fit_their_data(name, folder):
     ck = Checkpoint.load(ROOT / "checkpoints" / f"{name}.tpar")
     kg = load_dataset(root / folder)
     assert ck.check_fits(kg) == []
+
+
+def test_cards_say_the_time_axis_and_path_order_in_words():
+    """A card reads "days from 2025-01-01" and "paths in any time order", not a Python dict or a flag; the
+    sample world's baselines give all four figures for each of its two settings."""
+    from tpar.model.card import render, time_axis_text
+
+    assert time_axis_text({"granularity": "year", "origin": "0", "step": 1}) == "years"
+    assert time_axis_text({"granularity": "day", "origin": "2025-01-01", "step": 1}) == "days from 2025-01-01"
+    assert time_axis_text({"granularity": "second", "origin": None, "step": 3600}) == "seconds, steps of 3600"
+    assert time_axis_text({}) == time_axis_text("garbage") == "unknown"
+    ck = Checkpoint.load(ROOT / "checkpoints" / "sample-world-unified.tpar")
+    card = render(ck, "sample-world-unified")
+    assert "time: days from 2025-01-01)" in card and "paths in any time order" in card
+    assert "{" not in card.split("## Test metrics")[0] and "chronological=" not in card
+    ck.config.model.chronological = True
+    assert "paths in time order only" in render(ck, "x")
+    shipped = (ROOT / "checkpoints" / "sample-world-unified.md").read_text()
+    for setting in ("extrapolation", "interpolation"):
+        for method in ("frequency", "recurrency"):
+            row = next(line for line in shipped.splitlines() if line.startswith(f"| {method} ({setting}) |"))
+            assert "–" not in row and row.count("/") == 3

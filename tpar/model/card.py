@@ -63,6 +63,16 @@ def propagation_note(propagation: str) -> str:
             "`tpar evaluate --propagation exact` tests it without pruning)")
 
 
+def time_axis_text(axis: object) -> str:
+    """A stored time axis in words, e.g. "days from 2025-01-01" or "years, steps of 10"."""
+    if not isinstance(axis, dict) or not axis.get("granularity"):
+        return "unknown"
+    unit = _text(axis["granularity"])
+    step, origin = axis.get("step", 1), axis.get("origin")
+    text = f"{unit}s" if step == 1 else f"{unit}s, steps of {_text(step)}"
+    return text + (f" from {_text(origin)}" if origin not in (None, "", "0", 0) else "")
+
+
 def other_data_line(ckpt: Checkpoint) -> str:
     """The card's words on using the model beyond the data it was trained on."""
     return (f"- trained on {_code(ckpt.data_name)} only. Other data: it answers any data set whose relations match its "
@@ -80,10 +90,12 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
     hw = ckpt.extra.get("hardware", {})
     lines = [f"# Model card: {_text(name)}", "",
              f"- data: {_code(ckpt.data_name)}, fingerprint {_code(ckpt.data_fingerprint)}",
-             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
+             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {time_axis_text(ckpt.time_axis)})",
              other_data_line(ckpt),
              f"- model: L={m.num_layers}, d={m.dim}, d_a={m.attn_dim}, δ={m.activation}, dropout={m.dropout}, "
-             f"chronological={m.chronological}, attention bias init {m.attention_bias_init}, "
+             + ("paths in time order only (t_1 ≥ t_2 ≥ …, the paper's ablation), " if m.chronological
+                else "paths in any time order (Section 4.1), ")
+             + f"attention bias init {m.attention_bias_init}, "
              + propagation_note(m.propagation) + (", GRU gate between steps" if m.gate else ""),
              f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
@@ -175,7 +187,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
              f"- kind: **composite** -- the ranking combines {ckpt.combination_text()}, chosen on valid: "
              f"`{model.formula()}`",
              f"- data: {_code(ckpt.data_name)}, fingerprint {_code(ckpt.data_fingerprint)}",
-             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {ckpt.time_axis})",
+             f"- setting: **{ckpt.setting}** (relations: {len(ckpt.relations)}; time: {time_axis_text(ckpt.time_axis)})",
              other_data_line(ckpt),
              propagation_of_members(ckpt),
              f"- built by {_code(ckpt.extra.get('command') or 'tpar ensemble', 2000)} (seed "
