@@ -80,6 +80,26 @@ def plot_text(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+#: Plotly's toolbar, cut to what these charts need (save, zoom, pan, reset): narrow enough to sit in the strip
+#: above the plot at 820 px without covering a legend or a bar's label.
+CHART_CONFIG = {"displaylogo": False,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
+CHART_TOP = 36
+"""Pixels above every chart's plot area: the toolbar's strip (and a legend set above the plot)."""
+
+
+def show_chart(fig, *, key: str | None = None) -> None:
+    """Draw a plotly figure the same way on every page: its title as bold text above the chart (Plotly
+    draws the toolbar over a title when the pointer is on the chart) and a strip above the plot area
+    for the toolbar."""
+    title = fig.layout.title.text if fig.layout.title else None
+    if title:
+        st.markdown(f"**{md(title)}**")
+    top = fig.layout.margin.t if fig.layout.margin and fig.layout.margin.t is not None else CHART_TOP
+    fig.update_layout(title=None, margin={"t": max(top, CHART_TOP)})
+    st.plotly_chart(fig, config=CHART_CONFIG, key=key)
+
+
 def version(path: str | Path) -> int:
     """A cache key part that changes when a file, or any file in a folder, is rewritten."""
     p = Path(path)

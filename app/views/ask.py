@@ -287,7 +287,7 @@ def downloads_ui(pred: Prediction, answers: pd.DataFrame) -> None:
                                customdata=top["p_text"], hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
         fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title="probability (%) — green: known fact")
-        st.plotly_chart(fig, config={"displaylogo": False})
+        ex.show_chart(fig)
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

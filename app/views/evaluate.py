@@ -124,8 +124,8 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         by_ties = group.set_index("ties")
         real = by_ties.loc["realistic"]
         rows.append({"Method": method, "MRR": real["mrr"], "Hits@1": real["hits@1"], "Hits@3": real["hits@3"],
-                     "Hits@10": real["hits@10"], "MRR optimistic": by_ties.loc["optimistic", "mrr"],
-                     "MRR pessimistic": by_ties.loc["pessimistic", "mrr"]})
+                     "Hits@10": real["hits@10"], "MRR opt.": by_ties.loc["optimistic", "mrr"],
+                     "MRR pess.": by_ties.loc["pessimistic", "mrr"]})
     return pd.DataFrame(rows)
 
 
@@ -141,11 +141,15 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
                    "differ in their last float digits -- enough to make or break an exact tie between two answers: "
                    "figures measured with the other kernel (a model card's may be) can differ by a few hundredths.")
     table = pd.DataFrame(metrics_rows(results))
-    st.dataframe(compact(table), hide_index=True, column_config={
-        c: st.column_config.NumberColumn(c, format="%.2f") for c in compact(table).columns if c != "Method"})
+    tie_help = {"MRR opt.": "MRR with optimistic ties: the answer first among the entities with its score",
+                "MRR pess.": "MRR with pessimistic ties: the answer last among the entities with its score"}
+    st.dataframe(compact(table), hide_index=True, column_config={  # short headers: all seven fit at 820 px
+        c: st.column_config.NumberColumn(c, format="%.2f", help=tie_help.get(c, "realistic ties, %"))
+        for c in compact(table).columns if c != "Method"})
     st.caption("All figures in %. MRR and Hits with realistic ties (the answer in the middle of the entities with its "
                "score: the honest figure, a method that scores many entities 0 gains nothing from it); the optimistic "
-               "(first among equals) and pessimistic (last) MRR beside it show how much ties matter.")
+               "(MRR opt.: first among equals) and pessimistic (MRR pess.: last) MRR beside it show how much ties "
+               "matter.")
     per_rel = pd.DataFrame(relation_rows(results))
     tpar_rows = per_rel[per_rel.method == "TPAR"]
     top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
@@ -156,8 +160,9 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
         d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
         fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
     fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
-                      title=f"Realistic MRR per relation ({which})", yaxis_title="MRR %")
-    st.plotly_chart(fig, config={"displaylogo": False})
+                      title=f"Realistic MRR per relation ({which})", yaxis_title="MRR %",
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: the bars keep the width
+    ex.show_chart(fig)
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
                                     (d2, per_rel, "Per relation (CSV)", "tpar-evaluation-relations.csv")):
@@ -186,9 +191,10 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") ->
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line={"dash": "dash", "color": palette.T_Q}))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="top-1 probability (after scaling)",
-                      yaxis_title="share right", xaxis_range=[0, 1], yaxis_range=[0, 1],
+                      yaxis_title="share right", xaxis_range=[0, 1], yaxis_range=[0, 1.12],  # room for the counts
+                      yaxis_tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1],
                       legend=dict(orientation="h", yanchor="top", y=-0.2))
-    st.plotly_chart(fig, config={"displaylogo": False})
+    ex.show_chart(fig)
     b, a = report.before, report.after
     st.dataframe(pd.DataFrame([
         {"Probabilities": "raw softmax", "ECE": b.ece, "Brier": b.brier, "NLL": b.nll},

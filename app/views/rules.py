@@ -169,7 +169,7 @@ def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_layout(height=90 + 30 * len(shown), margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
                       bargap=0.25)
-    st.plotly_chart(fig, config={"displaylogo": False})
+    ex.show_chart(fig)
     st.caption("Rules ranked by score (best first; ★ and green: a planted rule of the data). Confidence: of the "
                "questions whose top paths hold the rule, the share where its path ends at a true answer. Support: how "
                "many questions hold it. Hover a bar for the rule.")

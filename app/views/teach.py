@@ -13,7 +13,7 @@ import streamlit as st
 
 import explorer as ex
 import palette
-from tpar.reasoning.explanation import ATTENTION_FLOOR, ReasoningTrace
+from tpar.reasoning.explanation import ATTENTION_FLOOR, LayerSummary, ReasoningTrace
 from tpar.reasoning.prediction import Prediction, rank_range_text
 from tpar.reasoning.rules import PlantedRules, days_per_step, rule_followed
 from tpar.reasoning.teaching import EQUATION_NAMES, EQUATIONS, TimeEncodingCurves, WalkStep, time_encoding_curves, walkthrough
@@ -112,24 +112,32 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
         ss[STEP_KEY], ss["teach_playing"], ss["teach_for"] = 0, False, key
     playing = bool(ss.get("teach_playing"))
     st.fragment(stepper, run_every=PLAY_SECONDS if playing else None)(steps, tr, answer, playing)
-    st.dataframe(pd.DataFrame([{
-        "step ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links,
-        "best candidate": steps[x.layer].best or ("no answer (no evidence)" if steps[x.layer].no_evidence
-                                                   else "nothing reached yet"),
-        "its w·h": steps[x.layer].best_score,
-        "answer's w·h": x.answer_score,
-        "answer's rank": rank_range_text(*x.answer_rank_range) if x.answer_rank_range else None}
-        for x in tr.layers]),
-                 hide_index=True, width="stretch", placeholder="not reached", column_config={
-                     "reached": st.column_config.NumberColumn("reached", help="entities with a state after the step"),
-                     "links": st.column_config.NumberColumn("links", help="temporal links admitted in the step"),
-                     "its w·h": st.column_config.NumberColumn("its w·h", format="%.3f",
-                                                              help="the best candidate's w·h (the last step: its score f)"),
-                     "answer's w·h": st.column_config.NumberColumn(
-                         f"w·h of {answer}"[:40], format="%.3f",
-                         help="the answer being explained (\"not reached\" before a path reaches it; only the last step's is f)"),
-                     "answer's rank": st.column_config.TextColumn(
-                         "its rank", help="among the entities reached so far (a range where it ties)")})
+    st.dataframe(pd.DataFrame([step_row(x, steps[x.layer]) for x in tr.layers]), hide_index=True, width="stretch",
+                 column_config={  # narrow columns, two figures per cell: the table fits 820 px
+                     "ℓ": st.column_config.NumberColumn("ℓ", width=36, help="the recursive step"),
+                     "reached": st.column_config.NumberColumn("reached", width=68,
+                                                              help="entities with a state after the step"),
+                     "links": st.column_config.NumberColumn("links", width=60,
+                                                            help="temporal links admitted in the step"),
+                     "best so far (w·h)": st.column_config.TextColumn(
+                         "best so far (w·h)", help="the highest w·h after the step (the last step's is the score f)"),
+                     "answer (w·h, rank)": st.column_config.TextColumn(
+                         "answer (w·h, rank)",
+                         help=f"{ex.md(answer)}, the answer being explained: its w·h (only the last step's is f) and its "
+                              "rank among the entities reached so far (a range where it ties); \"not reached\" before a "
+                              "path reaches it")})
+
+
+def step_row(x: LayerSummary, step: WalkStep) -> dict:
+    """One row of the table of every step: ``x`` a layer of the trace, ``step`` its stop of the walk-through."""
+    if step.best:
+        best = f"{step.best} ({step.best_score:.3f})"
+    else:
+        best = "no answer (no evidence)" if step.no_evidence else "nothing reached yet"
+    answer = "not reached" if x.answer_score is None else (
+        f"{x.answer_score:.3f}" + (f", rank {rank_range_text(*x.answer_rank_range)}" if x.answer_rank_range else ""))
+    return {"ℓ": x.layer, "reached": x.entities_reached, "links": x.num_links, "best so far (w·h)": best,
+            "answer (w·h, rank)": answer}
 
 
 def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: bool) -> None:
@@ -182,7 +190,7 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     if x.step == 0:
         return
     layer = tr.layers[x.step - 1]
-    st.plotly_chart(score_bars(layer.scores, answer, x.step, L), config={"displaylogo": False}, key="teach_bars")
+    ex.show_chart(score_bars(layer.scores, answer, x.step, L), key="teach_bars")
     new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + ("…" if len(layer.new_entities) > 8 else "")
            if layer.new_entities else "")
     st.markdown(ex.md(f"Step {x.step}: {ex.plural(layer.entities_reached, 'entity', 'entities')} reached, "
@@ -242,8 +250,8 @@ def time_encoding_ui(curves: TimeEncodingCurves, unit: str, per_day: float | Non
     linear = np.array(curves.linear)
     lin_traces = [go.Scatter(x=curves.dt, y=linear[:, j], mode="lines", name=f"slope {w:+.3f} per {unit}")
                   for j, w in enumerate(curves.slopes)]
-    st.plotly_chart(fig_of("Periodic part (habits)", traces), config={"displaylogo": False})
-    st.plotly_chart(fig_of("Linear part (recency)", lin_traces), config={"displaylogo": False})
+    ex.show_chart(fig_of("Periodic part (habits)", traces))
+    ex.show_chart(fig_of("Linear part (recency)", lin_traces))
     if curves.highlight:
         found = ", ".join(f"{curves.periods[curves.periodic_dims.index(d)]:.1f} {unit} (for {t * (per_day or 1):g} days)"
                           for d, t in curves.highlight.items())

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.express as px
+import plotly.graph_objects as go
 import streamlit as st
 
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
+
+TALL = 10  # a timeline with more relations than this is tall enough to show its times above the plot as well
 
 
 def render() -> None:
@@ -97,7 +100,46 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
         fig.update_xaxes(range=[only - 3 * step, only + 3 * step])
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None,
                       legend={"title": None, "orientation": "h", "yanchor": "bottom", "y": 1.04, "x": 0})
-    st.plotly_chart(fig, config={"displaylogo": False})
+    if df["relation"].nunique() > TALL:  # a tall chart: its times above it too, not only a screen's scroll away
+        top = 74  # the toolbar's strip, the times above the plot, the legend above them
+        plot_px = fig.layout.height - top - 10 - 60  # less the margins and the bottom axis's labels (about)
+        fig.add_trace(go.Scatter(x=[shown["when"].min(), shown["when"].max()], y=[shown["relation"].iloc[0]] * 2,
+                                 xaxis="x2", mode="markers", marker={"opacity": 0}, hoverinfo="skip",
+                                 showlegend=False))
+        fig.update_layout(xaxis2={"matches": "x", "overlaying": "x", "side": "top", "showgrid": False},
+                          margin={"t": top}, legend={"y": 1 + 30 / max(plot_px, 1)})
+        if dated(kg):  # Plotly labels a matched date axis's automatic ticks unlike the one below: the same ticks on both
+            ticks = date_ticks(min(moments), max(moments))
+            fig.update_layout(xaxis={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]},
+                              xaxis2={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]})
+    ex.show_chart(fig)
+
+
+
+def date_ticks(lo: pd.Timestamp, hi: pd.Timestamp, most: int = 7) -> list[pd.Timestamp]:
+    """At most ``most`` round dates spanning [lo, hi]: days, weeks, month starts, or years that are multiples of
+    1, 2, 5, 10, … (1995, 2000, …)."""
+    for freq in ("D", "7D", "MS", "2MS", "3MS", "6MS"):
+        ticks = list(pd.date_range(lo.normalize(), hi, freq=freq))
+        if len(ticks) <= most:
+            return ticks or [lo]
+    for n in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000):
+        first = -(-lo.year // n) * n  # the first multiple of n at or after lo's year …
+        if first == lo.year and lo > pd.Timestamp(year=first, month=1, day=1):
+            first += n  # … whose 1 January is not before lo
+        years = range(first, hi.year + 1, n)
+        if len(years) <= most:
+            return [pd.Timestamp(year=y, month=1, day=1) for y in years] or [lo]
+    return [lo, hi]
+
+
+def tick_label(t: pd.Timestamp, ticks: list[pd.Timestamp]) -> str:
+    """A tick's date as precise as the ticks' spacing needs: "2025-03-14", "Mar 2025" or "2025"."""
+    if len(ticks) > 1 and all(x.month == 1 and x.day == 1 for x in ticks):
+        return f"{t.year}"
+    if len(ticks) > 1 and all(x.day == 1 for x in ticks):
+        return f"{t:%b} {t.year}"
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}"
 
 
 if __name__ == "__main__":  # run as a page by st.navigation (importable without side effects)

@@ -270,7 +270,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                           legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: clear of the axis title
         fig.update_yaxes(title_text="loss", secondary_y=False)
         fig.update_yaxes(title_text="valid MRR %", secondary_y=True, range=mrr_axis_range(s.epochs_done))
-        st.plotly_chart(fig, config={"displaylogo": False}, key=f"chart-{job_id}")
+        ex.show_chart(fig, key=f"chart-{job_id}")
     if not s.finished:
         if st.button("Cancel training", key=f"cancel-{job_id}"):
             job.cancel()

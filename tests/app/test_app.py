@@ -97,9 +97,30 @@ def test_pick_answer_explain():
     assert not at.exception and not at.error
     assert at.get("plotly_chart")
     assert "query time 2025-12-20" in texts(at)
-    traces = {t["name"]: t["marker"] for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    traces = {t.get("name"): t["marker"] for t in spec["data"]}
     subj, obj = traces["as subject"], traces["as object"]  # told apart by colour and by shape, at a readable size
     assert subj["color"] != obj["color"] and subj["symbol"] != obj["symbol"] and min(subj["size"], obj["size"]) >= 10
+    if "xaxis2" in spec["layout"]:  # a tall chart: the same dates above it as below
+        top, bottom = spec["layout"]["xaxis2"], spec["layout"]["xaxis"]
+        assert top["side"] == "top" and top["tickvals"] == bottom["tickvals"] and top["ticktext"] == bottom["ticktext"]
+
+
+@pytest.mark.parametrize("lo, hi, want", [
+    ("2025-01-03", "2025-12-20", ["Feb 2025", "Apr 2025", "Jun 2025", "Aug 2025", "Oct 2025", "Dec 2025"]),
+    ("2025-01-01", "2025-01-05", ["2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05"]),
+    ("1990-05-01", "2024-02-01", ["1995", "2000", "2005", "2010", "2015", "2020"]),
+    ("1995-03-01", "2003-02-01", ["1996", "1998", "2000", "2002"]),
+    ("1700-01-01", "2020-01-01", ["1700", "1750", "1800", "1850", "1900", "1950", "2000"])])
+def test_a_tall_timelines_dates_are_round_and_few(monkeypatch, lo, hi, want):
+    import pandas as pd
+
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    from views.timeline import date_ticks, tick_label
+
+    ticks = date_ticks(pd.Timestamp(lo), pd.Timestamp(hi))
+    assert [tick_label(t, ticks) for t in ticks] == want
+    assert pd.Timestamp(lo) <= ticks[0] and ticks[-1] <= pd.Timestamp(hi)
 
 
 def test_question_from_the_url():
@@ -205,7 +226,7 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
     assert not at.exception and at.session_state["model"] == "one-layer"
     at.switch_page("views/teach.py").run()
     assert not at.exception and not at.error
-    assert list(at.dataframe[0].value["step ℓ"]) == [1]
+    assert list(at.dataframe[0].value["ℓ"]) == [1]
     explorer.checkpoints.clear()
     at = app({**QUESTION, "subject": "[click](https://example.com)"}).run()
     assert not at.exception
