@@ -89,3 +89,7 @@ def test_cards_say_the_time_axis_and_path_order_in_words():
         for method in ("frequency", "recurrency"):
             row = next(line for line in shipped.splitlines() if line.startswith(f"| {method} ({setting}) |"))
             assert "–" not in row and row.count("/") == 3
+    # how its figures were measured: the kernel (an exact tie can hold under one kernel only) and what its
+    # "interpolation" means on a chronological split
+    assert "scored with the C++ kernel" in shipped and "a forecast with a gap rather than gap filling" in shipped
+    assert "- a note" in render(ck, "x", notes=["a note"]) and "- a note" not in render(ck, "x")

@@ -81,11 +81,12 @@ def other_data_line(ckpt: Checkpoint) -> str:
             f"the figures below are for {_code(ckpt.data_name)}; measured transfer in `benchmarks/results/transfer.md`")
 
 
-def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
-    """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes, baselines, paper (a
-    composite model: :func:`render_composite`)."""
+def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: dict | None = None,
+           notes: list[str] | None = None) -> str:
+    """Markdown for ``ckpt``: data, config, training, test metrics in all tie modes (and ``notes`` on how they
+    were measured), baselines, paper (a composite model: :func:`render_composite`)."""
     if ckpt.kind == "composite":
-        return render_composite(ckpt, name, baselines, paper)
+        return render_composite(ckpt, name, baselines, paper, notes)
     m, t = ckpt.config.model, ckpt.config.train
     hw = ckpt.extra.get("hardware", {})
     lines = [f"# Model card: {_text(name)}", "",
@@ -108,7 +109,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
     if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
         lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
                       "training.", ""]
-    lines += _results(ckpt, baselines, paper)
+    lines += _results(ckpt, baselines, paper, notes)
     if ckpt.history:
         n_valid = ckpt.config.train.max_valid_queries
         which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
@@ -124,8 +125,9 @@ def hardware_text(hw: object) -> str:
             f"threads, GPU: {_text(hw.get('gpu', 'none'))})")
 
 
-def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> list[str]:
-    """The card's test metrics, baselines, the paper's figures and the calibration."""
+def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes: list[str] | None = None) -> list[str]:
+    """The card's test metrics (then ``notes``, each a line of Markdown), baselines, the paper's figures and the
+    calibration."""
     lines: list[str] = []
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
@@ -134,6 +136,8 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None) -> li
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
         lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in RANK_TYPES if mode in modes]
         lines.append("")
+    if tests and notes:
+        lines += [f"- {n}" for n in notes] + [""]
     if baselines:
         lines += ["## Baselines on the same split (realistic)", "", "| method | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in baselines.items()]
@@ -175,7 +179,8 @@ def _closing(ckpt: Checkpoint) -> list[str]:
     return lines
 
 
-def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict | None = None) -> str:
+def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict | None = None,
+                     notes: list[str] | None = None) -> str:
     """Markdown for a composite model (:mod:`tpar.model.composite`): what it combines and how it was chosen on
     valid, each model with its temperature and weight, the history prior's fitted parameters, every candidate's
     valid figure, then test metrics, baselines, the paper's figures and the calibration as for one model."""
@@ -269,7 +274,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                   for k, v in ranked[:10]]
         lines.append("")
     lines += ["## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
-    lines += _results(ckpt, baselines, paper)
+    lines += _results(ckpt, baselines, paper, notes)
     return "\n".join(lines + _closing(ckpt))
 
 
