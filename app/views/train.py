@@ -85,7 +85,10 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
                                      and ss.get("train_name") == ss.get("train_name_suggested")):
         ss["train_name"] = suggested
     ss["train_name_suggested"] = suggested
-    with st.form("train_form"):
+    if ss.pop("train_replace_used", False):  # a consent to replace serves one start, never a later one
+        ss["train_replace"] = False
+    # Enter in a field does not submit: a training run (and a replaced model) starts only by its button
+    with st.form("train_form", enter_to_submit=False):
         c1, c2, c3 = st.columns(3)
         setting = c1.selectbox("Setting", ["unified", "extrapolation", "interpolation"], key="train_setting",
                                persist_state="session", help="unified: one model for both kinds of questions (recommended).")
@@ -110,8 +113,11 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
                                       "a question's time. Faster, forgets older evidence.")
         name = c9.text_input("Model name", help="Saved as workspace/checkpoints/NAME.tpar", key="train_name",
                              persist_state="session")
-        eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
+        e1, e2 = st.columns(2)
+        eval_test = e1.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
                                 persist_state="session")
+        e2.checkbox("Replace an existing model of this name", key="train_replace",
+                    help="Without it, a model name already in workspace/checkpoints is refused and the saved model kept.")
         b1, b2 = st.columns(2)
         submitted = b1.form_submit_button("Start training", type="primary")
         estimate = b2.form_submit_button("Estimate the time only")
@@ -186,8 +192,8 @@ def unfinished(path: str) -> str:
 
 def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool,
              estimate: TrainingEstimate | None = None) -> None:
-    """Start the job (a shipped checkpoint's name is refused; an existing model is replaced on a
-    second press); ``estimate`` travels with it, the start of its live time left."""
+    """Start the job (a shipped checkpoint's name is refused; an existing model is replaced only with the
+    form's "Replace" ticked); ``estimate`` travels with it, the start of its live time left."""
     ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
     shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
@@ -198,9 +204,9 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
         st.info(ex.md(f"Training {name!r} is already running (below)."))
     elif name in shipped:
         st.error(ex.md(f"{name!r} is the name of a shipped checkpoint; choose another name."))
-    elif out.exists() and not ss.get("confirm_overwrite") == str(out):
-        ss["confirm_overwrite"] = str(out)
-        st.warning(ex.md(f"A model named {name!r} exists; press Start again to replace it."))
+    elif out.exists() and not ss.get("train_replace"):
+        st.warning(ex.md(f"A model named {name!r} exists and is kept: choose another name, or tick \"Replace an "
+                         "existing model of this name\" and start again."))
     else:
         try:
             job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=run.train.setting,
@@ -212,7 +218,7 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
             st.error(ex.md(e))
         else:
             ss["job"] = job.id
-            ss.pop("confirm_overwrite", None)
+            ss["train_replace_used"] = True  # unticked on the next run
             st.success(ex.md(f"Training {name!r} started in the background."))
 
 

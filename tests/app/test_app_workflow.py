@@ -3,6 +3,7 @@ start -> progress -> finish -> ask, evaluation next to the baselines, and the te
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import re
@@ -236,6 +237,25 @@ def test_train_progress_finish_then_ask(workspace):
     assert not at.exception and not at.error
     assert at.session_state["model"] == "tiny-model"
     assert at.dataframe and len(at.dataframe[0].value) >= 1  # the Ask page answers with the new model
+
+    # the same name again: the saved model is kept unless "Replace" is ticked, and the tick serves one start only
+    saved = workspace / "runs_dir" / "tiny-model.tpar"
+    before, first_job = hashlib.sha256(saved.read_bytes()).hexdigest(), at.session_state["job"]
+    at.switch_page("views/train.py").run()
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception and not any("started in the background" in s.value for s in at.success)
+    assert any("exists and is kept" in w.value for w in at.warning)
+    assert at.session_state["job"] == first_job and hashlib.sha256(saved.read_bytes()).hexdigest() == before
+    at.checkbox(key="train_replace").check()
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception and any("started in the background" in s.value for s in at.success), \
+        [w.value for w in at.warning + at.error + at.info]
+    second = at.session_state["job"]
+    assert second != first_job
+    at.run()
+    assert not at.checkbox(key="train_replace").value  # unticked: a later start would not replace again
+    if at.button(key=f"cancel-{second}").proto is not None:  # no need to train it: the consent is what is tested
+        at.button(key=f"cancel-{second}").click().run()
 
 
 def test_evaluate_next_to_baselines():
