@@ -147,7 +147,7 @@ def question_ui(kg: TemporalKG) -> None:
     with c2:
         ex.bind(st.selectbox, "Relation", "relation", options=sorted(kg.relations.names, key=str.casefold),
                 help="Type to search.")
-        horizon = max(1, (t_max - t_min) // 10)
+        horizon = min(max(1, (t_max - t_min) // 10), axis.last_step - t_max)  # a calendar ends at 9999-12-31
         try:  # the widget's range holds the current question's time (from a URL or an example) too
             t_now = axis.parse(ss["time"])
         except ValueError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -25,12 +27,13 @@ def render() -> None:
     if not facts:
         st.info(ex.md(f"{ss['subject']} has no facts."))
         st.stop()
-    df = timeline_frame(kg, pd.DataFrame([f.__dict__ for f in facts]))
+    t_q = ex.take_time(kg)
+    calendar = on_calendar(kg, t_q)
+    df = timeline_frame(kg, pd.DataFrame([f.__dict__ for f in facts]), calendar)
     pick = st.multiselect("Relations", sorted(df["relation"].unique(), key=str.casefold), default=[],
                           placeholder="all relations")
     if pick:
         df = df[df["relation"].isin(pick)]
-    t_q = ex.take_time(kg)
     if t_q is not None:
         df["Δt"] = [kg.time_axis.format_delta(int(s) - t_q) for s in df["time_step"]]
     n_subject = int((df["role"] == "subject").sum())  # of the facts shown (the relation filter applied)
@@ -42,7 +45,11 @@ def render() -> None:
                f"{len(df) - n_subject:,} as object"
                + (f"; {len(facts):,} with all relations" if pick else "") + ")"
                + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
-    chart_ui(kg, df, t_q)
+    if dated(kg) and not calendar:
+        st.caption(f"This data set's times reach too near the calendar's ends (years 1 and 9999) for a date axis: "
+                   f"the chart's axis counts {kg.time_axis.granularity} steps from {kg.time_axis.label(0)}; hover a "
+                   "marker for its time.")
+    chart_ui(kg, df, t_q, calendar)
     with st.expander("Facts"):
         st.dataframe(df.drop(columns=["when", "time_step"]).assign(inferred=df["inferred"].map({True: "inferred",
                                                                                                 False: ""})),
@@ -55,18 +62,36 @@ def dated(kg: TemporalKG) -> bool:
     return axis.granularity in ("day", "month", "hour", "minute", "second") and axis.origin is not None
 
 
-def timeline_frame(kg: TemporalKG, df: pd.DataFrame) -> pd.DataFrame:
-    """The entity's facts with a plottable ``when``: dates where the axis has a calendar, else the
-    label's number (years) or the step."""
+def on_calendar(kg: TemporalKG, t_q: int | None) -> bool:
+    """Whether the chart can draw this data set on a date axis: a calendar whose times (and the question's),
+    with the axis's margins of a tenth of their span, stay within years 1-9999 (beyond them Plotly's date axis
+    falls back to an empty range in 2000); otherwise the chart counts time steps."""
+    if not dated(kg):
+        return False
+    t_min, t_max = kg.time_range
+    steps = [t_min, t_max] + ([t_q] if t_q is not None else [])
+    try:
+        lo, hi = (dt.datetime.fromisoformat(kg.time_axis.label(t).replace(" ", "T") + ("-01" if len(
+            kg.time_axis.label(t)) == 7 else "")) for t in (min(steps), max(steps)))
+        margin = (hi - lo) / 10 + dt.timedelta(days=31)
+        lo - margin, hi + margin  # noqa: B018 -- raises OverflowError past year 1 or 9999
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def timeline_frame(kg: TemporalKG, df: pd.DataFrame, calendar: bool) -> pd.DataFrame:
+    """The entity's facts with a plottable ``when``: dates where the axis has a calendar pandas can draw
+    (``calendar``), else the label's number (years) or the step."""
     axis = kg.time_axis
-    if dated(kg):
+    if calendar:
         df["when"] = pd.to_datetime(df["time"])
     else:
-        df["when"] = df["time_step"] if axis.origin is None else pd.to_numeric(df["time"], errors="coerce")
+        df["when"] = df["time_step"] if axis.origin is None or dated(kg) else pd.to_numeric(df["time"], errors="coerce")
     return df.rename(columns={"other": "other entity"})
 
 
-def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
+def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) -> None:
     """Relations over time, the entity as subject (teal diamonds) or object (amber dots); t_q dashed."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
@@ -87,7 +112,8 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
         if "inferred" in trace.name:  # hollow markers draw with their line: their own colour, thicker
             trace.marker.line = {"width": 2, "color": trace.marker.color}
     if t_q is not None:
-        x = pd.Timestamp(axis.label(t_q)) if dated(kg) else (t_q if axis.origin is None else float(axis.label(t_q)))
+        x = (pd.Timestamp(axis.label(t_q)) if calendar else
+             t_q if axis.origin is None or dated(kg) else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
         fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="t_q", showarrow=False,
@@ -95,7 +121,7 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
     moments = set(shown["when"].dropna()) | ({x} if t_q is not None else set())
     if len(moments) == 1:  # one moment: a few time steps either side, not an axis zoomed into a millisecond
         s0 = int(df["time_step"].iloc[0])
-        step = pd.Timestamp(axis.label(s0 + 1)) - pd.Timestamp(axis.label(s0)) if dated(kg) else 1
+        step = pd.Timestamp(axis.label(s0 + 1)) - pd.Timestamp(axis.label(s0)) if calendar else 1
         only = next(iter(moments))
         fig.update_xaxes(range=[only - 3 * step, only + 3 * step])
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), xaxis_title=None, yaxis_title=None,
@@ -108,7 +134,7 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None) -> None:
                                  showlegend=False))
         fig.update_layout(xaxis2={"matches": "x", "overlaying": "x", "side": "top", "showgrid": False},
                           margin={"t": top}, legend={"y": 1 + 30 / max(plot_px, 1)})
-        if dated(kg):  # Plotly labels a matched date axis's automatic ticks unlike the one below: the same ticks on both
+        if calendar:  # Plotly labels a matched date axis's automatic ticks unlike the one below: the same ticks on both
             ticks = date_ticks(min(moments), max(moments))
             fig.update_layout(xaxis={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]},
                               xaxis2={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]})

@@ -654,3 +654,31 @@ def test_the_training_form_takes_the_new_data_sets_defaults_when_the_data_set_ch
     assert at.number_input(key="train_per_epoch").value == min(small.train.max_train_queries, 2 * 120)
     assert at.slider(key="train_layers").value == small.model.num_layers
     assert f"up to {small.train.epochs} epochs" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("late", ["9999-12-31", "9999-12-20", "2300-06-01"])
+def test_a_fact_at_the_end_of_the_calendar_breaks_no_page(late):
+    """A data set whose last fact lies at (or near) 9999-12-31, where one step more has no date, or past the
+    dates pandas can draw (2262): Ask opens on a question the calendar can hold, and the Timeline counts steps
+    and says why (an audit saw an internal error on Ask, and a blank timeline)."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    text = tiny_world_csv(extra=f"P0,meets,P3,{late}\n").replace(",meets,", ",Meet,").replace(",calls,", ",Consult,")
+    upload(at, text.encode())  # the sample world's relations: its model answers (zero-shot)
+    at.checkbox(key="upload_exclude_outliers").uncheck().run()  # the late fact is kept, as the user asks
+    at.text_input(key="upload_name").set_value("far").run()
+    at.button(key="upload_save").click().run()
+    assert not at.exception and at.session_state["data"] == "upload: far"
+    at.switch_page("views/ask.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["time"] <= "9999-12-31"
+    at.session_state["subject"] = "P0"
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception and not at.error
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert sum(len(t["y"]) for t in spec["data"] if t.get("name")) == len([1 for line in tiny_world_csv().splitlines()
+                                                                           if "P0," in line]) + 1  # every fact drawn
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    # Plotly's date axis ends at 9999 (with its margins it would pass it): there the chart counts steps, and says so
+    assert ("counts day steps" in said) == late.startswith("9999")
+    xs = spec["data"][0]["x"]  # dates travel as ISO strings, steps as a typed array
+    assert (isinstance(xs, list) and isinstance(xs[0], str)) != late.startswith("9999")

@@ -311,3 +311,30 @@ def test_a_file_with_many_bad_rows_is_refused_once_naming_the_first_and_counting
     assert read_quadruple_csv(path, on_bad_rows="drop").report.rows_dropped == 15
     with pytest.raises(DataError, match=r"row 3: empty object.*\(and 1 more bad row: 4\)$"):
         read_quadruple_csv(write(tmp_path / "two.csv", HEADER + "\n".join(rows[:2] + rows[3:4] + rows[-1:]) + "\n"))
+
+
+@pytest.mark.parametrize("granularity, origin, step, last", [
+    ("day", "2025-01-01", 1, "9999-12-31"), ("day", "2025-01-01", 7, "9999-12-29"),
+    ("second", "1970-01-01T00:00:00", 1, "9999-12-31 23:59:59"), ("hour", "2000-01-01", 6, "9999-12-31 18:00"),
+    ("month", "2000-01", 1, "9999-12"), ("month", "2000-01", 5, "9999-08")])
+def test_a_calendar_axis_knows_its_last_step(granularity, origin, step, last):
+    """The last step a calendar can label (9999-12-31): the one before it labels and parses back, the next
+    does not, and a question asked one step past data ending there is asked at that last step instead."""
+    from tpar.data.timeaxis import TimeAxis
+
+    axis = TimeAxis(granularity, origin, step)
+    assert axis.label(axis.last_step) == last and axis.parse(last) == axis.last_step
+    with pytest.raises((OverflowError, ValueError)):
+        axis.parse(axis.label(axis.last_step + 1))
+    assert TimeAxis("year", "0", 1).last_step > 10 ** 18 and TimeAxis("step", None, 1).last_step > 10 ** 18
+
+
+def test_the_default_question_stays_on_the_calendar(tmp_path):
+    from tpar.data.loading import load_dataset
+    from tpar.graph.queries import default_question
+
+    f = tmp_path / "late.csv"
+    f.write_text("subject,relation,object,time\n" + "".join(f"a{i},r,b{i},2024-01-{i + 1:02d}\n" for i in range(9))
+                 + "a,r,b,9999-12-31\n")
+    kg = load_dataset(f)
+    assert default_question(kg).time == "9999-12-31"  # one step past it has no date: asked at the last one

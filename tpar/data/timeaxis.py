@@ -87,6 +87,18 @@ class TimeAxis:
             return when.isoformat(sep=" ")
         return when.isoformat(sep=" ", timespec="minutes")
 
+    @property
+    def last_step(self) -> int:
+        """The latest step :meth:`label` can write (a calendar ends at 9999-12-31: a time one step past the
+        data, or a widget's horizon, is clamped here); unbounded axes (years, plain steps): a very large step."""
+        if self.origin is None or self.granularity == "year":
+            return 2 ** 62
+        if self.granularity == "month":
+            y, m = (int(x) for x in self.origin.split("-"))
+            return (9999 * 12 + 11 - (y * 12 + m - 1)) // self.step
+        span = dt.datetime.max.replace(microsecond=0) - dt.datetime.fromisoformat(self.origin)
+        return int(span.total_seconds()) // (_SECONDS[self.granularity] * self.step)
+
     def format_delta(self, delta_steps: int) -> str:
         """Relative time for display, e.g. ``-3 d``, ``+2 y``, ``0 d``."""
         n = int(delta_steps) * self.step

@@ -130,13 +130,13 @@ def make_queries(facts: np.ndarray, num_relations: int, directions: str = "both"
 
 def default_question(kg: TemporalKG) -> Question:
     """A question to open on: the subject and relation of a fact at the last known time, asked one
-    step after the data (a forecast)."""
+    step after the data (a forecast; at the last time itself when the calendar ends there)."""
     every = kg.all_facts()
     if not len(every):
         raise DataError(f"{kg.name}: no facts to ask about")
     _, t_max = kg.time_range
     s, r, _, _ = every[every[:, 3] == t_max][0].tolist()
-    return Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t_max + 1))
+    return Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(min(t_max + 1, kg.time_axis.last_step)))
 
 
 def check_question_time(kg: TemporalKG, t: int) -> None:
