@@ -287,3 +287,18 @@ def test_a_saved_data_set_never_holds_a_spreadsheet_formula_and_reads_back_exact
     assert "''=already" in cells and "'s-Hertogenbosch" in cells and "'=HYPERLINK(\"http://evil.example\")" in cells
     back = load_dataset(saved)
     assert sorted(back.entities.names) == sorted(kg.entities.names) and back.fingerprint == kg.fingerprint
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_an_upload_reads_every_line_ending_and_numbers_rows_as_its_lines(ending):
+    """LF, CR LF and classic Mac CR files read the same; a stray CR inside a row of an LF file drops that row
+    whole (an audit saw its tail kept as a fact with subject 'x', and every later row number shifted by one)."""
+    good = "subject,relation,object,time\na,r,b,2024-01-01\nb,r,c,2024-01-02\nc,r,a,2024-02-30\nd,r,a,2024-01-04\n"
+    rep, kg = inspect_upload(good.replace("\n", ending), "endings.csv")
+    assert rep.rows_read == 4 and rep.rows_kept == 3 and [r for r, _ in rep.dropped] == [4]
+    assert rep.dropped_text[4] == "c,r,a,2024-02-30"  # the file's own line 4
+    stray = good.replace("a,r,b,2024-01-01", "a\rx,r,b,2024-01-01")
+    rep, kg = inspect_upload(stray, "stray.csv")
+    assert [r for r, _ in rep.dropped] == [2, 4] and "carriage return" in rep.dropped[0][1]
+    assert rep.dropped_text[4] == "c,r,a,2024-02-30" and rep.rows_read == 4 and rep.rows_kept == 2
+    assert "x" not in kg.entities.names and sorted(kg.entities.names) == ["a", "b", "c", "d"]

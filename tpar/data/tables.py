@@ -168,6 +168,22 @@ def map_header(header: list[str]) -> dict[str, int]:
 MAX_HEADER_CHARS = 1_000_000
 
 
+#: what a carriage return that ends no line (within a file whose lines end otherwise) becomes before the rows are
+#: read: the visible symbol ␍, so that the row holding it is reported whole, under its line's number
+STRAY_CR = "\u240d"
+
+
+def line_ends_to_newlines(text: str) -> str:
+    """``text`` with every line ending a newline: Windows' CR LF, and classic Mac's lone CR when no line of the
+    file ends otherwise. A lone CR in a file whose lines end in LF is no line break: it becomes :data:`STRAY_CR`
+    (Python's csv reader would break the row there, keep its tail as a row of its own and shift every later
+    row number off the file's lines)."""
+    if "\r" not in text:
+        return text
+    text = text.replace("\r\n", "\n")
+    return text.replace("\r", "\n" if "\n" not in text else STRAY_CR)
+
+
 def allow_fields_up_to(length: int) -> None:
     """Let Python's csv reader take fields of ``length`` characters (its default stops at 131,072 with an error
     naming no file or row): a long field is then a row problem this module names (:data:`MAX_FIELD`)."""
@@ -360,7 +376,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     path = Path(path)
     if time_format not in TIME_FORMATS:
         raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
-    text = read_text(path) if text is None else text.lstrip(BOM)
+    text = line_ends_to_newlines(read_text(path) if text is None else text.lstrip(BOM))
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
@@ -465,6 +481,10 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
+        if any(STRAY_CR in x for x in rec):
+            bad(row, "a carriage return (shown ␍) inside the row, where only a line break may end it: the row is "
+                     "dropped whole, not split")
+            continue
         if len(rec) > width and not any(x.strip() for x in rec[width:]):
             rec = rec[:width]  # a trailing separator (spreadsheets write one after an empty last cell)
         if len(rec) != width:

@@ -23,8 +23,8 @@ from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
-from tpar.data.tables import (IncompleteRow, build_kg, load_csv_folder, reading_notes, read_quadruple_csv,
-                              split_assignment)
+from tpar.data.tables import (IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder, reading_notes,
+                              read_quadruple_csv, split_assignment)
 from tpar.errors import DataError
 
 SPLIT_CHOICES = ("chronological", "random", "column")
@@ -217,11 +217,11 @@ def row_texts(text: str, rows: list[int]) -> dict[int, str]:
     """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters."""
     if not rows:
         return {}
-    lines = text.lstrip("\ufeff").split("\n")
+    lines = line_ends_to_newlines(text.lstrip("\ufeff")).split("\n")  # numbered as the reader numbers them
     out = {}
     for r in rows:
         if 1 <= r <= len(lines):
-            line = lines[r - 1].rstrip("\r")
+            line = lines[r - 1]
             out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
     return out
 
