@@ -60,6 +60,11 @@ pages = {
     ],
 }
 nav = st.navigation(pages)
+# A table's own "Download as CSV" (Streamlit's grid toolbar) writes cells as they are: a name such as
+# '=HYPERLINK(...)' from an upload would run as a formula in a spreadsheet. Every table a user may want as a file
+# has its own download button (formula-safe: tpar.textfile.csv_text); the grid's is hidden.
+st.html('<style>button[data-testid="stBaseButton-elementToolbar"][aria-label="Download as CSV"] '
+        '{ display: none; }</style>')
 url_ignored_ui()  # whichever page a shared link opens says what it did not take
 st.sidebar.caption("TPAR: temporal-path reasoning for interpolation and extrapolation "
                    "(Chen et al., ACL 2024).")

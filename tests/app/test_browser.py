@@ -121,6 +121,14 @@ def test_ask_answer_evidence_offline(server):
             texts = cells.all_inner_texts()
             assert texts[:2] == ["1", "Hugo of Zanistan"]  # the answer table, top row
             assert "yes" in texts[:7]  # known fact
+            # the grid's own CSV download writes names raw (formulas from an upload would run): hidden; the page's
+            # own download button writes them formula-safe
+            page.locator("[data-testid='stDataFrame']").first.hover()
+            toolbar = page.locator("[data-testid='stElementToolbar'] button")
+            toolbar.first.wait_for(state="attached", timeout=30_000)
+            assert "Search" in [b.get_attribute("aria-label") for b in toolbar.all()]
+            assert not page.get_by_role("button", name="Download as CSV").is_visible()
+            assert page.get_by_role("button", name="Download answers (CSV)").count() == 1
 
             page.get_by_role("link", name="Evidence").click()
             page.get_by_text("Answer to explain").wait_for(timeout=60_000)
