@@ -806,7 +806,8 @@ def cmd_complete(args) -> int:
     for c in comps[: args.show]:
         alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)
         state = "" if c.entity is None else "filled: " if c.accepted() else "left empty, best guess "
-        print(f"  row {c.row.row}: {state}{c.note()}" + (f"  (then: {alt})" if alt else ""))
+        said = c.note() if c.entity is None else f"row {c.row.row}: {state}{c.note()}"  # a problem names its row
+        print(f"  {said}" + (f"  (then: {alt})" if alt else ""))
     if len(comps) > args.show:
         print(f"  … {len(comps) - args.show:,} more in {args.out}")
     return 0

@@ -29,6 +29,15 @@ class DataError(Exception):
         return where + self.problem
 
 
+def quoted(value: object, most: int = 80) -> str:
+    """``value`` quoted for a message, cut to ``most`` characters ("'AAAA…' (30,000 characters)"): a name from a
+    URL or a command line is echoed, never pasted whole into a warning."""
+    text = str(value)
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most] + '…'!r} ({len(text):,} characters)"
+
+
 def finite_number(value: object) -> bool:
     """A number read from a file is usable: an int or float (not a bool) with a finite float value (a huge int
     is not: no float holds it, and ``math.isfinite`` would raise OverflowError on it)."""

@@ -11,6 +11,7 @@ import explorer as ex
 from tpar.data.catalog import DataSource, sample_dir
 from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
 from tpar.data.kg import TemporalKG
+from tpar.data.names import suggest_name
 from tpar.data.textfile import decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
 from tpar.errors import DataError
@@ -282,8 +283,7 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     """A name for the data set (replace an existing one only when asked) and the save button."""
     ss = st.session_state
     st.subheader("Save")
-    default_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in file_name.rsplit(".", 1)[0])[:64]
-    name = st.text_input("Data set name", value=default_name or "upload", key="upload_name")
+    name = st.text_input("Data set name", value=suggest_name(file_name.rsplit(".", 1)[0]), key="upload_name")
     exists = f"upload: {name}" in {s.label for s in ex.datasets()}
     replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
     accepted_loss = True

@@ -334,3 +334,30 @@ def test_every_csv_is_written_by_the_one_formula_safe_writer():
              if p != own for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if any(w in line for w in ("csv.writer(", "csv.DictWriter(", ".to_csv("))]
     assert found == []
+
+
+@pytest.mark.parametrize("stem, want", [("données", "donnees"), ("<img>x", "img-x"), ("_data", "data"),
+                                        ("My File (2)", "My-File-2"), ("...", "upload"), ("日本語", "upload"),
+                                        ("a" * 100, "a" * 64)])
+def test_a_suggested_data_set_name_is_one_the_rule_accepts(stem, want):
+    """The Upload page's default name, from the file's name: an audit saw 'données' suggested, then refused."""
+    from tpar.data.names import is_valid_name, suggest_name
+
+    assert suggest_name(stem) == want and is_valid_name(want)
+
+
+def test_a_long_unknown_name_is_echoed_cut():
+    from tpar.data.vocab import Vocabulary
+
+    with pytest.raises(DataError) as e:
+        Vocabulary(("Arovia", "Belor")).resolve("A" * 30_000, "entity")
+    assert len(str(e.value)) < 200 and "(30,000 characters)" in str(e.value)
+
+
+def test_when_no_row_has_a_valid_time_the_first_rows_problem_says_why(tmp_path):
+    from tpar.data.tables import read_quadruple_csv
+
+    f = tmp_path / "big.csv"
+    f.write_text("subject,relation,object,time\na,r,b,1000000000000000000\nb,r,c,1000000000000000001\n")
+    with pytest.raises(DataError, match=r"no row has a valid time \(first: row 2: time '1000000000000000000' is too large"):
+        read_quadruple_csv(f, on_bad_rows="drop")

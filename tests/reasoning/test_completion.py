@@ -216,6 +216,11 @@ def test_cli_complete(planted, tmp_path, capsys):
     bad.write_text("subject,relation,object,time\nP1,calls,,not-a-date\n")
     assert main(argv[:-4] + ["--input", str(bad), "--out", str(out)]) == 2
     assert "bad.csv, row 2" in capsys.readouterr().err
+    unknown = tmp_path / "unknown.csv"
+    unknown.write_text(f"subject,relation,object,time\nNobody,calls,,{hidden[0][3]}\n")
+    assert main(argv[:-4] + ["--input", str(unknown), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "  row 2: unknown entity 'Nobody'" in said and "row 2: row 2" not in said  # the row named once
 
 
 def test_an_evidence_path_through_an_inferred_fact_says_so(planted):

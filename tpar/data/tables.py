@@ -578,8 +578,10 @@ def _assemble(path: Path, kept, parsed: list, pos: dict[str, int], fmt: str, rep
             for (row, v), ok in zip(kept, whole) if not ok]
     parsed = [x for x, ok in zip(parsed, whole) if ok]
     kept = [rv for rv, ok in zip(kept, whole) if ok]
-    if not kept and not held:
-        raise DataError("no row has a valid time", file=path)
+    if not kept and not held:  # every row was bad: the first one's problem says why
+        first = sorted(report.problems)[0] if report.problems else None
+        raise DataError("no row has a valid time" + (f" (first: row {first[0]}: {first[1]})" if first else ""),
+                        file=path)
     raw_times = [v[pos["time"]] for _, v in kept]
     axis, steps = _times_to_steps(parsed, fmt) if kept else (TimeAxis("step"), np.zeros(0, dtype=np.int64))
     seen: set[tuple] = set()

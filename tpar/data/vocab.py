@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tpar.errors import DataError
+from tpar.errors import DataError, quoted
 
 
 @dataclass(frozen=True)
@@ -55,13 +55,13 @@ class Vocabulary:
         if len(same) == 1:
             return same[0]
         if len(same) > 1:  # known, loosely, under several spellings: say so, never "unknown"
-            raise DataError(f"{kind} {name!r} is ambiguous: the data has {', '.join(repr(n) for n in same[:5])}"
+            raise DataError(f"{kind} {quoted(name)} is ambiguous: the data has {', '.join(repr(n) for n in same[:5])}"
                             + (f" and {len(same) - 5} more" if len(same) > 5 else "") + "; give the exact spelling")
         close = same or difflib.get_close_matches(str(name), self.names, n=3, cutoff=0.6)
         if not close and key:
             close = [n for n in self.names if key in _loose(n)][:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise DataError(f"unknown {kind} {name!r}{hint}")
+        raise DataError(f"unknown {kind} {quoted(name)}{hint}")
 
 
 def _loose(name: object) -> str:
