@@ -95,3 +95,16 @@ def test_fingerprint_stable_and_sensitive(data_dir):
     b.splits["test"] = b.splits["test"][1:]
     b.__dict__.pop("fingerprint", None)
     assert a.fingerprint != b.fingerprint
+
+
+def test_a_benchmark_files_names_lose_controls_and_direction_overrides(tmp_path):
+    """A name with a terminal escape or a right-to-left override (shown as another name) in entity2id.txt is
+    cleaned as a CSV's would be, and the loading notes say which rows (no shipped benchmark has one)."""
+    (tmp_path / "entity2id.txt").write_text("A\x1b[31mRED\t0\nB\t1\nC\u202eevil\t2\n", encoding="utf-8")
+    (tmp_path / "relation2id.txt").write_text("r\t0\n")
+    (tmp_path / "train.txt").write_text("0\t0\t1\t0\n1\t0\t2\t1\n2\t0\t0\t2\n0\t0\t2\t3\n")
+    (tmp_path / "valid.txt").write_text("0\t0\t1\t4\n")
+    (tmp_path / "test.txt").write_text("0\t0\t2\t5\n")
+    kg = load_dataset(tmp_path)
+    assert kg.entities.names == ("A[31mRED", "B", "Cevil")
+    assert any("removed from 2 name(s) (rows 1, 3)" in n for n in kg.notes)

@@ -93,14 +93,24 @@ class VocabFile:
         return pos
 
 
+#: what a benchmark's name never keeps: C0/C1 controls (a terminal escape), and the marks and overrides that reorder
+#: the text around them (a name shown as another); no name of the shipped benchmarks holds one, so no fingerprint moves.
+#: CSV names are cleaned further (:func:`tpar.data.tables.clean_name`); a benchmark's own spellings are kept otherwise.
+_UNSAFE_IN_NAMES = re.compile("[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _read_vocab_file(path: Path) -> VocabFile:
     """``name<TAB>id[<TAB>start<TAB>end]`` -> a :class:`VocabFile`: facts written with ids are mapped by the ids
     declared here, never by line position, so gaps in the ids and a name declared twice cannot shift them."""
     by_id: dict[int, str] = {}
+    cleaned: list[int] = []
     for row, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         f = _fields(line)
+        if f and _UNSAFE_IN_NAMES.search(f[0]):
+            f[0] = _UNSAFE_IN_NAMES.sub("", f[0]).strip()
+            cleaned.append(row)
         if len(f) not in (2, 4):
             raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
                             file=path, row=row)
@@ -133,6 +143,9 @@ def _read_vocab_file(path: Path) -> VocabFile:
             position[idx] = len(names)
             names.append(name)
     notes = []
+    if cleaned:
+        notes.append(f"{path.name}: control or text-direction characters removed from {len(cleaned):,} name(s) "
+                     f"(rows {', '.join(map(str, cleaned[:5]))}{' …' if len(cleaned) > 5 else ''})")
     if merged:
         notes.append(f"{path.name}: {len(merged)} name(s) declared under two ids, read as one: " + ", ".join(merged[:3])
                      + (" ..." if len(merged) > 3 else ""))
