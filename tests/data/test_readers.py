@@ -338,3 +338,25 @@ def test_the_default_question_stays_on_the_calendar(tmp_path):
                  + "a,r,b,9999-12-31\n")
     kg = load_dataset(f)
     assert default_question(kg).time == "9999-12-31"  # one step past it has no date: asked at the last one
+
+
+@pytest.mark.parametrize("text", ["2025-W50", "2025-W50-1", "20251209", "2025-12-09T05:00:01.5"])
+def test_a_question_time_follows_the_data_files_grammar(text):
+    """Python's fromisoformat takes ISO week dates, '20251209' and fractions of a second; a data file may hold
+    none of them, so a question's time may not either (an audit found them accepted on one side only)."""
+    from tpar.data.timeaxis import TimeAxis
+
+    with pytest.raises(ValueError, match="is not a real ISO date or date-time"):
+        TimeAxis("second", "2025-01-01 00:00:00", 1).parse(text)
+
+
+def test_a_fraction_of_a_second_in_a_file_is_a_row_problem_not_dropped_silently(tmp_path):
+    from tpar.data.tables import read_quadruple_csv
+
+    f = tmp_path / "frac.csv"
+    f.write_text("subject,relation,object,time\na,r,b,2024-01-01T05:00:01.5\nb,r,c,2024-01-01T05:00:02\n"
+                 "c,r,a,2024-01-01T05:00:03.000\n")
+    q = read_quadruple_csv(f, on_bad_rows="drop")
+    assert [(r, p) for r, p in q.report.problems] == [
+        (2, "time '2024-01-01T05:00:01.5' has a fraction of a second (times are read to the whole second)")]
+    assert q.time_axis.granularity == "second" and len(q.subjects) == 2  # '.000' is a whole second

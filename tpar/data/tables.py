@@ -678,6 +678,8 @@ def parse_time(text: str, fmt: str):
         when = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError as e:
         raise ValueError(f"time {s!r} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
+    if when.microsecond:  # read to the whole second: a fraction is never dropped without a word
+        raise ValueError(f"time {s!r} has a fraction of a second (times are read to the whole second)")
     if when.tzinfo is not None:
         when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return when

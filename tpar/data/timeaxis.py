@@ -25,6 +25,9 @@ _SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+#: the date-times a question may give, the grammar of the CSV reader (Python's fromisoformat also takes ISO week
+#: dates, '20251209' and fractions of a second, which no data file may hold)
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?:Z|[+-]\d{2}:?\d{2})?$", re.IGNORECASE)
 _INT = re.compile(r"^[+-]?\d+$")
 
 
@@ -139,7 +142,9 @@ class TimeAxis:
             y0, m0 = (int(x) for x in self.origin.split("-"))
             return self._exact((int(m.group(1)) - y0) * 12 + int(m.group(2)) - m0, s)
         try:
-            when = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+            if not _DATE_TIME.match(s):
+                raise ValueError(s)
+            when = dt.datetime.fromisoformat(s.upper().replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"time {s!r} is not a real ISO date or date-time") from None
         if when.tzinfo is not None:  # the data's clock is UTC (files with offsets are read into UTC too)
