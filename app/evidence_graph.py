@@ -151,7 +151,7 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
         elif node == "a":
             colour = ANSWER_COLOUR
             title = f"answer: {d.label[node]}\nscore f(q, a) = {explanation.score:.3f}, rank {explanation.rank_text()}"
-        net.add_node(node, label=d.label[node], level=lv, color=colour, shape="box", font=box, title=title)
+        net.add_node(node, label=node_label(d.label[node]), level=lv, color=colour, shape="box", font=box, title=title)
     parallel: dict[tuple[str, str], int] = {}
     widths, spacing = d.widths, d.node_spacing
     for (src, dst), groups in d.links.items():
@@ -173,11 +173,23 @@ def evidence_html(explanation: Explanation, height_px: int | None = None, paths:
 MAX_FACTS_IN_TOOLTIP = 12
 #: characters per line of a link's relation label (longer relation names wrap, keeping labels narrow)
 LABEL_CHARS = 18
+LABEL_LINES = 3
+NODE_CHARS = 28
 
 
 def relation_label(text: str) -> str:
-    """A link's relation label, wrapped at word breaks to lines of at most :data:`LABEL_CHARS` characters."""
-    return "\n".join(textwrap.wrap(text, LABEL_CHARS, break_long_words=False)) or text
+    """A link's relation label, wrapped at word breaks to lines of at most :data:`LABEL_CHARS` characters, at most
+    :data:`LABEL_LINES` of them (a longer one ends in "…"; the link's tooltip names it whole)."""
+    lines = textwrap.wrap(text, LABEL_CHARS, break_long_words=False)  # ICEWS's "Make_an_appeal_or_request" whole
+    if len(lines) > LABEL_LINES or any(len(x) > 2 * LABEL_CHARS for x in lines):
+        lines = textwrap.wrap(text, LABEL_CHARS, max_lines=LABEL_LINES, placeholder=" …")
+    return "\n".join(lines) or text[:LABEL_CHARS]
+
+
+def node_label(name: str) -> str:
+    """An entity's box label: wrapped to at most two lines of :data:`NODE_CHARS` (the box's tooltip names it
+    whole), so that a name of hundreds of characters does not cover the links around it."""
+    return "\n".join(textwrap.wrap(name, NODE_CHARS, max_lines=2, placeholder=" …")) or name[:NODE_CHARS]
 
 
 def merged_links(edges: dict[tuple, dict]) -> dict[tuple[str, str], list[dict]]:

@@ -70,14 +70,32 @@ def md(text: object) -> str:
                                  escaped)
 
 
+def sentence(text: object) -> str:
+    """A library note (written to follow "warning: " on a terminal, so starting lowercase, without a full stop)
+    as a sentence of its own on a page: capitalised, ended, escaped for Markdown."""
+    text = str(text).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return md(text if text.endswith((".", "?", "!")) else text + ".")
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and ``word`` agreeing: "1 row", "2,031 rows", "1 entity" (``many``: the plural when not word + "s")."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
-def plot_text(text: object) -> str:
-    """``text`` for plotly labels, which read a few HTML tags (<a href>, <b>, ...): brackets escaped."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def short(text: object, most: int = 60) -> str:
+    """``text`` cut to ``most`` characters ("…" at the end): a name of hundreds of characters in a list, a chart's
+    axis or a box, where the whole of it would crowd out everything else (tables and tooltips show it whole)."""
+    text = str(text)
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def plot_text(text: object, most: int = 60) -> str:
+    """``text`` for plotly labels, which read a few HTML tags (<a href>, <b>, ...): brackets escaped, cut to
+    ``most`` characters (:func:`short`)."""
+    return short(text, most).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 #: Plotly's toolbar, cut to what these charts need (save, zoom, pan, reset): narrow enough to sit in the strip

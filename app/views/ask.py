@@ -57,7 +57,7 @@ def render() -> None:
     if pred.provenance:  # which model and data this answer used, and how far it lies past the training facts
         st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
     for w in pred.warnings:
-        st.warning(ex.md(w))
+        st.warning(ex.sentence(w))
     if pred.no_evidence:  # a ranking would present a guess as an answer
         st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. No ranking is shown; try a time closer "
                       "to the known facts, or another entity or relation."))
@@ -197,7 +197,7 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
             st.caption(f"Probabilities are calibrated: {fitted}, so across many questions like those, answers shown "
                        "at p ≈ 0.7 are right about 70% of the time.")
     if pred.coverage is not None:
-        names = ", ".join(ex.md(n) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
+        names = ", ".join(ex.md(ex.short(n)) for n in pred.answer_set[:25]) + (" …" if pred.answer_set_size > 25 else "")
         large = (" — a set this large says the model cannot narrow it down." if
                  pred.answer_set_size > max(25, pred.num_entities // 4) else "")
         lead = pred.answer_set_lead(ex.md(pred.calibrated_elsewhere))  # numbers, and the data name escaped

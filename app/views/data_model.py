@@ -49,7 +49,7 @@ def model_ui(sel: ex.Selection) -> None:
         if m.relations is not None:
             relation_coverage_ui(m.relations)
         for w in m.warnings:
-            st.info(ex.md(w))
+            st.info(ex.sentence(w))
         ex.unfinished_warning(sel)
         try:  # fresh from disk: a model retrained under this name replaces the file (the listing is cached)
             ck = Checkpoint.load(m.info.path)

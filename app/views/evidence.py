@@ -44,7 +44,7 @@ def render() -> None:
     if e.combines:
         composite_ui(e)
     for w in e.warnings:
-        st.warning(ex.md(w))
+        st.warning(ex.sentence(w))
     if not e.paths:
         if e.answer == e.subject:
             if not e.reached:  # reached: the explanation's own warning already says why (said once, not twice)

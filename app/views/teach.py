@@ -46,7 +46,7 @@ def render() -> None:
     if pred.provenance:  # which model and data, as on the Ask page
         st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
     for w in pred.warnings:  # the Ask page's caveats: a setting or data the model was not trained on, ties, …
-        st.warning(ex.md(w))
+        st.warning(ex.sentence(w))
     if pred.no_evidence:
         st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The steps below show why; the last one "
                       "names no answer."))

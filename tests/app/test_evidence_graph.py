@@ -78,3 +78,15 @@ def test_a_merged_link_names_every_fact_and_is_as_wide_as_its_strongest(sample_c
     for x in (x for x in edges if x["from"] == "q" and x["to"] == "a"):
         assert x["smooth"]["enabled"] and x["smooth"]["roundness"] * 2 * eg.LEVEL_SEPARATION / 2 >= 55  # bulge in px
 
+
+
+@pytest.mark.parametrize("name", ["W" * 999, "a very long name " * 40, "Kelarara Council"])
+def test_a_long_name_never_covers_the_graph(name):
+    """Names of hundreds of characters (an audit: a 999-character node covered the links' labels) are drawn on at
+    most two lines (entities) or three (relations); the tooltips keep them whole."""
+    node, rel = eg.node_label(name), eg.relation_label(name)
+    assert len(node.split("\n")) <= 2 and max(map(len, node.split("\n"))) <= eg.NODE_CHARS
+    assert len(rel.split("\n")) <= eg.LABEL_LINES and max(map(len, rel.split("\n"))) <= 2 * eg.LABEL_CHARS
+    if len(name) <= eg.NODE_CHARS:
+        assert node == name
+    assert eg.relation_label("Make_an_appeal_or_request") == "Make_an_appeal_or_request"  # one word stays whole
