@@ -133,9 +133,10 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) 
                                  xaxis="x2", mode="markers", marker={"opacity": 0}, hoverinfo="skip",
                                  showlegend=False))
         fig.update_layout(xaxis2={"matches": "x", "overlaying": "x", "side": "top", "showgrid": False},
-                          margin={"t": top}, legend={"y": 1 + 30 / max(plot_px, 1)})
+                          margin={"t": top}, legend={"y": 1 + 34 / max(plot_px, 1)})
+        fig.update_xaxes(tickangle=0)  # level: a slanted date above the plot would run into the legend
         if calendar:  # Plotly labels a matched date axis's automatic ticks unlike the one below: the same ticks on both
-            ticks = date_ticks(min(moments), max(moments))
+            ticks = date_ticks(min(moments), max(moments), most=5)  # five fit a 820 px page level
             fig.update_layout(xaxis={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]},
                               xaxis2={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]})
     ex.show_chart(fig)

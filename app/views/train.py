@@ -42,9 +42,12 @@ def render() -> None:
     form = form_ui(sel.source.path.name, split_size["train"], kg.fingerprint)
     if form is not None:
         name, run, eval_test, action = form
-        estimate = estimate_ui(kg, run, eval_test and "test" in kg.splits)
-        if action == "start" and estimate is not None:
-            start_ui(sel, kg, name, run, eval_test, estimate)
+        if action == "start" and (refusal := start_refusal(name)):  # said at once, before a run is timed
+            st.warning(ex.md(refusal))
+        else:
+            estimate = estimate_ui(kg, run, eval_test and "test" in kg.splits)
+            if action == "start" and estimate is not None:
+                start_ui(sel, kg, name, run, eval_test, estimate)
     jobs = list_jobs(ex.JOBS_DIR)
     if not jobs:
         st.info("No training jobs yet.")
@@ -190,23 +193,38 @@ def unfinished(path: str) -> str:
     return info.checkpoint.unfinished() if info else ""
 
 
+def own_running_job(out: Path) -> TrainingJob | None:
+    """This session's job, when it is running and writes ``out``."""
+    mine = next((j for j in list_jobs(ex.JOBS_DIR) if j.id == st.session_state.get("job")), None)
+    return mine if mine is not None and not mine.status().finished and mine.spec().out == str(out) else None
+
+
+def start_refusal(name: str) -> str:
+    """Why a run named ``name`` may not start ("" when it may): a shipped checkpoint's name, or an existing model's
+    without the form's "Replace" ticked."""
+    if name in {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}:
+        return f"{name!r} is the name of a shipped checkpoint; choose another name."
+    out = ex.RUNS_DIR / f"{name}.tpar"
+    if own_running_job(out) is not None:  # a repeated submit while it runs: start_ui says so, no refusal
+        return ""
+    if out.exists() and not st.session_state.get("train_replace"):
+        return (f"A model named {name!r} exists and is kept: choose another name, or tick \"Replace an existing model "
+                "of this name\" and start again.")
+    return ""
+
+
 def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool,
              estimate: TrainingEstimate | None = None) -> None:
     """Start the job (a shipped checkpoint's name is refused; an existing model is replaced only with the
     form's "Replace" ticked); ``estimate`` travels with it, the start of its live time left."""
     ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
-    shipped = {i.name for i in ex.checkpoints()[0] if i.path.parent != ex.RUNS_DIR}
-    mine = next((j for j in list_jobs(ex.JOBS_DIR) if j.id == ss.get("job")), None)
-    if mine is not None and not mine.status().finished and mine.spec().out == str(out):
+    if own_running_job(out) is not None:
         # this session's own job on this output is running: a repeated submit (a second press, or the form's
         # trigger replayed by a rerun) must not read as a failure to start
         st.info(ex.md(f"Training {name!r} is already running (below)."))
-    elif name in shipped:
-        st.error(ex.md(f"{name!r} is the name of a shipped checkpoint; choose another name."))
-    elif out.exists() and not ss.get("train_replace"):
-        st.warning(ex.md(f"A model named {name!r} exists and is kept: choose another name, or tick \"Replace an "
-                         "existing model of this name\" and start again."))
+    elif refusal := start_refusal(name):
+        st.warning(ex.md(refusal))
     else:
         try:
             job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=run.train.setting,

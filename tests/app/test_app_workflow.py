@@ -245,6 +245,7 @@ def test_train_progress_finish_then_ask(workspace):
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not any("started in the background" in s.value for s in at.success)
     assert any("exists and is kept" in w.value for w in at.warning)
+    assert not any("Estimated on this machine" in i.value for i in at.info)  # refused at once, nothing timed
     assert at.session_state["job"] == first_job and hashlib.sha256(saved.read_bytes()).hexdigest() == before
     at.checkbox(key="train_replace").check()
     at.get("form_submit_button")[0].click().run()

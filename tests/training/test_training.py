@@ -370,6 +370,12 @@ def test_a_unified_run_trains_the_budget_it_was_given_and_says_so(tmp_path, budg
     assert res.history[0]["queries"] == budget
     card = render(Checkpoint.load(tmp_path / "m.tpar"), "m")
     assert f"questions per epoch {budget} (asked for: {budget})" in card
+    # the validation subset as measured, never the cap alone (a split smaller than the cap is all of it)
+    n = {h[f"valid_{k}_queries"] for h in res.history for k in ("extrapolation", "interpolation")}
+    assert len(n) == 1
+    m = n.pop()
+    assert 0 < m <= 5
+    assert f"Validation history ({m} questions a setting, {'a seeded subset' if m == 5 else 'all of them'}" in card
 
 
 def test_a_run_interrupted_on_one_device_resumes_on_the_one_asked_for(world, tmp_path):

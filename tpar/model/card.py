@@ -100,7 +100,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              + propagation_note(m.propagation) + (", GRU gate between steps" if m.gate else ""),
              f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
-             f"{trained_per_epoch(ckpt)} (asked for: {t.max_train_queries or 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
+             f"{trained_per_epoch(ckpt)} (asked for: {f'{t.max_train_queries:,}' if t.max_train_queries else 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
              f"seed {ckpt.extra.get('seed', t.seed)}",
              *warm_start_lines(ckpt.warm_starts()),
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hardware_text(hw)}",
@@ -111,18 +111,30 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
                       "training.", ""]
     lines += _results(ckpt, baselines, paper, notes)
     if ckpt.history:
-        n_valid = ckpt.config.train.max_valid_queries
-        which = f"a seeded subset of {n_valid:,} questions" if n_valid else "all valid questions"
+        which = validation_text(ckpt)
         lines += [f"## Validation history ({which}, realistic MRR %)", "",
                   " ".join(f"{h['epoch']}: {100 * h.get('valid_mrr', float('nan')):.2f}" for h in ckpt.history), ""]
     return "\n".join(lines + _closing(ckpt))
 
 
+def validation_text(ckpt: Checkpoint) -> str:
+    """Which valid questions the history was measured on: the counts the run recorded ("116 questions per
+    setting, all of them"), or, for a run that recorded none, the cap it was given."""
+    cap = ckpt.config.train.max_valid_queries
+    used = sorted({int(v) for h in ckpt.history for k, v in h.items()
+                   if k.startswith("valid_") and k.endswith("_queries") and isinstance(v, (int, float))})
+    if used:
+        n = f"{used[-1]:,}" if len(used) == 1 else f"{used[0]:,}–{used[-1]:,}"
+        return f"{n} questions a setting, " + ("a seeded subset" if cap and used[-1] >= cap else "all of them")
+    return f"a seeded subset of at most {cap:,} questions" if cap else "all valid questions"
+
+
 def hardware_text(hw: object) -> str:
-    """Where a run ran, from its stored hardware record, e.g. "Linux-… (torch 2.13.0+cpu, 1 threads, GPU: none)"."""
+    """Where a run ran, from its stored hardware record, e.g. "Linux-… (torch 2.13.0+cpu, 1 thread, GPU: none)"."""
     hw = hw if isinstance(hw, dict) else {}
-    return (f"{_text(hw.get('platform', '?'))} (torch {_text(hw.get('torch', '?'))}, {_text(hw.get('cpu_threads', '?'))} "
-            f"threads, GPU: {_text(hw.get('gpu', 'none'))})")
+    threads = hw.get("cpu_threads", "?")
+    return (f"{_text(hw.get('platform', '?'))} (torch {_text(hw.get('torch', '?'))}, {_text(threads)} "
+            f"thread{'' if threads == 1 else 's'}, GPU: {_text(hw.get('gpu', 'none'))})")
 
 
 def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes: list[str] | None = None) -> list[str]:

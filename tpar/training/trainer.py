@@ -105,6 +105,7 @@ def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, 
         out[f"{kind}_mrr"] = m.mrr
         out[f"{kind}_hits@1"] = m.hits[1]
         out[f"{kind}_hits@10"] = m.hits[10]
+        out[f"{kind}_queries"] = res.num_queries  # what the subset held: the valid split may hold fewer than asked
     out["mrr"] = float(np.mean([out[f"{k}_mrr"] for k in kinds]))
     model.train()
     return out
