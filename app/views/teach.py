@@ -191,10 +191,10 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
         return
     layer = tr.layers[x.step - 1]
     ex.show_chart(score_bars(layer.scores, answer, x.step, L), key="teach_bars")
-    new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + ("…" if len(layer.new_entities) > 8 else "")
+    new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + (", …" if len(layer.new_entities) > 8 else "")
            if layer.new_entities else "")
     st.markdown(ex.md(f"Step {x.step}: {ex.plural(layer.entities_reached, 'entity', 'entities')} reached, "
-                      f"{ex.plural(layer.num_links, 'temporal link')} admitted{new}."))
+                      f"{ex.plural(layer.num_links, 'temporal link')} admitted{new}" + ("" if new.endswith("…") else ".")))
     if layer.links_towards_answer is None:
         st.caption(ex.md(f"{answer} is not reached: below, the links with the most attention in this step, "
                          "wherever they lead."))
@@ -256,7 +256,8 @@ def time_encoding_ui(curves: TimeEncodingCurves, unit: str, per_day: float | Non
         found = ", ".join(f"{curves.periods[curves.periodic_dims.index(d)]:.1f} {unit} (for {t * (per_day or 1):g} days)"
                           for d, t in curves.highlight.items())
         st.caption(f"Learned periods nearest a week and a month: {found}. Thick lines; the thin ones are other "
-                   "learned periods that show as waves over ±60 steps.")
+                   f"learned periods that show as waves over the ±{int(max(abs(v) for v in curves.dt)) if len(curves.dt) else 60} "
+                   f"{unit} drawn.")
 
 
 def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: str) -> None:

@@ -132,7 +132,9 @@ def report_ui(report: UploadReport) -> None:
             st.dataframe(pd.DataFrame(report.preview), hide_index=True, width="stretch")
     if report.outliers:
         shown = ", ".join(f"row {r}: {t}" for r, t in report.outliers[:5]) + ("…" if len(report.outliers) > 5 else "")
-        st.warning(ex.md(f"{len(report.outliers):,} row(s) have a time far from all the others ({shown}): a gap longer "
+        many = len(report.outliers) > 1
+        st.warning(ex.md(f"{ex.plural(len(report.outliers), 'row')} {'have' if many else 'has'} a time far from all "
+                         f"the others ({shown}): a gap longer "
                          "than the rest of the data spans. Kept, they would stretch the time range (and put the "
                          "default question after them)."))
         st.checkbox("Leave the outlier rows out", value=True, key="upload_exclude_outliers",
