@@ -285,7 +285,14 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     """A name for the data set (replace an existing one only when asked) and the save button."""
     ss = st.session_state
     st.subheader("Save")
-    name = st.text_input("Data set name", value=suggest_name(file_name.rsplit(".", 1)[0]), key="upload_name")
+    this_file = f"{file_name}:{report.rows_read}:{report.rows_kept}"
+    if ss.get("upload_name_for") != this_file or ss.pop("upload_replace_used", False):
+        # another file: its own suggested name, and no consent to replace given for the last one's (nor for a
+        # save already done with it)
+        if ss.get("upload_name_for") != this_file:
+            ss["upload_name"] = suggest_name(file_name.rsplit(".", 1)[0])
+        ss["upload_replace"], ss["upload_name_for"] = False, this_file
+    name = st.text_input("Data set name", key="upload_name")
     exists = f"upload: {name}" in {s.label for s in ex.datasets()}
     replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
     accepted_loss = True
@@ -305,6 +312,7 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
         else:
             ex.datasets.clear()
             ss["data"] = f"upload: {name}"
+            ss["upload_replace_used"] = replace  # a consent serves one save
             ss.pop("subject", None)
             inferred = f", {len(kg.inferred):,} of them inferred" if kg.inferred else ""
             st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(kg.all_facts()):,} "

@@ -77,9 +77,19 @@ def test_upload_a_good_file_and_save(workspace):
     assert not at.exception and any("Saved as data set" in s.value for s in at.success)
     assert (workspace / "upload_dir" / "mine" / "train.csv").is_file()
     assert at.session_state["data"] == "upload: mine"
-    # saving again under the same name needs an explicit replace
+    # saving again under the same name needs an explicit replace, and a consent serves one save
     at.run()
     assert at.button(key="upload_save").disabled
+    at.checkbox(key="upload_replace").check().run()
+    at.button(key="upload_save").click().run()
+    assert not at.exception and any("Saved as data set" in s.value for s in at.success)
+    at.run()
+    assert not at.checkbox(key="upload_replace").value and at.button(key="upload_save").disabled
+    # another file: its own suggested name, no consent carried over
+    upload(at, tiny_world_csv(days=30).encode(), "données.csv")
+    assert at.text_input(key="upload_name").value == "donnees"
+    at.text_input(key="upload_name").set_value("mine").run()
+    assert not at.checkbox(key="upload_replace").value and at.button(key="upload_save").disabled
 
 
 def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_rewritten(workspace):

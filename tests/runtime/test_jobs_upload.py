@@ -289,7 +289,7 @@ def test_a_saved_data_set_never_holds_a_spreadsheet_formula_and_reads_back_exact
     assert sorted(back.entities.names) == sorted(kg.entities.names) and back.fingerprint == kg.fingerprint
 
 
-@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", "\r\r\n"])
 def test_an_upload_reads_every_line_ending_and_numbers_rows_as_its_lines(ending):
     """LF, CR LF and classic Mac CR files read the same; a stray CR inside a row of an LF file drops that row
     whole (an audit saw its tail kept as a fact with subject 'x', and every later row number shifted by one)."""
@@ -302,3 +302,5 @@ def test_an_upload_reads_every_line_ending_and_numbers_rows_as_its_lines(ending)
     assert [r for r, _ in rep.dropped] == [2, 4] and "carriage return" in rep.dropped[0][1]
     assert rep.dropped_text[4] == "c,r,a,2024-02-30" and rep.rows_read == 4 and rep.rows_kept == 2
     assert "x" not in kg.entities.names and sorted(kg.entities.names) == ["a", "b", "c", "d"]
+    rep, kg = inspect_upload(good.rstrip("\n") + "\r", "last-cr.csv")  # a last line ended by CR is a line
+    assert rep.rows_kept == 3 and [r for r, _ in rep.dropped] == [4]

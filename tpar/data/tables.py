@@ -171,6 +171,8 @@ MAX_HEADER_CHARS = 1_000_000
 #: what a carriage return that ends no line (within a file whose lines end otherwise) becomes before the rows are
 #: read: the visible symbol ␍, so that the row holding it is reported whole, under its line's number
 STRAY_CR = "\u240d"
+_CRS_BEFORE_LF = re.compile(r"\r+\n")
+_CRS_AT_END = re.compile(r"\r+\Z")
 
 
 def line_ends_to_newlines(text: str) -> str:
@@ -180,8 +182,11 @@ def line_ends_to_newlines(text: str) -> str:
     row number off the file's lines)."""
     if "\r" not in text:
         return text
-    text = text.replace("\r\n", "\n")
-    return text.replace("\r", "\n" if "\n" not in text else STRAY_CR)
+    text = _CRS_BEFORE_LF.sub("\n", text)  # CR LF, and CR CR LF (Python's csv writer on Windows)
+    # mostly CR-ended lines (classic Mac, perhaps with a stray LF): CR is the line break; else a CR ends no line
+    if text.count("\r") > text.count("\n"):
+        return text.replace("\r", "\n")
+    return _CRS_AT_END.sub("\n", text).replace("\r", STRAY_CR)  # a last line ended by CR ends there
 
 
 def allow_fields_up_to(length: int) -> None:
