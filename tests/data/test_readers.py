@@ -346,8 +346,12 @@ def test_a_question_time_follows_the_data_files_grammar(text):
     none of them, so a question's time may not either (an audit found them accepted on one side only)."""
     from tpar.data.timeaxis import TimeAxis
 
+    axis = TimeAxis("second", "2025-01-01 00:00:00", 1)
     with pytest.raises(ValueError, match="is not a real ISO date or date-time"):
-        TimeAxis("second", "2025-01-01 00:00:00", 1).parse(text)
+        axis.parse(text)
+    assert axis.parse("2025-01-01T05:00:01.000") == axis.parse("2025-01-01 05:00:01") == 18001  # a whole second
+    with pytest.raises(ValueError, match=r"\(30,000 characters\) is not a real"):  # echoed cut
+        axis.parse("9" * 30_000)
 
 
 def test_a_fraction_of_a_second_in_a_file_is_a_row_problem_not_dropped_silently(tmp_path):

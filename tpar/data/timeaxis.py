@@ -11,6 +11,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from tpar.errors import quoted
+
 #: granularity -> short unit used when printing a relative time, e.g. "-3 d"
 UNIT_SYMBOL = {
     "second": "s",
@@ -27,7 +29,8 @@ _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 #: the date-times a question may give, the grammar of the CSV reader (Python's fromisoformat also takes ISO week
 #: dates, '20251209' and fractions of a second, which no data file may hold)
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?:Z|[+-]\d{2}:?\d{2})?$", re.IGNORECASE)
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.0+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?$",
+                        re.IGNORECASE)  # '.000' is a whole second, as in a file
 _INT = re.compile(r"^[+-]?\d+$")
 
 
@@ -128,17 +131,17 @@ class TimeAxis:
         if self.origin is None:
             if _INT.match(s):
                 return int(s)
-            raise ValueError(f"time {s!r} is not an integer step")
+            raise ValueError(f"time {quoted(s)} is not an integer step")
         if g == "year":
             if not _INT.match(s):
-                raise ValueError(f"time {s!r} is not a year")
+                raise ValueError(f"time {quoted(s)} is not a year")
             return self._exact(int(s) - int(self.origin), s)
         if g == "month":
             m = _MONTH.match(s) or _DATE.match(s)
             if not m:
-                raise ValueError(f"time {s!r} is not a month (YYYY-MM)")
+                raise ValueError(f"time {quoted(s)} is not a month (YYYY-MM)")
             if not 1 <= int(m.group(2)) <= 12 or (m.re is _DATE and not _real_date(s)):
-                raise ValueError(f"time {s!r} is not a real month")
+                raise ValueError(f"time {quoted(s)} is not a real month")
             y0, m0 = (int(x) for x in self.origin.split("-"))
             return self._exact((int(m.group(1)) - y0) * 12 + int(m.group(2)) - m0, s)
         try:
@@ -146,19 +149,19 @@ class TimeAxis:
                 raise ValueError(s)
             when = dt.datetime.fromisoformat(s.upper().replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"time {s!r} is not a real ISO date or date-time") from None
+            raise ValueError(f"time {quoted(s)} is not a real ISO date or date-time") from None
         if when.tzinfo is not None:  # the data's clock is UTC (files with offsets are read into UTC too)
             when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
         secs = (when - dt.datetime.fromisoformat(self.origin)).total_seconds()
         unit = _SECONDS[g]
         if secs % unit:
-            raise ValueError(f"time {s!r} does not fall on a whole {g}")
+            raise ValueError(f"time {quoted(s)} does not fall on a whole {g}")
         return self._exact(int(secs // unit), s)
 
     def _exact(self, units: int, s: str) -> int:
         """``units`` of the granularity as a whole number of steps, else ``ValueError``."""
         if units % self.step:
-            raise ValueError(f"time {s!r} falls between two steps of {self.step} {self.granularity}s")
+            raise ValueError(f"time {quoted(s)} falls between two steps of {self.step} {self.granularity}s")
         return units // self.step
 
     def describe(self) -> str:
