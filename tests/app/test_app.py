@@ -460,3 +460,16 @@ def test_the_answer_table_shows_enough_decimals_to_tell_answers_of_different_ran
     assert score_digits(table) == 3
     tied = pd.DataFrame({"score": [0.5, 0.5000001, 0.2], "rank_text": ["1-2", "1-2", "3"]})
     assert score_digits(tied) == 3  # a tie shares its rank range: looking the same is right
+
+
+def test_long_names_stay_distinct_on_a_chart(monkeypatch):
+    """Chart labels are cut at 60 characters; two long names that begin alike stay two categories (bars, rows),
+    and short names pass whole, escaped for plotly."""
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    import explorer as ex
+
+    a, b = ex.plot_text("A" * 80 + "1"), ex.plot_text("A" * 80 + "2")
+    assert a != b and len(a) == len(b) == 60 and a.startswith("A" * 53 + "…#")
+    assert ex.plot_text("Kelarara <b>Council</b>") == "Kelarara &lt;b&gt;Council&lt;/b&gt;"
+    assert ex.short("W" * 100) == "W" * 59 + "…" and ex.short("Arovia") == "Arovia"
+    assert ex.sentence("the data has grown (x): it answers") == ex.md("The data has grown (x): it answers.")
