@@ -146,7 +146,11 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) 
 def date_ticks(lo: pd.Timestamp, hi: pd.Timestamp, most: int = 7) -> list[pd.Timestamp]:
     """At most ``most`` round dates spanning [lo, hi]: days, weeks, month starts, or years that are multiples of
     1, 2, 5, 10, … (1995, 2000, …)."""
-    for freq in ("D", "7D", "MS", "2MS", "3MS", "6MS"):
+    days = (hi - lo).days
+    for freq, every in (("D", 1), ("2D", 2), ("3D", 3), ("7D", 7), ("14D", 14), ("MS", 30.4), ("2MS", 60.9),
+                        ("3MS", 91.3), ("6MS", 182.6)):
+        if days / every > 2 * most + 2:  # far too many: not built (a 2,000-year span has 730,000 days)
+            continue
         ticks = list(pd.date_range(lo.normalize(), hi, freq=freq))
         if len(ticks) <= most:
             return ticks or [lo]

@@ -22,7 +22,7 @@ from tpar.data.kg import TemporalKG
 from tpar.model.config import RunConfig, apply_propagation
 from tpar.training.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
-from tpar.data.names import NAME_RULE, is_valid_name
+from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
@@ -83,7 +83,7 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
                "the same as `tpar train`.")
     # the suggested name follows the data set and setting until the user types one of their own (a model
     # trained on an upload must not keep the name suggested for the sample world)
-    suggested = f"{data_name}-{ss.get('train_setting') or 'unified'}"
+    suggested = suggest_name(f"{data_name}-{ss.get('train_setting') or 'unified'}")  # within the name rule
     if not ss.get("train_name") or (suggested != ss.get("train_name_suggested")
                                      and ss.get("train_name") == ss.get("train_name_suggested")):
         ss["train_name"] = suggested
