@@ -108,3 +108,17 @@ def test_a_benchmark_files_names_lose_controls_and_direction_overrides(tmp_path)
     kg = load_dataset(tmp_path)
     assert kg.entities.names == ("A[31mRED", "B", "Cevil")
     assert any("removed from 2 name(s) (rows 1, 3)" in n for n in kg.notes)
+
+
+def test_fact_files_that_name_their_entities_are_cleaned_the_same_way(tmp_path):
+    """Named facts (no ids) with a terminal escape or a direction override in a name: the same names as the
+    vocabulary's, with or without vocabulary files."""
+    facts = ["A\x1b[31mRED\tr\tB\t0", "B\tr\tC\u202eevil\t1", "C\u202eevil\tr\tA\x1b[31mRED\t2", "A\x1b[31mRED\tr\tB\t3"]
+    (tmp_path / "train.txt").write_text("\n".join(facts) + "\n", encoding="utf-8")
+    (tmp_path / "valid.txt").write_text("A\x1b[31mRED\tr\tB\t4\n", encoding="utf-8")
+    (tmp_path / "test.txt").write_text("B\tr\tC\u202eevil\t5\n", encoding="utf-8")
+    kg = load_dataset(tmp_path)
+    assert sorted(kg.entities.names) == ["A[31mRED", "B", "Cevil"]
+    (tmp_path / "entity2id.txt").write_text("A\x1b[31mRED\t0\nB\t1\nC\u202eevil\t2\n", encoding="utf-8")
+    (tmp_path / "relation2id.txt").write_text("r\t0\n")
+    assert sorted(load_dataset(tmp_path).entities.names) == ["A[31mRED", "B", "Cevil"]

@@ -99,6 +99,12 @@ class VocabFile:
 _UNSAFE_IN_NAMES = re.compile("[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def _safe(name: str) -> str:
+    """A name of a benchmark's files as kept: without :data:`_UNSAFE_IN_NAMES` (the same in the vocabulary files
+    and in fact files that name their entities)."""
+    return _UNSAFE_IN_NAMES.sub("", name).strip() if _UNSAFE_IN_NAMES.search(name) else name
+
+
 def _read_vocab_file(path: Path) -> VocabFile:
     """``name<TAB>id[<TAB>start<TAB>end]`` -> a :class:`VocabFile`: facts written with ids are mapped by the ids
     declared here, never by line position, so gaps in the ids and a name declared twice cannot shift them."""
@@ -108,8 +114,8 @@ def _read_vocab_file(path: Path) -> VocabFile:
         if not line.strip():
             continue
         f = _fields(line)
-        if f and _UNSAFE_IN_NAMES.search(f[0]):
-            f[0] = _UNSAFE_IN_NAMES.sub("", f[0]).strip()
+        if f and f[0] != _safe(f[0]):
+            f[0] = _safe(f[0])
             cleaned.append(row)
         if len(f) not in (2, 4):
             raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
@@ -262,7 +268,7 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
             for rs in raw.values():
                 for f in rs.fields:
                     if len(f) >= 3:
-                        e_seen.setdefault(f[0]); r_seen.setdefault(f[1]); e_seen.setdefault(f[2])
+                        e_seen.setdefault(_safe(f[0])); r_seen.setdefault(_safe(f[1])); e_seen.setdefault(_safe(f[2]))
             entities = entities or Vocabulary(tuple(e_seen))
             relations = relations or Vocabulary(tuple(r_seen))
 
@@ -277,7 +283,7 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
                 s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
                            entity_file.index(f[2], path, row, "entity"))
             else:
-                s, r, o = entities.get(f[0]), relations.get(f[1]), entities.get(f[2])
+                s, r, o = entities.get(_safe(f[0])), relations.get(_safe(f[1])), entities.get(_safe(f[2]))
                 for val, name, what in ((s, f[0], "entity"), (r, f[1], "relation"), (o, f[2], "entity")):
                     if val is None:
                         raise DataError(f"unknown {what} name {name!r} (not in {what}2id.txt)", file=path, row=row)
