@@ -231,7 +231,8 @@ def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_
                                                  run=run.to_dict(), out=str(out), name=name,
                                                  data_label=sel.source.label,
                                                  eval_test=eval_test and "test" in kg.splits,
-                                                 estimate=estimate.to_dict() if estimate else {}))
+                                                 estimate=estimate.to_dict() if estimate else {},
+                                                 replace=bool(ss.get("train_replace"))))
         except DataError as e:
             st.error(ex.md(e))
         else:

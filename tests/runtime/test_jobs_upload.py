@@ -92,6 +92,15 @@ def test_two_jobs_never_share_an_output(world_dir, tmp_path):
     time.sleep(0.5)
     s = first.status()
     assert s.state == "failed" and "ended unexpectedly" in s.message
+    # a saved model is replaced only when the start asks for it, whoever starts the job (not only the Train page)
+    saved = (tmp_path / "models" / "other.tpar").read_bytes()
+    with pytest.raises(DataError, match="a model other.tpar exists and is kept"):
+        start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(),
+                                             out=str(tmp_path / "models" / "other.tpar")))
+    assert (tmp_path / "models" / "other.tpar").read_bytes() == saved
+    again = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(),
+                                                 out=str(tmp_path / "models" / "other.tpar"), replace=True))
+    assert wait(again).state == "done"
 
 
 def test_bad_job_input_fails_cleanly(tmp_path):

@@ -48,6 +48,7 @@ class JobSpec:
     eval_test: bool = False
     threads: int = 0              # torch threads for the worker (0: the idle cores when it starts)
     estimate: dict = field(default_factory=dict)  # TrainingEstimate.to_dict() made before the start, if any
+    replace: bool = False         # the output may be an existing model, to be replaced (asked for explicitly)
 
 
 @dataclass
@@ -220,6 +221,8 @@ def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
     out = Path(spec.out).resolve()
     if str(out) in running_outputs(root):
         raise DataError(f"another running job is already writing {out.name}; choose another name")
+    if out.exists() and not spec.replace:  # a saved model is replaced only when asked, whoever starts the job
+        raise DataError(f"a model {out.name} exists and is kept; choose another name, or ask to replace it")
     root.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     folder = root / job_id
