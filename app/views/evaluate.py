@@ -143,9 +143,10 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     table = pd.DataFrame(metrics_rows(results))
     tie_help = {"MRR opt.": "MRR with optimistic ties: the answer first among the entities with its score",
                 "MRR pess.": "MRR with pessimistic ties: the answer last among the entities with its score"}
-    st.dataframe(compact(table), hide_index=True, column_config={  # short headers: all seven fit at 820 px
+    by_method = compact(table)
+    st.dataframe(by_method, hide_index=True, column_config={  # short headers: all seven fit at 820 px
         c: st.column_config.NumberColumn(c, format="%.2f", help=tie_help.get(c, "realistic ties, %"))
-        for c in compact(table).columns if c != "Method"})
+        for c in by_method.columns if c != "Method"})
     st.caption("All figures in %. MRR and Hits with realistic ties (the answer in the middle of the entities with its "
                "score: the honest figure, a method that scores many entities 0 gains nothing from it); the optimistic "
                "(MRR opt.: first among equals) and pessimistic (MRR pess.: last) MRR beside it show how much ties "

@@ -137,10 +137,8 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) 
         fig.update_xaxes(tickangle=0)  # level: a slanted date above the plot would run into the legend
         if calendar:  # Plotly labels a matched date axis's automatic ticks unlike the one below: the same ticks on both
             ticks = date_ticks(min(moments), max(moments), most=5)  # five fit a 820 px page level
-            fig.update_layout(xaxis={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]},
-                              xaxis2={"tickvals": ticks, "ticktext": [tick_label(t, ticks) for t in ticks]})
+            fig.update_xaxes(tickvals=ticks, ticktext=[tick_label(t, ticks) for t in ticks])  # both axes
     ex.show_chart(fig)
-
 
 
 def date_ticks(lo: pd.Timestamp, hi: pd.Timestamp, most: int = 7) -> list[pd.Timestamp]:

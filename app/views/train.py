@@ -215,17 +215,15 @@ def start_refusal(name: str) -> str:
 
 def start_ui(sel: ex.Selection, kg: TemporalKG, name: str, run: RunConfig, eval_test: bool,
              estimate: TrainingEstimate | None = None) -> None:
-    """Start the job (a shipped checkpoint's name is refused; an existing model is replaced only with the
-    form's "Replace" ticked); ``estimate`` travels with it, the start of its live time left."""
+    """Start the job, once :func:`start_refusal` let it (an existing model is replaced only with the form's
+    "Replace" ticked); ``estimate`` travels with it, the start of its live time left."""
     ss = st.session_state
     out = ex.RUNS_DIR / f"{name}.tpar"
     if own_running_job(out) is not None:
         # this session's own job on this output is running: a repeated submit (a second press, or the form's
         # trigger replayed by a rerun) must not read as a failure to start
         st.info(ex.md(f"Training {name!r} is already running (below)."))
-    elif refusal := start_refusal(name):
-        st.warning(ex.md(refusal))
-    else:
+    else:  # start_refusal was asked before the run was timed; start_job refuses an existing output unasked
         try:
             job = start_job(ex.JOBS_DIR, JobSpec(data=str(sel.source.path), setting=run.train.setting,
                                                  run=run.to_dict(), out=str(out), name=name,

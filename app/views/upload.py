@@ -286,12 +286,11 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
     ss = st.session_state
     st.subheader("Save")
     this_file = f"{file_name}:{report.rows_read}:{report.rows_kept}"
-    if ss.get("upload_name_for") != this_file or ss.pop("upload_replace_used", False):
-        # another file: its own suggested name, and no consent to replace given for the last one's (nor for a
-        # save already done with it)
-        if ss.get("upload_name_for") != this_file:
-            ss["upload_name"] = suggest_name(file_name.rsplit(".", 1)[0])
-        ss["upload_replace"], ss["upload_name_for"] = False, this_file
+    if ss.pop("upload_replace_used", False):  # a consent to replace serves one save
+        ss["upload_replace"] = False
+    if ss.get("upload_name_for") != this_file:  # another file: its own suggested name, no consent carried over
+        ss["upload_name"], ss["upload_replace"] = suggest_name(file_name.rsplit(".", 1)[0]), False
+        ss["upload_name_for"] = this_file
     name = st.text_input("Data set name", key="upload_name")
     exists = f"upload: {name}" in {s.label for s in ex.datasets()}
     replace = st.checkbox(ex.md(f"Replace the existing data set {name!r}"), key="upload_replace") if exists else False
