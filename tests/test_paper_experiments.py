@@ -122,3 +122,42 @@ def test_run_command_smoke(tmp_path, monkeypatch, capsys):
     assert list((tmp_path / "models").rglob("*.tpar")) and not list((tmp_path / "res").rglob("*.tpar"))
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [p.get("order") for p in printed] == ["relaxed", "strict", "–"]
+
+
+def test_results_table_lists_every_row_with_its_gap():
+    """Tables 1 and 2: all eight of the paper's rows, each with its figure and ours or why there is none; a row
+    whose best model is not shipped shows that model's measured test figure, marked so, with its gap; the long
+    account of each row goes under the table, one bullet per step."""
+    lines = R._results_table()
+    rows = [ln for ln in lines if ln.startswith(("| 1 |", "| 2 |"))]
+    assert [ln.split(" | ")[2] for ln in rows] == [r.data for r in R.RESULTS_TABLE] and len(rows) == 8
+    for row, line in zip(R.RESULTS_TABLE, rows):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[3] == f"{row.paper:.2f}"
+        if row.checkpoint is None and row.unshipped is None:
+            assert cells[4] == cells[5] == "–" and cells[8] == "no training file here"
+        if row.unshipped and all((R.ROOT / f).is_file() for f in row.unshipped):
+            test = json.loads((R.ROOT / row.unshipped[1]).read_text())["realistic"]["mrr"] * 100
+            assert cells[4] == f"{test:.2f} (best here, not shipped)" and cells[5] == f"{test - row.paper:+.2f}"
+        assert len(line) < 400  # the table stays a table: the account of the row is below it
+        assert f"**Table {row.table}, {row.data} ({row.setting}).**" in lines
+
+
+def test_trained_hours_count_a_shared_parent_once():
+    """Two members warm-started from one parent model: the parent's hours count once, each machine named with
+    its hours, the CPU with the threads it ran on."""
+    from types import SimpleNamespace
+
+    cpu, gpu = {"cpu_threads": 1, "cuda": False}, {"cpu_threads": 8, "gpu": "NVIDIA H200"}
+    parent = {"from": "p.tpar", "data_fingerprint": "f", "epochs": 4, "seconds": 3600.0, "hardware": cpu}
+
+    def member(seconds, hw, warms):
+        return SimpleNamespace(extra={"hardware": hw, "seconds": seconds}, warm_starts=lambda: warms)
+
+    ck = SimpleNamespace(kind="composite", extra={"hardware": cpu, "seconds": 1800.0},
+                         member_checkpoints=[member(360.0, gpu, [parent]), member(360.0, gpu, [dict(parent)])])
+    hours, machine = R._trained(ck)
+    assert hours == pytest.approx(1.0 + 0.5 + 0.2)
+    assert machine == "CPU, 1 thread: 1.50 h; NVIDIA H200: 0.20 h"
+    alone = SimpleNamespace(kind="tpar", extra={}, member_checkpoints=[member(7200.0, {"cpu_threads": 2}, [])])
+    assert R._trained(alone) == (2.0, "CPU, 2 threads, no GPU")
