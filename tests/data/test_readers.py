@@ -364,3 +364,24 @@ def test_a_fraction_of_a_second_in_a_file_is_a_row_problem_not_dropped_silently(
     assert [(r, p) for r, p in q.report.problems] == [
         (2, "time '2024-01-01T05:00:01.5' has a fraction of a second (times are read to the whole second)")]
     assert q.time_axis.granularity == "second" and len(q.subjects) == 2  # '.000' is a whole second
+
+
+def test_file_and_question_times_share_one_grammar_for_offsets_and_case(tmp_path):
+    """RFC 3339's lower-case 't' and 'z' read in a file and in a question alike; a UTC offset belongs to a time
+    of day, so '2024-01-02+05:00' is refused on both sides (an audit found the question side took it)."""
+    from tpar.data.tables import read_quadruple_csv
+    from tpar.data.timeaxis import TimeAxis
+
+    f = tmp_path / "case.csv"
+    f.write_text("subject,relation,object,time\na,r,b,2024-01-01T05:00:00Z\nb,r,c,2024-01-02t05:00:00z\n"
+                 "c,r,a,2024-01-03+05:00\n")
+    q = read_quadruple_csv(f, on_bad_rows="drop")
+    assert len(q.subjects) == 2 and [r for r, _ in q.report.problems] == [4]
+    axis = q.time_axis
+    assert axis.parse("2024-01-02t05:00:00z") == axis.parse("2024-01-02T05:00:00Z") == 24
+    with pytest.raises(ValueError, match="is not a real ISO date or date-time"):
+        axis.parse("2024-01-03+05:00")
+    day = TimeAxis("day", "2024-01-01", 1)
+    with pytest.raises(ValueError, match="is not a real ISO date or date-time"):
+        day.parse("2024-01-03+05:00")
+    assert day.parse("2024-01-03 05:00+05:00") == 2  # an offset after a time of day: read into UTC

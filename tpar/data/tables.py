@@ -113,7 +113,8 @@ MAX_INT_TIME = 2 ** 53
 _RE_INT = re.compile(r"^[+-]?\d+$")
 _RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _RE_MONTH = re.compile(r"^\d{4}-\d{2}$")
-_RE_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_RE_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$",
+                          re.IGNORECASE)  # RFC 3339 allows a lower-case 't' and 'z'; a question's time reads the same
 
 #: header names read as each column (compared lower-cased, with spaces, dashes and dots as ``_``); the
 #: column's own name wins over a synonym, and an earlier synonym over a later one (others are not read)
@@ -680,7 +681,7 @@ def parse_time(text: str, fmt: str):
     try:
         if fmt == "date":
             return dt.date.fromisoformat(s).toordinal()
-        when = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+        when = dt.datetime.fromisoformat(s.upper().replace("Z", "+00:00"))
     except ValueError as e:
         raise ValueError(f"time {s!r} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
     if when.microsecond:  # read to the whole second: a fraction is never dropped without a word

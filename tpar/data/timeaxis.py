@@ -29,8 +29,9 @@ _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 #: the date-times a question may give, the grammar of the CSV reader (Python's fromisoformat also takes ISO week
 #: dates, '20251209' and fractions of a second, which no data file may hold)
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.0+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?$",
-                        re.IGNORECASE)  # '.000' is a whole second, as in a file
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.0+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$",
+                        re.IGNORECASE)  # '.000' is a whole second, as in a file; an offset only after a time of day
+# (RFC 3339 allows a lower-case 't' and 'z')
 _INT = re.compile(r"^[+-]?\d+$")
 
 
