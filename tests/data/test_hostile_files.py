@@ -255,3 +255,17 @@ def test_a_lineage_file_that_gives_a_key_twice_is_not_read(tmp_path):
     assert len(lineage_of(tmp_path)) == 1
     (tmp_path / LINEAGE_FILE).write_text('{"steps": [{"date": "2024-01-01"}], "steps": []}')
     assert lineage_of(tmp_path) == []
+
+
+def test_a_lone_carriage_return_in_a_benchmark_file_ends_no_line(tmp_path):
+    """A lone CR inside a line of a LF (or CR LF) file is no line break: the name loses it as a control character
+    and every later row keeps its own number; a file whose lines all end in CR (classic Mac) is still read by line."""
+    d = _benchmark(tmp_path / "stray", "A\t0\nB\rX\t1\r\n", "0\t0\t1\t1\n0\t0\t1\t2\r\n1\t1\t0\t3\r\n0\t0\t9\t4\n")
+    with pytest.raises(DataError, match=r"train.txt, row 4: unknown entity id 9"):
+        load_dataset(d)
+    (d / "train.txt").write_text("0\t0\t1\t1\n0\t0\t1\t2\r\n1\t1\t0\t3\r\n")
+    kg = load_dataset(d)
+    assert kg.entities.names == ("A", "BX")
+    assert any("control or text-direction characters removed from 1 name(s) (rows 2)" in n for n in kg.notes)
+    mac = _benchmark(tmp_path / "mac", "A\t0\rB\t1\r", "0\t0\t1\t1\r1\t1\t0\t2\r")
+    assert _named(load_dataset(mac)) == {("A", "r", "B", 1), ("B", "s", "A", 2)}

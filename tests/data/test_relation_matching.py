@@ -96,6 +96,18 @@ def test_relation_map_csv_and_its_bad_rows(tmp_path):
     with pytest.raises(DataError, match="no such relation map"):
         read_relation_map(tmp_path / "missing.csv")
 
+    # rows end at line ends only: a form feed, U+2028 or U+0085 inside a name, or a lone CR in a LF file, ends no
+    # row, so the rows after it keep their numbers; CR LF and classic Mac CR files read row by row
+    odd = tmp_path / "odd.csv"
+    odd.write_bytes("r0,Threa\u2028ten\nr1,Me\x0cet\u0085\rX\nr1,Praise\n".encode())
+    with pytest.raises(DataError) as e:
+        read_relation_map(odd)
+    assert "1 bad row(s)" in str(e.value) and "row 3: 'r1' is mapped again" in str(e.value)
+    for end in ("\r\n", "\r"):
+        crlf = tmp_path / "ends.csv"
+        crlf.write_bytes(end.join(["data_relation,model_relation", "r0,Threaten", "r1,Meet", ""]).encode())
+        assert read_relation_map(crlf).rows == {"r0": 2, "r1": 3}
+
 
 def _renamed(kg: TemporalKG, extra_facts: int = 0) -> TemporalKG:
     """``kg`` with its relations spelled otherwise (case, underscores, punctuation) and in another order,

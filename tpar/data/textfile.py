@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from pathlib import Path
 
 from tpar.errors import DataError
@@ -174,5 +175,11 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 
 def read_lines(path: Path) -> list[str]:
-    """Lines of a text file without BOM and line ends; empty lines kept (for row numbers)."""
-    return read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    """Lines of a text file without BOM and line ends; empty lines kept (for row numbers). Line ends are
+    LF, CR LF (CR CR LF too) or, in a file whose lines mostly end so, classic Mac's lone CR; any other lone CR ends
+    no line: it stays in its line (a name loses it as a control character, a number's strip() drops it), so the
+    row numbers of every later line stay the file's own."""
+    text = re.sub(r"\r+\n", "\n", read_text(path))
+    if text.count("\r") > text.count("\n"):
+        text = text.replace("\r", "\n")
+    return text.split("\n")
