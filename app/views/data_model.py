@@ -71,7 +71,8 @@ def model_ui(sel: ex.Selection) -> None:
                            help=f"combining them took {secs or 0:.0f} s on valid")
         else:
             cols[1].metric("Layers L · dimension d", f"{c.num_layers} · {c.dim}")
-            cols[2].metric("Propagation", "exact" if c.propagation == "exact" else "pruned", help=c.propagation)
+            cols[2].metric("Propagation", "exact" if c.propagation == "exact" else
+                           "sparse default" if c.is_sparse_default else "pruned", help=c.propagation_words)
             cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
         for note in ck.load_notes:  # e.g. a stored calibration set aside
             st.warning(ex.md(note))

@@ -834,3 +834,25 @@ def test_pruned_and_learned_priority_propagation_keep_the_leakage_rules(options)
         b = model(batch, Background.for_evaluation(clean, "interpolation"))
     assert torch.allclose(a[own], b[own], atol=1e-12)
     assert not torch.allclose(a[~own], b[~own], atol=1e-12)
+
+
+def test_a_propagation_is_said_in_plain_words_with_each_limit_it_holds():
+    """The card's words on a propagation name every limit with its value (and nothing for a limit that is off), say
+    whether it is the sparse default, and give the short form after them."""
+    from dataclasses import replace
+
+    from tpar.model.card import propagation_note
+    from tpar.model.config import SPARSE_DEFAULT, ModelConfig
+
+    exact = ModelConfig()
+    assert propagation_note(exact) == "propagation: " + exact.propagation_words and exact.propagation_words.startswith("exact (")
+    sparse = ModelConfig(**SPARSE_DEFAULT)
+    words = sparse.propagation_words
+    assert words.startswith("the sparse default (") and f"at most its {SPARSE_DEFAULT['link_cap']} links" in words
+    assert f"at most {SPARSE_DEFAULT['top_k']} entities" in words and "the first step exact" in words
+    assert "latest time only" in words and "within" not in words
+    other = replace(sparse, link_cap=0, history_window=30, recent_repeats=3, exact_steps=2, priority="learned")
+    words = other.propagation_words
+    assert words.startswith("pruned (") and "within 30 time steps" in words and "its 3 latest times" in words
+    assert "links nearest" not in words and "learned priority" in words and "the first 2 steps exact" in words
+    assert f"`{other.propagation}` for short" in propagation_note(other)

@@ -12,6 +12,7 @@ from tpar.data.outputs import write_text
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
+from tpar.model.config import ModelConfig
 
 
 #: the card's last line: the sha256 of the checkpoint it describes (an HTML comment: invisible in a viewer)
@@ -55,12 +56,13 @@ def trained_per_epoch(ckpt: Checkpoint) -> str:
     return f"{counts[-1]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
 
 
-def propagation_note(propagation: str) -> str:
-    """The card's words on the propagation a model was trained, selected and tested with."""
-    if propagation == "exact":
-        return "propagation exact"
-    return (f"propagation {propagation} (trained, selected on valid and tested with it; "
-            "`tpar evaluate --propagation exact` tests it without pruning)")
+def propagation_note(model: ModelConfig) -> str:
+    """The card's words on the propagation a model was trained, selected and tested with: plain words first, the
+    setting's short form after them."""
+    if model.propagation == "exact":
+        return f"propagation: {model.propagation_words}"
+    return (f"propagation: {model.propagation_words}, `{model.propagation}` for short; trained, selected on valid and "
+            "tested with it (`tpar evaluate --propagation exact` tests it without pruning)")
 
 
 def time_axis_text(axis: object) -> str:
@@ -97,7 +99,7 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              + ("paths in time order only (t_1 ≥ t_2 ≥ …, the paper's ablation), " if m.chronological
                 else "paths in any time order (Section 4.1), ")
              + f"attention bias init {m.attention_bias_init}, "
-             + propagation_note(m.propagation) + (", GRU gate between steps" if m.gate else ""),
+             + propagation_note(m) + (", GRU gate between steps" if m.gate else ""),
              f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
              f"{trained_per_epoch(ckpt)} (asked for: {f'{t.max_train_queries:,}' if t.max_train_queries else 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "

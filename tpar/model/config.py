@@ -162,6 +162,27 @@ class ModelConfig:
             return "exact"
         return pruning + (f" from step {self.exact_steps + 1}" if self.exact_steps else "")
 
+    @property
+    def propagation_words(self) -> str:
+        """The propagation in plain words for a card or a page, e.g. "the sparse default (each entity sends along at
+        most its 24 links nearest the question's time; a fact repeated at several times is walked at its latest time
+        only; at most 256 entities carried to the next step (by score); the first step exact)"."""
+        if self.propagation == "exact":
+            return "exact (every link the question may see is walked, at every step)"
+        parts = [f"only links within {self.history_window:,} time steps of the question's time" if self.history_window
+                 else "",
+                 f"each entity sends along at most its {self.link_cap:,} links nearest the question's time"
+                 if self.link_cap else "",
+                 ("a fact repeated at several times is walked at its latest time only" if self.recent_repeats == 1
+                  else f"a fact repeated at several times is walked at its {self.recent_repeats:,} latest times only")
+                 if self.recent_repeats else "",
+                 (f"at most {self.top_k:,} entities carried to the next step "
+                  f"({'by score' if self.priority == 'score' else 'chosen by a learned priority'})") if self.top_k else ""]
+        text = "; ".join(x for x in parts if x)
+        if self.exact_steps:
+            text += f"; the first {'step' if self.exact_steps == 1 else f'{self.exact_steps} steps'} exact"
+        return ("the sparse default" if self.is_sparse_default else "pruned") + f" ({text})"
+
     def with_exact_propagation(self) -> "ModelConfig":
         """The same model with every pruning switched off (exact propagation)."""
         from dataclasses import replace
