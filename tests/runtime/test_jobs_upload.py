@@ -311,5 +311,8 @@ def test_an_upload_reads_every_line_ending_and_numbers_rows_as_its_lines(ending)
     assert [r for r, _ in rep.dropped] == [2, 4] and "carriage return" in rep.dropped[0][1]
     assert rep.dropped_text[4] == "c,r,a,2024-02-30" and rep.rows_read == 4 and rep.rows_kept == 2
     assert "x" not in kg.entities.names and sorted(kg.entities.names) == ["a", "b", "c", "d"]
+    assert rep.dropped_text[2] == "a\u240dx,r,b,2024-01-01"  # the carriage return shown as ␍
+    rep, kg = inspect_upload(good.replace("a,r,b", "a\u240dx,r,b"), "symbol.csv")  # the symbol ␍ itself is a name
+    assert rep.rows_kept == 3 and "a\u240dx" in kg.entities.names
     rep, kg = inspect_upload(good.rstrip("\n") + "\r", "last-cr.csv")  # a last line ended by CR is a line
     assert rep.rows_kept == 3 and [r for r, _ in rep.dropped] == [4]

@@ -170,8 +170,10 @@ MAX_HEADER_CHARS = 1_000_000
 
 
 #: what a carriage return that ends no line (within a file whose lines end otherwise) becomes before the rows are
-#: read: the visible symbol ␍, so that the row holding it is reported whole, under its line's number
-STRAY_CR = "\u240d"
+#: read, so that the row holding it is reported whole, under its line's number: a private-use character no text
+#: means anything by (the visible symbol ␍ itself may be part of a name), shown to a user as :data:`SHOWN_CR`
+STRAY_CR = "\ue00d"
+SHOWN_CR = "\u240d"
 _CRS_BEFORE_LF = re.compile(r"\r+\n")
 _CRS_AT_END = re.compile(r"\r+\Z")
 

@@ -23,8 +23,8 @@ from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
-from tpar.data.tables import (IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder, reading_notes,
-                              read_quadruple_csv, split_assignment)
+from tpar.data.tables import (SHOWN_CR, STRAY_CR, IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder,
+                              reading_notes, read_quadruple_csv, split_assignment)
 from tpar.errors import DataError
 
 SPLIT_CHOICES = ("chronological", "random", "column")
@@ -221,7 +221,7 @@ def row_texts(text: str, rows: list[int]) -> dict[int, str]:
     out = {}
     for r in rows:
         if 1 <= r <= len(lines):
-            line = lines[r - 1]
+            line = lines[r - 1].replace(STRAY_CR, SHOWN_CR)  # a carriage return inside the row: shown ␍
             out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
     return out
 
