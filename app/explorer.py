@@ -107,8 +107,7 @@ def plot_text(text: object, most: int = 60) -> str:
 #: above the plot at 820 px without covering a legend or a bar's label.
 CHART_CONFIG = {"displaylogo": False,
                 "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
-CHART_TOP = 36
-"""Pixels above every chart's plot area: the toolbar's strip (and a legend set above the plot)."""
+CHART_TOP = 36  # pixels above every chart's plot area: the toolbar's strip (and a legend set above the plot)
 
 
 def show_chart(fig, *, key: str | None = None) -> None:

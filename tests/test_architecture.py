@@ -152,3 +152,24 @@ def test_tests_mirror_the_package_layout():
             assert p.name in ("test_architecture.py", "test_paper_experiments.py"), f"{p.name}: move it into tests/<stage>/"
         else:
             assert where[0] in stages, f"{p.relative_to(ROOT)}: tests/{where[0]}/ is not a stage of the package"
+
+
+def test_no_app_script_writes_a_bare_expression_to_the_page():
+    """Streamlit's "magic" writes every bare expression of a page script to the page (a tuple, a name, a string
+    that is not a docstring), at any depth: a value computed for its side effect showed up as a grey line of
+    datetimes on the Entity timeline (walk-through). Only calls, docstrings, yields and awaits are left alone."""
+    import ast
+
+    app = Path(__file__).resolve().parent.parent / "app"
+    found = []
+    for path in [app / "streamlit_app.py", *sorted((app / "views").glob("*.py")), app / "explorer.py"]:
+        tree = ast.parse(path.read_text())  # the page scripts (explorer.py is imported: kept to the same rule)
+        for parent in ast.walk(tree):
+            for i, node in enumerate(getattr(parent, "body", []) if isinstance(getattr(parent, "body", None), list) else []):
+                if not isinstance(node, ast.Expr) or isinstance(node.value, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)):
+                    continue
+                docstring = (i == 0 and isinstance(parent, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                             and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
+                if not docstring:
+                    found.append(f"{path.relative_to(app.parent)}:{node.lineno}")
+    assert not found, found

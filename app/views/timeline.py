@@ -74,7 +74,8 @@ def on_calendar(kg: TemporalKG, t_q: int | None) -> bool:
         lo, hi = (dt.datetime.fromisoformat(kg.time_axis.label(t).replace(" ", "T") + ("-01" if len(
             kg.time_axis.label(t)) == 7 else "")) for t in (min(steps), max(steps)))
         margin = (hi - lo) / 10 + dt.timedelta(days=31)
-        lo - margin, hi + margin  # noqa: B018 -- raises OverflowError past year 1 or 9999
+        _ = (lo - margin, hi + margin)  # raises OverflowError past year 1 or 9999 (assigned: a bare expression
+        # would be written to the page by Streamlit's magic)
     except (ValueError, OverflowError):
         return False
     return True
