@@ -389,6 +389,9 @@ def selection(show_errors: bool = True) -> Selection | None:
         if ss.get("data") and show_errors:
             st.warning(md(f"Data set {ss['data']!r} is not available here; showing {sources[0].label!r}."))
         ss["data"] = sources[0].label
+    if ss.get("question_data") not in (None, ss["data"]):  # another data set was chosen: its own question, quietly
+        forget_question()
+    ss["question_data"] = ss["data"]  # the data set the question in the session belongs to
     source = by_label[ss["data"]]
     try:
         kg = load_kg(str(source.path), version(source.path))
@@ -412,6 +415,16 @@ def selection(show_errors: bool = True) -> Selection | None:
                 st.error(md(f"Model {match.info.name!r} cannot serve {source.label!r}: {e}"))
             return None
     return Selection(source, kg, match, matches)
+
+
+def forget_question() -> None:
+    """Drop the question from the session (the next page fills in the data set's default or showcase question):
+    a question asked of one data set names entities, a relation and a time another may not have, and its warnings
+    would blame the user for a switch the app made."""
+    ss = st.session_state
+    for key in ("subject", "relation", "time", "answer", "answer_question", "example"):
+        ss.pop(key, None)
+    ss["direction"], ss["setting"] = DEFAULTS["direction"], DEFAULTS["setting"]
 
 
 def keep_valid(key: str, options: list) -> None:

@@ -693,3 +693,27 @@ def test_a_fact_at_the_end_of_the_calendar_breaks_no_page(late):
     assert ("counts day steps" in said) == late.startswith("9999")
     xs = spec["data"][0]["x"]  # dates travel as ISO strings, steps as a typed array
     assert (isinstance(xs, list) and isinstance(xs[0], str)) != late.startswith("9999")
+
+
+def test_choosing_another_data_set_starts_from_its_own_question_quietly(workspace):
+    """A question asked of one data set is not carried to another (its entities, relation and time may not exist
+    there): the next page asks the new data set's default question, with no warning blaming the user, and going
+    back asks the first data set's own question again (walk-through: three warnings, then no answers)."""
+    from tpar.data.upload import inspect_upload, save_dataset
+
+    _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
+    save_dataset(kg, workspace / "upload_dir", "ring")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20"})
+    at.run()
+    assert at.session_state["subject"] == "Orora Front" and not at.warning
+    at.switch_page("views/data_model.py").run()
+    at.selectbox(key="w_data").set_value("upload: ring").run()
+    at.switch_page("views/timeline.py").run()  # no model fits this data set yet: the timeline needs none
+    assert not at.exception and not at.error and not at.warning
+    assert "time" not in at.session_state or at.session_state["time"] != "2025-12-20"  # the old question is gone
+    at.switch_page("views/data_model.py").run()
+    at.selectbox(key="w_data").set_value("sample: world/chronological").run()
+    at.switch_page("views/ask.py").run()
+    assert not at.exception and not at.error and not at.warning
+    assert len(at.dataframe) and len(at.dataframe[0].value)  # answers, not a wall of warnings
