@@ -40,6 +40,9 @@ def render() -> None:
     why = ""
     if ss["setting"] == "auto":
         why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"
+    elif pred.setting == "extrapolation" and pred.time_step < t_min:
+        why = (f", chosen although {pred.time} lies before the first known fact: a forecast uses only earlier facts, "
+               "and there are none")
     elif pred.setting == "extrapolation" and pred.time_step <= t_max:  # e.g. a showcase forecast
         why = (f", chosen although {pred.time} lies inside the known time range: a forecast from the facts before "
                f"{pred.time} only, the later ones hidden as if not yet known")
@@ -52,8 +55,11 @@ def render() -> None:
                    f"answer already answered this question). {pred.reached:,} of {kg.num_entities:,} entities have "
                    f"evidence (a temporal path of length ≤ {L} of some model, or ψ > 0); the others score 0.")
     else:
-        st.caption(f"Setting: **{pred.setting}**{why}. {pred.reached:,} of {kg.num_entities:,} entities are reached by "
-                   f"temporal paths of length ≤ {L}; the others score 0.")
+        n, E = pred.reached, kg.num_entities
+        reached = (f"{n:,} of {E:,} entit{'y is' if n == 1 else 'ies are'} reached by temporal paths of length ≤ {L}"
+                   + (" (the question's own entity only)" if n == 1 else "") + ("" if n >= E else "; the others score 0")
+                   + (": being reached is no evidence by itself (below)" if pred.no_evidence and n > 1 else ""))
+        st.caption(f"Setting: **{pred.setting}**{why}. {reached}.")
     if pred.provenance:  # which model and data this answer used, and how far it lies past the training facts
         st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
     for w in pred.warnings:

@@ -50,7 +50,9 @@ def render() -> None:
     if pred.no_evidence:
         st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The steps below show why; the last one "
                       "names no answer."))
-    st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; the answer followed through the steps "
+    followed = ("the answer followed through the steps" if not pred.no_evidence else
+                "the entity followed through the steps (not an answer: there is no evidence)")
+    st.caption(f"Setting **{pred.setting}**; model L = {L}, d = {model.cfg.dim}; {followed} "
                f"(orange): **{ex.md(answer)}**. Change the question on the Ask page and the answer on the Evidence page.")
     st.markdown("A five-minute walk-through: start at the question and press **Next ▶** (or **Play all**) through the "
                 f"{L} recursive steps; each says what happens, with the paper's equations, and who answers so far. "
@@ -264,6 +266,10 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     """Section 3 (data with planted rules): the rule that produced the fact beside TPAR's top path,
     checked for relations, directions and timing; a clear label when the model has not learned it."""
     st.subheader("3 · TPAR's top path beside the rule that made the answer")
+    if pred.no_evidence:  # no answer to set beside a rule: the entity followed is no fact the model proposes
+        st.info("No evidence for this question, so there is no answer to set beside a planted rule. Pick an example "
+                "question on the Ask page.")
+        return
     subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
     rule = planted.rule_of(subj, pred.relation, obj, pred.time)
     if rule is None:
@@ -274,7 +280,8 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     e = ex.current_explanation(sel, answer, 3)
     c1, c2 = st.columns(2)
     with c1:
-        st.markdown(f"**Planted rule** `{rule['id']}` ({ex.md(rule['kind'])}): {ex.md(rule['description'])}")
+        kind = f" ({ex.md(rule['kind'])})" if rule["kind"] != rule["id"] else ""  # not the name twice
+        st.markdown(f"**Planted rule** `{rule['id']}`{kind}: {ex.md(rule['description'])}")
         st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None, wrap_lines=True)
     with c2:
         if e.paths:

@@ -476,3 +476,32 @@ def test_long_names_stay_distinct_on_a_chart(monkeypatch):
     assert ex.plot_text("Kelarara <b>Council</b>") == "Kelarara &lt;b&gt;Council&lt;/b&gt;"
     assert ex.short("W" * 100) == "W" * 59 + "…" and ex.short("Arovia") == "Arovia"
     assert ex.sentence("the data has grown (x): it answers") == ex.md("The data has grown (x): it answers.")
+
+
+def test_ask_says_where_a_time_lies_and_says_no_evidence_once():
+    """A forecast asked before the data is not called "inside the known time range", and its warning does not
+    claim later facts can be used; a question with nothing reached says so once (the reason there is no evidence),
+    and the count of reached entities reads right for one (walk-through)."""
+    at = app({"subject": "Faro of Corbeleth", "relation": "Mobilize against", "time": "2024-03-31",
+              "setting": "extrapolation"}).run()
+    assert not at.exception
+    said = texts(at) + plain(at.warning) + plain(at.info)
+    assert "inside the known time range" not in said and "only later facts can be used" not in said
+    assert "lies before the first known fact: a forecast uses only earlier facts, and there are none" in said
+    at = app({"subject": "Faro of Corbeleth", "relation": "Mobilize against", "time": "2025-01-01",
+              "setting": "extrapolation"}).run()
+    assert not at.exception
+    assert "no temporal path leads" not in plain(at.warning).lower()
+    assert "no temporal path leads" in plain(at.info).lower()
+    assert "1 of 280 entity is reached" in texts(at) and "(the question's own entity only)" in texts(at)
+
+
+def test_the_walk_through_names_no_answer_where_there_is_no_evidence():
+    """Every entity reached but none told apart: the walk-through follows the top-scored entity as "not an
+    answer", and section 3 sets no "fact" beside a planted rule (walk-through: it called the guess the fact)."""
+    at = app({"subject": "Faro of Corbeleth", "relation": "Mobilize against", "time": "2026-02-20"}).run()
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    assert "No evidence for this question" in plain(at.info)
+    assert "(not an answer: there is no evidence)" in texts(at)
+    assert "no answer to set beside a planted rule" in plain(at.info) and "was not produced by" not in plain(at.info)

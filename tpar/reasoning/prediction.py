@@ -581,8 +581,9 @@ class Predictor:
                 out.append(f"{prepared.time_label} lies {span_text(gap)} after the last known fact (the data spans "
                            f"{span_text(span)}): a forecast this far ahead rests on old evidence and is less reliable.")
         elif t < t_min:
-            out.append(f"{prepared.time_label} lies {span_text(t_min - t)} before the first known fact: only later "
-                       "facts can be used.")
+            out.append(f"{prepared.time_label} lies {span_text(t_min - t)} before the first known fact: "
+                       + ("a forecast uses only earlier facts, and there are none." if asked == "extrapolation"
+                          else "only later facts can be used."))
         return out
 
     def _answers(self, prepared: PreparedQuestion, scores: torch.Tensor, reached: torch.Tensor,
@@ -633,10 +634,8 @@ class Predictor:
         only_subject = n_reached <= 1
         nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])
                    if self.composite else NOTHING_REACHED)
-        if only_subject:
-            warnings.append(nothing[:1].upper() + nothing[1:]
-                            + (" within the model's history window" if self.checkpoint.history_window else "")
-                            + ": every answer ties at score 0 and the ranking carries no information.")
+        if only_subject:  # said once, as the reason there is no evidence (a warning beside it said it twice)
+            nothing += " within the model's history window" if self.checkpoint.history_window else ""
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
