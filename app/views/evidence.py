@@ -244,6 +244,22 @@ def reset_what_if() -> None:
     st.session_state["whatif_off"] = []
 
 
+def _index(options: list, value) -> int:
+    """``value``'s position in ``options`` (0 when it is not there)."""
+    try:
+        return options.index(value)
+    except ValueError:
+        return 0
+
+
+def _remove_added(i: int) -> None:
+    """Take the ``i``-th hypothetical fact out (a button callback: before the page is drawn again)."""
+    added = list(st.session_state.get("whatif_added", []))
+    if 0 <= i < len(added):
+        del added[i]
+    st.session_state["whatif_added"] = added
+
+
 def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     """Switch off facts of the shown paths or add a hypothetical one, and see the answer's new rank;
     the smallest set of facts whose removal takes the answer off rank 1."""
@@ -260,13 +276,28 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                          placeholder="Choose facts to remove from the data …")
     with st.expander("Add a hypothetical fact"):
         kg = sel.kg
+        entities = sorted(kg.entities.names, key=str.casefold)
+        relations = sorted(kg.relations.names, key=str.casefold)
+        # the question's own fact with the explained answer to start from (not the first entity twice: a self-loop)
+        s0, o0 = (question.subject, e.answer) if question.direction == "object" else (e.answer, question.subject)
         c1, c2, c3, c4 = st.columns(4)
-        subj = c1.selectbox("Subject", sorted(kg.entities.names, key=str.casefold), key="whatif_s")
-        rel = c2.selectbox("Relation", sorted(kg.relations.names, key=str.casefold), key="whatif_r")
-        obj = c3.selectbox("Object", sorted(kg.entities.names, key=str.casefold), key="whatif_o")
+        subj = c1.selectbox("Subject", entities, index=_index(entities, s0), key="whatif_s")
+        rel = c2.selectbox("Relation", relations, index=_index(relations, question.relation), key="whatif_r")
+        obj = c3.selectbox("Object", entities, index=_index(entities, o0), key="whatif_o")
         when = c4.text_input("Time", value=e.time, key="whatif_t")
         if st.button("Add this fact", key="whatif_add"):
-            ss["whatif_added"] = ss["whatif_added"] + [(subj, rel, obj, when.strip())]
+            try:  # checked here, so that one bad time never blocks the facts added after it
+                kg.time_axis.parse(when.strip())
+            except ValueError as err:
+                st.error(ex.md(f"Not added: {err}"))
+            else:
+                fact = (subj, rel, obj, kg.time_axis.label(kg.time_axis.parse(when.strip())))
+                if fact not in ss["whatif_added"]:
+                    ss["whatif_added"] = ss["whatif_added"] + [fact]
+        for i, fact in enumerate(ss["whatif_added"]):  # each added fact with its own way out
+            a, b = st.columns([5, 1], vertical_alignment="center")
+            a.markdown(f"Added: {ex.md(fact_label(fact))}")
+            b.button("Remove", key=f"whatif_rm_{i}", on_click=_remove_added, args=(i,))
     added = list(ss["whatif_added"])
     if not (off or added):
         st.caption("Nothing switched off or added: the answers above are the model's on the data as it is.")

@@ -505,3 +505,23 @@ def test_the_walk_through_names_no_answer_where_there_is_no_evidence():
     assert "No evidence for this question" in plain(at.info)
     assert "(not an answer: there is no evidence)" in texts(at)
     assert "no answer to set beside a planted rule" in plain(at.info) and "was not produced by" not in plain(at.info)
+
+
+def test_a_hypothetical_fact_with_a_bad_time_is_refused_when_added_and_each_added_fact_can_go():
+    """Evidence, What if: a time that is no real date is refused at "Add" (it jammed every later fact before), a
+    good fact starts from the question's own subject and the explained answer, and each added fact has its own
+    Remove (walk-through)."""
+    at = app({**QUESTION, "answer": "Hugo of Zanistan"}).run()
+    at.switch_page("views/evidence.py").run()
+    assert at.selectbox(key="whatif_s").value == "Orora Front" and at.selectbox(key="whatif_o").value == "Hugo of Zanistan"
+    at.text_input(key="whatif_t").set_value("2025-02-30").run()
+    at.button(key="whatif_add").click().run()
+    assert not at.exception and "Not added: time '2025-02-30'" in plain(at.error)
+    assert at.session_state["whatif_added"] == [] and not any("Hypothetical" in w.value for w in at.warning)
+    at.text_input(key="whatif_t").set_value("2025-12-10").run()
+    at.button(key="whatif_add").click().run()
+    assert not at.exception and not at.error and any("Hypothetical" in w.value for w in at.warning)
+    assert at.session_state["whatif_added"] == [("Orora Front", "Mobilize against", "Hugo of Zanistan", "2025-12-10")]
+    at.button(key="whatif_rm_0").click().run()
+    assert not at.exception and at.session_state["whatif_added"] == []
+    assert not any("Hypothetical" in w.value for w in at.warning)
