@@ -13,6 +13,7 @@ from tpar.data.relation_matching import RelationMatch, share_text
 from tpar.errors import DataError
 from tpar.model.card import card_for
 from tpar.model.checkpoint import Checkpoint
+from tpar.training.timing import duration
 
 
 def render() -> None:
@@ -67,13 +68,13 @@ def model_ui(sel: ex.Selection) -> None:
             cols[2].metric("Layers L · dimension d", "; ".join(f"{m.config.model.num_layers} · {m.config.model.dim}"
                                                                for m in ck.members))
             trained = sum(m.extra.get("seconds") or 0 for m in ck.members)
-            cols[3].metric("Training time (all models)", f"{trained / 60:.0f} min" if trained else "–",
+            cols[3].metric("Training time (all models)", duration(trained) if trained else "–",
                            help=f"combining them took {secs or 0:.0f} s on valid")
         else:
             cols[1].metric("Layers L · dimension d", f"{c.num_layers} · {c.dim}")
             cols[2].metric("Propagation", "exact" if c.propagation == "exact" else
                            "sparse default" if c.is_sparse_default else "pruned", help=c.propagation_words)
-            cols[3].metric("Training time", f"{secs / 60:.0f} min" if secs else "–")
+            cols[3].metric("Training time", duration(secs) if secs else "–")
         for note in ck.load_notes:  # e.g. a stored calibration set aside
             st.warning(ex.md(note))
         with st.expander("Model card", expanded=False):

@@ -193,6 +193,31 @@ def unfinished(path: str) -> str:
     return info.checkpoint.unfinished() if info else ""
 
 
+def test_results_ui(path: str) -> None:
+    """The saved model's test figures, as its card records them (the job evaluates on test when asked): one row
+    per setting, realistic ties, both directions, time-aware filter; a line saying so when none were measured."""
+    target = Path(path).resolve()
+    info = next((i for i in ex.checkpoints()[0] if i.path.resolve() == target), None)
+    tests = {k[len("test_"):]: v.get("realistic", {}) for k, v in (info.checkpoint.metrics if info else {}).items()
+             if k.startswith("test_") and isinstance(v, dict)}
+    if not tests:
+        st.caption("Not evaluated on the test split (not asked for, or the data set has none): the figures below "
+                   "are on valid, which chose the model.")
+        return
+
+    def pct(m: dict, key: str) -> float | None:
+        v = m.get(key)
+        return 100 * v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+    st.markdown("**Test** (questions the run never trained or selected on; both directions, time-aware filter, "
+                "realistic ties):")
+    st.dataframe(pd.DataFrame([{"Setting": k, "MRR %": pct(m, "mrr"), "H@1 %": pct(m, "hits@1"),
+                                "H@3 %": pct(m, "hits@3"), "H@10 %": pct(m, "hits@10")} for k, m in tests.items()]),
+                 hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(c, format="%.2f")
+                                for c in ("MRR %", "H@1 %", "H@3 %", "H@10 %")})
+
+
 def own_running_job(out: Path) -> TrainingJob | None:
     """This session's job, when it is running and writes ``out``."""
     mine = next((j for j in list_jobs(ex.JOBS_DIR) if j.id == st.session_state.get("job")), None)
@@ -310,6 +335,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                                  "from a model that did not finish training; every model list marks it so."))
             else:
                 st.success(ex.md(f"Saved {model}."))
+            test_results_ui(model)
             if st.button("Use this unfinished model in Ask" if why else "Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")
                 ss["model"] = job.spec().name or model

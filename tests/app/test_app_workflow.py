@@ -237,6 +237,11 @@ def test_train_progress_finish_then_ask(workspace):
     for _, row in epochs.iterrows():  # the selection MRR is the mean of the settings' (a unified run)
         mine = per_setting[per_setting["Epoch"] == row["Epoch"]]["MRR %"]
         assert row["Valid MRR %"] == pytest.approx(mine.mean())
+    tested = at.dataframe[-3].value  # the test figures the job measured, as the model's card records them
+    metrics = Checkpoint.load(workspace / "runs_dir" / "tiny-model.tpar").metrics
+    assert sorted(tested["Setting"]) == sorted(k[len("test_"):] for k in metrics if k.startswith("test_")) != []
+    for _, row in tested.iterrows():
+        assert row["MRR %"] == pytest.approx(100 * metrics[f"test_{row['Setting']}"]["realistic"]["mrr"])
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch
