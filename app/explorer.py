@@ -502,6 +502,12 @@ def question_ready() -> bool:
     return all(ss.get(k) for k in ("subject", "relation", "time"))
 
 
+def question_heading(pred: Prediction) -> str:
+    """The question of ``pred`` for a page heading, each name cut to 60 characters (a name of hundreds filled the
+    heading over four lines; the answers table, the CSV and the Evidence page keep it whole), Markdown-escaped."""
+    return md(Question(short(pred.subject), short(pred.relation), pred.time, pred.direction).text())
+
+
 def prediction_text(pred: Prediction) -> str:
     """The question of ``pred`` as "(s, r, ?, t)" with its resolved time label."""
     return Question(pred.subject, pred.relation, pred.time, pred.direction).text()

@@ -36,7 +36,7 @@ def render() -> None:
     calibrated = predictor.calibration(predictor.resolve_setting(kg.time_axis.parse(ss["time"]), ss["setting"]).value)
     level = float(ss["coverage"]) if ss.get("coverage") not in (None, "off") and calibrated else None
     pred = ex.current_prediction(sel, level)
-    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    st.markdown(f"#### {ex.question_heading(pred)}")
     why = ""
     if ss["setting"] == "auto":
         why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"

@@ -22,7 +22,7 @@ def render() -> None:
         ex.default_question_into_state(sel)
         st.info("Showing an example question; change it on the Ask page.")
     pred = ex.current_prediction(sel)
-    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    st.markdown(f"#### {ex.question_heading(pred)}")
     if pred.no_evidence:  # the Ask page shows no ranking; here the paths show why
         st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. The answer explained below is not told "
                       "apart from the others."))

@@ -42,7 +42,7 @@ def render() -> None:
     if explainer.members:  # the walk-through follows one model: its own answers
         pred = ex.member_ask(*sel.keys, ex.current_question(), int(st.session_state.get("k", ex.DEFAULTS["k"])),
                              member)
-    st.markdown(f"#### {ex.md(ex.prediction_text(pred))}")
+    st.markdown(f"#### {ex.question_heading(pred)}")
     if pred.provenance:  # which model and data, as on the Ask page
         st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
     for w in pred.warnings:  # the Ask page's caveats: a setting or data the model was not trained on, ties, …

@@ -167,7 +167,7 @@ def report_ui(report: UploadReport) -> None:
             st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}
                                        for r, a, b in report.normalised[:1000]]), hide_index=True)
     if report.lookalikes:
-        with st.expander(f"Distinct names that look alike ({len(report.lookalikes):,} groups)"):
+        with st.expander(f"Distinct names that look alike ({ex.plural(len(report.lookalikes), 'group')})"):
             st.dataframe(pd.DataFrame([{"names": " / ".join(n if n == ascii(n)[1:-1] else f"{n} = {ascii(n)}" for n in g)}
                                        for g in report.lookalikes[:1000]]),
                          hide_index=True)

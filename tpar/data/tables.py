@@ -85,7 +85,8 @@ def reading_notes(report: CsvReport) -> list[str]:
     if report.normalised:
         row, before, after = report.normalised[0]
         out.append(f"{len(report.normalised)} name(s) normalised (Unicode NFC, invisible or direction-changing "
-                   f"characters removed), e.g. row {row}: {before!r} -> {after!r}")
+                   f"characters removed), e.g. row {row}: {ascii(before)} -> {after!r}")  # as written, escaped: the
+        # two spellings often look the same ('Café' written e + combining accent)
     if report.lookalikes:
         out.append(f"{len(report.lookalikes)} group(s) of distinct names that look alike, e.g. "
                    + " / ".join(repr(n) for n in report.lookalikes[0]))
