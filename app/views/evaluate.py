@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 import streamlit as st
 
 import explorer as ex
@@ -180,21 +181,28 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") ->
         st.info(ex.md(note[:1].upper() + note[1:] + "." if note else
                       "No calibration: evaluate on the test split of a data set with a valid split."))
         return
-    fig = go.Figure()
     r = report.reliability
     width = 1 / len(r.edges)
-    mids = [e + width / 2 for e, c in zip(r.edges, r.counts) if c]
-    fig.add_trace(go.Bar(x=mids, y=[a for a, c in zip(r.accuracy, r.counts) if c], width=width * 0.9,
-                         name="accuracy in the bin", marker_color=palette.OTHER,
-                         customdata=[c for c in r.counts if c], text=[f"{c:,}" for c in r.counts if c],
-                         textposition="outside", cliponaxis=False,
-                         hovertemplate="confidence %{x:.2f}<br>accuracy %{y:.2f}<br>%{customdata} questions<extra></extra>"))
+    bins = [(e + width / 2, a, c) for e, a, c in zip(r.edges, r.accuracy, r.counts) if c]
+    mids, acc, counts = [b[0] for b in bins], [b[1] for b in bins], [b[2] for b in bins]
+    # two panels on one x axis: the share right per bin above, how many questions each bin holds below (a bin
+    # where nothing is right draws no bar above, however many questions it holds: the count below shows them)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.66, 0.34], vertical_spacing=0.1)
+    fig.add_trace(go.Bar(x=mids, y=acc, width=width * 0.9, name="share right in the bin", marker_color=palette.OTHER,
+                         customdata=counts,
+                         hovertemplate="confidence %{x:.2f}<br>share right %{y:.2f}<br>%{customdata:,} questions"
+                                       "<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                             line={"dash": "dash", "color": palette.T_Q}))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="top-1 probability (after scaling)",
-                      yaxis_title="share right", xaxis_range=[0, 1], yaxis_range=[0, 1.12],  # room for the counts
-                      yaxis_tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1],
-                      legend=dict(orientation="h", yanchor="top", y=-0.2))
+                             line={"dash": "dash", "color": palette.T_Q}), row=1, col=1)
+    fig.add_trace(go.Bar(x=mids, y=counts, width=width * 0.9, name="questions in the bin", marker_color=palette.METRIC,
+                         text=[f"{c:,}" for c in counts], textposition="outside", cliponaxis=False,
+                         hovertemplate="confidence %{x:.2f}<br>%{y:,} questions<extra></extra>"), row=2, col=1)
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", yanchor="top",
+                                                                                   y=-0.16))
+    fig.update_xaxes(range=[0, 1])
+    fig.update_xaxes(title_text="top-1 probability (after scaling)", row=2, col=1)
+    fig.update_yaxes(title_text="share right", range=[0, 1.05], tickvals=[0, 0.25, 0.5, 0.75, 1], row=1, col=1)
+    fig.update_yaxes(title_text="questions", range=[0, 1.3 * max(counts, default=1)], row=2, col=1)
     ex.show_chart(fig)
     b, a = report.before, report.after
     st.dataframe(pd.DataFrame([
@@ -204,8 +212,8 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") ->
     cover = "; ".join(f"{100 * float(k):g}% sets hold the answer for {100 * v:.1f}% of the questions (size "
                       + (set_size_text(report.set_sizes[k]) if k in report.set_sizes else
                          f"mean {report.mean_set_size[k]:.1f}") + ")" for k, v in report.coverage.items())
-    st.caption(f"Temperature {ex.md(source)}. Each bar: the questions whose top answer got a calibrated probability in that "
-               f"bin (their number above the bar) and the share of them answered right; empty bins are not drawn. "
+    st.caption(f"Temperature {ex.md(source)}. Above, each bar: of the questions whose top answer got a calibrated probability in "
+               f"that bin, the share answered right; below, how many questions the bin holds; empty bins are not drawn. "
                f"ECE: top-1 expected calibration error, 15 bins; Brier: multi-class; NLL of the "
                f"true answer; the distribution leaves out each question's other known answers (the time-aware filter). "
                f"Answer sets: {cover}.")

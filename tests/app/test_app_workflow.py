@@ -290,6 +290,13 @@ def test_evaluate_next_to_baselines():
     assert len(calib) == 2 and calib["ECE"].between(0, 1).all()
     assert any("sets hold the answer" in c.value for c in at.caption)
     assert len(at.get("download_button")) == 3
+    # the reliability chart counts every bin's questions in a panel of its own: a bin where nothing is right draws
+    # no bar of accuracy, but its questions still show (walk-through: 153 of 200 questions in an invisible bar)
+    chart = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                 if "questions in the bin" in [t.get("name") for t in json.loads(c.proto.spec)["data"]])
+    share, counts = (next(t for t in chart["data"] if t.get("name") == n)
+                     for n in ("share right in the bin", "questions in the bin"))
+    assert share["x"] == counts["x"] and sum(counts["y"]) == 200 and min(counts["y"]) > 0
 
 
 @pytest.mark.slow
