@@ -216,8 +216,12 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
             st.info(f"{lead}{names}\n\n{ex.md(pred.answer_set_note())}")
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
         if sizes:  # what such sets are like, beside what they promise
+            typical = sizes.get("median")
+            small = (f" This one is far smaller than most: the {100 * pred.coverage:g}% holds on average over "
+                     "questions, not for this one alone." if isinstance(typical, (int, float))
+                     and 0 < pred.answer_set_size <= typical / 4 else "")
             st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "
-                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities)} entities.")
+                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities)} entities.{small}")
         else:
             st.caption("The sizes of such sets on valid are not stored with this model's calibration (`tpar "
                        "calibrate` adds them).")
