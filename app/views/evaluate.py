@@ -32,6 +32,7 @@ def render() -> None:
     marks = {m.info.name: m.info.marker() for m in sel.matches}  # an unfinished run says so in the list
     ex.bind(st.selectbox, "Checkpoint", "model", options=list(marks), format_func=lambda n: n + marks[n])
     sel = ex.require_model(ex.selection())
+    ex.sync_url(("data", "model"))  # a reload or a shared link evaluates this model
     kg = sel.kg  # in the chosen model's relations (a model from other data reads the data in its vocabulary)
     splits = [s for s in ("test", "valid") if s in kg.splits and len(kg.facts(s))]
     if not splits:

@@ -36,6 +36,7 @@ def render() -> None:
     st.title("Learned rules")
     ss = st.session_state
     sel = ex.require_model(ex.selection())
+    ex.sync_url(("data", "model"))  # a reload or a shared link shows these rules, not the default model's
     kg = sel.kg
     ck = sel.match.info.checkpoint
     config = RuleConfig()

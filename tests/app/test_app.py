@@ -535,3 +535,12 @@ def test_the_answer_set_is_shown_beside_what_such_sets_usually_hold():
     said = " ".join(c.value for c in at.caption)
     assert "90% sets held median" in said and "not stored" not in said
     assert "far smaller than most" in said  # the default question's set holds one entity
+
+
+@pytest.mark.parametrize("page", ["views/rules.py", "views/evaluate.py"])
+def test_the_rules_and_evaluate_pages_keep_the_data_set_and_model_in_the_url(page):
+    """A reload or a shared link of Learned rules or Evaluate shows the same model (walk-through: the URL lost it)."""
+    at = app().run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert at.query_params["data"] == "sample: world/chronological" and at.query_params["model"] == "sample-world-unified"
