@@ -148,6 +148,10 @@ def paths_ui(e: Explanation, shown: list) -> None:
     note = e.stays_note(shown)
     if note:
         st.caption(ex.md(note))
+    stays = {round(p.stay, 4) for p in shown}
+    shared_stay = len(shown) > 1 and len(stays) == 1  # the same self-loops on every path: said once, not per path
+    if shared_stay:
+        st.markdown(f"Staying put (the self-loops every path below shares, counted once): {signed(shown[0].stay)}")
     for p in shown:
         k = number[id(p)]
         weight = (f"adds {signed(p.importance)} beyond the paths above, {signed(p.total)} alone"
@@ -155,7 +159,8 @@ def paths_ui(e: Explanation, shown: list) -> None:
                   + (f"; found by model{'s' if len(p.models) > 1 else ''} {', '.join(map(str, p.models))}"
                      if e.combines else ""))
         lines = "\n".join(f"{i}. {ex.md(x.sentence())}" for i, x in enumerate(p.links, start=1))
-        st.markdown(f"**Path {k}** ({weight}; stay {signed(p.stay)}):\n\n{lines}")
+        stay = "" if shared_stay else f"; stay {signed(p.stay)}"
+        st.markdown(f"**Path {k}** ({weight}{stay}):\n\n{lines}")
     table = pd.DataFrame([{"path": number[id(p)], "importance": p.importance, "alone": p.total, "stay": p.stay,
                            "hops": p.length, **({"models": ", ".join(map(str, p.models))} if e.combines else {}),
                            "temporal path": p.describe()} for p in shown])
@@ -193,7 +198,8 @@ def paths_ui(e: Explanation, shown: list) -> None:
             "alone": st.column_config.NumberColumn("Alone", format="%+.4f", width="small",
                                                    help="the sum over all its links, shared ones included"),
             "stay": st.column_config.NumberColumn("Stay", format="%+.4f", width="small",
-                                                  help="∂f/∂(self-loop) along the path: staying at an entity"),
+                                                  help="∂f/∂(self-loop) along the path: staying at an entity (other paths may "
+                                                       "share these self-loops: not to be added up)"),
             "hops": st.column_config.NumberColumn("Hops", width="small"),
             "temporal path": st.column_config.TextColumn("Temporal path", width="large")})
     # a composite: α is the mean over the models whose path walks the link, the gradient their scaled sum

@@ -544,3 +544,15 @@ def test_the_rules_and_evaluate_pages_keep_the_data_set_and_model_in_the_url(pag
     at.switch_page(page).run()
     assert not at.exception
     assert at.query_params["data"] == "sample: world/chronological" and at.query_params["model"] == "sample-world-unified"
+
+
+def test_evidence_says_a_stay_every_path_shares_once():
+    """The same self-loops on every shown path: their stay is said once, not on each path (walk-through: three
+    paths each read 'stay +0.1587', the total, so adding them up counted it three times)."""
+    at = app({"subject": "Jonas of Jororistan", "relation": "Consult", "time": "2025-12-18",
+              "setting": "extrapolation", "answer": "Gita of Kelia"}).run()
+    at.switch_page("views/evidence.py").run()
+    assert not at.exception
+    heads = [m.value for m in at.markdown if m.value.startswith("**Path ")]
+    shared = [m.value for m in at.markdown if m.value.startswith("Staying put (the self-loops every path")]
+    assert len(heads) > 1 and (len(shared) == 1) == (not any("; stay" in h for h in heads))

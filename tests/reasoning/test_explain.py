@@ -581,7 +581,7 @@ def test_the_sample_worlds_composition_paths_no_longer_count_the_shared_link_aga
                                                                                    abs=1e-6)
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "ranked by what each adds beyond the paths above it" in out and "listed paths +" in out
+    assert "each the one that adds most beyond the paths above it" in out and "listed paths +" in out
 
 
 def test_the_facts_towards_an_answer_are_those_on_walks_that_reach_it():

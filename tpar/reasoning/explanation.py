@@ -320,8 +320,9 @@ class HistoryShare:
 
 #: the one sentence that says how the listed paths are ranked (``Explanation.ranking``)
 RANKING_TEXT = {
-    "marginal": "Paths are ranked by what each adds beyond the paths above it: a path's importance counts only its "
-                "links that no path above walks, so no link is counted twice.",
+    "marginal": "Paths are chosen one at a time, each the one that adds most beyond the paths above it: a path's "
+                "importance counts only its links that no path above walks, so no link is counted twice (a later path "
+                "can add more than an earlier one did, when a link it shares with a path above counted against it).",
     "total": "Paths are ranked by the sum over all their links (Eq. 14); a path's importance counts only its links "
              "that no path above walks, so no link is counted twice.",
 }
