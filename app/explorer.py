@@ -402,8 +402,11 @@ def selection(show_errors: bool = True) -> Selection | None:
     infos, _ = checkpoints()
     matches = matching_checkpoints(kg, infos)
     names = [m.info.name for m in matches]
-    if ss.get("model") and ss["model"] not in names and names and show_errors:
+    if ss.get("model") and ss["model"] not in names and names and show_errors and not ss.get("_model_checked"):
+        # said for a model the URL named; after a data set was chosen, its own first model is simply taken
         st.warning(md(f"Model {ss['model']!r} is not available for this data set; showing {names[0]!r}."))
+    if show_errors:
+        ss["_model_checked"] = True
     keep_valid("model", names)
     match = next((m for m in matches if m.info.name == ss["model"]), None)
     if match is not None and match.relations is not None:  # a model from other data: its relation ids
@@ -461,8 +464,9 @@ def require_model(sel: Selection | None) -> Selection:
         st.stop()
     if sel.match is None:
         st.error(md(f"No checkpoint here fits data set {sel.source.label!r}") + " (a model must be trained on the "
-                 "same relations and time unit). Train one on the Train page or with `tpar train`, or pick another "
-                 "data set on the Data and model page.")
+                 "same relations and time unit). Train one on the Train page, or pick another data set on the Data "
+                 "and model page.")
+        st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
         st.page_link("views/data_model.py", label="Data and model", icon=":material/database:")
         st.stop()
     return sel
