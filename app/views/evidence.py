@@ -280,7 +280,8 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
         reset_what_if()
     off = st.multiselect("Switch off facts of these paths", facts, format_func=fact_label, key="whatif_off",
                          placeholder="Choose facts to remove from the data …")
-    with st.expander("Add a hypothetical fact"):
+    # keyed and tracked: a choice inside reruns the page, and an untracked expander closed again at every one
+    with st.expander("Add a hypothetical fact", key="whatif_add_open", on_change="rerun"):
         kg = sel.kg
         entities = sorted(kg.entities.names, key=str.casefold)
         relations = sorted(kg.relations.names, key=str.casefold)

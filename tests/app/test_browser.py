@@ -179,6 +179,35 @@ def test_ask_answers_are_above_the_fold_at_1400_by_820(server):
         browser.close()
 
 
+def test_the_hypothetical_fact_form_stays_open_while_it_is_filled_in(server):
+    """Evidence, What if: changing a field of "Add a hypothetical fact" reruns the page; the expander stays open
+    (untracked, it closed at every change, so each field had to be reached again), a bad time is refused at Add,
+    and a good fact is added and listed with its Remove."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        with diagnosed(page):
+            page.goto(f"{server}/evidence?" + urlencode({"subject": "Orora Front", "relation": "Mobilize against",
+                                                          "time": "2025-12-20", "setting": "extrapolation"}))
+            page.get_by_text("Add a hypothetical fact").click()
+            add = page.get_by_role("button", name="Add this fact")
+            add.wait_for()
+            time_box = page.get_by_label("Time", exact=True)
+            time_box.fill("2025-02-30")
+            time_box.press("Tab")
+            page.wait_for_timeout(2_000)
+            add.wait_for()  # still open after the rerun
+            add.click()
+            page.get_by_text("time '2025-02-30' is not a real ISO date").wait_for()  # (after 'Not added', a word joiner)
+            time_box.fill("2025-12-10")
+            time_box.press("Tab")
+            page.wait_for_timeout(2_000)
+            add.click()
+            page.get_by_role("button", name="Remove").wait_for()
+            page.get_by_text("Hypothetical", exact=False).first.wait_for()
+        browser.close()
+
+
 #: vis-network's own boxes of every edge label (as last drawn) and node, in drawing coordinates
 LABEL_BOXES = """() => {
   var out = {labels: [], nodes: []};
