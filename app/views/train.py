@@ -317,7 +317,8 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
         fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="epoch",
                           legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: clear of the axis title
         fig.update_yaxes(title_text="loss", secondary_y=False)
-        fig.update_yaxes(title_text="valid MRR %", secondary_y=True, range=mrr_axis_range(s.epochs_done))
+        fig.update_yaxes(title_text="valid MRR %", secondary_y=True, range=mrr_axis_range(s.epochs_done),
+                         tickmode="auto", nticks=6, showgrid=False)  # its own round ticks (not the loss grid's)
         ex.show_chart(fig, key=f"chart-{job_id}")
     if not s.finished:
         if st.button("Cancel training", key=f"cancel-{job_id}"):

@@ -413,6 +413,8 @@ def test_the_answer_set_text_for_empty_single_and_foreign_sets():
     all_but_one = pred(279, 0.5)
     assert "the 1 entity left out has the other 50.0%" in all_but_one.answer_set_note()
     assert pred(3, 0.95).answer_set_note().endswith("puts 95.0% of its probability on the set.")
+    every = pred(280, 0.9999999).answer_set_note()  # a float sum a hair under 1: not "> 99.9%"
+    assert "the set holds every entity, so all of the model's probability" in every and "99.9" not in every
     assert pred(3, 0.2).answer_set_lead("ICEWS14") == "the 90% answer set of ICEWS14: 3 of 280 entities"
     none = Prediction(**BASE, num_entities=280)
     assert none.answer_set_note() == "" and none.answer_set_lead() == ""

@@ -189,6 +189,9 @@ class Prediction(AnsweredQuestion):
         if not self.answer_set_size:
             return text + (f" For this question no entity reaches p ≥ {self.answer_set_threshold:.2g}: the set is "
                            "empty, and the model is unsure of every answer.")
+        if not left:  # every entity: all of it (a float sum a hair under 1 read "> 99.9%")
+            return text + " For this question the set holds every entity, so all of the model's probability: it " \
+                          "cannot narrow the answer down here."
         text += f" For this question the model puts {mass} of its probability on the set"
         if self.answer_set_probability < self.coverage and left:
             text += (f", less than {level}: it is unsure here, and the {left:,} "
