@@ -430,6 +430,14 @@ def forget_question() -> None:
     ss["direction"], ss["setting"] = DEFAULTS["direction"], DEFAULTS["setting"]
 
 
+def choose_data(label: str) -> None:
+    """Make ``label`` the chosen data set, with no question yet (the next page asks the data set's own): for a page
+    that has just saved or grown it. The question put into the session after this belongs to it."""
+    st.session_state["data"] = label
+    forget_question()
+    st.session_state["question_data"] = label
+
+
 def keep_valid(key: str, options: list) -> None:
     """Keep ``st.session_state[key]`` if it is one of ``options``, else take the first (or None)."""
     if st.session_state.get(key) not in options:

@@ -310,9 +310,8 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
             st.error(ex.md(e))
         else:
             ex.datasets.clear()
-            ss["data"] = f"upload: {name}"
+            ex.choose_data(f"upload: {name}")  # the question belonged to the data set shown before
             ss["upload_replace_used"] = replace  # a consent serves one save
-            ex.forget_question()  # the question belonged to the data set shown before
             inferred = f", {len(kg.inferred):,} of them inferred" if kg.inferred else ""
             st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(kg.all_facts()):,} "
                        f"facts{inferred}). Train a model on it next.")
@@ -423,8 +422,7 @@ def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) 
             st.error(ex.md(e))
             return
         ex.datasets.clear()
-        ss["data"] = f"upload: {name}"
-        ex.forget_question()  # the grown data set: its own question
+        ex.choose_data(f"upload: {name}")  # the grown data set: its own question
         st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(grown.all_facts()):,} facts, "
                    f"{report.facts_added:,} new). Every model that serves it answers over the grown history now.")
         st.page_link("views/ask.py", label="Ask a question", icon=":material/help:")
