@@ -193,7 +193,7 @@ def unfinished(path: str) -> str:
     return info.checkpoint.unfinished() if info else ""
 
 
-def test_results_ui(path: str) -> None:
+def tested_figures_ui(path: str) -> None:
     """The saved model's test figures, as its card records them (the job evaluates on test when asked): one row
     per setting, realistic ties, both directions, time-aware filter; a line saying so when none were measured."""
     target = Path(path).resolve()
@@ -336,7 +336,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                                  "from a model that did not finish training; every model list marks it so."))
             else:
                 st.success(ex.md(f"Saved {model}."))
-            test_results_ui(model)
+            tested_figures_ui(model)
             if st.button("Use this unfinished model in Ask" if why else "Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")
                 ss["model"] = job.spec().name or model
