@@ -289,7 +289,8 @@ def test_questions_far_outside_the_data_are_refused_with_a_message(sample_kg, sa
 
     p = Predictor(sample_checkpoint, sample_kg, "cpu")
     assert p.predict("Orora Front", "Mobilize against", "2026-12-30", top_k=1).setting == "extrapolation"
-    for t, where in (("9999-12-31", "after the last known fact (2025-12-31)"), ("2023-01-01", "before the first")):
+    for t, where in (("9999-12-31", "2,912,443 days after the last known fact (2025-12-31)"),
+                     ("2023-01-01", "731 days before the first known fact (2025-01-01)")):  # spans in words
         with pytest.raises(DataError, match=rf"time '{t}' lies .*{re.escape(where)}.*refused"):
             p.predict("Orora Front", "Mobilize against", t)
         with pytest.raises(DataError, match="refused"):

@@ -116,7 +116,7 @@ class TimeAxis:
         """A length of time in words, e.g. ``364 days``, ``1 year``, ``3 time steps``."""
         n = abs(int(steps)) * self.step
         word = self.granularity if self.granularity != "step" else "time step"
-        return f"{n} {word}{'' if n == 1 else 's'}"
+        return f"{n:,} {word}{'' if n == 1 else 's'}"
 
     def describe_delta(self, delta_steps: int) -> str:
         """Relative time in words, e.g. ``2 days before``, ``1 year after``, ``at the same time``."""

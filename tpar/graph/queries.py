@@ -146,8 +146,8 @@ def check_question_time(kg: TemporalKG, t: int) -> None:
     margin = max(t_max - t_min, 1)
     axis = kg.time_axis
     if t > t_max + margin or t < t_min - margin:
-        where = (f"{axis.format_delta(t - t_max).lstrip('+')} after the last known fact ({axis.label(t_max)})"
-                 if t > t_max else f"{axis.format_delta(t_min - t).lstrip('+')} before the first ({axis.label(t_min)})")
-        raise DataError(f"time {axis.label(t)!r} lies {where}; questions more than "
-                        f"{axis.format_delta(margin).lstrip('+')} (the data's span) outside the known time range "
-                        "are refused")
+        span = axis.describe_span  # "35 years", "12,784 days": words, as every other message says a span
+        where = (f"{span(t - t_max)} after the last known fact ({axis.label(t_max)})"
+                 if t > t_max else f"{span(t_min - t)} before the first known fact ({axis.label(t_min)})")
+        raise DataError(f"time {axis.label(t)!r} lies {where}; questions more than {span(margin)} (the data's span) "
+                        "outside the known time range are refused")
