@@ -13,7 +13,7 @@ from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.names import suggest_name
 from tpar.data.textfile import decode_text
-from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, save_dataset
+from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, row_texts, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
 from tpar.model.registry import covering_checkpoints
@@ -349,14 +349,14 @@ def grow_ui() -> None:
     except DataError as e:
         st.error(ex.md(f"These rows cannot be added: {e}"))
         st.stop()
-    growth_report_ui(report)
+    growth_report_ui(report, text)
     if not report.changes:
         st.info("Nothing to add: every readable row is already in the data set.")
         return
     save_growth_ui(source, report, grown)
 
 
-def growth_report_ui(report: GrowthReport) -> None:
+def growth_report_ui(report: GrowthReport, text: str = "") -> None:
     st.subheader("What the rows add")
     m = st.columns(3)
     m[0].metric("Rows read", f"{report.rows_read:,}")
@@ -388,10 +388,13 @@ def growth_report_ui(report: GrowthReport) -> None:
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,}:" if len(report.dropped) > 1 else ":"))
-        st.dataframe(pd.DataFrame([{"row": r, "problem": p} for r, p in report.dropped[:1000]]), hide_index=True,
+        content = row_texts(text, [r for r, _ in report.dropped[:1000]])  # as a new upload's table shows them
+        st.dataframe(pd.DataFrame([{"row": r, "problem": p, "content": content.get(r, "")}
+                                   for r, p in report.dropped[:1000]]), hide_index=True,
                      width="stretch", row_height=72,  # a long problem wraps instead of being cut off
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),
-                                    "problem": st.column_config.TextColumn("problem")})
+                                    "problem": st.column_config.TextColumn("problem", width=260),
+                                    "content": st.column_config.TextColumn("content (as in the file)")})
 
 
 def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) -> None:

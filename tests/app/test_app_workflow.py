@@ -111,6 +111,8 @@ def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_
     assert (metrics["Facts added"], metrics["New entities"], metrics["Already in the data set"],
             metrics["Rows dropped"]) == ("1", "1", "1", "1")
     assert "2 days" in " ".join(m.value for m in at.markdown).replace("\\", "")  # past the last time 2024-03-04
+    dropped = at.dataframe[-1].value  # the dropped row with its content, as a new upload's table shows it
+    assert list(dropped["row"]) == [4] and list(dropped["content"]) == ["P1,calls"]
     at.button(key="upload_grow_save").click().run()
     assert not at.exception and any("Saved as data set" in s.value for s in at.success)
     grown = load_dataset(workspace / "upload_dir" / "ring")
