@@ -111,10 +111,13 @@ def examples_ui(sel: ex.Selection) -> None:
         if ss.get("example") in labels:
             use(labels[ss["example"]])
 
-    shown = labels.get(ss.get("example"))
-    if shown is not None and (ss.get("subject"), ss.get("relation"), ss.get("time"), ss.get("direction")) != (
-            shown["subject"], shown["relation"], shown["time"], "object"):
-        ss["example"] = None  # the question was changed since: the box must not name a question not being asked
+    if not ss.get("subject"):  # a first visit: the page opens on a showcase question
+        ex.default_question_into_state(sel)
+    # the box names the showcase question being asked (the one the page opened on, or one a link gives), and
+    # nothing once the question was changed: it must not name a question not being asked
+    asked = (ss.get("subject"), ss.get("relation"), ss.get("time"), ss.get("direction"))
+    ss["example"] = next((k for k, x in labels.items()
+                          if (x["subject"], x["relation"], x["time"], "object") == asked), None)
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}"

@@ -185,6 +185,7 @@ def test_showcase_examples():
     assert at.session_state["subject"] == "Faro of Corbeleth" and at.session_state["setting"] == "extrapolation"
     assert at.dataframe[0].value.iloc[0]["entity"] == "Kelarara Council"
     pick = at.selectbox(key="example")
+    assert pick.value.startswith("escalation:")  # the box names the question the page opened on
     reciprocity = next(o for o in pick.options if o.startswith("reciprocity:"))
     pick.select(reciprocity).run()
     assert not at.exception
