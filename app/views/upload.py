@@ -302,6 +302,11 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
         accepted_loss = st.checkbox("Save without " + ("this row" if len(report.dropped) == 1 else
                                                        f"these {len(report.dropped):,} rows"), key=f"upload_accept_loss_"
                                     f"{file_name}_{len(report.dropped)}_{report.rows_read}")
+    if ss.get("upload_saved_as") == (this_file, name) and exists and not replace:  # said while it holds, not once
+        st.success(ex.md(f"This file is saved as data set upload: {name}. Saving it again needs the tick above."))
+    elif exists and not replace:  # the button is off: say why
+        st.caption(ex.md(f"A data set named {name!r} exists: tick the box above to replace it, or choose another "
+                         "name."))
     if st.button("Save data set", type="primary", disabled=(exists and not replace) or not accepted_loss,
                  key="upload_save"):
         try:
@@ -312,6 +317,7 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
             ex.datasets.clear()
             ex.choose_data(f"upload: {name}")  # the question belonged to the data set shown before
             ss["upload_replace_used"] = replace  # a consent serves one save
+            ss["upload_saved_as"] = (this_file, name)
             inferred = f", {len(kg.inferred):,} of them inferred" if kg.inferred else ""
             st.success(f"Saved as data set **upload: {ex.md(name)}** ({len(kg.all_facts()):,} "
                        f"facts{inferred}). Train a model on it next.")

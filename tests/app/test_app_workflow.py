@@ -85,11 +85,14 @@ def test_upload_a_good_file_and_save(workspace):
     assert not at.exception and any("Saved as data set" in s.value for s in at.success)
     at.run()
     assert not at.checkbox(key="upload_replace").value and at.button(key="upload_save").disabled
+    # the page says why the button is off, and that this file is saved (a silent disabled button, walk-through)
+    assert any("This file is saved as data set upload: mine" in s.value.replace("\\", "").replace("\u2060", "") for s in at.success)
     # another file: its own suggested name, no consent carried over
     upload(at, tiny_world_csv(days=30).encode(), "données.csv")
     assert at.text_input(key="upload_name").value == "donnees"
     at.text_input(key="upload_name").set_value("mine").run()
     assert not at.checkbox(key="upload_replace").value and at.button(key="upload_save").disabled
+    assert any("exists: tick the box above to replace it" in c.value.replace("\\", "").replace("\u2060", "") for c in at.caption)
 
 
 def test_rows_added_to_a_data_set_grow_its_history_and_the_sample_is_copied_not_rewritten(workspace):
