@@ -28,7 +28,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
-from tpar.data.textfile import BOM, read_text
+from tpar.data.textfile import BOM, newline_ends, read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError
@@ -175,22 +175,13 @@ MAX_HEADER_CHARS = 1_000_000
 #: means anything by (the visible symbol ␍ itself may be part of a name), shown to a user as :data:`SHOWN_CR`
 STRAY_CR = "\ue00d"
 SHOWN_CR = "\u240d"
-_CRS_BEFORE_LF = re.compile(r"\r+\n")
-_CRS_AT_END = re.compile(r"\r+\Z")
 
 
 def line_ends_to_newlines(text: str) -> str:
-    """``text`` with every line ending a newline: Windows' CR LF, and classic Mac's lone CR when no line of the
-    file ends otherwise. A lone CR in a file whose lines end in LF is no line break: it becomes :data:`STRAY_CR`
-    (Python's csv reader would break the row there, keep its tail as a row of its own and shift every later
-    row number off the file's lines)."""
-    if "\r" not in text:
-        return text
-    text = _CRS_BEFORE_LF.sub("\n", text)  # CR LF, and CR CR LF (Python's csv writer on Windows)
-    # mostly CR-ended lines (classic Mac, perhaps with a stray LF): CR is the line break; else a CR ends no line
-    if text.count("\r") > text.count("\n"):
-        return text.replace("\r", "\n")
-    return _CRS_AT_END.sub("\n", text).replace("\r", STRAY_CR)  # a last line ended by CR ends there
+    """``text`` with every line ending a newline (:func:`~tpar.data.textfile.newline_ends`); a lone CR in a file whose
+    lines end in LF is no line break: it becomes :data:`STRAY_CR` (Python's csv reader would break the row there,
+    keep its tail as a row of its own and shift every later row number off the file's lines)."""
+    return newline_ends(text, STRAY_CR)
 
 
 def allow_fields_up_to(length: int) -> None:

@@ -174,12 +174,24 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
+_CRS_BEFORE_LF = re.compile(r"\r+\n")
+_CRS_AT_END = re.compile(r"\r+\Z")
+
+
+def newline_ends(text: str, stray: str = "\r") -> str:
+    """``text`` with every line ending a newline: LF, Windows' CR LF (CR CR LF too: Python's csv writer on Windows),
+    and classic Mac's lone CR in a text whose lines mostly end so. Any other lone CR ends no line (a last line ended
+    by CR ends there): it becomes ``stray``, so the row numbers of every later line stay the file's own."""
+    if "\r" not in text:
+        return text
+    text = _CRS_BEFORE_LF.sub("\n", text)
+    if text.count("\r") > text.count("\n"):  # mostly CR-ended lines (perhaps with a stray LF): CR breaks lines
+        return text.replace("\r", "\n")
+    text = _CRS_AT_END.sub("\n", text)
+    return text if stray == "\r" else text.replace("\r", stray)
+
+
 def read_lines(path: Path) -> list[str]:
-    """Lines of a text file without BOM and line ends; empty lines kept (for row numbers). Line ends are
-    LF, CR LF (CR CR LF too) or, in a file whose lines mostly end so, classic Mac's lone CR; any other lone CR ends
-    no line: it stays in its line (a name loses it as a control character, a number's strip() drops it), so the
-    row numbers of every later line stay the file's own."""
-    text = re.sub(r"\r+\n", "\n", read_text(path))
-    if text.count("\r") > text.count("\n"):
-        text = text.replace("\r", "\n")
-    return text.split("\n")
+    """Lines of a text file without BOM and line ends (:func:`newline_ends`); empty lines kept (for row numbers). A
+    lone CR inside a line stays in it: a name loses it as a control character, a number's strip() drops it."""
+    return newline_ends(read_text(path)).split("\n")
