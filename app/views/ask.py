@@ -122,8 +122,6 @@ def examples_ui(sel: ex.Selection) -> None:
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}"
                  + (f" (asked as {labels[k]['setting']})" if labels[k].get("setting") else ""))
-    if not ss.get("subject"):
-        ex.default_question_into_state(sel)
 
 
 def fill_question(kg: TemporalKG) -> None:

@@ -294,11 +294,11 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
         when = c4.text_input("Time", value=e.time, key="whatif_t")
         if st.button("Add this fact", key="whatif_add"):
             try:  # checked here, so that one bad time never blocks the facts added after it
-                kg.time_axis.parse(when.strip())
+                t = kg.time_axis.parse(when.strip())
             except ValueError as err:
                 st.error(ex.md(f"Not added: {err}"))
             else:
-                fact = (subj, rel, obj, kg.time_axis.label(kg.time_axis.parse(when.strip())))
+                fact = (subj, rel, obj, kg.time_axis.label(t))
                 if fact not in ss["whatif_added"]:
                     ss["whatif_added"] = ss["whatif_added"] + [fact]
         for i, fact in enumerate(ss["whatif_added"]):  # each added fact with its own way out

@@ -20,6 +20,7 @@ import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
 from tpar.model.config import RunConfig, apply_propagation
+from tpar.model.registry import CheckpointInfo
 from tpar.training.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
@@ -186,18 +187,22 @@ def job_label(s: JobStatus) -> str:
     return f"{s.name} ({started}; {s.id}){state}"
 
 
+def saved_model(path: str) -> CheckpointInfo | None:
+    """The listed checkpoint saved at ``path``, or ``None`` when it is not listed."""
+    target = Path(path).resolve()
+    return next((i for i in ex.checkpoints()[0] if i.path.resolve() == target), None)
+
+
 def unfinished(path: str) -> str:
     """Why the model saved at ``path`` is unfinished ("" when it is not, or is not listed)."""
-    target = Path(path).resolve()
-    info = next((i for i in ex.checkpoints()[0] if i.path.resolve() == target), None)
+    info = saved_model(path)
     return info.checkpoint.unfinished() if info else ""
 
 
 def tested_figures_ui(path: str) -> None:
     """The saved model's test figures, as its card records them (the job evaluates on test when asked): one row
     per setting, realistic ties, both directions, time-aware filter; a line saying so when none were measured."""
-    target = Path(path).resolve()
-    info = next((i for i in ex.checkpoints()[0] if i.path.resolve() == target), None)
+    info = saved_model(path)
     tests = {k[len("test_"):]: v.get("realistic", {}) for k, v in (info.checkpoint.metrics if info else {}).items()
              if k.startswith("test_") and isinstance(v, dict)}
     if not tests:
