@@ -198,11 +198,13 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     st.markdown(ex.md(f"Step {x.step}: {ex.plural(layer.entities_reached, 'entity', 'entities')} reached, "
                       f"{ex.plural(layer.num_links, 'temporal link')} admitted{new}" + ("" if new.endswith("…") else ".")))
     if layer.links_towards_answer is None:
-        st.caption(ex.md(f"{answer} is not reached: below, the links with the most attention in this step, "
-                         "wherever they lead."))
+        st.caption(ex.md(f"{answer} is not reached" + (": below, the links with the most attention in this step, "
+                                                        "wherever they lead." if layer.top_links else ".")))
     else:
+        below = (f"; below, those the attention notices (α ≥ {ATTENTION_FLOOR:g}), highest first" if layer.top_links
+                 else "")
         st.caption(ex.md(f"{layer.links_towards_answer:,} of these links lie on a walk to {answer} within the "
-                         f"remaining steps; below, those the attention notices (α ≥ {ATTENTION_FLOOR:g}), highest first."))
+                         f"remaining steps{below}."))
     if not layer.top_links:
         st.info(ex.md(f"No link on the way to {answer} gets noticeable attention in step {x.step}: the model carries "
                       "its states over (self-loops) and uses the evidence in another step."))

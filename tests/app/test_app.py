@@ -424,6 +424,21 @@ def test_a_question_without_evidence_is_said_so_once_on_evidence_and_the_reasoni
     assert "The model's answer" not in plain(at.success)
 
 
+def test_a_step_whose_links_get_no_noticeable_attention_promises_no_list_of_them():
+    """Step 3 of (Jonas of Jororistan, Consult, ?, 2025-12-18) towards Mara of Yarzanora: links lie on walks to the
+    answer but none gets α above the floor; the caption must not announce a list "below" that the page then says
+    does not exist (walk-through, session 32)."""
+    at = app({"subject": "Jonas of Jororistan", "relation": "Consult", "time": "2025-12-18",
+              "setting": "extrapolation", "answer": "Mara of Yarzanora"}).run()
+    at.switch_page("views/teach.py").run()
+    while not at.button(key="teach_next").disabled:  # to the last step (3)
+        at.button(key="teach_next").click().run()
+    assert not at.exception
+    assert "gets noticeable attention in step 3" in plain(at.info)
+    captions = plain(at.caption)
+    assert "lie on a walk to Mara of Yarzanora" in captions and "below" not in captions, captions
+
+
 def test_evidence_says_when_most_of_the_score_is_credited_to_staying_put(sample_checkpoint, sample_kg):
     """The reciprocity showcase: most of f − f₀ goes to self-loops (a short path reaches the answer early); the page
     says so with the decomposition's own figures -- and says nothing of the kind where the links carry the score."""
