@@ -253,11 +253,20 @@ def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, in
         title = (f"{len(facts)} facts drawn as one link (width: the strongest, ∂f/∂link {signed(strongest)}):\n"
                  + "\n".join(line(e) for e in shown) + (f"\n… and {more} more" if more else ""))
     net.add_edge(src, dst, label=label, title=title, color=delta_colour(link.delta, dark),
-                 # dotted: no weight; long dashes: an inferred fact; dashes: walked backwards
-                 dashes=[2, 4] if weightless else [12, 6] if link.inferred else bool(link.inverse),
+                 dashes=line_style(weightless, bool(link.inferred), bool(link.inverse)),
                  width=edge_width(strongest, floor), arrows="to", smooth=smooth,
                  font={"size": 14, "align": "horizontal", "color": ink, "strokeWidth": 0,
                        "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})
+
+
+#: line patterns (dash, gap, ... in px) told apart at a glance, even on a thin line: a link that carries no weight is
+#: dotted, a fact a model proposed (not observed) dash-dotted, a fact walked backwards dashed; else solid
+DOTTED, DASH_DOT, DASHED = [1, 5], [14, 4, 2, 4], [9, 5]
+
+
+def line_style(weightless: bool, inferred: bool, inverse: bool) -> list[int] | bool:
+    """The edge's ``dashes`` for vis-network (False: solid); weightlessness shows first, then an inferred fact."""
+    return DOTTED if weightless else DASH_DOT if inferred else DASHED if inverse else False
 
 
 #: fit the drawing to its frame, arcs and their labels included (not zoomed past 1.6x for a short path), again when the

@@ -24,7 +24,7 @@ from tpar.model.registry import Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
-from tpar.errors import DataError
+from tpar.errors import DataError, plural  # noqa: F401  (ex.plural: the pages word counts as the library does)
 from tpar.graph.queries import Question, default_question
 from tpar.reasoning.explanation import Explainer, Explanation, ReasoningTrace
 from tpar.reasoning.prediction import Prediction, Predictor
@@ -79,11 +79,6 @@ def sentence(text: object) -> str:
         return ""
     text = text[0].upper() + text[1:]
     return md(text if text.endswith((".", "?", "!")) else text + ".")
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``n`` and ``word`` agreeing: "1 row", "2,031 rows", "1 entity" (``many``: the plural when not word + "s")."""
-    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def short(text: object, most: int = 60) -> str:

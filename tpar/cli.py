@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from tpar.errors import DataError, describe_internal_error, log_internal_error
+from tpar.errors import DataError, describe_internal_error, log_internal_error, plural
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -788,9 +788,10 @@ def cmd_complete(args) -> int:
     unanswerable = [c for c in comps if c.entity is None]
     how = (f"with p ≥ {args.min_probability:g} (--min-probability)" if args.min_probability is not None else
            f"confidently (a threshold fitted on valid for {100 * args.precision:g}% precision)")
-    print(f"{len(comps):,} incomplete row(s) in {args.input}: {len(accepted):,} completed {how}, "
+    print(f"{plural(len(comps), 'incomplete row')} in {args.input}: {len(accepted):,} completed {how}, "
           f"{len(comps) - len(accepted) - len(unanswerable):,} left empty (below the threshold: their best guesses "
-          f"are in the alternatives column), {len(unanswerable):,} without a proposal; {n:,} rows written to {args.out}")
+          f"are in the alternatives column), {len(unanswerable):,} without a proposal; {plural(n, 'row')} written to "
+          f"{args.out}")
     for fit in fits.values():
         print(f"  threshold {fit.text()}")
     if any(not f.questions for f in fits.values()):
@@ -799,7 +800,7 @@ def cmd_complete(args) -> int:
         print("  (a lower --precision, or --min-probability P to fill every proposal at least P likely, fills more)")
     outside = [c for c in comps if c.setting and ckpt.setting not in (c.setting, "unified")]
     if outside:
-        print(f"warning: {len(outside):,} row(s) asked as {outside[0].setting} questions, a setting this "
+        print(f"warning: {plural(len(outside), 'row')} asked as {outside[0].setting} questions, a setting this "
               f"{ckpt.setting} model was not trained for: expect lower accuracy")
     if any(c.entity for c in comps) and not any(c.calibrated for c in comps if c.entity):
         print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")

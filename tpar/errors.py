@@ -38,6 +38,12 @@ def quoted(value: object, most: int = 80) -> str:
     return f"{text[:most] + '…'!r} ({len(text):,} characters)"
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word`` agreeing, for messages: "1 row", "2,031 rows", "1 entity" (``many``: the plural when not
+    ``word`` + "s")."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def finite_number(value: object) -> bool:
     """A number read from a file is usable: an int or float (not a bool) with a finite float value (a huge int
     is not: no float holds it, and ``math.isfinite`` would raise OverflowError on it)."""

@@ -70,11 +70,13 @@ def render() -> None:
     # the browser's theme once the page has reported it, else the server's configured base theme
     dark = st.context.theme.type == "dark" or st.get_option("theme.base") == "dark"
     ink = {"past": PAST, "same": SAME, "future": FUTURE}
+    proposed = any(x.inferred for p in shown for x in p.links)
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
-                f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed with ←: a fact walked backwards; "
-                "thickness: the link's own importance on a log scale (thin and dotted: none); ×n: n facts of one "
-                "relation drawn as one link (as thick as the strongest). Hover a link for the facts in words.",
+                f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed (– – –) with ←: a fact walked "
+                "backwards; " + ("dash-dotted (—·—): a fact a model proposed, not observed; " if proposed else "")
+                + "thickness: the link's own importance on a log scale (thin and dotted ( · · · ): none); ×n: n facts of "
+                "one relation drawn as one link (as thick as the strongest). Hover a link for the facts in words.",
                 unsafe_allow_html=True)  # constant text: no data in it
     laid_out = drawing(shown, e.subject, e.answer)  # its height sizes the frame; its labels name repeated entities
     html = evidence_html(e, paths=shown, dark=dark)

@@ -203,7 +203,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         return kg
     st.subheader("Incomplete rows")
     n_subject = sum(r.missing == "subject" for r in rows)
-    st.markdown(f"**{len(rows):,}** row(s) lack an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
+    st.markdown(f"**{len(rows):,}** {'row lacks' if len(rows) == 1 else 'rows lack'} an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
                 "their object). They are not facts: unless you accept a model's proposal for a row, it is left out "
                 "of the saved data set. Proposals are reasoned from the training facts only, and accepted ones join "
                 "the **training** facts marked as *inferred* (never valid or test, so the test figures stay "
@@ -236,7 +236,8 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     proposed = [c for c in comps if c.entity is not None]
     if len(proposed) < len(comps):
         first = next(c for c in comps if c.entity is None)
-        st.warning(ex.md(f"{len(comps) - len(proposed):,} row(s) get no proposal, e.g. {first.problem}"))
+        st.warning(ex.md(f"{ex.plural(len(comps) - len(proposed), 'row')} get{'s' if len(comps) - len(proposed) == 1 else ''} "
+                          f"no proposal, e.g. {first.problem}"))
     if not proposed:
         return kg
     calibrated = proposed[0].calibrated
@@ -266,7 +267,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         "probability %": round(100 * (c.probability or 0.0), 2),
         "how sure": "; ".join(x for x in ("" if c.accepted() else "below the threshold",
                                            f"ties with {c.ties}" if c.ties else "",
-                                           f"{c.known_answers} known answer(s) excluded" if c.known_answers else "",
+                                           f"{ex.plural(c.known_answers, 'known answer')} excluded" if c.known_answers else "",
                                            "" if calibrated else "uncalibrated") if x) or "–",
         "alternatives": ", ".join(f"{a.entity} ({100 * a.probability:.2g}%)" for a in c.alternatives)}
         for c in proposed])

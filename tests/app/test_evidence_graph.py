@@ -77,6 +77,19 @@ def test_a_merged_link_names_every_fact_and_is_as_wide_as_its_strongest(sample_c
     # the direct links skip the hop level: each bends, further out than the hop's height
     for x in (x for x in edges if x["from"] == "q" and x["to"] == "a"):
         assert x["smooth"]["enabled"] and x["smooth"]["roundness"] * 2 * eg.LEVEL_SEPARATION / 2 >= 55  # bulge in px
+    backwards = [x for x in edges if x["label"].startswith("← ") or "←" in x["label"].split("\n")[0]]
+    assert len(backwards) == 1 and backwards[0]["dashes"] == eg.DASHED and merged[0]["dashes"] is False
+
+
+def test_the_line_patterns_are_told_apart_at_a_glance():
+    """Dotted (no weight), dash-dotted (a proposed fact) and dashed (walked backwards) read as three patterns: the
+    walk-through could not tell the old dotted [2, 4] from the default dashes [5, 5] on a thin line."""
+    assert eg.line_style(False, False, False) is False
+    styles = {eg.line_style(True, True, True) is eg.DOTTED, eg.line_style(False, True, True) is eg.DASH_DOT,
+              eg.line_style(False, False, True) is eg.DASHED}
+    assert styles == {True}
+    assert max(eg.DOTTED[::2]) * 4 <= min(eg.DASHED[::2])  # a dot is far shorter than a dash
+    assert len(eg.DASH_DOT) == 4 and eg.DASH_DOT[0] > eg.DASHED[0] and eg.DASH_DOT[2] < eg.DASHED[0]
 
 
 

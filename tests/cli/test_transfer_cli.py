@@ -105,7 +105,7 @@ def test_complete_on_other_data_with_a_relation_map(renamed, tmp_path, capsys):
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert "1 by the relation map" in cap.err and "20 of 21 relations matched" in cap.err
-    assert "2 incomplete row(s)" in cap.out and "does not know relation" not in cap.out + cap.err
+    assert "2 incomplete rows" in cap.out and "does not know relation" not in cap.out + cap.err
     assert "row 2: " in cap.out and "row 3: " in cap.out and "Traceback" not in cap.err   # a proposal for both rows
 
 
@@ -139,5 +139,5 @@ def test_a_bad_relation_map_is_named_with_file_and_row_in_every_command(command,
             "rules": ["rules", *ck, *base, "--questions", "2", "--quiet"]}[command]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert f"{rmap}: 1 bad row(s) in the relation map: row 2: 'Invented relation' is mapped again" in err
+    assert f"{rmap}: 1 bad row in the relation map: row 2: 'Invented relation' is mapped again" in err
     assert "Traceback" not in err and "internal error" not in err

@@ -107,7 +107,7 @@ def test_a_benchmark_files_names_lose_controls_and_direction_overrides(tmp_path)
     (tmp_path / "test.txt").write_text("0\t0\t2\t5\n")
     kg = load_dataset(tmp_path)
     assert kg.entities.names == ("A[31mRED", "B", "Cevil")
-    assert any("removed from 2 name(s) (rows 1, 3)" in n for n in kg.notes)
+    assert any("removed from 2 names (rows 1, 3)" in n for n in kg.notes)
 
 
 def test_fact_files_that_name_their_entities_are_cleaned_the_same_way(tmp_path):

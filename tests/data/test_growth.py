@@ -99,7 +99,7 @@ def test_saved_growth_records_its_lineage_and_reads_back(ring):
     twice = load_dataset(ring)
     assert [x["file"] for x in twice.lineage] == ["day1.csv", "day2.csv"]
     assert twice.lineage[1]["base_fingerprint"] == once.fingerprint
-    assert any("grown 2 time(s)" in n for n in twice.notes)
+    assert any("grown 2 times" in n for n in twice.notes)
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", json.dumps({"steps": "x"}).encode(),

@@ -128,8 +128,8 @@ def test_csv_duplicates_counted(tmp_path):
 
 @pytest.mark.parametrize("text,match", [
     ("", "file is empty"),
-    ("subject,relation,object\na,b,c\n", r"row 1: header lacks column\(s\) time"),
-    ("who,what,when,time\na,r,b,2014-01-01\n", r"row 1: header lacks column\(s\) subject, relation, object"),
+    ("subject,relation,object\na,b,c\n", r"row 1: header lacks column time"),
+    ("who,what,when,time\na,r,b,2014-01-01\n", r"row 1: header lacks columns subject, relation, object"),
     ("subject,relation,object,time\na,r,b,2014-01-01\na,r,2014-01-02\n", "row 3: expected 4 columns, found 3"),
     ("subject,relation,object,time\na,r,b,2014-01-01,x\n", "row 2: expected 4 columns, found 5"),
     ("subject,relation,object,time\na,r,b,2014-01-01\na,r,c,next tuesday\n", r"row 3: time 'next tuesday' is not an ISO date"),
@@ -263,7 +263,7 @@ def test_look_alike_names_are_normalised_or_flagged(tmp_path):
     assert sorted(kg.entities.names) == sorted(["Iran", "Café", "Iraq", "ＩＲＡＮ", "iran"])
     assert [r for r, _, _ in report.normalised] == [2, 2, 4]
     assert report.lookalikes == [["Iran", "iran", "ＩＲＡＮ"]]
-    assert any("name(s) normalised" in n for n in report.notes) and any("look alike" in n for n in report.notes)
+    assert any("names normalised" in n for n in report.notes) and any("look alike" in n for n in report.notes)
 
 
 def test_other_columns_are_not_read_and_the_report_says_so(tmp_path):
@@ -293,9 +293,11 @@ def test_times_with_a_utc_offset_are_read_as_utc_and_the_report_says_so(tmp_path
     q = read_quadruple_csv(write(tmp_path / "tz.csv", text))
     assert [q.time_axis.label(int(t)) for t in q.times][:2] == ["2024-01-01 03:00", "2024-01-02 05:00"]
     assert q.report.utc_converted == [(2, "2024-01-01T05:00+02:00"), (3, "2024-01-02T05:00Z")]
-    assert any("2 time(s) carry a UTC offset and were read as UTC" in n for n in reading_notes(q.report))
+    assert any("2 times carry a UTC offset and were read as UTC" in n for n in reading_notes(q.report))
     plain = read_quadruple_csv(write(tmp_path / "plain.csv", "subject,relation,object,time\na,r,b,2024-01-01T05:00\n"))
     assert plain.report.utc_converted == [] and not reading_notes(plain.report)
+    one = read_quadruple_csv(write(tmp_path / "one.csv", text.replace("05:00Z", "05:00")))
+    assert any("1 time carries a UTC offset and was read as UTC" in n for n in reading_notes(one.report))  # agreeing
 
 
 def test_a_file_with_many_bad_rows_is_refused_once_naming_the_first_and_counting_the_rest(tmp_path):

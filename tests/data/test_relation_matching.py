@@ -82,7 +82,7 @@ def test_relation_map_csv_and_its_bad_rows(tmp_path):
     with pytest.raises(DataError) as e:
         read_relation_map(bad)
     msg = str(e.value)
-    assert msg.startswith(f"{bad}: 3 bad row(s)")
+    assert msg.startswith(f"{bad}: 3 bad rows")
     assert "row 1: expected 2 fields" in msg and "row 2: empty data relation" in msg
     assert "row 4: 'r1' is mapped again, to 'Praise' (row 3 maps it to 'Meet')" in msg
 
@@ -91,7 +91,7 @@ def test_relation_map_csv_and_its_bad_rows(tmp_path):
     with pytest.raises(DataError) as e:
         match_relations(["Threaten", "R1"], kg, mapping=read_relation_map(unknown))
     msg = str(e.value)
-    assert msg.startswith(f"{unknown}: 2 bad row(s)")
+    assert msg.startswith(f"{unknown}: 2 bad rows")
     assert "row 2: 'nope' is not a relation of toy" in msg and "row 3: 'Nothing' is not a relation of the model" in msg
     with pytest.raises(DataError, match="no such relation map"):
         read_relation_map(tmp_path / "missing.csv")
@@ -102,7 +102,7 @@ def test_relation_map_csv_and_its_bad_rows(tmp_path):
     odd.write_bytes("r0,Threa\u2028ten\nr1,Me\x0cet\u0085\rX\nr1,Praise\n".encode())
     with pytest.raises(DataError) as e:
         read_relation_map(odd)
-    assert "1 bad row(s)" in str(e.value) and "row 3: 'r1' is mapped again" in str(e.value)
+    assert "1 bad row" in str(e.value) and "row 3: 'r1' is mapped again" in str(e.value)
     for end in ("\r\n", "\r"):
         crlf = tmp_path / "ends.csv"
         crlf.write_bytes(end.join(["data_relation,model_relation", "r0,Threaten", "r1,Meet", ""]).encode())

@@ -207,7 +207,7 @@ def test_cli_complete(planted, tmp_path, capsys):
             "--split-policy", "random", "--input", str(inp), "--out", str(out)]
     assert main(argv + ["--min-probability", "0.5"]) == 0
     text = capsys.readouterr().out
-    assert f"{len(hidden)} incomplete row(s)" in text and "completed with p ≥ 0.5" in text
+    assert f"{len(hidden)} incomplete rows" in text and "completed with p ≥ 0.5" in text
     back = read_quadruple_csv(out, incomplete="keep")
     assert len(back.subjects) + len(back.incomplete) == len(hidden)
     assert main(argv + ["--min-probability", "1.5"]) == 2

@@ -27,7 +27,7 @@ from tpar.data.tables import MAX_FIELD, MAX_INT_TIME
 from tpar.data.textfile import BOM, read_lines
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 
 #: How interval facts (HyTE format: YAGO11k, WIKIDATA12k) become time-stamped facts.
 INTERVAL_POLICY = (
@@ -150,10 +150,10 @@ def _read_vocab_file(path: Path) -> VocabFile:
             names.append(name)
     notes = []
     if cleaned:
-        notes.append(f"{path.name}: control or text-direction characters removed from {len(cleaned):,} name(s) "
-                     f"(rows {', '.join(map(str, cleaned[:5]))}{' …' if len(cleaned) > 5 else ''})")
+        notes.append(f"{path.name}: control or text-direction characters removed from {plural(len(cleaned), 'name')} "
+                     f"({'row' if len(cleaned) == 1 else 'rows'} {', '.join(map(str, cleaned[:5]))}{' …' if len(cleaned) > 5 else ''})")
     if merged:
-        notes.append(f"{path.name}: {len(merged)} name(s) declared under two ids, read as one: " + ", ".join(merged[:3])
+        notes.append(f"{path.name}: {plural(len(merged), 'name')} declared under two ids, read as one: " + ", ".join(merged[:3])
                      + (" ..." if len(merged) > 3 else ""))
     gaps = max(by_id) + 1 - len(by_id)
     if gaps:
@@ -235,7 +235,7 @@ def load_benchmark(folder: str | Path) -> TemporalKG:
         splits[split] = arr
     missing = [s for s in SPLITS if s not in splits]
     if missing:
-        notes.append(f"missing split file(s): {', '.join(m + '.txt' for m in missing)}")
+        notes.append(f"missing split file{'s' if len(missing) > 1 else ''}: {', '.join(m + '.txt' for m in missing)}")
     return TemporalKG(name=folder.name, entities=entities, relations=relations, time_axis=axis, splits=splits,
                       source=str(folder), notes=notes)
 

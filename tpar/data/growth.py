@@ -27,7 +27,7 @@ from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.upload import save_dataset, unsaved_entries
 from tpar.data.vocab import Vocabulary
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 
 #: where the new rows go: the data set's training facts (the history every model reads), valid, test, or the
 #: file's own ``split`` column
@@ -265,10 +265,10 @@ def _inferred_notes(inferred: dict, confirmed: int = 0) -> list[str]:
     facts a model had inferred the new rows now observe."""
     out = []
     if inferred:
-        out.append(f"{len(inferred):,} new fact(s) marked completed (inferred by a model, not observed): kept marked "
+        out.append(f"{plural(len(inferred), 'new fact')} marked completed (inferred by a model, not observed): kept marked "
                    "as inferred and added to train whatever the chosen split (inferred facts are never evaluated on)")
     if confirmed:
-        out.append(f"{confirmed:,} fact(s) a model had inferred are observed in the new rows: no longer marked "
+        out.append(f"{plural(confirmed, 'fact')} a model had inferred {'is' if confirmed == 1 else 'are'} observed in the new rows: no longer marked "
                    "inferred (they stay in their split)")
     return out
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.vocab import Vocabulary, _loose
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 
 #: the default least share of the data's facts whose relation the model must know
 DEFAULT_MIN_COVERAGE = 0.95
@@ -95,7 +95,7 @@ def read_relation_map(path: str | Path) -> RelationMap:
         mapping[data_rel] = model_rel
         first_row.setdefault(data_rel, i)
     if problems:
-        raise DataError(f"{len(problems)} bad row(s) in the relation map: " + "; ".join(problems[:10])
+        raise DataError(f"{plural(len(problems), 'bad row')} in the relation map: " + "; ".join(problems[:10])
                         + (f"; … {len(problems) - 10} more" if len(problems) > 10 else ""), file=p)
     return RelationMap(mapping, str(p), first_row)
 
@@ -342,7 +342,7 @@ def match_relations(model_relations: list[str] | tuple[str, ...], kg: TemporalKG
         else:
             lut[d], how[d], taken[m] = m, "mapping", d
     if bad:
-        raise DataError(f"{len(bad)} bad row(s) in the relation map: " + "; ".join(bad[:10])
+        raise DataError(f"{plural(len(bad), 'bad row')} in the relation map: " + "; ".join(bad[:10])
                         + (f"; … {len(bad) - 10} more" if len(bad) > 10 else ""), file=mapping.file)
 
     for d, name in enumerate(data_relations):  # exact names first, so they win over normalised ones

@@ -31,7 +31,7 @@ from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import BOM, newline_ends, read_text
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 
 REQUIRED_COLUMNS = ("subject", "relation", "object", "time")
 OPTIONAL_COLUMNS = ("split", "completed", "probability", "alternatives")
@@ -67,11 +67,11 @@ def reading_notes(report: CsvReport) -> list[str]:
     if report.separator not in ("comma", "tab"):
         out.append(f"columns separated by a {report.separator} (sniffed from the header)")
     if report.columns_renamed:
-        out.append("column(s) " + ", ".join(f"{a[:40]!r} read as {c}" for a, c in report.columns_renamed))
+        out.append(f"column{'s' if len(report.columns_renamed) > 1 else ''} " + ", ".join(f"{a[:40]!r} read as {c}" for a, c in report.columns_renamed))
     if report.ignored_columns:
         shown = ", ".join(repr(c[:40]) for c in report.ignored_columns[:10])
         more = f" and {len(report.ignored_columns) - 10} more" if len(report.ignored_columns) > 10 else ""
-        out.append(f"column(s) {shown}{more} not read (only subject, relation, object, time or their synonyms, and "
+        out.append(f"column{'s' if len(report.ignored_columns) > 1 else ''} {shown}{more} not read (only subject, relation, object, time or their synonyms, and "
                    f"the optional {', '.join(OPTIONAL_COLUMNS)} are)")
     if report.date_order:
         out.append(f"dates with slashes or dashes read {report.date_order}")
@@ -80,15 +80,17 @@ def reading_notes(report: CsvReport) -> list[str]:
         out.append(f"dates read into ISO form, e.g. row {row}: {before!r} -> {after!r}")
     if report.utc_converted:
         row, raw = report.utc_converted[0]
-        out.append(f"{len(report.utc_converted)} time(s) carry a UTC offset and were read as UTC (the data's one "
+        one = len(report.utc_converted) == 1
+        out.append(f"{plural(len(report.utc_converted), 'time')} {'carries' if one else 'carry'} a UTC offset and "
+                   f"{'was' if one else 'were'} read as UTC (the data's one "
                    f"clock), e.g. row {row}: {raw!r}; times and the time step are in UTC")
     if report.normalised:
         row, before, after = report.normalised[0]
-        out.append(f"{len(report.normalised)} name(s) normalised (Unicode NFC, invisible or direction-changing "
+        out.append(f"{plural(len(report.normalised), 'name')} normalised (Unicode NFC, invisible or direction-changing "
                    f"characters removed), e.g. row {row}: {ascii(before)} -> {after!r}")  # as written, escaped: the
         # two spellings often look the same ('Café' written e + combining accent)
     if report.lookalikes:
-        out.append(f"{len(report.lookalikes)} group(s) of distinct names that look alike, e.g. "
+        out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike, e.g. "
                    + " / ".join(repr(n) for n in report.lookalikes[0]))
     return out
 
@@ -440,12 +442,12 @@ def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict
     missing = [c for c in REQUIRED_COLUMNS if c not in pos]
     if missing:
         also = "; ".join(f"{c}: {', '.join(HEADER_SYNONYMS[c][1:5])}" for c in missing)
-        raise DataError(f"header lacks column(s) {', '.join(missing)}; found {_shown_header(header)} "
+        raise DataError(f"header lacks column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; found {_shown_header(header)} "
                         f"(separator {report.separator}); other names read as them: {also} …", file=path, row=1)
     keys = [_header_key(h) for h in header]
     dup_cols = {c for c, i in pos.items() if keys.count(keys[i]) > 1}
     if dup_cols:
-        raise DataError(f"column(s) {', '.join(sorted(dup_cols))} appear twice in the header", file=path, row=1)
+        raise DataError(f"column{'s' if len(dup_cols) > 1 else ''} {', '.join(sorted(dup_cols))} appear{'' if len(dup_cols) > 1 else 's'} twice in the header", file=path, row=1)
     report.ignored_columns = [h.strip().lstrip(BOM) for i, h in enumerate(header) if i not in pos.values()]
     report.columns_renamed = [(header[i].strip().lstrip(BOM), c) for c, i in pos.items() if keys[i] != c]
     return pos, len(header)
@@ -743,7 +745,7 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
                 splits["train"] = np.concatenate([train, extra])
                 splits[split] = arr[~hit]
                 moved += int(hit.sum())
-        notes = notes + [f"{len(inferred)} fact(s) marked as inferred (completed by a model, not observed)"
+        notes = notes + [f"{plural(len(inferred), 'fact')} marked as inferred (completed by a model, not observed)"
                          + (f"; {moved} of them moved from valid/test to train (inferred facts are never evaluated "
                             "on)" if moved else "")]
     return TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
@@ -857,7 +859,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
     kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
     kg.lineage = lineage_of(folder)
     if kg.lineage:
-        kg.notes.append(f"grown {len(kg.lineage)} time(s) since {kg.lineage[0]['base_name'] or 'an earlier version'} "
+        kg.notes.append(f"grown {'once' if len(kg.lineage) == 1 else f'{len(kg.lineage)} times'} since {kg.lineage[0]['base_name'] or 'an earlier version'} "
                         "(rows added from "
                         + ", ".join(str(x.get('file')) for x in kg.lineage[-3:]) + ")")
     return kg

@@ -25,7 +25,7 @@ from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
 from tpar.data.tables import (SHOWN_CR, STRAY_CR, IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder,
                               reading_notes, read_quadruple_csv, split_assignment)
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 
 SPLIT_CHOICES = ("chronological", "random", "column")
 #: a file whose dropped rows pass this share of the rows read is saved only once the user confirms the loss
@@ -208,7 +208,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                                    for i in range(min(10, n))],
                           incomplete=q.incomplete)
     if q.incomplete:
-        report.notes.append(f"{len(q.incomplete)} incomplete row(s) (subject or object empty) kept aside: a model "
+        report.notes.append(f"{plural(len(q.incomplete), 'incomplete row')} (subject or object empty) kept aside: a model "
                             "can propose the missing entity before the data set is saved")
     return report, kg
 

@@ -29,7 +29,7 @@ import torch
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.tables import IncompleteRow
 from tpar.data.vocab import Vocabulary
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
 from tpar.evaluation.calibration import Calibration, probabilities
@@ -88,7 +88,7 @@ class Completion:
         if self.ties:
             parts.append(f"ties with {self.ties} other entit{'y' if self.ties == 1 else 'ies'}")
         if self.known_answers:
-            parts.append(f"{self.known_answers} known answer(s) of the same question not proposed")
+            parts.append(f"{plural(self.known_answers, 'known answer')} of the same question not proposed")
         return "; ".join(parts)
 
 
@@ -176,8 +176,8 @@ def relation_view(kg: TemporalKG, relations: Sequence[str]) -> TemporalKG:
         splits[split] = out
     inferred = {(s, int(to_new[r]), o, t): p for (s, r, o, t), p in kg.inferred.items() if to_new[r] >= 0}
     unknown = [n for n in kg.relations.names if n not in where]
-    note = (f"{left_out:,} fact(s) of {len(unknown)} relation(s) the model does not know (e.g. {unknown[0]!r}) are "
-            "no evidence to it" if left_out else "")
+    note = (f"{plural(left_out, 'fact')} of {plural(len(unknown), 'relation')} the model does not know (e.g. "
+            f"{unknown[0]!r}) {'is' if left_out == 1 else 'are'} no evidence to it" if left_out else "")
     return replace(kg, relations=Vocabulary(tuple(relations)), splits=splits, inferred=inferred,
                    notes=list(kg.notes) + ([note] if note else []))
 
@@ -329,7 +329,7 @@ def add_inferred(kg: TemporalKG, facts: np.ndarray, probabilities, *, name: str 
     splits = dict(kg.splits)
     splits["train"] = np.concatenate([kg.facts("train"), np.array(new, dtype=np.int64).reshape(-1, 4)])
     return replace(kg, splits=splits, inferred=inferred, name=name or kg.name,
-                   notes=list(kg.notes) + [f"{len(new)} completed fact(s) added to train, marked as inferred{note}"])
+                   notes=list(kg.notes) + [f"{plural(len(new), 'completed fact')} added to train, marked as inferred{note}"])
 
 
 def with_completions(kg: TemporalKG, completions: Sequence[Completion],
