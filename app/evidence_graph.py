@@ -303,13 +303,17 @@ _FIT_AND_EXPORT = """
       var e = network.body.edges[id]; return e.from && e.to && e.options.label;
     });
   }
-  // the level distance at which every straight link's label fits between its two nodes' boxes
+  // the level distance at which every straight link's label fits between its two nodes' boxes and clear of the
+  // arrowhead: vis-network centres the label halfway between the node centres, so each half of the distance must
+  // hold half the label and half its own node, and the target's half the arrowhead too: vis-network draws it
+  // 15 + 3 x the line's width px long (a thick link has a long head), plus a gap
   function labelsNeed() {
     var need = 0;
     labelled().forEach(function (id) {
-      var e = network.body.edges[id], s = e.options.smooth;
+      var e = network.body.edges[id], s = e.options.smooth, arrow = 15 + 3 * (e.options.width || 1) + 6;
       if (s && s.enabled) return;
-      need = Math.max(need, (nodeWidth(e.fromId) + nodeWidth(e.toId)) / 2 + textSize(e.options.label, 14).w + 16);
+      need = Math.max(need, textSize(e.options.label, 14).w
+                            + Math.max(nodeWidth(e.fromId) + 16, nodeWidth(e.toId) + 2 * arrow));
     });
     return Math.ceil(need);
   }
