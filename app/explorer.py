@@ -56,19 +56,20 @@ def max_upload_mb() -> int:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
-#: GFM turns bare www., scheme: and a@b text into links even when escaped (checked in chromium); an
-#: invisible word joiner (U+2060) inside each such marker stops it without changing what is shown
-_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:|@)")
+#: GFM turns bare www., scheme:// and a@b text into links even when escaped (checked in chromium): an invisible
+#: word joiner (U+2060) inside each such marker -- after "www", between a colon and "//", after an "@" that follows
+#: text -- stops it without changing what is shown. Nowhere else: the joiner comes along when text is copied, and an
+#: escaped colon alone already keeps ":smile:", ":red[x]" and ":material/home:" as text.
+_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
 WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
     """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links,
     images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped, and bare
-    URL and e-mail markers are broken by an invisible word joiner (no auto-links)."""
+    URL and e-mail markers (only those) are broken by an invisible word joiner (no auto-links)."""
     escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
-    return _AUTOLINK_MARKERS.sub(lambda m: WORD_JOINER + m.group(1) if m.group(1) == "\\:" else m.group(1) + WORD_JOINER,
-                                 escaped)
+    return _AUTOLINK_MARKERS.sub(lambda m: m.group(1) + WORD_JOINER, escaped)
 
 
 def sentence(text: object) -> str:

@@ -235,7 +235,7 @@ def test_one_layer_model_and_markdown_in_names(tmp_path, monkeypatch):
     at = app({**QUESTION, "subject": "[click](https://example.com)"}).run()
     assert not at.exception
     # escaped, and the scheme broken by an invisible word joiner (no auto-link)
-    assert r"\[click\]\(https" + "\u2060" + r"\:\/\/example\.com\)" in " ".join(w.value for w in at.warning)
+    assert r"\[click\]\(https\:" + "\u2060" + r"\/\/example\.com\)" in " ".join(w.value for w in at.warning)
 
 
 def test_a_bug_in_a_page_is_a_short_message_naming_the_log(monkeypatch, tmp_path):

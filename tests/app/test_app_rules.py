@@ -138,7 +138,7 @@ def test_names_from_the_data_are_escaped(workspace, sample_kg):
     assert not at.exception and not at.error
     raw = markdown(at) + "\n".join(c.value for c in at.caption)
     assert hostile not in raw and tag not in raw and "**bold**" not in raw
-    assert r"\<b\>x\<\/b\>\[click\]\(https" + "\u2060" + r"\:" in raw
+    assert r"\<b\>x\<\/b\>\[click\]\(https\:" + "\u2060" + r"\/\/" in raw
     assert r"\<img src\=x" in raw and r"\*\*bold\*\*" in raw
     chart = at.get("plotly_chart")[0].proto.spec  # plotly reads a few tags: brackets escaped
     labels = json.loads(chart)["data"][0]["customdata"]
