@@ -209,14 +209,13 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
         st.info(ex.md(f"No link on the way to {answer} gets noticeable attention in step {x.step}: the model carries "
                       "its states over (self-loops) and uses the evidence in another step."))
         return
-    # five columns, the time in the "when" cell: at 820 px six cut off who receives the message
-    st.dataframe(pd.DataFrame([{"α": lk.attention, "from": lk.source, "relation": lk.arrow_label, "to": lk.target,
-                                "when": f"{lk.when or lk.delta_label} ({lk.time})"} for lk in layer.top_links]),
-                 hide_index=True, width="stretch", column_config={
-                     "α": st.column_config.ProgressColumn("α", min_value=0.0, max_value=1.0, format="%.3f",
-                                                          width="small", help="attention α of the link in this step"),
-                     "relation": st.column_config.TextColumn("relation", help="← : the fact walked backwards"),
-                     "when": st.column_config.TextColumn("when", help="before/after the question (the fact's time)")})
+    # a static table wraps its cells, so all five columns fit 820 px (a data grid cut off the time); its cells are
+    # Markdown, so every name is escaped
+    st.table(pd.DataFrame([{"α": f"{lk.attention:.3f}", "from": ex.md(lk.source), "relation": ex.md(lk.arrow_label),
+                            "to": ex.md(lk.target), "when": ex.md(f"{lk.when or lk.delta_label} ({lk.time})")}
+                           for lk in layer.top_links]), hide_index=True)
+    st.caption("α: the link's attention in this step; ← : the fact walked backwards; when: before or after the "
+               "question, and the fact's time.")
 
 
 def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.Figure:
