@@ -280,6 +280,9 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     if ss.get("whatif_question") != key:  # a new question: nothing hypothetical carries over
         ss["whatif_question"] = key
         reset_what_if()
+    # Reset sits above the list: a focused multiselect of long facts is a line taller than an idle one, so when a
+    # click on a button below it took the focus away, the button moved up under the pointer and the click was lost
+    reset_slot = st.empty()
     off = st.multiselect("Switch off facts of these paths", facts, format_func=fact_label, key="whatif_off",
                          placeholder="Choose facts to remove from the data …")
     # keyed and tracked: a choice inside reruns the page, and an untracked expander closed again at every one
@@ -311,7 +314,7 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     if not (off or added):
         st.caption("Nothing switched off or added: the answers above are the model's on the data as it is.")
     else:
-        st.button("Reset (back to the data as it is)", key="whatif_reset", on_click=reset_what_if)
+        reset_slot.button("Reset (back to the data as it is)", key="whatif_reset", on_click=reset_what_if)
         try:
             pred = ex.what_if(*sel.keys, question, tuple(off), tuple(added))
         except DataError as err:
