@@ -203,7 +203,8 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         return kg
     st.subheader("Incomplete rows")
     n_subject = sum(r.missing == "subject" for r in rows)
-    st.markdown(f"**{len(rows):,}** {'row lacks' if len(rows) == 1 else 'rows lack'} an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
+    lack = "row lacks" if len(rows) == 1 else "rows lack"
+    st.markdown(f"**{len(rows):,}** {lack} an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
                 "their object). They are not facts: unless you accept a model's proposal for a row, it is left out "
                 "of the saved data set. Proposals are reasoned from the training facts only, and accepted ones join "
                 "the **training** facts marked as *inferred* (never valid or test, so the test figures stay "

@@ -151,7 +151,8 @@ def _read_vocab_file(path: Path) -> VocabFile:
     notes = []
     if cleaned:
         notes.append(f"{path.name}: control or text-direction characters removed from {plural(len(cleaned), 'name')} "
-                     f"({'row' if len(cleaned) == 1 else 'rows'} {', '.join(map(str, cleaned[:5]))}{' …' if len(cleaned) > 5 else ''})")
+                     f"({'row' if len(cleaned) == 1 else 'rows'} {', '.join(map(str, cleaned[:5]))}"
+                     f"{' …' if len(cleaned) > 5 else ''})")
     if merged:
         notes.append(f"{path.name}: {plural(len(merged), 'name')} declared under two ids, read as one: " + ", ".join(merged[:3])
                      + (" ..." if len(merged) > 3 else ""))

@@ -268,7 +268,8 @@ def _inferred_notes(inferred: dict, confirmed: int = 0) -> list[str]:
         out.append(f"{plural(len(inferred), 'new fact')} marked completed (inferred by a model, not observed): kept marked "
                    "as inferred and added to train whatever the chosen split (inferred facts are never evaluated on)")
     if confirmed:
-        out.append(f"{plural(confirmed, 'fact')} a model had inferred {'is' if confirmed == 1 else 'are'} observed in the new rows: no longer marked "
+        out.append(f"{plural(confirmed, 'fact')} a model had inferred {'is' if confirmed == 1 else 'are'} observed in "
+                   "the new rows: no longer marked "
                    "inferred (they stay in their split)")
     return out
 

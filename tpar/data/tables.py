@@ -67,11 +67,13 @@ def reading_notes(report: CsvReport) -> list[str]:
     if report.separator not in ("comma", "tab"):
         out.append(f"columns separated by a {report.separator} (sniffed from the header)")
     if report.columns_renamed:
-        out.append(f"column{'s' if len(report.columns_renamed) > 1 else ''} " + ", ".join(f"{a[:40]!r} read as {c}" for a, c in report.columns_renamed))
+        out.append(f"column{'s' if len(report.columns_renamed) > 1 else ''} "
+                   + ", ".join(f"{a[:40]!r} read as {c}" for a, c in report.columns_renamed))
     if report.ignored_columns:
         shown = ", ".join(repr(c[:40]) for c in report.ignored_columns[:10])
         more = f" and {len(report.ignored_columns) - 10} more" if len(report.ignored_columns) > 10 else ""
-        out.append(f"column{'s' if len(report.ignored_columns) > 1 else ''} {shown}{more} not read (only subject, relation, object, time or their synonyms, and "
+        out.append(f"column{'s' if len(report.ignored_columns) > 1 else ''} {shown}{more} not read (only subject, "
+                   "relation, object, time or their synonyms, and "
                    f"the optional {', '.join(OPTIONAL_COLUMNS)} are)")
     if report.date_order:
         out.append(f"dates with slashes or dashes read {report.date_order}")
@@ -447,7 +449,9 @@ def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict
     keys = [_header_key(h) for h in header]
     dup_cols = {c for c, i in pos.items() if keys.count(keys[i]) > 1}
     if dup_cols:
-        raise DataError(f"column{'s' if len(dup_cols) > 1 else ''} {', '.join(sorted(dup_cols))} appear{'' if len(dup_cols) > 1 else 's'} twice in the header", file=path, row=1)
+        many = len(dup_cols) > 1
+        raise DataError(f"column{'s' if many else ''} {', '.join(sorted(dup_cols))} appear{'' if many else 's'} twice in "
+                        "the header", file=path, row=1)
     report.ignored_columns = [h.strip().lstrip(BOM) for i, h in enumerate(header) if i not in pos.values()]
     report.columns_renamed = [(header[i].strip().lstrip(BOM), c) for c, i in pos.items() if keys[i] != c]
     return pos, len(header)
@@ -859,7 +863,8 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
     kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
     kg.lineage = lineage_of(folder)
     if kg.lineage:
-        kg.notes.append(f"grown {'once' if len(kg.lineage) == 1 else f'{len(kg.lineage)} times'} since {kg.lineage[0]['base_name'] or 'an earlier version'} "
+        times = "once" if len(kg.lineage) == 1 else f"{len(kg.lineage)} times"
+        kg.notes.append(f"grown {times} since {kg.lineage[0]['base_name'] or 'an earlier version'} "
                         "(rows added from "
                         + ", ".join(str(x.get('file')) for x in kg.lineage[-3:]) + ")")
     return kg

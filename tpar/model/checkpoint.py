@@ -355,7 +355,8 @@ class Checkpoint:
                     "without retraining (TPAR embeds no entities)"
                     + (f"; its relations matched by name, {share_text(match.fact_coverage)} of the facts"
                        if match is not None else "")
-                    + (f"; new relation{'s' if len(unknown) > 1 else ''} {named} it does not know: their facts are left out of what it reads"
+                    + (f"; new relation{'s' if len(unknown) > 1 else ''} {named} it does not know: their facts are "
+                       "left out of what it reads"
                        if unknown else "")
                     + f"; its test figures and calibration were measured on {self.data_name} as it was")
         return (f"{match.describe()}: the model answers over data it was not trained on (zero-shot; TPAR embeds no "

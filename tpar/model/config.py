@@ -281,7 +281,8 @@ class RunConfig:
                             f"{type(d).__name__}", file=source)
         unknown = set(d) - {"model", "train", "comment"}
         if unknown:
-            raise DataError(f"unknown section{'s' if len(unknown) > 1 else ''} {sorted(unknown)} (expected model, train)", file=source)
+            raise DataError(f"unknown section{'s' if len(unknown) > 1 else ''} {sorted(unknown)} (expected model, "
+                            "train)", file=source)
         for section in ("model", "train"):
             if not isinstance(d.get(section, {}), dict):
                 raise DataError(f"the {section!r} section must be a JSON object of options, not "
@@ -301,7 +302,8 @@ def _build(cls, d: dict, source: str):
     names = {f.name for f in fields(cls)}
     unknown = set(d) - names
     if unknown:
-        raise DataError(f"unknown {cls.__name__} option{'s' if len(unknown) > 1 else ''} {sorted(unknown)}; known: {sorted(names)}", file=source)
+        raise DataError(f"unknown {cls.__name__} option{'s' if len(unknown) > 1 else ''} {sorted(unknown)}; "
+                        f"known: {sorted(names)}", file=source)
     try:
         return cls(**d)
     except (TypeError, ValueError) as e:
