@@ -157,7 +157,7 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     tpar_rows = per_rel[per_rel.method == "TPAR"]
     top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
     which = (f"the {len(top)} relations with most queries" if len(tpar_rows) > len(top)
-             else f"all {len(top)} relation{'s' if len(top) != 1 else ''} with queries")
+             else f"all {ex.plural(len(top), 'relation')} with queries")
     fig = go.Figure()
     for name in results:
         d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)

@@ -157,7 +157,7 @@ def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
     st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
             f"{1000 * est.seconds_per_question:.1f} ms each plus {duration(est.valid_seconds)} of validation: "
             f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(total)}** in all "
-            f"({est.epochs} epoch{'s' if est.epochs != 1 else ''}{finish}; plus a few seconds to start; early stopping "
+            f"({ex.plural(est.epochs, 'epoch')}{finish}; plus a few seconds to start; early stopping "
             "may end sooner). Once it runs, the time left is this estimate refined by the pace the run measures, "
             "so other work on the machine shows up there.")
     return est

@@ -237,8 +237,8 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     proposed = [c for c in comps if c.entity is not None]
     if len(proposed) < len(comps):
         first = next(c for c in comps if c.entity is None)
-        st.warning(ex.md(f"{ex.plural(len(comps) - len(proposed), 'row')} get{'s' if len(comps) - len(proposed) == 1 else ''} "
-                          f"no proposal, e.g. {first.problem}"))
+        none = len(comps) - len(proposed)
+        st.warning(ex.md(f"{ex.plural(none, 'row')} get{'s' if none == 1 else ''} no proposal, e.g. {first.problem}"))
     if not proposed:
         return kg
     calibrated = proposed[0].calibrated

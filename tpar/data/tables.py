@@ -426,7 +426,7 @@ class _RowProblems:
         if rest:
             shown = ", ".join(str(r) for r, _ in rest[:MORE_BAD_ROWS_NAMED])
             more = " …" if len(rest) > MORE_BAD_ROWS_NAMED else ""
-            problem += f" (and {len(rest):,} more bad row{'s' if len(rest) > 1 else ''}: {shown}{more})"
+            problem += f" (and {plural(len(rest), 'more bad row')}: {shown}{more})"
         raise DataError(problem, file=self.path, row=row)
 
 

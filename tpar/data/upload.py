@@ -87,7 +87,7 @@ class UploadReport:
         rest = reasons[len(shown):]
         if rest:
             n_rest = sum(n for _, n, _ in rest)
-            why += (f"; and {n_rest:,} row{'s' if n_rest != 1 else ''} of {len(rest):,} other kind"
+            why += (f"; and {plural(n_rest, 'row')} of {len(rest):,} other kind"
                     f"{'s' if len(rest) != 1 else ''} of problem (the table lists every row)")
         verb = "is" if len(self.dropped) == 1 else "are"
         return (f"{len(self.dropped):,} of {self.rows_read:,} rows ({100 * self.dropped_share:.1f}%) {verb} not in the "

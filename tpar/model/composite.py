@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tpar.errors import DataError, finite_number
+from tpar.errors import DataError, finite_number, plural
 from tpar.evaluation.baselines import RecurrencyBaseline
 from tpar.evaluation.calibration import T_BOUNDS
 from tpar.graph.background import Background
@@ -373,7 +373,7 @@ class CompositeCheckpoint(Checkpoint):
         """E.g. "composite of 2 models (L=3, d=64; L=3, d=64, cap=24+repeats=1 from step 2) + history prior"."""
         inner = "; ".join(m.describe() for m in self.members)
         n = len(self.members)
-        return (f"composite of {n} model{'s' if n > 1 else ''} ({inner})" + self._weights_text()
+        return (f"composite of {plural(n, 'model')} ({inner})" + self._weights_text()
                 + (" + history prior" if self.prior is not None else ""))
 
     def _weights_text(self) -> str:
@@ -385,7 +385,7 @@ class CompositeCheckpoint(Checkpoint):
     def combination_text(self) -> str:
         """What the ranking combines, in words: "2 models and the history prior"."""
         n = len(self.members)
-        return (f"{n} model{'s' if n > 1 else ''}" + self._weights_text()
+        return (plural(n, 'model') + self._weights_text()
                 + (" and the history prior" if self.prior is not None else ""))
 
     def unfinished(self) -> str:

@@ -49,7 +49,7 @@ import numpy as np
 
 from tpar.data.kg import TemporalKG
 from tpar.data.timeaxis import TimeAxis
-from tpar.errors import DataError, number_in
+from tpar.errors import DataError, number_in, plural
 from tpar.graph.queries import Question
 from tpar.reasoning.explanation import Explainer, TemporalPath, evidence_floor
 
@@ -380,7 +380,7 @@ class RuleSet:
         hows = {h: sum(x.how == h for x in m.matched) for h in ("exact", "normalised", "mapping")}
         missing = len(own) - len(m.matched)
         example = next(iter(renamed.items()), None)
-        note = (f"the rules' {len(own)} relation{'s' if len(own) != 1 else ''} read in {kg.name}'s names: "
+        note = (f"the rules' {plural(len(own), 'relation')} read in {kg.name}'s names: "
                 f"{hows['exact']} by the same name, "
                 f"{hows['normalised']} by normalised name, {hows['mapping']} by the relation map"
                 + (f" (e.g. {example[0][:60]!r} as {example[1][:60]!r})" if example else "")

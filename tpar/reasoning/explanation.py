@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from tpar.errors import plural
 from tpar.graph.queries import Direction, Question
 from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor, rank_range, rank_range_text
 from tpar.model.network import PropagationTrace
@@ -220,7 +221,7 @@ class Decomposition:
         if self.target <= 0 or self.stays <= self.target / 2:
             return ""
         what = "S − S₀" if self.composite else "f − f₀"
-        early = (f" The shortest path listed has {shortest_path} link{'s' if shortest_path != 1 else ''} of the "
+        early = (f" The shortest path listed has {plural(shortest_path, 'link')} of the "
                  f"model's L = {num_layers}: it reaches the answer early, and self-loops carry that state to the "
                  "last step." if shortest_path is not None and shortest_path < num_layers else "")
         return (f"Most of {what} ({_signed(self.stays)} of {_signed(self.target)}) is credited to staying put: the "
@@ -307,7 +308,7 @@ class HistoryShare:
     def text(self) -> str:
         """One sentence, e.g. "answered this question 4 times before (most recently 2014-12-03, 2 days before):
         ψ = 0.213, adding 0.4·log(1 + ψ/0.01) = +1.231 to the score"."""
-        how = (f"answered this question {self.count} time{'s' if self.count != 1 else ''} before "
+        how = (f"answered this question {plural(self.count, 'time')} before "
                f"(most recently {self.last_time}, {self.last_when})" if self.count else
                "never answered this question before")
         return (f"{how}; ψ = α·ψ_λ + (1 − α)·ξ = {self.value:.4g} (recency ψ_λ {self.recency:.4g} at λ = {self.lmbda:g}, "

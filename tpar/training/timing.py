@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from tpar.errors import plural
+
 
 @dataclass
 class TrainingEstimate:
@@ -151,6 +153,6 @@ def describe_estimate(est: TrainingEstimate) -> str:
     finish = f", then {duration(est.finish_seconds)} to calibrate (and test)" if est.finish_seconds else ""
     return (f"estimate on this machine: {est.questions_per_epoch:,} training questions per epoch at "
             f"{1000 * est.seconds_per_question:.1f} ms each plus {duration(est.valid_seconds)} of validation: "
-            f"{about(est.epoch_seconds)} per epoch; at most {duration(est.total_seconds)} for {est.epochs} epoch"
-            f"{'s' if est.epochs != 1 else ''} (early stopping may end sooner){finish}")
+            f"{about(est.epoch_seconds)} per epoch; at most {duration(est.total_seconds)} for "
+            f"{plural(est.epochs, 'epoch')} (early stopping may end sooner){finish}")
 
