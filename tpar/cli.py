@@ -32,6 +32,16 @@ def _output(path: str | None, what: str, **kw) -> None:
         check_output(path, what, **kw)
 
 
+def _keep_existing(path: str, what: str, replace: bool, resume: bool | None = None) -> None:
+    """An existing ``--out`` is a model someone saved: replaced only with ``--replace`` (or continued with
+    ``--resume`` where the command has one), refused before any work otherwise -- nothing saved is lost."""
+    if replace or resume or not Path(path).exists():
+        return
+    also = ", or --resume to continue its interrupted run" if resume is not None else ""
+    raise DataError(f"a {what} is already there and is kept: choose another --out, add --replace to replace it{also}",
+                    file=path)
+
+
 #: arguments naming files a command reads, and those naming what it writes (``tpar grow --out``: a folder it
 #: replaces); :func:`_spare_inputs` checks every command's pairs before it runs
 INPUT_ARGS = {"data": "--data", "checkpoint": "--checkpoint", "checkpoints": "--checkpoints", "init": "--init",
@@ -170,6 +180,7 @@ def cmd_train(args) -> int:
     from tpar.training.distributed import current
 
     _output(args.out, "checkpoint", make_parents=True)
+    _keep_existing(args.out, "checkpoint", args.replace, args.resume)
     dist = current()
     if dist is not None and not dist.main:
         return _train(args, reserved=False)
@@ -350,7 +361,7 @@ def cmd_retrain(args) -> int:
 
         final = composite_output(recipe, Path(args.out_dir))
         argv = ["ensemble", "--checkpoints", *(str(outs[s.name]) for s in recipe.member_stages), "--data", str(data),
-                "--out", str(final), *recipe.ensemble["args"], *threads]
+                "--out", str(final), "--replace", *recipe.ensemble["args"], *threads]
         print(f"composite: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
         rc = 0 if args.dry_run else main(argv)
         if rc != 0:
@@ -510,6 +521,7 @@ def cmd_ensemble(args) -> int:
     from tpar.model.ensemble import build_composite
 
     _output(args.out, "checkpoint", make_parents=True)
+    _keep_existing(args.out, "checkpoint", args.replace)
     if (args.betas or args.eps) and not args.prior:
         raise DataError("--betas and --eps are the history prior's grids: add --prior")
     if len(args.checkpoints) < 2 and not args.prior:
@@ -1345,6 +1357,7 @@ def _add_train(sub) -> None:
                     "of a known benchmark (default: sized to the data, tpar.training.defaults; printed at the start)")
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
+    sp.add_argument("--replace", action="store_true", help="replace a checkpoint already at --out (refused without)")
     sp.add_argument("--init", metavar="CHECKPOINT",
                     help="warm start: begin with this checkpoint's weights (same model configuration, but "
                          "--propagation may change it; without --config its configuration is used) and a fresh "
@@ -1429,6 +1442,7 @@ def _add_ensemble(sub) -> None:
                     help="trained models of the same data (one with --prior: that model with the history prior)")
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the one the checkpoints were trained on)")
     sp.add_argument("--out", required=True, help="the composite checkpoint to write (.tpar)")
+    sp.add_argument("--replace", action="store_true", help="replace a checkpoint already at --out (refused without)")
     sp.add_argument("--prior", action="store_true",
                     help="add the history prior beta*log(1 + psi/eps) (psi: the recurrency baseline fitted on valid; "
                          "eps and beta chosen on valid)")

@@ -519,7 +519,7 @@ def test_the_prior_grids_are_the_ones_asked_for_and_an_edge_choice_is_said(kg, t
     (note,) = [line for line in text.splitlines() if line.startswith("note: the chosen prior's")]
     assert note == ("note: the chosen prior's β = 16 is the largest tried: a value beyond it may do better on valid "
                     "(--betas / --eps widen the grids)")  # ε's grid has one value: no edge
-    assert main(cmd + ["--json"]) == 0
+    assert main(cmd + ["--json", "--replace"]) == 0  # the first run's composite is replaced only when asked
     assert json.loads(capsys.readouterr().out)["grid_edges"] == ["β = 16 is the largest tried"]
 
 

@@ -585,6 +585,33 @@ def test_a_cancelled_run_is_marked_unfinished_wherever_it_is_listed(world, tmp_p
     assert infos["cut"].summary().endswith(" — UNFINISHED: " + why) and infos["done"].marker() == ""
 
 
+def test_an_existing_checkpoint_is_never_read_back_as_this_runs_model(world, tmp_path, capsys):
+    """``tpar train --out`` onto an existing file is refused (nothing read, nothing written) without --replace; a
+    replacing run cancelled before its first validation writes its own model and record, never the old file's
+    weights under the new run's record (the old model was what the cancelled run stamped before)."""
+    kg = load_dataset(world)
+    old = tmp_path / "old.tpar"
+    train(kg, tiny_run("extrapolation", epochs=1, seed=1), old, progress=False)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for target in (old, notes):
+        before = target.read_bytes()
+        assert main(["train", "--data", str(world), "--setting", "extrapolation", "--out", str(target), "--quiet",
+                     "--epochs", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "already there and is kept" in err and "--replace" in err and target.read_bytes() == before
+    assert main(["ensemble", "--checkpoints", str(old), "--data", str(world), "--prior", "--out", str(notes)]) == 2
+    assert "already there and is kept" in capsys.readouterr().err and notes.read_text() == "my notes\n"
+    old_weights = {k: v.clone() for k, v in Checkpoint.load(old).build_model().state_dict().items()}
+    res = train(kg, tiny_run("extrapolation", epochs=3, seed=7), old, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 1))
+    assert res.stopped == "cancelled" and res.best_epoch == -1
+    ck = Checkpoint.load(old)
+    assert ck.config.train.seed == 7 and ck.config.train.epochs == 3 and ck.metrics == {}
+    new = ck.build_model().state_dict()
+    assert any(not torch.equal(new[k], old_weights[k]) for k in old_weights)
+
+
 def test_a_warm_start_refuses_to_add_or_drop_a_learned_priority(world):
     """The propagation may change in a warm start, but a learned priority's weights exist only with top-K: turning
     top-K on or off under ``priority="learned"`` would leave weights with no home (or none to start from), so it is

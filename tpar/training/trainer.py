@@ -431,7 +431,9 @@ class Trainer:
         st = self.state
         if not self.main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
             return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
-        if not self.out.is_file():  # cancelled before the first validation: keep what we have
+        if st.stopping.best_epoch < 1 or not self.out.is_file():
+            # never validated (cancelled or interrupted before the first validation): the model as it stands; a
+            # file already at ``out`` was not written by this run (one it replaces) and is never read back
             from_model(self.model, self.run, self.kg, self.setting, history=st.history,
                        extra=self._extra()).save(self.out)
         best = Checkpoint.load(self.out)
