@@ -195,6 +195,52 @@ def test_benchmark_integer_times_beyond_2_53_are_refused_by_row(tmp_path):
     assert np.iinfo(np.int64).max < 99999999999999999999
 
 
+@pytest.mark.parametrize("year", ["99999999999999999999999", "-9999999999999999", "9" * 5000])
+def test_interval_years_beyond_2_53_are_refused_by_row(tmp_path, year):
+    """A HyTE bound's year is held to ±2^53 like a point time: never an int64 overflow, Python's 4300-digit limit or a
+    year silently kept beyond what a time step may be."""
+    d = _benchmark(tmp_path / "iv", "A\t0\nB\t1\n", f"0\t0\t1\t1990-01-01\t1995-##-##\n0\t0\t1\t{year}-01-01\t2000-01-01\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: year -?9{16,30}(\.\.\.)? is beyond ±2\^53"):
+        load_dataset(d)
+
+
+@pytest.mark.parametrize("time", ["20240102", "2024-W01-3", "2024-002", "２０２４-01-02"])
+def test_benchmark_dates_are_exactly_yyyy_mm_dd(tmp_path, time):
+    """The benchmark reader's dates follow the one grammar every reader keeps: Python's fromisoformat alone would
+    take a basic or week date."""
+    (tmp_path / "pt").mkdir()
+    (tmp_path / "pt" / "train.txt").write_text(f"A\tr\tB\t2024-01-05\nA\tr\tB\t{time}\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: time .* is neither an integer nor an ISO date"):
+        load_dataset(tmp_path / "pt")
+
+
+@pytest.mark.parametrize("time", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00-05:00"])
+def test_a_utc_offset_that_leaves_the_calendar_is_a_row_problem(tmp_path, time, capsys):
+    """Shifted into UTC, these leave the years 1-9999 a date-time can hold: the row is named (in a file, and as a
+    question's --time), never an OverflowError."""
+    from tpar.data.timeaxis import TimeAxis
+
+    f = tmp_path / "tz.csv"
+    f.write_text(f"subject,relation,object,time\nA,r,B,{time}\nB,r,C,2024-01-01T00:00:00Z\n")
+    with pytest.raises(DataError, match=r"tz.csv, row 2: time .* lies outside the years 1-9999 once its UTC offset"):
+        load_dataset(f)
+    with pytest.raises(ValueError, match="lies outside the years 1-9999"):
+        TimeAxis("hour", "2024-01-01T00:00:00").parse(time)
+    assert main(["predict", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject",
+                 "Arovia", "--relation", "Accuse", "--time", time]) == 2
+    assert "lies outside the years 1-9999" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ascii_time, time", [("7", "١٢"), ("7", "１２"), ("13/04/2024", "١٣/٠٤/٢٠٢٤"),
+                                              ("2024-01-01", "2024-01-0٣")])
+def test_times_are_read_in_ascii_digits_only(tmp_path, ascii_time, time):
+    """Other scripts' digits are not silently read as numbers (Python's \\d and int() take them): the row is named."""
+    f = tmp_path / "digits.csv"
+    f.write_text(f"subject,relation,object,time\nA,r,B,{ascii_time}\nB,r,C,{time}\n")
+    with pytest.raises(DataError, match="row 3"):
+        load_dataset(f)
+
+
 def test_a_header_longer_than_pythons_csv_field_limit_is_read(tmp_path, capsys):
     """Python's csv module stops at 131,072 characters a field with an error naming nothing; a long header column
     is an unread column, a long cell a row problem naming its row."""

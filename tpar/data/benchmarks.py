@@ -171,6 +171,7 @@ def _dedup(arr: np.ndarray) -> tuple[np.ndarray, int]:
     return arr[first], len(arr) - len(first)
 
 
+_ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _YEAR = re.compile(r"^(-?[0-9#]+)-")
 
 
@@ -179,8 +180,12 @@ def _hyte_year(text: str, fill: str) -> int | None:
     Unknown digits of a partly known year ("19##") become ``fill`` ("0" for a start, "9" for an end),
     which widens the interval to every year the known digits allow."""
     m = _YEAR.match(text)
-    if not m or not re.search(r"\d", m.group(1)):
+    if not m or not re.search(r"[0-9]", m.group(1)):
         return None
+    digits = m.group(1).lstrip("-")
+    if len(digits) > 16 or int(digits.replace("#", fill)) > MAX_INT_TIME:  # before int() of thousands of digits
+        raise ValueError(f"year {m.group(1)[:30]}{'...' if len(m.group(1)) > 30 else ''} is beyond ±2^53, "
+                         "which no time step may be")
     return int(m.group(1).replace("#", fill))
 
 
@@ -242,7 +247,7 @@ def load_benchmark(folder: str | Path) -> TemporalKG:
 
 
 def _is_int(s: str) -> bool:
-    return bool(re.fullmatch(r"[+-]?\d+", s))
+    return bool(re.fullmatch(r"[+-]?[0-9]+", s))
 
 
 def _check_width(path: Path, rs: _RawSplit, widths: tuple[int, ...]) -> None:
@@ -322,7 +327,9 @@ def _calendar_times(times_raw: dict[str, list[str]], present: dict[str, Path], r
     for split, ts in times_raw.items():
         out = []
         for row, t in zip(raw[split].rows, ts):
-            try:
+            try:  # exactly YYYY-MM-DD: fromisoformat alone also takes 20240102 and 2024-W01-3, as no data file may
+                if not _ISO_DATE.match(t):
+                    raise ValueError(t)
                 out.append(dt.date.fromisoformat(t))
             except ValueError:
                 raise DataError(f"time {t!r} is neither an integer nor an ISO date (YYYY-MM-DD)",
@@ -351,7 +358,10 @@ def _benchmark_intervals(raw: dict[str, _RawSplit], present: dict[str, Path],
         for row, f in zip(rs.rows, rs.fields):
             s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
                        entity_file.index(f[2], path, row, "entity"))
-            start, end = _hyte_year(f[3], "0"), _hyte_year(f[4], "9")
+            try:
+                start, end = _hyte_year(f[3], "0"), _hyte_year(f[4], "9")
+            except ValueError as e:
+                raise DataError(str(e), file=path, row=row) from None
             if start is None and end is None:
                 dropped += 1
                 continue

@@ -29,7 +29,7 @@ from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import BOM, newline_ends, read_text
-from tpar.data.timeaxis import TimeAxis
+from tpar.data.timeaxis import TimeAxis, in_utc
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
 
@@ -46,7 +46,7 @@ _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u
 
 
 #: a date-time's UTC offset: "Z", "+02:00", "-0500" after a time of day
-_UTC_OFFSET = re.compile(r"[T ]\d[\d:.]*(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
+_UTC_OFFSET = re.compile(r"[T ][0-9][0-9:.]*(Z|[+-][0-9][0-9]:?[0-9][0-9])$", re.IGNORECASE)
 
 
 def clean_name(name: str) -> str:
@@ -115,10 +115,10 @@ MORE_BAD_ROWS_NAMED = 10
 #: integer times beyond this magnitude are refused (steps must stay exact in int64 arithmetic)
 MAX_INT_TIME = 2 ** 53
 
-_RE_INT = re.compile(r"^[+-]?\d+$")
-_RE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_RE_MONTH = re.compile(r"^\d{4}-\d{2}$")
-_RE_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$",
+_RE_INT = re.compile(r"^[+-]?[0-9]+$")
+_RE_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_RE_MONTH = re.compile(r"^[0-9]{4}-[0-9]{2}$")
+_RE_DATETIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$",
                           re.IGNORECASE)  # RFC 3339 allows a lower-case 't' and 'z'; a question's time reads the same
 
 #: header names read as each column (compared lower-cased, with spaces, dashes and dots as ``_``); the
@@ -141,9 +141,9 @@ SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 
 #: a day and a month in either order, then a four-digit year: 25/03/2024, 03-25-2024, 25.03.2024 (dots: day
 #: first, as written where that form is used), with an optional time of day (14:05[:30][ PM])
-_RE_DMY = re.compile(r"^(\d{1,2})([/.-])(\d{1,2})\2(\d{4})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$")
+_RE_DMY = re.compile(r"^([0-9]{1,2})([/.-])([0-9]{1,2})\2([0-9]{4})(?:[ T]+([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?\s*([AaPp][Mm])?)?$")
 #: year first with slashes or dots: 2024/03/25, 2024.03.25 (always year, month, day)
-_RE_YMD = re.compile(r"^(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$")
+_RE_YMD = re.compile(r"^([0-9]{4})([/.])([0-9]{1,2})\2([0-9]{1,2})(?:[ T]+([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?\s*([AaPp][Mm])?)?$")
 DATE_ORDERS = {True: "day first (DD/MM/YYYY)", False: "month first (MM/DD/YYYY)"}
 
 
@@ -686,9 +686,7 @@ def parse_time(text: str, fmt: str):
         raise ValueError(f"time {s!r} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
     if when.microsecond:  # read to the whole second: a fraction is never dropped without a word
         raise ValueError(f"time {s!r} has a fraction of a second (times are read to the whole second)")
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return when
+    return in_utc(when, s)
 
 
 def _times_to_steps(values: list, fmt: str) -> tuple[TimeAxis, np.ndarray]:

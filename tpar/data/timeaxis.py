@@ -25,14 +25,14 @@ UNIT_SYMBOL = {
 }
 _SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
+_MONTH = re.compile(r"^([0-9]{4})-([0-9]{2})$")
 #: the date-times a question may give, the grammar of the CSV reader (Python's fromisoformat also takes ISO week
 #: dates, '20251209' and fractions of a second, which no data file may hold)
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.0+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$",
+_DATE_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.0+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?$",
                         re.IGNORECASE)  # '.000' is a whole second, as in a file; an offset only after a time of day
 # (RFC 3339 allows a lower-case 't' and 'z')
-_INT = re.compile(r"^[+-]?\d+$")
+_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 def _real_date(s: str) -> bool:
@@ -41,6 +41,17 @@ def _real_date(s: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def in_utc(when: dt.datetime, text: str) -> dt.datetime:
+    """``when`` as a naive UTC date-time (unchanged when it has no offset); ``ValueError`` naming ``text``
+    when the shift to UTC leaves the years 1-9999 a date-time can hold (``0001-01-01T00:00+05:00``)."""
+    if when.tzinfo is None:
+        return when
+    try:
+        return when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    except OverflowError:
+        raise ValueError(f"time {quoted(text)} lies outside the years 1-9999 once its UTC offset is applied") from None
 
 
 @dataclass(frozen=True)
@@ -151,8 +162,7 @@ class TimeAxis:
             when = dt.datetime.fromisoformat(s.upper().replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"time {quoted(s)} is not a real ISO date or date-time") from None
-        if when.tzinfo is not None:  # the data's clock is UTC (files with offsets are read into UTC too)
-            when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        when = in_utc(when, s)  # the data's clock is UTC (files with offsets are read into UTC too)
         secs = (when - dt.datetime.fromisoformat(self.origin)).total_seconds()
         unit = _SECONDS[g]
         if secs % unit:

@@ -72,9 +72,9 @@ def body_signature(body: Iterable[str], head: str, direction: str = "object") ->
 
 # -- timing: "(A, Meet, B, t - 7)" => (A, Meet, B, t) is the rule's body only when the link lies 7 days
 #    before the head; a path with the right relations at the wrong times does not follow the rule
-_TIME_TERM = re.compile(r"^\s*([A-Za-z]\w*)\s*(?:([+-])\s*(\d+|d))?\s*$")
+_TIME_TERM = re.compile(r"^\s*([A-Za-z]\w*)\s*(?:([+-])\s*([0-9]+|d))?\s*$")
 _ATOM_TIME = re.compile(r"\(\s*[^,()]+?\s*,\s*[^,()]+?\s*,\s*[^,()]+?\s*,\s*([^()]*)\)")
-_BOUND = re.compile(r"([A-Za-z]\w*(?:\s*[+-]\s*\d+)?)\s*(<=|<)\s*([A-Za-z]\w*)\s*(<=|<)\s*([A-Za-z]\w*(?:\s*[+-]\s*\d+)?)")
+_BOUND = re.compile(r"([A-Za-z]\w*(?:\s*[+-]\s*[0-9]+)?)\s*(<=|<)\s*([A-Za-z]\w*)\s*(<=|<)\s*([A-Za-z]\w*(?:\s*[+-]\s*[0-9]+)?)")
 
 
 def _term(text: str) -> tuple[str, int | str]:
