@@ -290,6 +290,11 @@ def _hostile_outputs(tmp_path, key):
         cases["in a missing folder"] = tmp_path / "missing" / "x.out"
     if key in (("sample-world", "out"), ("retrain", "out_dir")):  # a folder: a file is the wrong kind there
         cases["a folder"] = tmp_path / "a-file"
+    elif key != ("grow", "out"):  # a file someone made read-only is kept (an atomic write would pass its mode)
+        kept = tmp_path / "read-only.out"
+        kept.write_text("kept")
+        kept.chmod(0o444)
+        cases["a read-only file"] = kept
     return cases
 
 
@@ -315,6 +320,7 @@ def test_an_output_that_cannot_be_written_is_named_before_any_work(key, tmp_path
         assert f"error: {out}: " in err, (case, err)
     assert (tmp_path / "a-file").read_text() == "mine" and list((tmp_path / "a-folder").iterdir()) == []
     assert not (tmp_path / "missing").exists()
+    assert not (tmp_path / "read-only.out").exists() or (tmp_path / "read-only.out").read_text() == "kept"
 
 
 def test_a_file_system_that_fails_while_writing_is_named_and_the_old_file_kept(csv_file, tmp_path, monkeypatch,

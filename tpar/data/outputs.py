@@ -70,6 +70,11 @@ def check_output(path: str | Path, what: str = "output file", *, make_parents: b
         raise DataError(f"the {what}'s folder {parent} is not a folder", file=p)
     if p.exists() and not p.is_file():
         raise DataError(f"the {what} exists and is not a regular file", file=p)
+    if p.is_file() and (not os.access(p, os.W_OK) or not p.stat().st_mode & 0o222):
+        # an atomic write replaces the file through its folder, past its own mode: a file made read-only (no write
+        # bit for anyone, which also protects it from root) is a file someone means to keep
+        raise DataError(f"the {what} exists and is read-only: nothing was written; make it writable or choose "
+                        "another name", file=p)
     _probe(parent, p, what)
     return p
 
