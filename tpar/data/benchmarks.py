@@ -24,7 +24,7 @@ import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.tables import MAX_FIELD, MAX_INT_TIME
-from tpar.data.textfile import BOM, read_lines
+from tpar.data.textfile import BOM, memory_named, read_lines
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
@@ -195,6 +195,7 @@ class _RawSplit:
     fields: list[list[str]] = field(default_factory=list)
 
 
+@memory_named
 def load_benchmark(folder: str | Path) -> TemporalKG:
     """Load a benchmark folder (``train/valid/test.txt`` + ``entity2id.txt``/``relation2id.txt``)."""
     folder = Path(folder)
@@ -205,10 +206,11 @@ def load_benchmark(folder: str | Path) -> TemporalKG:
     raw: dict[str, _RawSplit] = {}
     for split, path in present.items():
         rs = _RawSplit()
+        seen: dict[str, str] = {}  # each distinct field held once: names, ids and times repeat over many rows
         for row, line in enumerate(read_lines(path), start=1):
             if line.strip():
                 rs.rows.append(row)
-                rs.fields.append(_fields(line))
+                rs.fields.append([seen.setdefault(f, f) for f in _fields(line)])
         raw[split] = rs
 
     # Decide the layout from the first line of the first split.

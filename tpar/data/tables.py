@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import io
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -28,7 +27,8 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
-from tpar.data.textfile import BOM, newline_ends, read_text
+from tpar.data.textfile import (BOM, MAX_LINE_CHARS, bounded_lines, long_line_length, memory_named, newline_ends,
+                               read_text)
 from tpar.data.timeaxis import TimeAxis, in_utc
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
@@ -357,6 +357,7 @@ _EXPECTED = {
 }
 
 
+@memory_named
 def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_rows: str = "raise",
                        text: str | None = None, incomplete: str = "bad", day_first: bool | None = None) -> CsvQuadruples:
     """Parse a CSV/TSV of quadruples, as spreadsheets and news feeds export them.
@@ -385,8 +386,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
     delim = sniff_separator(header_line)
-    allow_fields_up_to(len(text))  # long fields become row problems below
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    allow_fields_up_to(MAX_LINE_CHARS)  # long fields become row problems below
+    reader = csv.reader(bounded_lines(text, path), delimiter=delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
     pos, width = _read_header(path, next(reader), rp.report)
     recs = _read_rows(reader, pos, width, incomplete, rp)
@@ -440,6 +441,9 @@ def _shown_header(header: list[str], most: int = 8) -> str:
 def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
+    if len(header) == 1 and long_line_length(header[0]) is not None:
+        raise DataError(f"the header line is {long_line_length(header[0]):,} characters long (at most {MAX_LINE_CHARS:,} are "
+                        "read): a table's header is a few column names (subject, relation, object, time)", file=path, row=1)
     pos = map_header(header)
     missing = [c for c in REQUIRED_COLUMNS if c not in pos]
     if missing:
@@ -463,6 +467,7 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
     each other row becomes a problem naming its row (an unclosed quote names every line it swallowed)."""
     report, bad = rp.report, rp.bad
     recs: list[tuple[int, list[str]]] = []
+    seen: dict[str, str] = {}  # each distinct cell text held once: names and times repeat over many rows
     last = reader.line_num  # the header's last line
     while True:
         try:
@@ -487,6 +492,9 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
+        if len(rec) == 1 and long_line_length(rec[0]) is not None:
+            bad(row, f"the row is {long_line_length(rec[0]):,} characters long (at most {MAX_LINE_CHARS:,} are read)")
+            continue
         if any(STRAY_CR in x for x in rec):
             bad(row, "a carriage return (shown ␍) inside the row, where only a line break may end it: the row is "
                      "dropped whole, not split")
@@ -496,7 +504,7 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
         if len(rec) != width:
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
-        vals = [unescape_cell(x.strip()) for x in rec]
+        vals = [seen.setdefault(v, v) for v in (unescape_cell(x.strip()) for x in rec)]  # one object per name
         problem = _row_problem(row, vals, pos, incomplete, report)
         if problem:
             bad(row, problem)

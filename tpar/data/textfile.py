@@ -4,13 +4,16 @@ export "Unicode text"), with the row of the first bad byte named when it is neit
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import re
 from pathlib import Path
+from typing import Callable, Iterator, TypeVar
 
 from tpar.errors import DataError
 
 BOM = "\ufeff"
+T = TypeVar("T")
 
 
 def _utf16_without_bom(raw: bytes) -> str | None:
@@ -81,8 +84,13 @@ def read_bytes(path: str | Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "f
     (also one that grows while read) raises :class:`DataError` naming its size and the limit, before it is held."""
     p = check_regular(path, what)
     try:
-        with open(p, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        with open(p, "rb") as f:  # a buffer of the file's size (not of the limit), grown only if the file grows
+            raw = f.read(min(os.fstat(f.fileno()).st_size, max_bytes) + 1)
+            while len(raw) <= max_bytes:  # a file that grew while read: on to the limit
+                more = f.read(min(max_bytes + 1 - len(raw), 2 ** 20))  # read() allocates what it is asked for
+                if not more:
+                    break
+                raw += more
     except OSError as e:
         raise DataError(f"cannot read the {what} ({e.strerror or type(e).__name__})", file=p) from None
     if len(raw) > max_bytes:
@@ -97,6 +105,19 @@ def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file") -
     file of at most ``max_bytes``); unreadable or undecodable files raise :class:`DataError` naming the row of the
     first bad byte."""
     return decode_text(read_bytes(path, max_bytes, what), path)
+
+
+def memory_named(read: Callable[..., T]) -> Callable[..., T]:
+    """``read(path, ...)`` whose running out of memory (a file too large for this machine, though under the
+    byte and row limits) is a :class:`DataError` naming ``path``, not an internal error."""
+    @functools.wraps(read)
+    def reading(path, *args, **kwargs):
+        try:
+            return read(path, *args, **kwargs)
+        except MemoryError:
+            raise DataError("this machine ran out of memory reading it: free some memory, or split the file",
+                            file=path) from None
+    return reading
 
 
 def read_small_json(path: str | Path, what: str = "JSON file") -> object:
@@ -191,7 +212,50 @@ def newline_ends(text: str, stray: str = "\r") -> str:
     return text if stray == "\r" else text.replace("\r", stray)
 
 
-def read_lines(path: Path) -> list[str]:
-    """Lines of a text file without BOM and line ends (:func:`newline_ends`); empty lines kept (for row numbers). A
-    lone CR inside a line stays in it: a name loses it as a control character, a number's strip() drops it."""
-    return newline_ends(read_text(path)).split("\n")
+#: the longest line read as a row (a header of many columns fits; a longer line is one bad row, reported by its
+#: length and never split into cells: a 500 MB line of commas would be a list of 250 million of them)
+MAX_LINE_CHARS = 1_000_000
+#: the most rows one data file may have: reading holds a few hundred bytes of Python objects per row, whatever
+#: its length (a file of 8-byte rows cost ~40 times its size), so the rows are bounded, not only the bytes
+MAX_ROWS = 4_000_000
+#: what :func:`bounded_lines` yields in place of a line longer than :data:`MAX_LINE_CHARS`: this private-use
+#: character, then the line's length
+LONG_LINE = "\ue00a"
+
+
+def long_line_length(cell: str) -> int | None:
+    """The length of the line a :data:`LONG_LINE` cell stands for, or ``None`` for any other cell."""
+    return int(cell[1:]) if cell.startswith(LONG_LINE) and cell[1:].isdigit() else None
+
+
+def bounded_lines(text: str, path: str | Path, *, keep_ends: bool = True, header: bool = True) -> Iterator[str]:
+    """The lines of ``text`` (newline-ended, :func:`newline_ends`) one at a time, no second copy of the text held:
+    a line longer than :data:`MAX_LINE_CHARS` comes as :data:`LONG_LINE` and its length, so its row is reported
+    and never split; more than :data:`MAX_ROWS` rows (beyond a header) raise :class:`DataError` before they are
+    held (``header``: the first line is no row). ``keep_ends``: each line with its newline (as Python's csv reader
+    takes them)."""
+    if text.count("\n", 0, len(text) - 1) + (not header) > MAX_ROWS:  # counted at C speed before a row is read
+        raise DataError(f"more than {MAX_ROWS:,} rows, more than tpar reads from one file (reading holds every row in "
+                        "memory); split it, or keep the rows a question needs", file=path)
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        end = size if end < 0 else end + 1
+        stop = end if keep_ends or text[end - 1:end] != "\n" else end - 1
+        yield text[start:stop] if end - start <= MAX_LINE_CHARS else f"{LONG_LINE}{end - start}" + (
+            "\n" if keep_ends else "")
+        start = end
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    """Lines of a text file without BOM and line ends (:func:`newline_ends`), one at a time; empty lines kept (for
+    row numbers). A line longer than :data:`MAX_LINE_CHARS` raises :class:`DataError` naming its row, as do more
+    than :data:`MAX_ROWS` lines. A lone CR inside a line stays in it: a name loses it as a control character, a
+    number's strip() drops it."""
+    for row, line in enumerate(bounded_lines(newline_ends(read_text(path)), path, keep_ends=False, header=False),
+                               start=1):
+        length = long_line_length(line)
+        if length is not None:
+            raise DataError(f"the line is {length:,} characters long (at most {MAX_LINE_CHARS:,} are read)",
+                            file=path, row=row)
+        yield line
