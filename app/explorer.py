@@ -24,7 +24,7 @@ from tpar.model.registry import Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
-from tpar.errors import DataError, plural  # noqa: F401  (ex.plural: the pages word counts as the library does)
+from tpar.errors import DataError, markdown_text, plural  # noqa: F401  (ex.plural: the pages word counts as the library does)
 from tpar.graph.queries import Question, default_question
 from tpar.reasoning.explanation import Explainer, Explanation, ReasoningTrace
 from tpar.reasoning.prediction import Prediction, Predictor
@@ -55,21 +55,10 @@ def max_upload_mb() -> int:
     return int(st.get_option("server.maxUploadSize"))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
-#: GFM turns bare www., scheme:// and a@b text into links even when escaped (checked in chromium): an invisible
-#: word joiner (U+2060) inside each such marker -- after "www", between a colon and "//", after an "@" that follows
-#: text -- stops it without changing what is shown. Nowhere else: the joiner comes along when text is copied, and an
-#: escaped colon alone already keeps ":smile:", ":red[x]" and ":material/home:" as text.
-_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
-WORD_JOINER = "\u2060"
-
-
 def md(text: object) -> str:
-    """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links,
-    images, LaTeX or formatting): every ASCII punctuation character is backslash-escaped, and bare
-    URL and e-mail markers (only those) are broken by an invisible word joiner (no auto-links)."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
-    return _AUTOLINK_MARKERS.sub(lambda m: m.group(1) + WORD_JOINER, escaped)
+    """``text`` escaped for Streamlit markdown (names from uploads or URLs must never become links, images, LaTeX or
+    formatting): :func:`tpar.errors.markdown_text`, the one escaping the library's model cards use too."""
+    return markdown_text(text)
 
 
 def sentence(text: object) -> str:

@@ -1,7 +1,9 @@
-"""Errors that carry where bad input came from, so the CLI and the app can show a clear message."""
+"""Errors that carry where bad input came from, so the CLI and the app can show a clear message; and the few helpers
+that put untrusted text into a message or a Markdown page (quoted, counted, escaped)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -36,6 +38,41 @@ def quoted(value: object, most: int = 80) -> str:
     if len(text) <= most:
         return repr(text)
     return f"{text[:most] + '…'!r} ({len(text):,} characters)"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
+#: GFM turns bare www., scheme:// and a@b text into links even when escaped (checked in chromium): an invisible
+#: word joiner (U+2060) inside each such marker -- after "www", between a colon and "//", after an "@" that follows
+#: text -- stops it without changing what is shown. Nowhere else: the joiner comes along when text is copied, and an
+#: escaped colon alone already keeps ":smile:", ":red[x]" and ":material/home:" as text.
+_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
+WORD_JOINER = "\u2060"
+
+
+def markdown_text(text: object) -> str:
+    """``text`` as Markdown that shows exactly it (a name from an upload, a URL or a checkpoint never becomes a
+    link, an image, LaTeX, a colour or formatting): every ASCII punctuation character backslash-escaped, and bare
+    URL and e-mail markers (only those) broken by an invisible word joiner (no auto-links)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _AUTOLINK_MARKERS.sub(lambda m: m.group(1) + WORD_JOINER, escaped)
+
+
+#: outside code spans, what :func:`defuse_markdown` escapes (an escaped pair is kept as it is)
+_DEFUSE = re.compile(r"(\\.)|([$~:\[\]<>!])")
+_DEFUSED_AUTOLINK = re.compile("(?i)(\\bwww(?=\\\\?\\.)|\\\\:(?=\\\\?/)|(?<=\\S)@)(?!\u2060)")
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+
+
+def defuse_markdown(text: str) -> str:
+    """A Markdown document from a file someone else may have written (a model card), kept as headings, lists,
+    tables, emphasis and code but with nothing that acts: outside code spans, ``$`` (LaTeX), ``~`` (strike),
+    ``:`` (Streamlit's :colour[...] and :emoji:), brackets (links, images), ``<``/``>`` (HTML) and ``!`` are
+    escaped, and bare URL and e-mail markers broken by a word joiner (:func:`markdown_text`'s)."""
+    parts = _CODE_SPAN.split(text)
+    for i in range(0, len(parts), 2):  # the even parts lie outside code spans
+        kept = _DEFUSE.sub(lambda m: m.group(1) or "\\" + m.group(2), parts[i])
+        parts[i] = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, kept)
+    return "".join(parts)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

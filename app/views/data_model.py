@@ -10,7 +10,7 @@ import streamlit as st
 import explorer as ex
 from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch, share_text
-from tpar.errors import DataError
+from tpar.errors import DataError, defuse_markdown
 from tpar.model.card import card_for
 from tpar.model.checkpoint import Checkpoint
 from tpar.training.timing import duration
@@ -83,10 +83,10 @@ def model_ui(sel: ex.Selection) -> None:
             text, why = card_for(ck, m.info.path)
             if why:
                 st.caption(ex.md(why))
-            # our own markdown (HTML is not rendered; the card escapes what it read from the file), its headings
-            # demoted below the page's own; a card file is a file too: no link or image of it becomes one
+            # its headings demoted below the page's own; a card file is a file (its sha256 mark is forgeable) and
+            # a checkpoint's strings were chosen by whoever wrote it: no link, image, LaTeX or colour acts
             text = re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text)
-            st.markdown(text.replace("](", "]\\(").replace("<", "\\<"))
+            st.markdown(defuse_markdown(text))
 
 
 def relation_coverage_ui(rm: RelationMatch) -> None:

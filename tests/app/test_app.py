@@ -389,6 +389,55 @@ def test_a_model_retrained_under_the_same_name_never_shows_the_old_card(tmp_path
     assert "1: 12.34" in shown and "sha256" not in shown  # the new model's own history, no mark line
 
 
+#: what acts in Streamlit's Markdown when it is not escaped (checked in chromium): LaTeX, strike, :colour[...] and
+#: :emoji:, links and images, HTML; and the bare URL and e-mail markers GFM links even when escaped
+_ACTS = re.compile(r"(?<!\\)[$~:\[<!]|www(?!\u2060)\\?\.|:(?!\u2060)\\?/\\?/|(?<=\S)@(?!\u2060)")
+
+
+def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path, monkeypatch):
+    """A checkpoint's strings are its writer's to choose, and a card file's sha256 mark is forgeable: on Data and
+    model's card, nothing from either becomes a link, LaTeX, a colour, an emoji or HTML (outside code spans, where
+    Markdown is text). Both the card written from the checkpoint and a forged card file are checked."""
+    import shutil
+
+    import explorer
+
+    from tpar.model.card import CARD_MARK
+    from tpar.model.checkpoint import Checkpoint
+
+    hostile = ("Linux http://evil.example/login www.evil.example mail@evil.example $x^2+\\sqrt{y}$ :red[RED] :skull: "
+               "~~strike~~ _it_ <b>bold</b> [a](http://evil.example) ![i](http://evil.example/i.png)")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    ckpt = runs / "forged.tpar"
+    ck = Checkpoint.load(Path(APP).parent.parent / "checkpoints" / "sample-world-unified.tpar")
+    ck.extra = {**ck.extra, "hardware": {"platform": hostile, "torch": "$E=mc^2$", "gpu": hostile}}
+    ck.save(ckpt)
+    monkeypatch.setattr(explorer, "RUNS_DIR", runs)
+    explorer.checkpoints.clear()
+
+    def card_markdown() -> str:
+        at = app({**QUESTION, "model": "forged"}).run()
+        at.switch_page("views/data_model.py").run()
+        assert not at.exception and at.session_state["model"] == "forged"
+        found = [m.value for m in at.markdown if "Model card" in m.value]
+        assert len(found) == 1, [m.value[:200] for m in at.markdown]
+        (card,) = found
+        return card
+
+    written = card_markdown()
+    assert "evil" in written and "$E=mc^2$" not in written
+    (runs / "forged.md").write_text("# Model card\n\n" + hostile + "\n\n- `code $kept$`\n\n"
+                                     + CARD_MARK.format(Checkpoint.load(ckpt).digest) + "\n")
+    shutil.copy(runs / "forged.md", tmp_path / "kept.md")
+    forged = card_markdown()
+    assert "code $kept$" in forged and "evil" in forged  # the file was used (its mark names these weights)
+    for text in (written, forged):
+        outside = re.sub(r"`[^`\n]*`", "", text)  # in a code span Markdown is text
+        assert not _ACTS.findall(outside), _ACTS.findall(outside)
+    assert (runs / "forged.md").read_text() == (tmp_path / "kept.md").read_text()
+
+
 def test_the_reasoning_page_names_an_unknown_answer_instead_of_silently_tracing_another():
     """A link to /reasoning opens that page first (AppTest opens Ask first, which mends the answer
     itself; so the answer is put into the session as the URL would put it)."""

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from tpar.data.outputs import write_text
+from tpar.errors import markdown_text
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
@@ -20,14 +21,13 @@ CARD_MARK = "<!-- tpar model card of the checkpoint with sha256 {} -->"
 _MARK = re.compile(r"^<!-- tpar model card of the checkpoint with sha256 ([0-9a-f]*) -->\s*$", re.MULTILINE)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|!])")
 
 
 def _text(value: object, limit: int = 300) -> str:
-    """A string read from a checkpoint, as Markdown text that stays text: on one line, cut at ``limit``, the
-    characters that would make links, images, emphasis, code or table cells backslash-escaped."""
-    one = " ".join(str(value).split())[:limit]
-    return _MD_SPECIAL.sub(r"\\\1", one)
+    """A string read from a checkpoint (whose writer chose every string in it), as Markdown text that stays text:
+    on one line, cut at ``limit``, never a link, an image, LaTeX, a colour, emphasis, code or a table cell
+    (:func:`tpar.errors.markdown_text`)."""
+    return markdown_text(" ".join(str(value).split())[:limit])
 
 
 def _code(value: object, limit: int = 300) -> str:
