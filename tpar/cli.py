@@ -1058,7 +1058,7 @@ def cmd_grow(args) -> int:
                             + ": give --out FOLDER for the grown copy", file=data)
     kg = load_dataset(data)
     rows = Path(args.rows)
-    report, grown = grow(kg, read_text(rows), str(rows), split=args.split, day_first=args.day_first)
+    report, grown = grow(kg, read_text(rows, mark_bad_bytes=True), str(rows), split=args.split, day_first=args.day_first)
     print("\n".join(report.lines()))
     if args.dry_run:
         print("dry run: nothing written")
@@ -1696,7 +1696,7 @@ def _run(args, torchrun: bool) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows \
-                and type(e).__name__ != "AmbiguousDates":  # a whole file's date order, not a row to drop
+                and type(e).__name__ not in ("AmbiguousDates", "EncodingError"):  # a whole file's, not a row's
             print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

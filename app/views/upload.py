@@ -59,7 +59,8 @@ def render() -> None:
 
 
 def file_ui() -> tuple[str, str]:
-    """The uploaded file's name and UTF-8 text (a message and a stop for none, too large, or not UTF-8)."""
+    """The uploaded file's name and text (a message and a stop for none, too large, or not text; a byte that is not
+    UTF-8 is marked, and the reader drops its row)."""
     limit_mb = ex.max_upload_mb()
     up = st.file_uploader(f"Quadruple file (at most {limit_mb} MB)", type=["csv", "tsv", "txt"], key="upload_file")
     if up is None:
@@ -69,7 +70,7 @@ def file_ui() -> tuple[str, str]:
                  + "(`server.maxUploadSize` in `.streamlit/config.toml`). Split the file or raise the limit.")
         st.stop()
     try:
-        return up.name, decode_text(up.getvalue(), up.name)
+        return up.name, decode_text(up.getvalue(), up.name, mark_bad_bytes=True)  # such rows are dropped, listed
     except DataError as e:
         st.error(ex.md(f"{e}."))
         st.stop()

@@ -181,6 +181,20 @@ def test_bad_files_are_explained(content, message):
         assert "bad.csv, row 1" in errors(at)
 
 
+def test_an_upload_with_a_byte_that_is_not_utf8_drops_that_row_and_shows_it(workspace):
+    """The page says bad rows are dropped and listed, never fatal: a bad byte is one more bad row (its byte shown
+    as �), not a refusal of the whole file."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    rows = tiny_world_csv().strip().splitlines()
+    upload(at, ("\n".join(rows[:3]) + "\n").encode() + b"Bad\xffName,r,X,2024-01-05\n"
+           + ("\n".join(rows[3:]) + "\n").encode())
+    assert not at.exception and not at.error
+    assert "1 row of mine.csv was dropped" in " ".join(w.value for w in at.warning).replace("\\", "")
+    (table,) = [d.value for d in at.dataframe if "problem" in list(d.value.columns)]
+    assert table.to_dict("records") == [{"row": 4, "problem": "not UTF-8 text (invalid byte 0xff)",
+                                         "content": "Bad\ufffdName,r,X,2024-01-05"}]
+
+
 @pytest.mark.slow
 def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()

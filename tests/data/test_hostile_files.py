@@ -306,6 +306,34 @@ def test_running_out_of_memory_while_reading_names_the_file(tmp_path, monkeypatc
     assert f"{f}: this machine ran out of memory reading it" in err and "internal error" not in err
 
 
+def test_a_byte_that_is_not_utf8_is_a_bad_row_dropping_drops(tmp_path, capsys):
+    """One bad byte refuses the file naming its row (and says --drop-bad-rows helps, which it does: the row is
+    dropped and reported, the others kept); in the header it refuses the file. A file that starts as UTF-16 and
+    breaks off, or is UTF-32, is the whole file's problem: no hint that dropping rows would help."""
+    import codecs
+
+    f = tmp_path / "bytes.csv"
+    f.write_bytes(b"subject,relation,object,time\nA,r,B,2024-01-01\nD,r,\xff\xfe,2024-01-05\nC,r,D,2024-01-03\n")
+    assert main(["info", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "bytes.csv, row 3: not UTF-8 text (invalid byte 0xff)" in err and "hint: --drop-bad-rows" in err
+    kg = load_dataset(f, on_bad_rows="drop")
+    assert sorted(kg.entities.names) == ["A", "B", "C", "D"] and len(kg.all_facts()) == 2
+    assert any("row 3 dropped: not UTF-8 text (invalid byte 0xff)" in n for n in kg.notes)
+    f.write_bytes(b"subj\xffect,relation,object,time\nA,r,B,2024-01-01\n")
+    with pytest.raises(DataError, match=r"bytes.csv, row 1: not UTF-8 text \(invalid byte 0xff\)"):
+        load_dataset(f, on_bad_rows="drop")
+    whole_file = {"utf16.csv": codecs.BOM_UTF16_LE + "subject,relation,object,time\nA,r,B,1\n".encode("utf-16-le")[:-1],
+                  "utf32le.csv": codecs.BOM_UTF32_LE + "subject,relation,object,time\n".encode("utf-32-le"),
+                  "utf32be.csv": codecs.BOM_UTF32_BE + "subject,relation,object,time\n".encode("utf-32-be")}
+    for name, raw in whole_file.items():
+        (tmp_path / name).write_bytes(raw)
+        assert main(["info", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert ("is UTF-32 text" if "32" in name else "starts as UTF-16 text") in err, err
+        assert "hint" not in err
+
+
 def test_a_header_longer_than_pythons_csv_field_limit_is_read(tmp_path, capsys):
     """Python's csv module stops at 131,072 characters a field with an error naming nothing; a long header column
     is an unread column, a long cell a row problem naming its row."""

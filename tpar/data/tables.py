@@ -27,8 +27,8 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
-from tpar.data.textfile import (BOM, MAX_LINE_CHARS, bounded_lines, long_line_length, memory_named, newline_ends,
-                               read_text)
+from tpar.data.textfile import (BAD_BYTE, BOM, MAX_LINE_CHARS, bad_byte_problem, bounded_lines, long_line_length,
+                               memory_named, newline_ends, read_text)
 from tpar.data.timeaxis import TimeAxis, in_utc
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
@@ -381,7 +381,9 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     path = Path(path)
     if time_format not in TIME_FORMATS:
         raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
-    text = line_ends_to_newlines(read_text(path) if text is None else text.lstrip(BOM))
+    if text is None:  # dropping bad rows drops those holding a byte that is not UTF-8 too (each reported)
+        text = read_text(path, mark_bad_bytes=on_bad_rows == "drop")
+    text = line_ends_to_newlines(text.lstrip(BOM))
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
@@ -390,7 +392,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     reader = csv.reader(bounded_lines(text, path), delimiter=delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
     pos, width = _read_header(path, next(reader), rp.report)
-    recs = _read_rows(reader, pos, width, incomplete, rp)
+    recs = _read_rows(reader, pos, width, incomplete, rp, marked=BAD_BYTE.search(text) is not None)
     if time_format not in ("int", "year", "month") and recs:
         recs = _dates_to_iso(path, recs, pos["time"], day_first, rp.report, rp.bad)
     if not recs:
@@ -441,6 +443,9 @@ def _shown_header(header: list[str], most: int = 8) -> str:
 def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
+    encoding = next((p for p in map(bad_byte_problem, header) if p), None)
+    if encoding:
+        raise DataError(encoding + "; save the file as UTF-8", file=path, row=1)
     if len(header) == 1 and long_line_length(header[0]) is not None:
         raise DataError(f"the header line is {long_line_length(header[0]):,} characters long (at most {MAX_LINE_CHARS:,} are "
                         "read): a table's header is a few column names (subject, relation, object, time)", file=path, row=1)
@@ -462,9 +467,10 @@ def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict
 
 
 def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
-               rp: _RowProblems) -> list[tuple[int, list[str]]]:
+               rp: _RowProblems, marked: bool = False) -> list[tuple[int, list[str]]]:
     """(row number, cleaned cells) of every row whose cells are well formed (times are checked later);
-    each other row becomes a problem naming its row (an unclosed quote names every line it swallowed)."""
+    each other row becomes a problem naming its row (an unclosed quote names every line it swallowed; ``marked``:
+    the text holds bytes that are not UTF-8, :func:`~tpar.data.textfile.decode_text`, and their rows are bad)."""
     report, bad = rp.report, rp.bad
     recs: list[tuple[int, list[str]]] = []
     seen: dict[str, str] = {}  # each distinct cell text held once: names and times repeat over many rows
@@ -492,6 +498,10 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
+        encoding = next((p for p in map(bad_byte_problem, rec) if p), None) if marked else None
+        if encoding:
+            bad(row, encoding)
+            continue
         if len(rec) == 1 and long_line_length(rec[0]) is not None:
             bad(row, f"the row is {long_line_length(rec[0]):,} characters long (at most {MAX_LINE_CHARS:,} are read)")
             continue

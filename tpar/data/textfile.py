@@ -31,22 +31,52 @@ def _utf16_without_bom(raw: bytes) -> str | None:
     return None
 
 
-def decode_text(raw: bytes, path: str | Path) -> str:
+class EncodingError(DataError):
+    """A file that is not text in the encoding it starts in: the whole file, not a row a reader may drop."""
+
+
+#: a byte that is not UTF-8 (0x80-0xFF), as :func:`decode_text` marks it when asked to: U+F0080-U+F00FF, private
+#: use characters that are valid text everywhere (Python's own surrogateescape marks cannot be encoded again, and
+#: a page's cache hashes the text it reads)
+_BAD_BYTE_BASE = 0xF0000
+BAD_BYTE = re.compile(f"[{chr(_BAD_BYTE_BASE + 0x80)}-{chr(_BAD_BYTE_BASE + 0xFF)}]")
+
+
+def _mark_bad_bytes(error: UnicodeDecodeError) -> tuple[str, int]:
+    return "".join(chr(_BAD_BYTE_BASE + b) for b in error.object[error.start:error.end]), error.end
+
+
+codecs.register_error("tpar-mark-bad-bytes", _mark_bad_bytes)
+
+
+def bad_byte_problem(cell: str) -> str | None:
+    """"not UTF-8 text (invalid byte 0xff)" when ``cell`` holds a byte :func:`decode_text` marked, else ``None``."""
+    m = BAD_BYTE.search(cell)
+    return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - _BAD_BYTE_BASE:02x})"
+
+
+def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -> str:
     """The text of a file's bytes without its BOM: UTF-8, or UTF-16 when it starts with a UTF-16 BOM (or looks
-    like BOM-less UTF-16); anything else raises :class:`DataError` naming ``path`` and the row of the first
-    bad byte."""
+    like BOM-less UTF-16); a UTF-32 BOM is named (not taken for UTF-16's, its prefix). Anything else raises
+    :class:`DataError` naming ``path`` and the row of the first bad byte -- unless ``mark_bad_bytes``: then a byte
+    that is not UTF-8 is kept as its :data:`BAD_BYTE` mark, for a reader that drops the rows holding one
+    (:func:`bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise EncodingError("is UTF-32 text (its first bytes say so), which tpar does not read; save the file as "
+                            "UTF-8", file=path)
     encoding = "utf-8"
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         encoding = "utf-16"  # the BOM says which byte order
     elif not raw.startswith(codecs.BOM_UTF8):
         encoding = _utf16_without_bom(raw) or "utf-8"
     try:
-        return raw.decode(encoding).lstrip(BOM)
+        return raw.decode(encoding, errors="tpar-mark-bad-bytes" if mark_bad_bytes and encoding == "utf-8"
+                          else "strict").lstrip(BOM)
     except UnicodeDecodeError as e:
         if encoding != "utf-8":
             text = raw[: e.start - e.start % 2].decode(encoding, errors="replace")
-            raise DataError(f"starts as UTF-16 text but byte {e.start} is not UTF-16 ({e.reason}); save the file "
-                            "as UTF-8", file=path, row=text.count("\n") + 1) from None
+            raise EncodingError(f"starts as UTF-16 text but byte {e.start} is not UTF-16 ({e.reason}); save the file "
+                                "as UTF-8", file=path, row=text.count("\n") + 1) from None
         row = raw[: e.start].count(b"\n") + 1
         raise DataError(f"not UTF-8 text (invalid byte 0x{raw[e.start]:02x}); save the file as UTF-8",
                         file=path, row=row) from None
@@ -100,11 +130,11 @@ def read_bytes(path: str | Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "f
     return raw
 
 
-def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file") -> str:
+def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES, what: str = "file", *, mark_bad_bytes: bool = False) -> str:
     """A text file (UTF-8 or UTF-16, :func:`decode_text`) without its BOM, read by :func:`read_bytes` (a regular
     file of at most ``max_bytes``); unreadable or undecodable files raise :class:`DataError` naming the row of the
-    first bad byte."""
-    return decode_text(read_bytes(path, max_bytes, what), path)
+    first bad byte (``mark_bad_bytes``: a byte that is not UTF-8 is marked instead, :func:`decode_text`)."""
+    return decode_text(read_bytes(path, max_bytes, what), path, mark_bad_bytes=mark_bad_bytes)
 
 
 def memory_named(read: Callable[..., T]) -> Callable[..., T]:

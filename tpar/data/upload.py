@@ -23,6 +23,7 @@ from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
+from tpar.data.textfile import BAD_BYTE
 from tpar.data.tables import (SHOWN_CR, STRAY_CR, IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder,
                               reading_notes, read_quadruple_csv, split_assignment)
 from tpar.errors import DataError, plural
@@ -222,6 +223,7 @@ def row_texts(text: str, rows: list[int]) -> dict[int, str]:
     for r in rows:
         if 1 <= r <= len(lines):
             line = lines[r - 1].replace(STRAY_CR, SHOWN_CR)  # a carriage return inside the row: shown ␍
+            line = BAD_BYTE.sub("\ufffd", line)  # a byte that is not UTF-8 (its row is dropped): shown �
             out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
     return out
 
