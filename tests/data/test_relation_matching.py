@@ -175,3 +175,18 @@ def test_the_card_says_what_the_model_was_trained_on_and_how_it_serves_other_dat
     card = render(sample_checkpoint, "m")
     assert f"- trained on `{sample_checkpoint.data_name}` only. Other data:" in card
     assert "match its 20 by name" in card and "`--relation-map`" in card
+
+
+def test_an_unmatched_relation_is_reported_under_the_name_typed_when_it_exists():
+    """Two unmatched relations that differ only in case: the one typed exactly is the one named, not the first
+    look-alike (``accuse`` was reported as 'ACCUSE')."""
+    from tpar.data.relation_matching import MatchedVocabulary
+
+    vocab = MatchedVocabulary(("Accuse",), {"ACCUSE": "relation 'ACCUSE' has no counterpart",
+                                            "accuse": "relation 'accuse' has no counterpart"})
+    for typed in ("accuse", "ACCUSE"):
+        with pytest.raises(DataError, match=f"relation '{typed}' has no"):
+            vocab.resolve(typed)
+    with pytest.raises(DataError, match="relation 'ACCUSE' has no"):  # no exact one: the first look-alike
+        vocab.resolve(" Accuse_ ".upper())
+    assert vocab.resolve("Accuse") == "Accuse"

@@ -271,9 +271,11 @@ class MatchedVocabulary(Vocabulary):
 
     def resolve(self, name: str, kind: str = "name") -> str:
         if name not in self and self.unknown:
+            if name in self.unknown:  # the exact name first: 'accuse' is not reported as its look-alike 'ACCUSE'
+                raise DataError(self.unknown[name])
             key = _loose(name)
             for rel, message in self.unknown.items():
-                if rel == name or _loose(rel) == key:
+                if _loose(rel) == key:
                     raise DataError(message)
         return super().resolve(name, kind)
 
