@@ -274,7 +274,7 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
         meta["config"]["model"]["dim"] = 10 ** 7
         meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
         payload["meta"] = json.dumps(meta)
-    with pytest.raises(DataError, match="huge.tpar: dim must be between 1 and 4096"):
+    with pytest.raises(DataError, match="huge.tpar: dim must be between 1 and 4,096"):
         Checkpoint.load(_rewrite(good, tmp_path / "huge.tpar", huge))
 
     def large(payload):  # within the limits, but not the stored weights' size
@@ -288,6 +288,13 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
     typed = _rewrite(good, tmp_path / "typed.tpar", set_meta(relations=5))
     with pytest.raises(DataError, match="relations must be a list"):
         Checkpoint.load(typed)
+    def long_name(payload):  # echoed in every answer's provenance line: a file name's length at most
+        meta = json.loads(payload["meta"])
+        meta["data_name"] = "x" * 100_000
+        meta["sha256"] = ckmod.content_digest(meta, payload["weights"])
+        payload["meta"] = json.dumps(meta)
+    with pytest.raises(DataError, match="data_name is 100,000 characters long"):
+        Checkpoint.load(_rewrite(good, tmp_path / "named.tpar", long_name))
     nested = _rewrite(good, tmp_path / "nested.tpar",
                       lambda p: p.__setitem__("meta", "[" * 100_000 + "]" * 100_000))
     with pytest.raises(DataError, match="malformed"):
@@ -305,9 +312,10 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
         Checkpoint.load(bomb)
     # one bad file never breaks the listing: the good one is listed, each bad one named with its reason
     infos, problems = find_checkpoints([tmp_path])
-    assert [i.name for i in infos] == ["good"] and len(problems) == 6
+    assert [i.name for i in infos] == ["good"] and len(problems) == 7
     assert all(any(name in p for p in problems)
-               for name in ("act.tpar", "huge.tpar", "large.tpar", "typed.tpar", "nested.tpar", "bomb.tpar"))
+               for name in ("act.tpar", "huge.tpar", "large.tpar", "typed.tpar", "named.tpar", "nested.tpar",
+                            "bomb.tpar"))
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation
 
 

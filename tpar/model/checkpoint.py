@@ -69,6 +69,10 @@ def parse_meta(text: object) -> object:
     return strict_json(text, numbers_checked_later=True)
 
 
+#: the longest data set name a checkpoint may record (a file or folder name: 255 bytes on common file systems)
+MAX_DATA_NAME = 255
+
+
 def _check_meta_schema(meta: object) -> None:
     """Types of the metadata fields the code relies on (ValueError naming the first that is wrong)."""
     if not isinstance(meta, dict):
@@ -82,6 +86,9 @@ def _check_meta_schema(meta: object) -> None:
         raise ValueError("relations must be names")
     if not all(isinstance(h, dict) for h in meta.get("history", [])):
         raise ValueError("history entries must be objects")
+    if len(meta.get("data_name", "")) > MAX_DATA_NAME:  # a file or folder name: echoed in every answer's provenance
+        raise ValueError(f"data_name is {len(meta['data_name']):,} characters long (a data set's name is a file or "
+                         f"folder name, at most {MAX_DATA_NAME})")
     if "setting" in meta and meta["setting"] not in SETTINGS:
         raise ValueError(f"setting {str(meta['setting'])[:40]!r} is not one of {', '.join(SETTINGS)}")
     ta = meta.get("time_axis", {})
