@@ -31,7 +31,7 @@ def _exit(argv) -> int:
     ('{"model": {"dim": 64.5}}', "dim must be a whole number, got 64.5"),
     ('{"model": {"dim": "64"}}', "dim must be a whole number, got '64'"),
     ('{"model": {"dim": true}}', "dim must be a whole number, got True"),
-    ('{"model": {"dim": 1000000000}}', "dim must be between 1 and 4096"),
+    ('{"model": {"dim": 1000000000}}', "dim must be between 1 and 4,096"),
     ('{"model": {"num_layers": 100000}}', "num_layers must be between 1 and 64"),
     ('{"model": {"activation": 3}}', "activation must be one of identity, tanh, relu"),
     ('{"train": {"lr": NaN}}', "NaN is not a JSON number"),
@@ -41,6 +41,8 @@ def _exit(argv) -> int:
     ('{"train": {"lr": -1}}', "lr must be between"),
     ('{"train": {"calibrate": "false"}}', "calibrate must be true or false"),
     ('{"train": {"seed": -3}}', "seed must be between 0"),
+    ('{"train": {"background_fraction": 1}}', "background_fraction must be between 1e-09 and 0.999999999, got 1"),
+    ('{"model": {"history_window": -1}}', "history_window must be between 0 and 4,611,686,018,427,387,904, got -1"),
     ("[" * 50_000 + "]" * 50_000, "nested too deeply"),
 ])
 def test_a_config_file_that_no_run_can_mean_is_refused_by_name(tmp_path, capsys, text, words):

@@ -87,7 +87,12 @@ def check_fields(obj) -> None:
             continue
         lo, hi = LIMITS.get(f.name, (None, None))
         if lo is not None and not lo <= value <= hi:
-            raise ValueError(f"{f.name} must be between {lo:g} and {hi:g}, got {shown}")
+            raise ValueError(f"{f.name} must be between {_bound(lo)} and {_bound(hi)}, got {shown}")
+
+
+def _bound(x: float) -> str:
+    """A limit as written in a message, exactly: 4,611,686,018,427,387,904, not 4.61169e+18; 0.999999999, not 1."""
+    return f"{x:,}" if isinstance(x, int) else f"{x:.12g}"
 
 
 @dataclass
