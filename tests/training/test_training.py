@@ -139,8 +139,10 @@ def test_checkpoint_refusals(world, tmp_path):
             return (print, ("pwned",))
     evil = tmp_path / "evil.tpar"
     torch.save({"format": "tpar-checkpoint-v1", "x": Evil()}, evil)
-    with pytest.raises(DataError, match="refused"):
+    with pytest.raises(DataError, match="refused") as refused:
         Checkpoint.load(evil)
+    said = str(refused.value)  # tpar's own sentence, never torch's advice to load with weights_only=False
+    assert said.endswith("(it names print); nothing in it was run") and "weights_only" not in said
     junk = tmp_path / "junk.tpar"
     junk.write_bytes(b"not a checkpoint")
     with pytest.raises(DataError, match="not a readable checkpoint"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 import platform
 import zipfile
 from dataclasses import dataclass, field
@@ -546,8 +547,11 @@ def read_payload(p: Path) -> dict:
     try:
         payload = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        raise DataError("refused: the file holds pickled Python objects, not plain tensors "
-                        f"(weights-only load failed: {str(e).splitlines()[0][:160]})", file=p) from None
+        # torch's own text goes on to suggest weights_only=False, which would run the file's code: only what it
+        # names is kept
+        named = re.search(r"Unsupported global: GLOBAL ([\w.]{1,80})", str(e))
+        raise DataError("refused: the file holds pickled Python objects, not only tensors and plain values"
+                        + (f" (it names {named.group(1)})" if named else "") + "; nothing in it was run", file=p) from None
     except Exception as e:  # truncated, not a zip, ...
         raise DataError(f"not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})",
                         file=p) from None
