@@ -408,3 +408,17 @@ def test_a_lone_carriage_return_in_a_benchmark_file_ends_no_line(tmp_path):
     assert any("control or text-direction characters removed from 1 name (row 2)" in n for n in kg.notes)
     mac = _benchmark(tmp_path / "mac", "A\t0\rB\t1\r", "0\t0\t1\t1\r1\t1\t0\t2\r")
     assert _named(load_dataset(mac)) == {("A", "r", "B", 1), ("B", "s", "A", 2)}
+
+
+def test_a_name_of_only_invisible_characters_is_no_missing_name(tmp_path):
+    """A cell of nothing but zero-width or direction characters is named as such, never offered as an incomplete
+    fact to complete (even where incomplete rows are kept); an empty cell still is one."""
+    from tpar.data.tables import read_quadruple_csv
+
+    f = tmp_path / "zw.csv"
+    f.write_text("subject,relation,object,time\nA,r,B,2024-01-01\n\u200b,r,B,2024-01-02\nC,r,\u202e\u200b,2024-01-03\n"
+                 ",r,D,2024-01-04\n", encoding="utf-8")
+    q = read_quadruple_csv(f, on_bad_rows="drop", incomplete="keep")
+    assert q.report.problems == [(3, "subject '\\u200b' holds only invisible or direction characters, no name"),
+                                 (4, "object '\\u202e\\u200b' holds only invisible or direction characters, no name")]
+    assert [r.row for r in q.incomplete] == [5]

@@ -525,11 +525,17 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
 
 def _row_problem(row: int, vals: list[str], pos: dict[str, int], incomplete: str, report: CsvReport) -> str | None:
     """What is wrong with one row's cells (names are normalised in place first), or None."""
+    invisible = []
     for c in ("subject", "relation", "object"):
         kept = clean_name(vals[pos[c]])
         if kept != vals[pos[c]]:
+            if not kept and vals[pos[c]].strip():  # a name of nothing but invisible characters is no missing name
+                invisible.append(f"{c} {ascii(vals[pos[c]][:20])}")
+                continue
             report.normalised.append((row, vals[pos[c]], kept))
             vals[pos[c]] = kept
+    if invisible:
+        return f"{' and '.join(invisible)} holds only invisible or direction characters, no name"
     long = [c for c in pos if len(vals[pos[c]]) > MAX_FIELD]
     if long:
         return (", ".join(f"{c} is {len(vals[pos[c]]):,} characters long" for c in long)
