@@ -53,6 +53,21 @@ def test_time_aware_filter_by_hand():
     assert f.pairs(q3)[0].numel() == 0  # unknown time: nothing filtered
 
 
+def test_a_fact_given_twice_is_filtered_once():
+    """The filter's pairs are unique even when a caller passes a fact twice: filtered_ranks subtracts each pair, so a
+    duplicated competitor would make the answer's rank one better than it is."""
+    facts = np.array([[0, 0, 1, 5], [0, 0, 2, 5], [0, 0, 3, 5]])
+    twice = np.concatenate([facts, facts[1:2]])
+    q = make_queries(facts[:1], 1)
+    for given in (facts, twice):
+        rows, cols = TimeAwareFilter(given, 5, 1).pairs(q)
+        assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 2), (0, 3)]
+    scores = torch.tensor([[0.0, 1.0, 3.0, 0.5, 2.0]] * 2)  # the object query's answer 1: behind 2 (filtered) and 4
+    rows, cols = TimeAwareFilter(twice, 5, 1).pairs(q)
+    opt, pess = filtered_ranks(scores, q.answer, rows, cols)
+    assert opt[0] == pess[0] == 2  # entity 4 alone outscores it once entity 2 is filtered
+
+
 def _visible(background, batch):
     b = len(batch)
     seen = []

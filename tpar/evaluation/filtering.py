@@ -14,7 +14,8 @@ class TimeAwareFilter:
     """All true answers of (subject, relation, time) over the given facts and their inverses."""
 
     def __init__(self, facts: np.ndarray, num_entities: int, num_relations: int) -> None:
-        f = torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4))
+        # each true answer once: a fact given twice would be subtracted twice from a rank (filtered_ranks counts pairs)
+        f = torch.unique(torch.as_tensor(np.asarray(facts, dtype=np.int64).reshape(-1, 4)), dim=0)
         s, r, o, t = f.unbind(1)
         self.num_relations = num_relations
         self._times = torch.unique(t)
