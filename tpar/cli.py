@@ -659,9 +659,9 @@ def calibration_text(c: dict) -> str:
     b, a = c["before"], c["after"]
     from tpar.evaluation.calibration import set_size_text
 
-    cover = ", ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, size "
-                      + (set_size_text(c["set_sizes"][k]) if k in c.get("set_sizes", {}) else
-                         f"mean {c['mean_set_size'][k]:.1f}")
+    cover = "; ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, size "
+                      + (set_size_text(c["set_sizes"][k]).replace("; every", ", every") if k in c.get("set_sizes", {})
+                         else f"mean {c['mean_set_size'][k]:.1f}")
                       for k, v in c["coverage"].items())
     return (f"calibration (T = {c['temperature']:.3f}, {c['fitted_on']['source']}): ECE {b['ece']:.4f} -> {a['ece']:.4f}, "
             f"Brier {b['brier']:.4f} -> {a['brier']:.4f}, NLL {b['nll']:.3f} -> {a['nll']:.3f}; {cover}")
@@ -736,7 +736,7 @@ def cmd_predict(args) -> int:
         sizes = cal.set_sizes.get(f"{p.coverage:g}") if cal else None
         if sizes:
             print(f"  on the {cal.queries:,} {cal.split} questions the calibration was fitted on, such sets held "
-                  f"{set_size_text(sizes, p.num_entities)} entities")
+                  f"{set_size_text(sizes, p.num_entities, 'entities')}")
     return 0
 
 

@@ -222,7 +222,7 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
                      "questions, not for this one alone." if isinstance(typical, (int, float))
                      and 0 < pred.answer_set_size <= typical / 4 else "")
             st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions the calibration was fitted on, "
-                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities)} entities.{small}")
+                       f"{100 * pred.coverage:g}% sets held {set_size_text(sizes, pred.num_entities, 'entities')}.{small}")
         else:
             st.caption("The sizes of such sets on valid are not stored with this model's calibration (`tpar "
                        "calibrate` adds them).")

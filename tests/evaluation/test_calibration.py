@@ -176,6 +176,11 @@ def test_answer_set_sizes_on_valid_are_reported_beside_coverage():
     assert set_size_stats(torch.tensor(list(range(1, 11)))) == {"mean": 5.5, "median": 5.0, "p90": 9.0}
     assert set_size_text({"mean": 32.46, "median": 4.0, "p90": 140.0}, 7128) == \
         "median 4, 90th percentile 140, mean 32.5 (of 7,128)"
+    # a set of every candidate rules nothing out: how often that happens is said beside the sizes
+    every = set_size_stats(torch.tensor([3, 5, 5, 2]), candidates=torch.tensor([3, 5, 6, 4]))
+    assert every == {"mean": 3.75, "median": 3.0, "p90": 5.0, "every": 0.5}
+    assert set_size_text(every, 6, "entities") == \
+        "median 3, 90th percentile 5, mean 3.8 entities (of 6); every candidate on 50.0% of the questions"
     logits, answers = synthetic(3000, 30, 1.0, seed=11)
     t = fit_temperature(logits, answers)
     m, _ = metrics(logits, answers, t)

@@ -417,21 +417,29 @@ def conformal_threshold(logits: torch.Tensor, answers: torch.Tensor, temperature
     return float(1 - scores[k - 1])
 
 
-def set_size_stats(sizes: torch.Tensor) -> dict[str, float]:
+def set_size_stats(sizes: torch.Tensor, candidates: torch.Tensor | None = None) -> dict[str, float]:
     """Answer-set sizes (one per question) as {"mean", "median", "p90"} (the lower median and the 90th
-    percentile by nearest rank: sizes a set actually had)."""
+    percentile by nearest rank: sizes a set actually had) and, given each question's ``candidates`` (the entities
+    the filter leaves), "every": the share of questions whose set holds every candidate -- a set that rules
+    nothing out, where the level is met by saying nothing."""
     if not len(sizes):
-        return {"mean": 0.0, "median": 0.0, "p90": 0.0}
+        return {"mean": 0.0, "median": 0.0, "p90": 0.0} | ({"every": 0.0} if candidates is not None else {})
     ordered = torch.sort(sizes.double()).values
     n = len(ordered)
-    return {"mean": float(ordered.mean()), "median": float(ordered[(n - 1) // 2]),
-            "p90": float(ordered[math.ceil(0.9 * n) - 1])}
+    stats = {"mean": float(ordered.mean()), "median": float(ordered[(n - 1) // 2]),
+             "p90": float(ordered[math.ceil(0.9 * n) - 1])}
+    if candidates is not None:
+        stats["every"] = float((sizes >= candidates).double().mean())
+    return stats
 
 
-def set_size_text(stats: dict[str, float], entities: int = 0) -> str:
-    """E.g. "median 4, 90th percentile 140, mean 32.5 (of 7,128)"."""
+def set_size_text(stats: dict[str, float], entities: int = 0, unit: str = "") -> str:
+    """E.g. "median 4, 90th percentile 140, mean 32.5 entities (of 7,128); every candidate on 3.1% of the questions"
+    (``unit``: "entities" here)."""
     of = f" (of {entities:,})" if entities else ""
-    return f"median {stats['median']:,.0f}, 90th percentile {stats['p90']:,.0f}, mean {stats['mean']:,.1f}{of}"
+    every = (f"; every candidate on {100 * stats['every']:.1f}% of the questions" if stats.get("every") else "")
+    return (f"median {stats['median']:,.0f}, 90th percentile {stats['p90']:,.0f}, mean {stats['mean']:,.1f}"
+            f"{' ' + unit if unit else ''}{of}{every}")
 
 
 def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: str = "valid", max_queries: int = 2000,
@@ -446,7 +454,8 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     after, _ = metrics(logits, answers, t, top_map=top_map)
     thresholds = {f"{lv:g}": conformal_threshold(logits, answers, t, lv, top_map) for lv in levels}
     p = probabilities(logits, t, top_map)
-    sizes = {k: set_size_stats((p >= thr).sum(1)) for k, thr in thresholds.items()}
+    candidates = torch.isfinite(logits).sum(1)  # what the filter leaves of each question's entities
+    sizes = {k: set_size_stats((p >= thr).sum(1), candidates) for k, thr in thresholds.items()}
     return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes,
                        top_map, gain, as_loaded(kg).fingerprint)
 
@@ -548,6 +557,7 @@ class HeldOutCollector:
                                                      for k in ("p_true", "conf", "top", "brier")}
         self.covered = {k: 0 for k in self.levels}
         self.sizes: dict[str, list[torch.Tensor]] = {k: [] for k in self.levels}
+        self.candidates: list[torch.Tensor] = []  # per question: the entities the filter leaves
         self.n = 0
 
     def keep(self, batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
@@ -563,6 +573,7 @@ class HeldOutCollector:
             self.parts[f"top_{tag}"].append((top == batch.answer).double())
             self.parts[f"brier_{tag}"].append((p ** 2).sum(1) - 2 * pt + 1)
             if tag == "t":
+                self.candidates.append(torch.isfinite(logits).sum(1))
                 for k, thr in self.levels.items():
                     member = p >= thr
                     self.covered[k] += int(member[idx, batch.answer].sum())
@@ -582,7 +593,9 @@ class HeldOutCollector:
                                            float(-torch.log(cat[f"p_true_{tag}"].clamp_min(1e-300)).mean()),
                                            float(cat[f"top_{tag}"].mean()), float(cat[f"conf_{tag}"].mean()),
                                            self.n), stats)
-        size_stats = {k: set_size_stats(torch.cat(v) if v else torch.zeros(0)) for k, v in self.sizes.items()}
+        candidates = torch.cat(self.candidates) if self.candidates else torch.zeros(0)
+        size_stats = {k: set_size_stats(torch.cat(v) if v else torch.zeros(0), candidates)
+                      for k, v in self.sizes.items()}
         return HeldOutReport(out["1"][0], out["t"][0], out["t"][1],
                              {k: self.covered[k] / self.n for k in self.levels},
                              {k: size_stats[k]["mean"] for k in self.levels}, self.calibration.temperature,
