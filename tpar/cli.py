@@ -716,7 +716,7 @@ def cmd_predict(args) -> int:
     if p.unreached:
         lo, hi = p.unreached_rank
         print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
-              + f": {p.unreached:,} entities at score 0 "
+              + f": {plural(p.unreached, 'entity', 'entities')} at score 0 "
               f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
     if p.calibrated_elsewhere:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {p.calibrated_elsewhere}'s valid questions; "
@@ -888,7 +888,8 @@ def cmd_explain(args) -> int:
         if trace.note:
             print(f"trace: {trace.note}")
         for layer in trace.layers:
-            print(f"layer {layer.layer}: {layer.entities_reached} entities reached, {layer.num_links} temporal links")
+            print(f"layer {layer.layer}: {plural(layer.entities_reached, 'entity', 'entities')} reached, "
+                  f"{plural(layer.num_links, 'temporal link')}")
             for x in layer.top_links:
                 print(f"      α {x.attention:.3f}  {x.source} —[{x.relation_label} @ {x.time} ({x.delta_label})]→ {x.target}")
     return 0

@@ -230,7 +230,8 @@ def unreached_note(pred: Prediction, answer: str) -> str:
         return "it is reached by no temporal path: score 0, tied with every unreached entity"
     if mine.score < 0 and pred.reached < pred.num_entities:
         return (f"it is still reached, but its remaining paths score it below 0, the score of the "
-                f"{pred.num_entities - pred.reached:,} entities no path reaches, so it ranks after them")
+                f"{ex.plural(pred.num_entities - pred.reached, 'entity', 'entities')} no path reaches, so it ranks after "
+                "them")
     return ""
 
 

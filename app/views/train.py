@@ -80,7 +80,7 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
     if ss["train_lr"] not in lr_options:
         ss["train_lr"] = t.lr
     st.caption(f"Defaults for a {policy.size} data set ({policy.reason}): L={m.num_layers}, d={m.dim}, "
-               f"up to {t.epochs} epochs, validation on at most {t.max_valid_queries:,} questions per setting -- "
+               f"up to {ex.plural(t.epochs, 'epoch')}, validation on at most {t.max_valid_queries:,} questions per setting -- "
                "the same as `tpar train`.")
     # the suggested name follows the data set and setting until the user types one of their own (a model
     # trained on an upload must not keep the name suggested for the sample world)

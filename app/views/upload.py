@@ -387,7 +387,7 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
     for new, old in report.lookalikes[:10]:
         st.warning(ex.md(f"New entity {new!r} differs from the existing {old!r} only in case: check the spelling."))
     for rel, n in report.new_relations:
-        st.warning(ex.md(f"New relation {rel!r} ({n:,} facts): models trained before it do not know it; they leave "
+        st.warning(ex.md(f"New relation {rel!r} ({ex.plural(n, 'fact')}): models trained before it do not know it; they leave "
                          "its facts out of what they read (a model trained on the grown data knows it)."))
     for new, old in report.relation_lookalikes[:10]:
         st.warning(ex.md(f"New relation {new!r} is spelled like the existing {old!r} but for case, spaces, underscores "
@@ -426,7 +426,8 @@ def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) 
                               key=f"upload_grow_replace:{source.label}:{name}") if exists else False
         if exists and not replace:
             st.stop()
-    label = f"Add {report.facts_added:,} facts" if report.facts_added else f"Mark {report.confirmed:,} facts observed"
+    label = (f"Add {ex.plural(report.facts_added, 'fact')}" if report.facts_added
+             else f"Mark {ex.plural(report.confirmed, 'fact')} observed")
     if st.button(label, type="primary", key="upload_grow_save"):
         try:
             save_grown(before, report, grown, ex.UPLOAD_DIR, name, overwrite=replace)

@@ -50,6 +50,17 @@ def test_new_rows_keep_ids_skip_known_facts_and_name_every_dropped_row(ring):
     assert "row 5" in text_report and "'Newcomer'" in text_report and "'befriends'" in text_report
 
 
+def test_the_growth_report_counts_agree_with_their_nouns(ring):
+    """One row read, one fact added, one row dropped, one new entity, a new relation of one fact: each said in the
+    singular ("1 rows dropped" and "1 new entities" were printed)."""
+    report, _ = grow(load_dataset(ring), HEADER + "P0,greets,Newcomer,2024-03-05\n", "one.csv")
+    lines = "\n".join(report.lines())
+    assert "1 row read, 1 fact added" in lines and "0 rows dropped" in lines
+    assert "1 new entity: 'Newcomer'" in lines and "new relation 'greets' (1 fact)" in lines
+    report, _ = grow(load_dataset(ring), HEADER + "P0,meets,P2,2024-03-05\nonly,three,columns\n", "two.csv")
+    assert "2 rows read, 1 fact added" in report.lines()[0] and "; 1 row dropped" in report.lines()[1]
+
+
 def test_a_time_before_the_axis_origin_rebases_the_axis_keeping_every_label(ring):
     kg = load_dataset(ring)
     report, grown = grow(kg, HEADER + "P0,meets,P3,2023-12-25\n", "early.csv")

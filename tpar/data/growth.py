@@ -70,12 +70,12 @@ class GrowthReport:
 
     def lines(self) -> list[str]:
         """The report as text lines (the CLI prints them; the app shows the same figures)."""
-        out = [f"{self.file} -> {self.data}: {self.rows_read:,} rows read, {self.facts_added:,} "
-               f"fact{'' if self.facts_added == 1 else 's'} added ("
+        out = [f"{self.file} -> {self.data}: {plural(self.rows_read, 'row')} read, {plural(self.facts_added, 'fact')} "
+               f"added ("
                + ", ".join(f"{s} {n:,}" for s, n in self.added.items() if n) + ")" if self.facts_added else
-               f"{self.file} -> {self.data}: {self.rows_read:,} rows read, no new facts"]
+               f"{self.file} -> {self.data}: {plural(self.rows_read, 'row')} read, no new facts"]
         out.append(f"  skipped: {self.known:,} already in the data set, {self.duplicates:,} repeated in the file; "
-                   f"{len(self.dropped):,} rows dropped")
+                   f"{plural(len(self.dropped), 'row')} dropped")
         for row, problem in self.dropped[:10]:
             out.append(f"    row {row}: {problem}")
         if len(self.dropped) > 10:
@@ -86,12 +86,12 @@ class GrowthReport:
             out.append(f"  new facts from {self.time_range[0]} to {self.time_range[1]}{reach}")
         if self.new_entities:
             shown = ", ".join(repr(e) for e in self.new_entities[:5])
-            out.append(f"  {len(self.new_entities):,} new entities: {shown}" + (" ..." if len(self.new_entities) > 5
+            out.append(f"  {plural(len(self.new_entities), 'new entity', 'new entities')}: {shown}" + (" ..." if len(self.new_entities) > 5
                                                                                  else ""))
         for new, old in self.lookalikes[:5]:
             out.append(f"  new entity {new!r} differs from the existing {old!r} only in case: check the spelling")
         for rel, n in self.new_relations:
-            out.append(f"  new relation {rel!r} ({n:,} facts): a model trained before it does not know it, and "
+            out.append(f"  new relation {rel!r} ({plural(n, 'fact')}): a model trained before it does not know it, and "
                        "leaves its facts out of what it reads")
         for new, old in self.relation_lookalikes[:5]:
             out.append(f"  new relation {new!r} is spelled like the existing {old!r} but for case, spaces, "
@@ -283,11 +283,11 @@ def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
     t = np.asarray(t_new)
     out, label, span = [], kg.time_axis.label, kg.time_axis.describe_span
     if (t < first).any():
-        out.append(f"{int((t < first).sum()):,} new facts lie before the data set's first time {label(first)} (the "
+        out.append(f"{plural(int((t < first).sum()), 'new fact')} lie before the data set's first time {label(first)} (the "
                    f"earliest {label(int(t.min()))}): check their dates")
     far = t > last + max(1, last - first)
     if far.any():
-        out.append(f"{int(far.sum()):,} new facts lie more than {span(max(1, last - first))} (the data set's whole "
+        out.append(f"{plural(int(far.sum()), 'new fact')} lie more than {span(max(1, last - first))} (the data set's whole "
                    f"span) after its last time {label(last)} (the latest {label(int(t.max()))}): check their dates")
     return out
 

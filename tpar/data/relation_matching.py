@@ -176,7 +176,7 @@ class RelationMatch:
         if total:
             lines.append(f"  {split} questions: {ans:,} of {total:,} answerable ({share_text(ans / total)})")
         if self.unmatched:
-            shown = ", ".join(f"{u.data_relation!r} ({u.facts:,} facts)" for u in self.unmatched[:top])
+            shown = ", ".join(f"{u.data_relation!r} ({plural(u.facts, 'fact')})" for u in self.unmatched[:top])
             more = f", … {len(self.unmatched) - top} more" if len(self.unmatched) > top else ""
             lines.append(f"  unmatched: {shown}{more}")
         return "\n".join(lines)
@@ -219,7 +219,7 @@ class RelationMatch:
         if not 0.0 <= need <= 1.0:
             raise DataError(f"minimum coverage {need!r} is not between 0 and 1")
         if self.fact_coverage < need:
-            worst = ", ".join(f"{u.data_relation!r} ({u.facts:,} facts)" for u in self.unmatched[:5])
+            worst = ", ".join(f"{u.data_relation!r} ({plural(u.facts, 'fact')})" for u in self.unmatched[:5])
             raise DataError(
                 f"the model trained on {self.model_name} does not cover {self.data_name}: its relations match "
                 f"{len(self.matched)} of {len(self.data_relations)} relations, {share_text(self.fact_coverage)} of the "
@@ -243,7 +243,7 @@ class RelationMatch:
                 names.append(name)
         unknown = {u.data_relation: (f"relation {u.data_relation!r} of {self.data_name} has no counterpart among the "
                                      f"relations of the model trained on {self.model_name} ({u.reason}; its "
-                                     f"{u.facts:,} facts are left out), so the model cannot be asked about it; "
+                                     f"{plural(u.facts, 'fact')} {'is' if u.facts == 1 else 'are'} left out), so the model cannot be asked about it; "
                                      "map it with a relation map CSV (data relation, model relation)")
                    for u in self.unmatched}
         lut = np.asarray(self.data_to_model, dtype=np.int64)
@@ -255,7 +255,7 @@ class RelationMatch:
             out[:, 1] = new[keep]
             splits[split] = out
         inferred = {(s, int(lut[r]), o, t): p for (s, r, o, t), p in kg.inferred.items() if lut[r] >= 0}
-        notes = list(kg.notes) + [self.describe() + f"; {self.facts_total - self.facts_covered:,} facts with an "
+        notes = list(kg.notes) + [self.describe() + f"; {plural(self.facts_total - self.facts_covered, 'fact')} with an "
                                   "unmatched relation left out"]
         return MatchedKG(name=kg.name, entities=kg.entities, relations=MatchedVocabulary(tuple(names), unknown),
                          time_axis=kg.time_axis, splits=splits, source=kg.source, notes=notes, inferred=inferred,

@@ -398,7 +398,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     if not recs:
         rp.raise_on_problems()
         report = rp.report
-        raise DataError("no valid rows after the header" + (f" ({report.rows_dropped} bad rows; first: row "
+        raise DataError("no valid rows after the header" + (f" ({plural(report.rows_dropped, 'bad row')}; first: row "
                         f"{report.problems[0][0]}: {report.problems[0][1]})" if report.problems else ""),
                         file=path)
     kinds = [_classify_time(v[pos["time"]]) for _, v in recs]
@@ -783,7 +783,7 @@ def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[st
     expected 4 columns, found 2"."""
     out = [f"{file}, row {r} dropped: {p}" for r, p in report.problems[:limit]]
     if len(report.problems) > limit:
-        out.append(f"{file}: {len(report.problems) - limit} more rows dropped")
+        out.append(f"{file}: {plural(len(report.problems) - limit, 'more row')} dropped")
     return out
 
 
@@ -803,7 +803,7 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     if split_policy not in SPLIT_POLICIES:
         raise DataError(f"unknown split policy {split_policy!r} (expected chronological or random)")
     q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)
-    notes = [f"{path.name}: {len(q.subjects)} facts, time read as {q.report.time_format} ({q.time_axis.describe()})"]
+    notes = [f"{path.name}: {plural(len(q.subjects), 'fact')}, time read as {q.report.time_format} ({q.time_axis.describe()})"]
     notes += dropped_rows_notes(path.name, q.report)
     if q.report.duplicates:
         notes.append(f"{q.report.duplicates} duplicate rows removed")

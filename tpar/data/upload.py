@@ -191,7 +191,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
     kg = build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
-                   [f"{file_name}: {n} facts, time read as {q.report.time_format}"] + notes)
+                   [f"{file_name}: {plural(n, 'fact')}, time read as {q.report.time_format}"] + notes)
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
                           duplicates=q.report.duplicates, time_format=q.report.time_format,

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from tpar.data.outputs import write_text
-from tpar.errors import markdown_text
+from tpar.errors import markdown_text, plural
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
@@ -247,7 +247,7 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
                      f"{t:.3f}; {_text(sources[j]) if j < len(sources) else '?'} | "
                      + (f"{ckpt.member_weights[i]:.4f}; {c:.4f}" if weighted else f"{c:.4f}") + " | "
                      f"{'–' if alone is None else f'{100 * alone:.2f}'} | {'–' if test is None else f'{100 * test:.2f}'} | "
-                     f"{len(m.history)} epochs, lr {mt.lr} ({mt.lr_schedule}), batch {mt.batch_size}, seed "
+                     f"{plural(len(m.history), 'epoch')}, lr {mt.lr} ({mt.lr_schedule}), batch {mt.batch_size}, seed "
                      f"{_text(m.extra.get('seed', mt.seed))}, {m.extra.get('seconds', 0):.0f} s on "
                      f"{_where(m.extra.get('hardware'))}{member_warm_start(m)} | "
                      f"`{m.digest[:12]}` |")

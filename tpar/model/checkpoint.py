@@ -29,7 +29,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.lineage import growth_text
 from tpar.data.relation_matching import (DEFAULT_MIN_COVERAGE, MatchedKG, RelationMap, RelationMatch,
                                          as_loaded, match_relations, share_text)
-from tpar.errors import DataError, finite_number
+from tpar.errors import DataError, finite_number, plural
 from tpar.model.network import TPAR
 
 FORMAT = "tpar-checkpoint-v1"
@@ -401,7 +401,7 @@ class Checkpoint:
         best = self.extra.get("best_epoch")
         checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
                    else f"never validated (best epoch {best})")
-        return f"{stopped} after {done} of {self.config.train.epochs} epochs, {checked}"
+        return f"{stopped} after {done} of {plural(self.config.train.epochs, 'epoch')}, {checked}"
 
     def meta(self) -> dict:
         return {"config": self.config.to_dict(), "relations": list(self.relations), "time_axis": self.time_axis,

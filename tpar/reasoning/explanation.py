@@ -240,12 +240,12 @@ class Decomposition:
             return (f"S − S₀ = {_plain(self.target)} (S₀ = {_plain(self.no_evidence_score)}, the score with no link "
                     f"of any model and no history) = listed paths {_signed(self.paths)} + history prior "
                     f"{_signed(self.prior)} + rest {_signed(self.rest)} (the {n} model{'s' if n > 1 else ''}' "
-                    f"{self.links - self.links_on_paths:,} links on no listed path {_signed(self.rest_links)}, staying "
+                    f"{plural(self.links - self.links_on_paths, 'link')} on no listed path {_signed(self.rest_links)}, staying "
                     f"put {_signed(self.stays)}, {unattributed} {_signed(self.residual)}; every model's share scaled "
                     "by its weight w/T)")
         return (f"f − f₀ = {_plain(self.target)} (f₀ = {_plain(self.no_evidence_score)}, the score with no evidence) = "
                 f"listed paths {_signed(self.paths)} + rest {_signed(self.rest)} (the "
-                f"{self.links - self.links_on_paths:,} links on no listed path {_signed(self.rest_links)}, staying put "
+                f"{plural(self.links - self.links_on_paths, 'link')} on no listed path {_signed(self.rest_links)}, staying put "
                 f"{_signed(self.stays)}, {unattributed} {_signed(self.residual)})")
 
 
