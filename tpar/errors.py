@@ -120,7 +120,12 @@ def log_internal_error(error: BaseException, log_dir: str | Path) -> tuple[Path,
 
 
 def describe_internal_error(error: BaseException, log: Path, ref: str) -> str:
-    """The one line a user sees for an unexpected error."""
+    """The one line a user sees for an unexpected error (running out of memory is said as such: no bug)."""
     first = (str(error).splitlines() or [""])[0][:200]
+    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError" \
+            or "can't allocate memory" in first:
+        return (f"out of memory ({type(error).__name__}{': ' + first if first else ''}): what was asked needs more "
+                "memory than this machine has free; fewer questions at once (--micro-batch), a smaller model or data "
+                f"set need less. Details in {log} (error {ref}).")
     return (f"internal error ({type(error).__name__}{': ' + first if first else ''}). This is a bug, not your "
             f"input; the details are in {log} (error {ref}).")

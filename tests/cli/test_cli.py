@@ -90,6 +90,21 @@ def test_an_internal_error_is_one_line_naming_the_log(tmp_path, monkeypatch, cap
     assert f"error {ref}" in log and "Traceback" in log and "in broken" in log
 
 
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. "
+                                                                "DefaultCPUAllocator: can't allocate memory")])
+def test_running_out_of_memory_is_said_as_such_not_as_a_bug(error, tmp_path, monkeypatch, capsys):
+    import tpar.cli as cli
+
+    def exhausted(args):
+        raise error
+
+    monkeypatch.setenv("TPAR_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(cli, "cmd_info", exhausted)
+    assert cli.main(["info", str(tmp_path)]) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory (") and "--micro-batch" in err and "bug" not in err
+
+
 def test_a_bad_csv_row_stops_the_cli_with_a_hint_or_is_dropped_and_reported(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("subject,relation,object,time\nA,r,B,2024-01-01\nA,r\nB,r,C,2024-01-02\nC,r,A,2024-02-30\n"
