@@ -45,7 +45,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
 #: word joiner (U+2060) inside each such marker -- after "www", between a colon and "//", after an "@" that follows
 #: text -- stops it without changing what is shown. Nowhere else: the joiner comes along when text is copied, and an
 #: escaped colon alone already keeps ":smile:", ":red[x]" and ":material/home:" as text.
-_AUTOLINK_MARKERS = re.compile(r"(?i)(\bwww(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
+_AUTOLINK_MARKERS = re.compile(r"(?i)((?<![a-z0-9])www(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
 WORD_JOINER = "\u2060"
 
 
@@ -59,8 +59,51 @@ def markdown_text(text: object) -> str:
 
 #: outside code spans, what :func:`defuse_markdown` escapes (an escaped pair is kept as it is)
 _DEFUSE = re.compile(r"(\\.)|([$~:\[\]<>!])")
-_DEFUSED_AUTOLINK = re.compile("(?i)(\\bwww(?=\\\\?\\.)|\\\\:(?=\\\\?/)|(?<=\\S)@)(?!\u2060)")
-_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+_DEFUSED_AUTOLINK = re.compile("(?i)((?<![a-z0-9])www(?=\\\\?\\.)|\\\\:(?=\\\\?/)|(?<=\\S)@)(?!\u2060)")
+
+
+def _code_spans(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into (is a code span, part), as CommonMark reads it: a backslash outside a span escapes the
+    character after it (an escaped backtick opens nothing); a run of n backticks opens a span that the next run of
+    exactly n closes, within its paragraph; a run that nothing closes is text."""
+    parts: list[tuple[bool, str]] = []
+    i, start, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c != "`":
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] == "`":
+            j += 1
+        run = j - i
+        k, close = j, -1
+        while k < n:
+            if text.startswith("\n\n", k):  # a blank line ends the paragraph: no span
+                break
+            if text[k] == "`":
+                m = k
+                while m < n and text[m] == "`":
+                    m += 1
+                if m - k == run:
+                    close = k
+                    break
+                k = m
+            else:
+                k += 1
+        if close < 0:  # literal backticks: escaped, so nothing later pairs with them
+            parts.append((False, text[start:i]))
+            parts.append((False, "\\`" * run))
+            i = start = j
+            continue
+        parts.append((False, text[start:i]))
+        parts.append((True, text[i:close + run]))
+        i = start = close + run
+    parts.append((False, text[start:]))
+    return [p for p in parts if p[1]]
 
 
 def defuse_markdown(text: str) -> str:
@@ -68,11 +111,13 @@ def defuse_markdown(text: str) -> str:
     tables, emphasis and code but with nothing that acts: outside code spans, ``$`` (LaTeX), ``~`` (strike),
     ``:`` (Streamlit's :colour[...] and :emoji:), brackets (links, images), ``<``/``>`` (HTML) and ``!`` are
     escaped, and bare URL and e-mail markers broken by a word joiner (:func:`markdown_text`'s)."""
-    parts = _CODE_SPAN.split(text)
-    for i in range(0, len(parts), 2):  # the even parts lie outside code spans
-        kept = _DEFUSE.sub(lambda m: m.group(1) or "\\" + m.group(2), parts[i])
-        parts[i] = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, kept)
-    return "".join(parts)
+    out = []
+    for is_code, part in _code_spans(text):
+        if not is_code:
+            part = _DEFUSE.sub(lambda m: m.group(1) or "\\" + m.group(2), part)
+            part = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, part)
+        out.append(part)
+    return "".join(out)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -125,7 +170,7 @@ def describe_internal_error(error: BaseException, log: Path, ref: str) -> str:
     if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError" \
             or "can't allocate memory" in first:
         return (f"out of memory ({type(error).__name__}{': ' + first if first else ''}): what was asked needs more "
-                "memory than this machine has free; fewer questions at once (--micro-batch), a smaller model or data "
-                f"set need less. Details in {log} (error {ref}).")
+                "memory than this machine has free; fewer questions at once, a smaller model or a smaller data set "
+                f"need less. Details in {log} (error {ref}).")
     return (f"internal error ({type(error).__name__}{': ' + first if first else ''}). This is a bug, not your "
             f"input; the details are in {log} (error {ref}).")

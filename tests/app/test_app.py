@@ -391,7 +391,7 @@ def test_a_model_retrained_under_the_same_name_never_shows_the_old_card(tmp_path
 
 #: what acts in Streamlit's Markdown when it is not escaped (checked in chromium): LaTeX, strike, :colour[...] and
 #: :emoji:, links and images, HTML; and the bare URL and e-mail markers GFM links even when escaped
-_ACTS = re.compile(r"(?<!\\)[$~:\[<!]|www(?!\u2060)\\?\.|:(?!\u2060)\\?/\\?/|(?<=\S)@(?!\u2060)")
+_ACTS = re.compile(r"(?<!\\)[$~:\[<!]|www(?!\u2060)\\?\.|:(?!\u2060)\\?/\\?/|(?<=\S)@(?!\u2060)|(?<!\\)`")
 
 
 def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path, monkeypatch):
@@ -411,7 +411,8 @@ def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path,
     runs.mkdir()
     ckpt = runs / "forged.tpar"
     ck = Checkpoint.load(Path(APP).parent.parent / "checkpoints" / "sample-world-unified.tpar")
-    ck.extra = {**ck.extra, "hardware": {"platform": hostile, "torch": "$E=mc^2$", "gpu": hostile}}
+    ck.extra = {**ck.extra, "hardware": {"platform": hostile, "torch": "$E=mc^2$", "gpu": hostile},
+                "seed": "[s](http://evil.example/seed)", "best_epoch": ":red[3]"}
     ck.save(ckpt)
     monkeypatch.setattr(explorer, "RUNS_DIR", runs)
     explorer.checkpoints.clear()
@@ -428,12 +429,15 @@ def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path,
     written = card_markdown()
     assert "evil" in written and "$E=mc^2$" not in written
     (runs / "forged.md").write_text("# Model card\n\n" + hostile + "\n\n- `code $kept$`\n\n"
+                                     + "- \\`[esc](http://evil.example/esc)\\` ``a`[b](http://e.x)`` ` _www.evil.example\n\n"
                                      + CARD_MARK.format(Checkpoint.load(ckpt).digest) + "\n")
     shutil.copy(runs / "forged.md", tmp_path / "kept.md")
     forged = card_markdown()
     assert "code $kept$" in forged and "evil" in forged  # the file was used (its mark names these weights)
+    assert "\\`\\[esc\\]" in forged and "``a`[b](http://e.x)``" in forged  # an escaped backtick opens no span
+    assert "\\` \\_www" in forged or "\\` _www\u2060" in forged  # a lone backtick is text; _www breaks no link
     for text in (written, forged):
-        outside = re.sub(r"`[^`\n]*`", "", text)  # in a code span Markdown is text
+        outside = re.sub(r"(?<!\\)(`+)(?!`).*?(?<!`)\1(?!`)", "", text)  # in a code span Markdown is text
         assert not _ACTS.findall(outside), _ACTS.findall(outside)
     assert (runs / "forged.md").read_text() == (tmp_path / "kept.md").read_text()
 

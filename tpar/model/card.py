@@ -102,14 +102,14 @@ def render(ckpt: Checkpoint, name: str, baselines: dict | None = None, paper: di
              + propagation_note(m) + (", GRU gate between steps" if m.gate else ""),
              f"- training: lr={t.lr}" + (f" ({t.lr_schedule} schedule)" if t.lr_schedule != "constant" else "")
              + f", batch {t.batch_size} (micro {t.micro_batch}), questions per epoch "
-             f"{trained_per_epoch(ckpt)} (asked for: {f'{t.max_train_queries:,}' if t.max_train_queries else 'all'}), epochs run {len(ckpt.history)}, best epoch {ckpt.extra.get('best_epoch')}, "
-             f"seed {ckpt.extra.get('seed', t.seed)}",
+             f"{trained_per_epoch(ckpt)} (asked for: {f'{t.max_train_queries:,}' if t.max_train_queries else 'all'}), epochs run {len(ckpt.history)}, best epoch {_text(ckpt.extra.get('best_epoch'))}, "
+             f"seed {_text(ckpt.extra.get('seed', t.seed))}",
              *warm_start_lines(ckpt.warm_starts()),
              f"- training time: {ckpt.extra.get('seconds', 0):.0f} s of optimiser steps on {hardware_text(hw)}",
-             f"- tpar version {ckpt.version}", "",
+             f"- tpar version {_text(ckpt.version)}", "",
              "## Test metrics (both directions, time-aware filter; MRR / H@1 / H@3 / H@10, %)", ""]
     if ckpt.unfinished():  # said first: every figure below comes from a model that did not finish training
-        lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
+        lines[2:2] = [f"**Unfinished run:** {_text(ckpt.unfinished(), 1000)}; its answers come from a model that did not finish "
                       "training.", ""]
     lines += _results(ckpt, baselines, paper, notes)
     if ckpt.history:
@@ -212,9 +212,9 @@ def render_composite(ckpt, name: str, baselines: dict | None = None, paper: dict
              f"- built by {_code(ckpt.extra.get('command') or 'tpar ensemble', 2000)} (seed "
              f"{_text(ckpt.extra.get('seed', '?'))}) in {ckpt.extra.get('seconds', 0):.0f} s on {hardware_text(hw)}; "
              "no training of its own: its models were trained apart (below)",
-             f"- tpar version {ckpt.version}", ""]
+             f"- tpar version {_text(ckpt.version)}", ""]
     if ckpt.unfinished():
-        lines[2:2] = [f"**Unfinished run:** {ckpt.unfinished()}; its answers come from a model that did not finish "
+        lines[2:2] = [f"**Unfinished run:** {_text(ckpt.unfinished(), 1000)}; its answers come from a model that did not finish "
                       "training.", ""]
     weighted = ckpt.member_weights is not None
     lines += ["## How it scores", "",
