@@ -102,7 +102,7 @@ def test_running_out_of_memory_is_said_as_such_not_as_a_bug(error, tmp_path, mon
     monkeypatch.setattr(cli, "cmd_info", exhausted)
     assert cli.main(["info", str(tmp_path)]) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err
-    assert err.startswith("error: out of memory (") and "--micro-batch" in err and "bug" not in err
+    assert err.startswith("error: out of memory (") and "fewer questions at once" in err and "bug" not in err
 
 
 def test_a_bad_csv_row_stops_the_cli_with_a_hint_or_is_dropped_and_reported(tmp_path, capsys):

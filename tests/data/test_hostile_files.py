@@ -6,6 +6,7 @@ hang or memory exhausted -- or, for the vocabulary, in facts mapped by their dec
 from __future__ import annotations
 
 import json
+import re
 import os
 
 import numpy as np
@@ -264,7 +265,7 @@ def test_reading_a_table_costs_bounded_memory_per_row_and_per_line(tmp_path):
         tracemalloc.stop()
     assert per_row < 1000, per_row
     assert per_byte < 8, per_byte
-    assert q.report.problems == [(3, "the row is 4,000,001 characters long (at most 1,000,000 are read)")]
+    assert q.report.problems == [(3, "the row is 4,000,000 characters long (at most 1,000,000 are read)")]
     assert q.rows == [2, 4]
 
 
@@ -286,7 +287,7 @@ def test_more_rows_than_tpar_reads_are_refused_before_they_are_held(tmp_path, mo
 
 def test_a_benchmark_line_longer_than_tpar_reads_is_named_by_row(tmp_path):
     d = _benchmark(tmp_path / "bench", "A\t0\nB\t1\n", "0\t0\t1\t1\n" + "0\t" * 600_000 + "\n")
-    with pytest.raises(DataError, match=r"train.txt, row 2: the line is 1,200,001 characters long"):
+    with pytest.raises(DataError, match=r"train.txt, row 2: the line is 1,200,000 characters long"):
         load_dataset(d)
 
 
@@ -422,3 +423,49 @@ def test_a_name_of_only_invisible_characters_is_no_missing_name(tmp_path):
     assert q.report.problems == [(3, "subject '\\u200b' holds only invisible or direction characters, no name"),
                                  (4, "object '\\u202e\\u200b' holds only invisible or direction characters, no name")]
     assert [r.row for r in q.incomplete] == [5]
+
+
+def test_an_unclosed_quote_that_swallows_more_than_a_million_characters_names_every_row(tmp_path):
+    """A quoted field joins lines until its quote closes: the field limit is the file's length, so a quote left
+    open on row 3 of a large file is reported there, with every row it swallowed (not a later csv error)."""
+    f = tmp_path / "quote.csv"
+    rows = ["subject,relation,object,time", "A,r,B,2024-01-01", 'C,r,"D,2024-01-02'] + \
+        [f"E{i},r,F{i},2024-01-03" for i in range(60_000)]
+    f.write_text("\n".join(rows) + "\n")
+    assert f.stat().st_size > 1_000_000
+    with pytest.raises(DataError, match=r"quote.csv, row 3: a quote opened on this row is not closed before row "
+                                        r"60003 .*rows 3-60003 dropped \(and 60,000 more bad rows"):
+        load_dataset(f)
+
+
+def test_valid_text_holding_the_bad_byte_marks_is_read_as_it_is(tmp_path):
+    """The private-use characters that mark a byte that is not UTF-8 are searched for only in text where bytes were
+    marked: a valid file that holds them is read, in either mode."""
+    f = tmp_path / "pua.csv"
+    f.write_text("subject,relation,object,time\nA\U000F0080,r,B,2024-01-01\nB,r,C,2024-01-02\n", encoding="utf-8")
+    for mode in ("raise", "drop"):
+        kg = load_dataset(f, on_bad_rows=mode)
+        assert "A\U000F0080" in kg.entities.names and len(kg.all_facts()) == 2
+
+
+@pytest.mark.parametrize("line, says", [("\u0661\t0\t1\t1", "entity id '\u0661' is not a whole number"),
+                                        ("1_0\t0\t1\t1", "entity id '1_0' is not a whole number"),
+                                        ("0\t0\t1\t" + "9" * 5000, "time " + "9" * 30 + " is beyond ±2^53, which no time step may be")],
+                         ids=["arabic-indic", "underscore", "5000-digits"])
+def test_benchmark_numbers_are_ascii_whole_numbers_within_2_53(tmp_path, line, says):
+    """Python's int() takes other scripts' digits and underscores, and stops at 4,300 digits with advice about
+    sys.set_int_max_str_digits: ids and times are read as the grammar says, with the row named."""
+    d = _benchmark(tmp_path / "ids", "A\t0\nB\t1\n", f"0\t0\t1\t1\n{line}\n")
+    with pytest.raises(DataError, match=r"train.txt, row 2: " + re.escape(says)):
+        load_dataset(d)
+
+
+def test_a_question_time_of_thousands_of_digits_is_named_not_a_python_limit():
+    from tpar.data.timeaxis import TimeAxis
+
+    for axis in (TimeAxis("year", "0"), TimeAxis("step")):
+        with pytest.raises(ValueError, match=r"\(5,000 characters\) is beyond ±2\^53"):
+            axis.parse("9" * 5000)
+        with pytest.raises(ValueError, match="is not"):
+            axis.parse("1_0")
+    assert TimeAxis("year", "0").parse("0001990") == 1990

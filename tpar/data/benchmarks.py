@@ -25,7 +25,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.tables import MAX_FIELD, MAX_INT_TIME
 from tpar.data.textfile import BOM, memory_named, read_lines
-from tpar.data.timeaxis import TimeAxis
+from tpar.data.timeaxis import TimeAxis, whole_number
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
 
@@ -84,9 +84,9 @@ class VocabFile:
         """The position of the id written ``value`` on ``row`` of the facts file ``path`` (a :class:`DataError`
         naming the file, row and id when it is not declared)."""
         try:
-            pos = self.position.get(int(value))
-        except ValueError:
-            raise DataError(f"{what} {value[:40]!r} is not an integer id", file=path, row=row) from None
+            pos = self.position.get(whole_number(value, f"{what} id"))
+        except ValueError as e:
+            raise DataError(str(e), file=path, row=row) from None
         if pos is None:
             raise DataError(f"unknown {what} id {value[:40]} (not declared in {what}2id.txt, which has "
                             f"{len(self.position):,} ids)", file=path, row=row)
@@ -125,9 +125,9 @@ def _read_vocab_file(path: Path) -> VocabFile:
         if len(f[0]) > MAX_FIELD:  # as a CSV's names: a data set read here must save and grow as one
             raise DataError(f"name is {len(f[0]):,} characters long (at most {MAX_FIELD:,})", file=path, row=row)
         try:
-            idx = int(f[1])
-        except ValueError:
-            raise DataError(f"id {f[1][:40]!r} is not an integer", file=path, row=row) from None
+            idx = whole_number(f[1], "id")
+        except ValueError as e:
+            raise DataError(str(e), file=path, row=row) from None
         if idx < 0:
             raise DataError(f"id {idx} is negative", file=path, row=row)
         if idx in by_id:
@@ -182,7 +182,7 @@ def _hyte_year(text: str, fill: str) -> int | None:
     m = _YEAR.match(text)
     if not m or not re.search(r"[0-9]", m.group(1)):
         return None
-    digits = m.group(1).lstrip("-")
+    digits = m.group(1).lstrip("-").lstrip("0") or "0"
     if len(digits) > 16 or int(digits.replace("#", fill)) > MAX_INT_TIME:  # before int() of thousands of digits
         raise ValueError(f"year {m.group(1)[:30]}{'...' if len(m.group(1)) > 30 else ''} is beyond ±2^53, "
                          "which no time step may be")
@@ -305,7 +305,8 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
         axis = TimeAxis(gran, origin)
         conv = {}
         for split, ts in times_raw.items():
-            big = next((i for i, t in enumerate(ts) if abs(int(t)) > MAX_INT_TIME), None)
+            big = next((i for i, t in enumerate(ts) if len(t.lstrip("+-").lstrip("0")) > 16
+                        or abs(int(t)) > MAX_INT_TIME), None)  # the digits first: int() of 5,000 raises
             if big is not None:
                 raise DataError(f"time {ts[big][:30]} is beyond ±2^53, which no time step may be", file=present[split],
                                 row=raw[split].rows[big])

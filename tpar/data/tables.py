@@ -27,7 +27,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
-from tpar.data.textfile import (BAD_BYTE, BOM, MAX_LINE_CHARS, bad_byte_problem, bounded_lines, long_line_length,
+from tpar.data.textfile import (BOM, MAX_LINE_CHARS, MarkedText, bad_byte_problem, bounded_lines, long_line_length,
                                memory_named, newline_ends, read_text)
 from tpar.data.timeaxis import TimeAxis, in_utc
 from tpar.data.vocab import Vocabulary
@@ -383,16 +383,19 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
     if text is None:  # dropping bad rows drops those holding a byte that is not UTF-8 too (each reported)
         text = read_text(path, mark_bad_bytes=on_bad_rows == "drop")
+    marked = isinstance(text, MarkedText)  # bytes that are not UTF-8 were marked: their rows are bad
     text = line_ends_to_newlines(text.lstrip(BOM))
     if not text.strip():
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
     delim = sniff_separator(header_line)
-    allow_fields_up_to(MAX_LINE_CHARS)  # long fields become row problems below
+    # a quoted field may join many lines (an unclosed quote swallows the rest of the file, every row of it reported
+    # below); one line longer than MAX_LINE_CHARS never reaches the csv reader (bounded_lines)
+    allow_fields_up_to(len(text))
     reader = csv.reader(bounded_lines(text, path), delimiter=delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
-    pos, width = _read_header(path, next(reader), rp.report)
-    recs = _read_rows(reader, pos, width, incomplete, rp, marked=BAD_BYTE.search(text) is not None)
+    pos, width = _read_header(path, next(reader), rp.report, marked)
+    recs = _read_rows(reader, pos, width, incomplete, rp, marked=marked)
     if time_format not in ("int", "year", "month") and recs:
         recs = _dates_to_iso(path, recs, pos["time"], day_first, rp.report, rp.bad)
     if not recs:
@@ -440,10 +443,10 @@ def _shown_header(header: list[str], most: int = 8) -> str:
     return shown + (f" and {len(header) - most:,} more" if len(header) > most else "") if header else "nothing"
 
 
-def _read_header(path: Path, header: list[str], report: CsvReport) -> tuple[dict[str, int], int]:
+def _read_header(path: Path, header: list[str], report: CsvReport, marked: bool = False) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
-    encoding = next((p for p in map(bad_byte_problem, header) if p), None)
+    encoding = next((p for p in map(bad_byte_problem, header) if p), None) if marked else None
     if encoding:
         raise DataError(encoding + "; save the file as UTF-8", file=path, row=1)
     if len(header) == 1 and long_line_length(header[0]) is not None:

@@ -49,6 +49,11 @@ def _mark_bad_bytes(error: UnicodeDecodeError) -> tuple[str, int]:
 codecs.register_error("tpar-mark-bad-bytes", _mark_bad_bytes)
 
 
+class MarkedText(str):
+    """Text :func:`decode_text` decoded with some bytes that are not UTF-8 marked (:data:`BAD_BYTE`): only such text
+    is searched for the marks, so a valid file that holds these private-use characters is read as it is."""
+
+
 def bad_byte_problem(cell: str) -> str | None:
     """"not UTF-8 text (invalid byte 0xff)" when ``cell`` holds a byte :func:`decode_text` marked, else ``None``."""
     m = BAD_BYTE.search(cell)
@@ -59,8 +64,8 @@ def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -
     """The text of a file's bytes without its BOM: UTF-8, or UTF-16 when it starts with a UTF-16 BOM (or looks
     like BOM-less UTF-16); a UTF-32 BOM is named (not taken for UTF-16's, its prefix). Anything else raises
     :class:`DataError` naming ``path`` and the row of the first bad byte -- unless ``mark_bad_bytes``: then a byte
-    that is not UTF-8 is kept as its :data:`BAD_BYTE` mark, for a reader that drops the rows holding one
-    (:func:`bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
+    that is not UTF-8 is kept as its :data:`BAD_BYTE` mark in a :class:`MarkedText`, for a reader that drops the rows
+    holding one (:func:`bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
     if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise EncodingError("is UTF-32 text (its first bytes say so), which tpar does not read; save the file as "
                             "UTF-8", file=path)
@@ -70,9 +75,10 @@ def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -
     elif not raw.startswith(codecs.BOM_UTF8):
         encoding = _utf16_without_bom(raw) or "utf-8"
     try:
-        return raw.decode(encoding, errors="tpar-mark-bad-bytes" if mark_bad_bytes and encoding == "utf-8"
-                          else "strict").lstrip(BOM)
+        return raw.decode(encoding).lstrip(BOM)
     except UnicodeDecodeError as e:
+        if mark_bad_bytes and encoding == "utf-8":
+            return MarkedText(raw.decode(encoding, errors="tpar-mark-bad-bytes").lstrip(BOM))
         if encoding != "utf-8":
             text = raw[: e.start - e.start % 2].decode(encoding, errors="replace")
             raise EncodingError(f"starts as UTF-16 text but byte {e.start} is not UTF-16 ({e.reason}); save the file "
@@ -271,9 +277,10 @@ def bounded_lines(text: str, path: str | Path, *, keep_ends: bool = True, header
     while start < size:
         end = text.find("\n", start)
         end = size if end < 0 else end + 1
-        stop = end if keep_ends or text[end - 1:end] != "\n" else end - 1
-        yield text[start:stop] if end - start <= MAX_LINE_CHARS else f"{LONG_LINE}{end - start}" + (
-            "\n" if keep_ends else "")
+        ended = text[end - 1:end] == "\n"
+        length = end - start - ended  # the line's own characters, its newline not counted
+        stop = end if keep_ends or not ended else end - 1
+        yield text[start:stop] if length <= MAX_LINE_CHARS else f"{LONG_LINE}{length}" + ("\n" if keep_ends else "")
         start = end
 
 

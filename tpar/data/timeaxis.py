@@ -43,6 +43,18 @@ def _real_date(s: str) -> bool:
         return False
 
 
+def whole_number(text: str, what: str = "time") -> int:
+    """``text`` (ASCII digits with an optional sign: no other script's digits, no underscores) as an int of at most
+    ±2^53 -- checked on its digits before ``int()``, whose own limit (4,300 digits) speaks of
+    sys.set_int_max_str_digits; ``ValueError`` naming ``text`` otherwise."""
+    if not _INT.match(text):
+        raise ValueError(f"{what} {quoted(text)} is not a whole number")
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 16 or int(digits or "0") > 2 ** 53:
+        raise ValueError(f"{what} {quoted(text, 30)} is beyond ±2^53, which no {what} may be")
+    return int(text)
+
+
 def in_utc(when: dt.datetime, text: str) -> dt.datetime:
     """``when`` as a naive UTC date-time (unchanged when it has no offset); ``ValueError`` naming ``text``
     when the shift to UTC leaves the years 1-9999 a date-time can hold (``0001-01-01T00:00+05:00``)."""
@@ -142,12 +154,12 @@ class TimeAxis:
         g = self.granularity
         if self.origin is None:
             if _INT.match(s):
-                return int(s)
+                return whole_number(s)
             raise ValueError(f"time {quoted(s)} is not an integer step")
         if g == "year":
             if not _INT.match(s):
                 raise ValueError(f"time {quoted(s)} is not a year")
-            return self._exact(int(s) - int(self.origin), s)
+            return self._exact(whole_number(s) - int(self.origin), s)
         if g == "month":
             m = _MONTH.match(s) or _DATE.match(s)
             if not m:
