@@ -39,7 +39,9 @@ def render() -> None:
     st.markdown(f"#### {ex.question_heading(pred)}")
     why = ""
     if ss["setting"] == "auto":
-        why = " (after the last known fact)" if pred.setting == "extrapolation" else " (inside the known time range)"
+        why = (" (after the last known fact)" if pred.setting == "extrapolation" else
+               " (before the first known fact: only later facts can be used)" if pred.time_step < t_min else
+               " (inside the known time range)")
     elif pred.setting == "extrapolation" and pred.time_step < t_min:
         why = (f", chosen although {pred.time} lies before the first known fact: a forecast uses only earlier facts, "
                "and there are none")

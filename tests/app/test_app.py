@@ -570,6 +570,11 @@ def test_ask_says_where_a_time_lies_and_says_no_evidence_once():
     said = texts(at) + plain(at.warning) + plain(at.info)
     assert "inside the known time range" not in said and "only later facts can be used" not in said
     assert "lies before the first known fact: a forecast uses only earlier facts, and there are none" in said
+    at = app({"subject": "Faro of Corbeleth", "relation": "Mobilize against", "time": "2024-03-01",
+              "setting": "auto"}).run()  # auto picks interpolation there: not "inside the known time range" either
+    said = texts(at)
+    assert not at.exception and "inside the known time range" not in said
+    assert "Setting: **interpolation** (before the first known fact: only later facts can be used)" in said
     at = app({"subject": "Faro of Corbeleth", "relation": "Mobilize against", "time": "2025-01-01",
               "setting": "extrapolation"}).run()
     assert not at.exception
