@@ -298,7 +298,7 @@ def _train(args, reserved: bool) -> int:
         return 0
     print(train_summary(result))
     if args.eval_test:
-        for line in baseline_comparison(kg, result.checkpoint.metrics):
+        for line in baseline_comparison(kg, result.checkpoint.metrics, result.checkpoint.extra.get("baseline_test")):
             print(line)
     return 0
 
@@ -381,19 +381,13 @@ def _model_section(path: Path) -> dict:
     return section if isinstance(section, dict) else {}
 
 
-def baseline_comparison(kg, metrics: dict) -> list[str]:
+def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[str]:
     """The model's test MRR beside the frequency baseline's, per tested setting, and what to do when the
     model does not beat it."""
-    from tpar.evaluation.baselines import FrequencyBaseline
-    from tpar.evaluation.protocol import evaluate
+    from tpar.evaluation.baselines import frequency_comparison
 
     lines = []
-    for key, modes in metrics.items():
-        if not key.startswith("test_") or "mrr" not in modes.get("realistic", {}):
-            continue
-        setting = key[len("test_"):]
-        model = modes["realistic"]["mrr"]
-        base = evaluate(kg, FrequencyBaseline(), setting, "test", progress=False).metrics("realistic").mrr
+    for setting, model, base in frequency_comparison(metrics, stored, kg):
         lines.append(f"{setting}: the frequency baseline scores test MRR {_pct(base).strip()}%; the model "
                      + (f"beats it by {100 * (model - base):.2f} points" if model > base else
                         f"does not beat it ({100 * (model - base):+.2f} points): on this data the answers repeat "

@@ -26,6 +26,7 @@ from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
+from tpar.evaluation.baselines import frequency_comparison
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 
 #: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
@@ -221,6 +222,17 @@ def tested_figures_ui(path: str) -> None:
                  hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in ("MRR %", "H@1 %", "H@3 %", "H@10 %")})
+    for setting, model, base in frequency_comparison(info.checkpoint.metrics, info.checkpoint.extra.get("baseline_test")):
+        if model > base:
+            st.caption(f"{setting.capitalize()}: the frequency baseline (each answer scored by how often it answered "
+                       f"this question before) scores test MRR {100 * base:.2f}%; this model beats it by "
+                       f"{100 * (model - base):.2f} points.")
+        else:
+            st.warning(f"{setting.capitalize()}: this model does not beat the frequency baseline (each answer scored "
+                       f"by how often it answered this question before): test MRR {100 * model:.2f}% against "
+                       f"{100 * base:.2f}% ({100 * (model - base):+.2f} points). On this data the answers repeat "
+                       "earlier facts more than temporal paths explain them: train for more epochs, or read its "
+                       "answers with that in mind.")
 
 
 def own_running_job(out: Path) -> TrainingJob | None:

@@ -748,3 +748,30 @@ def test_choosing_another_data_set_starts_from_its_own_question_quietly(workspac
     at.switch_page("views/ask.py").run()
     assert not at.exception and not at.error and not at.warning
     assert len(at.dataframe) and len(at.dataframe[0].value)  # answers, not a wall of warnings
+
+
+def test_a_trained_model_that_does_not_beat_the_frequency_baseline_is_told_so_on_the_train_page(workspace, tmp_path):
+    """The Train page shows a finished run's test figures with the verdict `tpar train --eval-test` prints: on a
+    deterministic ring the frequency baseline is perfect, so a model of one epoch does not beat it (walk-through:
+    the page showed the figures and 'Use this model in Ask' only)."""
+    import explorer
+
+    from tpar.cli import main
+
+    data = tmp_path / "ring.csv"
+    data.write_text(tiny_world_csv(days=60))
+    explorer.RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    out = explorer.RUNS_DIR / "ring-x.tpar"
+    assert main(["train", "--data", str(data), "--setting", "extrapolation", "--out", str(out), "--quiet",
+                 "--threads", "1", "--epochs", "1", "--eval-test"]) == 0
+    explorer.checkpoints.clear()
+
+    def page(path: str) -> None:
+        from views.train import tested_figures_ui
+
+        tested_figures_ui(path)
+
+    at = AppTest.from_function(page, args=(str(out),), default_timeout=120).run()
+    assert not at.exception
+    said = " ".join(w.value for w in at.warning)
+    assert "Extrapolation: this model does not beat the frequency baseline" in said and "against 100.00%" in said

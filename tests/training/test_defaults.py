@@ -81,6 +81,14 @@ def test_an_evaluated_run_is_compared_with_the_frequency_baseline(tmp_path, caps
                  "--quiet", "--threads", "1", "--epochs", "1", "--eval-test"]) == 0
     out = capsys.readouterr().out
     assert "frequency baseline scores test MRR 100.00%" in out and "does not beat it" in out
+    # the run stores the bar beside its own figure, so the Train page (and the card's reader) can say it too
+    from tpar.evaluation.baselines import frequency_comparison
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = Checkpoint.load(tmp_path / "m.tpar")
+    assert ck.extra["baseline_test"] == {"extrapolation": {"method": "frequency", "mrr": 1.0}}
+    ((setting, model, base),) = frequency_comparison(ck.metrics, ck.extra["baseline_test"])
+    assert setting == "extrapolation" and base == 1.0 and model == ck.metrics["test_extrapolation"]["realistic"]["mrr"]
 
 
 def test_paper_config_is_opt_in_and_named_when_missing(tmp_path, capsys):

@@ -73,6 +73,27 @@ def _direct_links(batch: QueryBatch, background: Background) -> tuple[torch.Tens
     return edges[keep], owner[keep]
 
 
+def frequency_comparison(metrics: dict, stored: dict | None = None, kg=None) -> list[tuple[str, float, float]]:
+    """(setting, the model's test MRR, the frequency baseline's) for each setting a checkpoint's ``metrics`` hold a
+    realistic test MRR for: the baseline's as its training run stored it (``stored``: ``extra["baseline_test"]``),
+    else measured now on ``kg`` (skipped without it)."""
+    from tpar.evaluation.protocol import evaluate
+
+    out = []
+    for key, modes in metrics.items():
+        model = (modes.get("realistic") or {}).get("mrr") if key.startswith("test_") and isinstance(modes, dict) else None
+        if not isinstance(model, (int, float)):
+            continue
+        setting = key[len("test_"):]
+        base = ((stored or {}).get(setting) or {}).get("mrr")
+        if not isinstance(base, (int, float)):
+            if kg is None:
+                continue
+            base = evaluate(kg, FrequencyBaseline(), setting, "test", progress=False).metrics("realistic").mrr
+        out.append((setting, float(model), float(base)))
+    return out
+
+
 class FrequencyBaseline:
     """score(e | s, r, t_q) = #{(s, r, e, t') in the query's background}."""
 

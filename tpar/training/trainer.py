@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from tpar.data.kg import TemporalKG
 from tpar.data.locks import acquire, lock_path, release
 from tpar.errors import DataError
+from tpar.evaluation.baselines import FrequencyBaseline
 from tpar.evaluation.calibration import calibrate
 from tpar.evaluation.protocol import evaluate
 from tpar.evaluation.ranks import RANK_TYPES
@@ -468,3 +469,7 @@ class Trainer:
                 res = evaluate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, "test",
                                progress=self.progress, batch_size=64)
                 best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
+                # the bar a model must clear on these questions: the frequency baseline's test MRR beside its own
+                base = evaluate(self.kg, FrequencyBaseline(), kind, "test", progress=False)
+                best.extra.setdefault("baseline_test", {})[kind] = {"method": "frequency",
+                                                                    "mrr": base.metrics("realistic").mrr}
