@@ -33,7 +33,7 @@ if warming_up():
     st.sidebar.info("Preparing the fast C++ kernel (first start only, about a minute). Until it is ready, answers "
                     "come from the slower torch kernel: the same numbers, a little later.")
 
-ask_page = st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="start", default=True)
+ask_page = st.Page("views/ask.py", title="Ask", icon=":material/help:", url_path="question", default=True)
 
 
 def ask_by_path() -> None:
@@ -41,6 +41,16 @@ def ask_by_path() -> None:
     else: its own path only reserves the name), so go there (the URL's question
     was read into the session by ``init_state`` and is written back by the page)."""
     st.switch_page(ask_page)
+
+
+def ask_by_start() -> None:
+    """``/start`` or ``/home``, typed as a start page's address: Ask, as :func:`ask_by_path` (a page of its own:
+    Streamlit tells pages apart by their function)."""
+    ask_by_path()
+
+
+def ask_by_home() -> None:
+    ask_by_path()
 
 
 pages = {
@@ -51,6 +61,8 @@ pages = {
         st.Page("views/timeline.py", title="Entity timeline", icon=":material/event_note:", url_path="timeline"),
         st.Page("views/teach.py", title="How TPAR reasons", icon=":material/school:", url_path="reasoning"),
         st.Page(ask_by_path, title="Ask", url_path="ask", visibility="hidden"),
+        st.Page(ask_by_start, title="Ask", url_path="start", visibility="hidden"),
+        st.Page(ask_by_home, title="Ask", url_path="home", visibility="hidden"),
     ],
     "Your data and models": [
         st.Page("views/data_model.py", title="Data and model", icon=":material/database:", url_path="data"),

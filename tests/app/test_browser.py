@@ -339,6 +339,21 @@ def test_upload_train_ask(server, tmp_path):
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
 
 
+def test_a_typed_start_address_opens_ask_without_a_page_not_found_dialog(server):
+    """/start, /home and /ask are what people type for a start page: each opens Ask, with the question its URL
+    carries, and no "Page not found" dialog (the default page is served at / only; walk-through)."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        with diagnosed(page):
+            for path in ("start", "home", "ask"):
+                page.goto(f"{server}/{path}?" + urlencode({"subject": "Arovia", "relation": "Accuse",
+                                                            "time": "2025-12-20"}))
+                page.get_by_text("(Arovia, Accuse, ?, 2025-12-20)").first.wait_for(timeout=90_000)
+                assert page.get_by_text("Page not found").count() == 0, path
+        browser.close()
+
+
 def test_names_never_become_links(server):
     """A URL or e-mail address smuggled in as a name (here through the shared URL) is shown as text:
     Streamlit's markdown auto-links bare www., scheme: and a@b text even when escaped."""
