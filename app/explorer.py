@@ -25,7 +25,7 @@ from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
 from tpar.errors import DataError, markdown_text, plural  # noqa: F401  (ex.plural: the pages word counts as the library does)
-from tpar.graph.queries import Question, default_question
+from tpar.graph.queries import Question, check_question_time, default_question
 from tpar.reasoning.explanation import Explainer, Explanation, ReasoningTrace
 from tpar.reasoning.prediction import Prediction, Predictor
 
@@ -473,6 +473,23 @@ def current_question() -> Question:
     except DataError as e:
         st.error(md(e))
         st.stop()
+
+
+def fill_question(kg: TemporalKG) -> None:
+    """Replace what the session holds that this data set cannot ask (with a warning) by the default
+    question's parts: every page that shows the question mends a shared link the same way (an unknown entity, a
+    misspelt relation, a time the data cannot ask)."""
+    ss = st.session_state
+    default = default_question(kg)
+    for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
+        take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
+    try:
+        t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
+        check_question_time(kg, t_q)
+    except (ValueError, DataError) as e:
+        st.warning(md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
+        t_q = kg.time_axis.parse(default.time)
+    ss["time"] = kg.time_axis.label(t_q)
 
 
 def current_prediction(sel: Selection, coverage: float | None = None) -> Prediction:

@@ -13,8 +13,6 @@ import palette
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.calibration import Calibration, set_size_text
 from tpar.evaluation.reports import csv_text
-from tpar.errors import DataError
-from tpar.graph.queries import check_question_time, default_question
 from tpar.reasoning.prediction import Prediction, probability_text
 
 
@@ -30,7 +28,7 @@ def render() -> None:
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
     ex.unfinished_warning(sel)
     examples_ui(sel)
-    fill_question(kg)
+    ex.fill_question(kg)
     question_ui(kg)
     predictor = sel.explainer().predictor
     calibrated = predictor.calibration(predictor.resolve_setting(kg.time_axis.parse(ss["time"]), ss["setting"]).value)
@@ -124,22 +122,6 @@ def examples_ui(sel: ex.Selection) -> None:
                  placeholder="Pick a showcase question (one per planted rule) …",
                  format_func=lambda k: f"{k} — {labels[k].get('description', '')}"
                  + (f" (asked as {labels[k]['setting']})" if labels[k].get("setting") else ""))
-
-
-def fill_question(kg: TemporalKG) -> None:
-    """Replace what the session holds that this data set cannot ask (with a warning) by the default
-    question's parts."""
-    ss = st.session_state
-    default = default_question(kg)
-    for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
-        ex.take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
-    try:
-        t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
-        check_question_time(kg, t_q)
-    except (ValueError, DataError) as e:
-        st.warning(ex.md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
-        t_q = kg.time_axis.parse(default.time)
-    ss["time"] = kg.time_axis.label(t_q)
 
 
 def question_ui(kg: TemporalKG) -> None:

@@ -160,6 +160,20 @@ def test_bad_url_values_are_messages_not_tracebacks():
     assert not at.exception and at.session_state["answer"] == "Hugo of Zanistan"
 
 
+@pytest.mark.parametrize("page", ["views/evidence.py", "views/teach.py"])
+def test_evidence_and_reasoning_mend_a_shared_link_as_ask_does(page):
+    """A link straight to Evidence or How TPAR reasons with an unknown entity, a misspelt relation or a time the data
+    cannot ask is mended with a warning and the page goes on (it stopped at a bare error; walk-through). AppTest
+    opens Ask first, which mends the URL itself, so the bad parts are put into the session as such a link would."""
+    at = app(QUESTION).run()
+    at.session_state["subject"], at.session_state["relation"], at.session_state["time"] = "Nobody", "Threatn", "2029-12-20"
+    at.switch_page(page).run()
+    assert not at.exception and not at.error, plain(at.error)
+    warnings = plain(at.warning)
+    assert "Unknown entity 'Nobody'" in warnings and "Threatn" in warnings and "does not fit this data set" in warnings
+    assert at.session_state["subject"] != "Nobody" and at.session_state["relation"] != "Threatn"
+
+
 def test_data_set_without_a_checkpoint(tmp_path, monkeypatch):
     d = tmp_path / "data" / "user" / "toy"
     d.mkdir(parents=True)
