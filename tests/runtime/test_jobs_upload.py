@@ -316,3 +316,18 @@ def test_an_upload_reads_every_line_ending_and_numbers_rows_as_its_lines(ending)
     assert rep.rows_kept == 3 and "a\u240dx" in kg.entities.names
     rep, kg = inspect_upload(good.rstrip("\n") + "\r", "last-cr.csv")  # a last line ended by CR is a line
     assert rep.rows_kept == 3 and [r for r, _ in rep.dropped] == [4]
+
+
+def test_an_upload_whose_valid_or_test_split_is_tiny_says_so():
+    """A chronological split never cuts a time step, so a share can end at a fact or two: a valid split that small
+    chooses a model by chance, and test figures on it say little; the report says so (walk-through: 'test 1',
+    unremarked). A split of ordinary size gets no such note."""
+    _, small = inspect_upload(tiny_world_csv(days=12), "small.csv")
+    assert {s: len(small.facts(s)) for s in small.splits} == {"train": 20, "valid": 2, "test": 2}
+    said = [n for n in small.notes if "split holds only" in n]
+    assert said == ["the valid split holds only 2 facts (4 questions): a model chosen on so few is chosen largely by "
+                    "chance; more data, or other split shares, give it more",
+                    "the test split holds only 2 facts (4 questions): test figures on so few say little; more data, "
+                    "or other split shares, give it more"]
+    _, ring = inspect_upload(tiny_world_csv(days=60), "ring.csv")
+    assert not [n for n in ring.notes if "split holds only" in n]

@@ -143,6 +143,10 @@ def outlier_times(times: np.ndarray) -> np.ndarray:
     return mask
 
 
+#: a valid or test split with fewer facts than this gets a note: figures on a handful of questions say little
+FEW_SPLIT_FACTS = 10
+
+
 def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", split_policy: str = "chronological",
                    seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                    exclude_outliers: bool = False, day_first: bool | None = None) -> tuple[UploadReport, TemporalKG]:
@@ -186,6 +190,11 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         if s not in parts:
             notes.append(f"no {s} facts: " + ("training needs a valid split for early stopping"
                                                 if s == "valid" else "evaluation needs a test split"))
+        elif len(parts[s]) < FEW_SPLIT_FACTS:  # a chronological split never cuts a time step: a share can end tiny
+            n = len(parts[s])
+            notes.append(f"the {s} split holds only {plural(n, 'fact')} ({plural(2 * n, 'question')}): "
+                         + ("a model chosen on so few is chosen largely by chance" if s == "valid" else
+                            "test figures on so few say little") + "; more data, or other split shares, give it more")
     notes += reading_notes(q.report)
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
