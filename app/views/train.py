@@ -118,10 +118,10 @@ def form_ui(data_name: str, n_train: int, fingerprint: str = "") -> tuple[str, R
                                       "a question's time. Faster, forgets older evidence.")
         name = c9.text_input("Model name", help="Saved as workspace/checkpoints/NAME.tpar", key="train_name",
                              persist_state="session")
-        e1, e2 = st.columns(2)
-        eval_test = e1.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
+        # one above the other: side by side, each label was cut at 820 px
+        eval_test = st.checkbox("Evaluate on the test split when done", value=True, key="train_eval_test",
                                 persist_state="session")
-        e2.checkbox("Replace an existing model of this name", key="train_replace",
+        st.checkbox("Replace an existing model of this name", key="train_replace",
                     help="Without it, a model name already in workspace/checkpoints is refused and the saved model kept.")
         b1, b2 = st.columns(2)
         submitted = b1.form_submit_button("Start training", type="primary")
