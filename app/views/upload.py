@@ -204,9 +204,13 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         return kg
     st.subheader("Incomplete rows")
     n_subject = sum(r.missing == "subject" for r in rows)
-    lack = "row lacks" if len(rows) == 1 else "rows lack"
-    st.markdown(f"**{len(rows):,}** {lack} an entity ({n_subject:,} their subject, {len(rows) - n_subject:,} "
-                "their object). They are not facts: unless you accept a model's proposal for a row, it is left out "
+    n_object = len(rows) - n_subject
+    if len(rows) == 1:
+        lack = f"row lacks its {'subject' if n_subject else 'object'}"
+    else:
+        lack = "rows lack " + ("their subject" if not n_object else "their object" if not n_subject else
+                               f"an entity: {n_subject:,} their subject, {n_object:,} their object")
+    st.markdown(f"**{len(rows):,}** {lack}. They are not facts: unless you accept a model's proposal for a row, it is left out "
                 "of the saved data set. Proposals are reasoned from the training facts only, and accepted ones join "
                 "the **training** facts marked as *inferred* (never valid or test, so the test figures stay "
                 "honest), and stay marked on the timeline and in evidence paths.")

@@ -555,7 +555,7 @@ def test_upload_completes_incomplete_rows_with_a_reviewed_model(workspace):
     upload(at, gappy_sample_world(20), "gappy.csv")
     assert not at.exception and not at.error
     assert any("Incomplete rows" in h.value for h in at.subheader)
-    assert any("20** rows lack an entity (10 their subject, 10 their object)" in m.value for m in at.markdown)
+    assert any("20** rows lack an entity: 10 their subject, 10 their object." in m.value for m in at.markdown)
     assert at.selectbox(key="upload_complete_model").value.startswith("sample-world-unified")
     at.toggle(key="upload_complete_on").set_value(True).run()
     assert not at.exception

@@ -191,8 +191,8 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
             notes.append(f"no {s} facts: " + ("training needs a valid split for early stopping"
                                                 if s == "valid" else "evaluation needs a test split"))
         elif len(parts[s]) < FEW_SPLIT_FACTS:  # a chronological split never cuts a time step: a share can end tiny
-            n = len(parts[s])
-            notes.append(f"the {s} split holds only {plural(n, 'fact')} ({plural(2 * n, 'question')}): "
+            few = len(parts[s])
+            notes.append(f"the {s} split holds only {plural(few, 'fact')} ({plural(2 * few, 'question')}): "
                          + ("a model chosen on so few is chosen largely by chance" if s == "valid" else
                             "test figures on so few say little") + "; more data, or other split shares, give it more")
     notes += reading_notes(q.report)
