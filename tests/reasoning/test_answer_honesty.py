@@ -214,7 +214,16 @@ def test_a_top_answer_that_is_the_questions_own_entity_is_said_to_be_no_evidence
     assert len(said) == 1 and said[0].startswith("The top answer 'Sami of Lumzanenn' is the question's own object")
     other = Question("Arovia", "Provide aid to", "2026-01-10", "object", "extrapolation")
     assert int(raw_scores(p, other).argmax()) != p.kg.entities.id("Arovia")
-    assert not any("question's own" in w for w in p.answer(other, top_k=3).warnings)
+    shown = p.answer(other, top_k=3)
+    assert "Arovia" not in [a.entity for a in shown.answers]
+    assert not any("question's own" in w for w in shown.warnings)
+    # further down the list, the question's own entity is said too (walk-through: 'Theta sanctions Theta' at rank 3)
+    lower = p.answer(Question("Corquenovia", "Make a visit", "2025-12-18", "object", "extrapolation"), top_k=5)
+    assert [a.entity for a in lower.answers].index("Corquenovia") == 1
+    said = [w for w in lower.warnings if "question's own" in w]
+    assert said == ["Answer 2, 'Corquenovia', is the question's own subject, and no fact of the data links it to "
+                    "itself: its score comes from staying there (self-loops) and from walks that leave and come "
+                    "back, not from evidence for such a fact."]
 
 
 def test_no_own_entity_note_where_a_fact_links_the_entity_to_itself():

@@ -643,12 +643,15 @@ class Predictor:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
         no_evidence = no_evidence_reason(scores, probs, n_reached, nothing)
-        if answers and not no_evidence and self.own_entity_leads(answers[0].entity_id, s_id):  # said beside it
+        own = next((a for a in answers if a.entity_id == s_id), None)
+        if own is not None and not no_evidence and s_id not in self.self_linked:  # said beside it
             role = "subject" if q.direction == "object" else "object"
-            warnings.append(f"The top answer {answers[0].entity!r} is the question's own {role}, and no fact of the "
-                            "data links it to itself: its score comes from staying there (self-loops) and from walks "
-                            "that leave and come back, so read it as the model finding nothing more likely, not as "
-                            "evidence for such a fact.")
+            lead = own is answers[0]
+            warnings.append((f"The top answer {own.entity!r}" if lead else f"Answer {own.rank_text()}, {own.entity!r},")
+                            + f" is the question's own {role}, and no fact of the data links it to itself: its score "
+                            "comes from staying there (self-loops) and from walks that leave and come back, "
+                            + ("so read it as the model finding nothing more likely, not as evidence for such a fact."
+                               if lead else "not from evidence for such a fact."))
         elsewhere = self.calibrated_elsewhere(cal) if cal is not None else ""
         if elsewhere:
             warnings.append(f"Probabilities are calibrated on {elsewhere}, the data the calibration was fitted on, not "
