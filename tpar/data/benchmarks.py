@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
-from tpar.data.tables import MAX_FIELD, MAX_INT_TIME
+from tpar.data.tables import MAX_FIELD
 from tpar.data.textfile import BOM, memory_named, read_lines
-from tpar.data.timeaxis import TimeAxis, whole_number
+from tpar.data.timeaxis import TimeAxis, beyond_max_int_time, whole_number
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
 
@@ -182,8 +182,7 @@ def _hyte_year(text: str, fill: str) -> int | None:
     m = _YEAR.match(text)
     if not m or not re.search(r"[0-9]", m.group(1)):
         return None
-    digits = m.group(1).lstrip("-").lstrip("0") or "0"
-    if len(digits) > 16 or int(digits.replace("#", fill)) > MAX_INT_TIME:  # before int() of thousands of digits
+    if beyond_max_int_time(m.group(1).replace("#", fill)):
         raise ValueError(f"year {m.group(1)[:30]}{'...' if len(m.group(1)) > 30 else ''} is beyond ±2^53, "
                          "which no time step may be")
     return int(m.group(1).replace("#", fill))
@@ -305,8 +304,7 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
         axis = TimeAxis(gran, origin)
         conv = {}
         for split, ts in times_raw.items():
-            big = next((i for i, t in enumerate(ts) if len(t.lstrip("+-").lstrip("0")) > 16
-                        or abs(int(t)) > MAX_INT_TIME), None)  # the digits first: int() of 5,000 raises
+            big = next((i for i, t in enumerate(ts) if beyond_max_int_time(t)), None)
             if big is not None:
                 raise DataError(f"time {ts[big][:30]} is beyond ±2^53, which no time step may be", file=present[split],
                                 row=raw[split].rows[big])

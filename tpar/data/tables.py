@@ -29,7 +29,7 @@ from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import (BOM, MAX_LINE_CHARS, MarkedText, bad_byte_problem, bounded_lines, long_line_length,
                                memory_named, newline_ends, read_text)
-from tpar.data.timeaxis import TimeAxis, in_utc
+from tpar.data.timeaxis import MAX_INT_TIME, TimeAxis, in_utc
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
 
@@ -113,7 +113,6 @@ AUTO_YEARS = (1000, 2999)
 #: other bad rows named by number in a ``raise``-mode error
 MORE_BAD_ROWS_NAMED = 10
 #: integer times beyond this magnitude are refused (steps must stay exact in int64 arithmetic)
-MAX_INT_TIME = 2 ** 53
 
 _RE_INT = re.compile(r"^[+-]?[0-9]+$")
 _RE_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -446,7 +445,7 @@ def _shown_header(header: list[str], most: int = 8) -> str:
 def _read_header(path: Path, header: list[str], report: CsvReport, marked: bool = False) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
-    encoding = next((p for p in map(bad_byte_problem, header) if p), None) if marked else None
+    encoding = bad_byte_problem(header) if marked else None
     if encoding:
         raise DataError(encoding + "; save the file as UTF-8", file=path, row=1)
     if len(header) == 1 and long_line_length(header[0]) is not None:
@@ -501,7 +500,7 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
-        encoding = next((p for p in map(bad_byte_problem, rec) if p), None) if marked else None
+        encoding = bad_byte_problem(rec) if marked else None
         if encoding:
             bad(row, encoding)
             continue

@@ -54,9 +54,10 @@ class MarkedText(str):
     is searched for the marks, so a valid file that holds these private-use characters is read as it is."""
 
 
-def bad_byte_problem(cell: str) -> str | None:
-    """"not UTF-8 text (invalid byte 0xff)" when ``cell`` holds a byte :func:`decode_text` marked, else ``None``."""
-    m = BAD_BYTE.search(cell)
+def bad_byte_problem(cells: list[str]) -> str | None:
+    """"not UTF-8 text (invalid byte 0xff)" for the first byte :func:`decode_text` marked in a row's ``cells``, else
+    ``None``."""
+    m = next((m for m in map(BAD_BYTE.search, cells) if m), None)
     return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - _BAD_BYTE_BASE:02x})"
 
 

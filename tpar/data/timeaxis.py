@@ -43,14 +43,24 @@ def _real_date(s: str) -> bool:
         return False
 
 
+#: the largest integer time (a step, a year) read: beyond it float64 times and int64 arithmetic stop being exact
+MAX_INT_TIME = 2 ** 53
+
+
+def beyond_max_int_time(text: str) -> bool:
+    """Whether the whole number written ``text`` (ASCII digits and an optional sign) lies beyond ±2^53, judged on its
+    digits before ``int()`` (which stops at 4,300 digits with advice about sys.set_int_max_str_digits)."""
+    digits = text.lstrip("+-").lstrip("0")
+    return len(digits) > 16 or int(digits or "0") > MAX_INT_TIME
+
+
 def whole_number(text: str, what: str = "time") -> int:
     """``text`` (ASCII digits with an optional sign: no other script's digits, no underscores) as an int of at most
     ±2^53 -- checked on its digits before ``int()``, whose own limit (4,300 digits) speaks of
     sys.set_int_max_str_digits; ``ValueError`` naming ``text`` otherwise."""
     if not _INT.match(text):
         raise ValueError(f"{what} {quoted(text)} is not a whole number")
-    digits = text.lstrip("+-").lstrip("0")
-    if len(digits) > 16 or int(digits or "0") > 2 ** 53:
+    if beyond_max_int_time(text):
         raise ValueError(f"{what} {quoted(text, 30)} is beyond ±2^53, which no {what} may be")
     return int(text)
 
