@@ -654,7 +654,7 @@ def calibration_text(c: dict) -> str:
     from tpar.evaluation.calibration import set_size_text
 
     cover = "; ".join(f"{100 * float(k):g}% sets: coverage {100 * v:.1f}%, size "
-                      + (set_size_text(c["set_sizes"][k]).replace("; every", ", every") if k in c.get("set_sizes", {})
+                      + (set_size_text(c["set_sizes"][k], every_after=", ") if k in c.get("set_sizes", {})
                          else f"mean {c['mean_set_size'][k]:.1f}")
                       for k, v in c["coverage"].items())
     return (f"calibration (T = {c['temperature']:.3f}, {c['fitted_on']['source']}): ECE {b['ece']:.4f} -> {a['ece']:.4f}, "

@@ -433,11 +433,13 @@ def set_size_stats(sizes: torch.Tensor, candidates: torch.Tensor | None = None) 
     return stats
 
 
-def set_size_text(stats: dict[str, float], entities: int = 0, unit: str = "") -> str:
+def set_size_text(stats: dict[str, float], entities: int = 0, unit: str = "", every_after: str = "; ") -> str:
     """E.g. "median 4, 90th percentile 140, mean 32.5 entities (of 7,128); every candidate on 3.1% of the questions"
-    (``unit``: "entities" here)."""
+    (``unit``: "entities" here; ``every_after``: what precedes the every-candidate share, where the caller's own list
+    is separated by semicolons)."""
     of = f" (of {entities:,})" if entities else ""
-    every = (f"; every candidate on {100 * stats['every']:.1f}% of the questions" if stats.get("every") else "")
+    every = (f"{every_after}every candidate on {100 * stats['every']:.1f}% of the questions" if stats.get("every")
+             else "")
     return (f"median {stats['median']:,.0f}, 90th percentile {stats['p90']:,.0f}, mean {stats['mean']:,.1f}"
             f"{' ' + unit if unit else ''}{of}{every}")
 
