@@ -80,20 +80,9 @@ def _code_spans(text: str) -> list[tuple[bool, str]]:
         while j < n and text[j] == "`":
             j += 1
         run = j - i
-        k, close = j, -1
-        while k < n:
-            if text.startswith("\n\n", k):  # a blank line ends the paragraph: no span
-                break
-            if text[k] == "`":
-                m = k
-                while m < n and text[m] == "`":
-                    m += 1
-                if m - k == run:
-                    close = k
-                    break
-                k = m
-            else:
-                k += 1
+        paragraph_end = text.find("\n\n", j)  # a blank line ends the paragraph: no span across it
+        closing = re.compile(f"(?<!`){'`' * run}(?!`)").search(text, j, n if paragraph_end < 0 else paragraph_end)
+        close = closing.start() if closing else -1
         if close < 0:  # literal backticks: escaped, so nothing later pairs with them
             parts.append((False, text[start:i]))
             parts.append((False, "\\`" * run))
