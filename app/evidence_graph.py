@@ -1,7 +1,8 @@
 """The evidence graph: an explanation's top temporal paths as a self-contained pyvis (vis-network)
 HTML page. Query entity at the left, answer at the right, hops as levels; each link labelled with
 its relation and its time relative to the query; colour by past / same time / future of t_q;
-links walked backwards dashed and marked ``←``; thickness on an absolute scale of the link's own
+every arrowhead points the way its fact reads (subject → object), so a link walked backwards (against its fact,
+since paths run from the query entity at the left to the answer at the right) points back and is dashed; thickness on an absolute scale of the link's own
 importance ∂f/∂link (a link worth ≈ 0 is drawn thin and dotted whatever the others are worth); hover shows the fact in
 words with its absolute date and the paths' importance. Facts of one relation, walked the same way, on the
 same side of t_q, between the same two entities are one link ("Meet ×6" with the range of their times, as
@@ -243,18 +244,19 @@ def draw_link(net: Network, src: str, dst: str, group: dict, level: dict[str, in
                 f"∂f/∂link {signed(e['gradient'])}" + (" (no meaningful weight)" if abs(e["gradient"]) < floor else ""))
 
     if len(facts) == 1:
-        label = f"{relation_label(link.arrow_label)}\n{link.delta_label}"
+        label = f"{relation_label(link.relation)}\n{link.delta_label}"
         title = line(facts[0])
     else:
         last = facts[-1]["link"]
-        label = f"{relation_label(f'{link.arrow_label} ×{len(facts)}')}\n{link.delta_label} … {last.delta_label}"
+        label = f"{relation_label(f'{link.relation} ×{len(facts)}')}\n{link.delta_label} … {last.delta_label}"
         shown = facts[:MAX_FACTS_IN_TOOLTIP]
         more = len(facts) - len(shown)
         title = (f"{len(facts)} facts drawn as one link (width: the strongest, ∂f/∂link {signed(strongest)}):\n"
                  + "\n".join(line(e) for e in shown) + (f"\n… and {more} more" if more else ""))
     net.add_edge(src, dst, label=label, title=title, color=delta_colour(link.delta, dark),
                  dashes=line_style(weightless, bool(link.inferred), bool(link.inverse)),
-                 width=edge_width(strongest, floor), arrows="to", smooth=smooth,
+                 width=edge_width(strongest, floor), smooth=smooth,
+                 arrows="from" if link.inverse else "to",  # the head on the fact's object, whichever way it was walked
                  font={"size": 14, "align": "horizontal", "color": ink, "strokeWidth": 0,
                        "background": "rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"})
 
@@ -305,15 +307,18 @@ _FIT_AND_EXPORT = """
   }
   // the level distance at which every straight link's label fits between its two nodes' boxes and clear of the
   // arrowhead: vis-network centres the label halfway between the node centres, so each half of the distance must
-  // hold half the label and half its own node, and the target's half the arrowhead too: vis-network draws it
-  // 15 + 3 x the line's width px long (a thick link has a long head), plus a gap
+  // hold half the label and half its own node, and the half with the arrowhead (the target's, or the source's for a
+  // link walked backwards) the arrowhead too: vis-network draws it 15 + 3 x the line's width px long (a thick link
+  // has a long head), plus a gap
   function labelsNeed() {
     var need = 0;
     labelled().forEach(function (id) {
       var e = network.body.edges[id], s = e.options.smooth, arrow = 15 + 3 * (e.options.width || 1) + 6;
+      var back = !!(e.options.arrows && e.options.arrows.from && e.options.arrows.from.enabled);
       if (s && s.enabled) return;
       need = Math.max(need, textSize(e.options.label, 14).w
-                            + Math.max(nodeWidth(e.fromId) + 16, nodeWidth(e.toId) + 2 * arrow));
+                            + Math.max(nodeWidth(e.fromId) + (back ? 2 * arrow : 16),
+                                       nodeWidth(e.toId) + (back ? 16 : 2 * arrow)));
     });
     return Math.ceil(need);
   }

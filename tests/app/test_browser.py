@@ -142,8 +142,10 @@ def test_ask_answer_evidence_offline(server):
             graph.locator("#mynetwork canvas").wait_for(timeout=60_000)
             frame = next(f for f in page.frames if f != page.main_frame and "vis" in (f.content() or ""))
             labels = frame.evaluate("edges.get().map(e => e.label)")
+            heads = frame.evaluate("edges.get().map(e => [e.label, e.arrows])")
             nodes = frame.evaluate("nodes.get().map(n => n.label)")
-            assert "← Threaten\n-1 d" in labels  # relation and relative time of the escalation link
+            # relation and relative time of the escalation link, walked backwards: its head points the way the fact reads
+            assert ["Threaten\n-1 d", "from"] in heads
             assert {"Orora Front", "Hugo of Zanistan"} <= set(nodes)
             assert all(label.split("\n")[-1].endswith(" d") for label in labels)
 

@@ -77,8 +77,12 @@ def test_a_merged_link_names_every_fact_and_is_as_wide_as_its_strongest(sample_c
     # the direct links skip the hop level: each bends, further out than the hop's height
     for x in (x for x in edges if x["from"] == "q" and x["to"] == "a"):
         assert x["smooth"]["enabled"] and x["smooth"]["roundness"] * 2 * eg.LEVEL_SEPARATION / 2 >= 55  # bulge in px
-    backwards = [x for x in edges if x["label"].startswith("← ") or "←" in x["label"].split("\n")[0]]
+    # a link walked backwards points the way its fact reads (the walk-through read '← Meet' on an arrow to the answer
+    # the wrong way round): its head on the drawn source, dashed, its label the bare relation
+    backwards = [x for x in edges if x["arrows"] == "from"]
     assert len(backwards) == 1 and backwards[0]["dashes"] == eg.DASHED and merged[0]["dashes"] is False
+    assert all(x["arrows"] == "to" for x in edges if x is not backwards[0])
+    assert not any("←" in x["label"] for x in edges)
 
 
 def test_the_line_patterns_are_told_apart_at_a_glance():
