@@ -34,14 +34,16 @@ def render() -> None:
     with st.spinner(ex.md(f"Finding the temporal paths to {ss['answer']} and weighing each link (a new answer "
                           "can take half a minute on a large graph) …")):
         e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
-    how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every link "
-           f"on ({e.integration_steps} points)" if e.importance == "integrated" else
-           "∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, first order)")
     score = f"composite score S(q, a) = {e.score:.3f}" if e.combines else f"score f(q, a) = {e.score:.3f}"
-    st.caption(f"Setting **{e.setting}**; {score}, rank {e.rank_text()}. {RANKING_TEXT[e.ranking]} "
-               f"A link's share is {how}; paths are found by beam search over the layers, and staying at an entity "
-               "(a self-loop) is counted apart, as *stay*."
-               + (f" {ex.md(e.decomposition.text())}." if e.decomposition is not None else ""))
+    st.markdown(ex.md(f"Why {e.answer}? Rank {e.rank_text()} in the {e.setting} setting.")
+                + plain_summary(e))
+    with st.expander("How the paths and their shares are computed"):
+        how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every "
+               f"link on ({e.integration_steps} points)" if e.importance == "integrated" else
+               "∂f(q, a)/∂(link weight) in the layer that uses it (Eq. 14, first order)")
+        st.markdown(f"The model's {score}. {RANKING_TEXT[e.ranking]} A link's share is {how}; paths are found by "
+                    "beam search over the layers, and staying at an entity (a self-loop) is counted apart, as *stay*."
+                    + (f" {ex.md(e.decomposition.text())}." if e.decomposition is not None else ""))
     if e.combines:
         composite_ui(e)
     for w in e.warnings:
@@ -74,7 +76,8 @@ def render() -> None:
     proposed = any(x.inferred for p in shown for x in p.links)
     st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
-                f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; dashed (– – –) with ←: a fact walked "
+                f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; arrows point the way each fact reads "
+                "(subject → object); paths run left to right, so a dashed link (– – –) pointing back is a fact walked "
                 "backwards; " + ("dash-dotted (—·—): a fact a model proposed, not observed; " if proposed else "")
                 + "thickness: the link's own importance on a log scale (thin and dotted ( · · · ): none); ×n: n facts of "
                 "one relation drawn as one link (as thick as the strongest). Hover a link for the facts in words.",
@@ -89,6 +92,19 @@ def render() -> None:
     paths_ui(e, shown)
     what_if_ui(sel, e, shown)
     ex.sync_url()
+
+
+def plain_summary(e: Explanation) -> str:
+    """The page's first words after the question, without formulas: what the drawing shows and the strongest path
+    in words (Markdown-escaped; "" when no path carries weight: the page says why below)."""
+    if not e.meaningful_paths:
+        return ""
+    first = e.meaningful_paths[0]
+    steps = "; then ".join(x.sentence() for x in first.links)
+    n = len(e.meaningful_paths)
+    shown = "the temporal path that adds" if n == 1 else f"the {n} temporal paths that add"
+    return ex.md(f" The drawing shows {shown} most to its score, from {e.subject} at the left to {e.answer} at the "
+                 f"right; the strongest: {steps}.")
 
 
 def composite_ui(e: Explanation) -> None:

@@ -85,6 +85,14 @@ def test_pick_answer_explain():
         "Hugo of Zanistan", "Threaten", "Orora Front", "2025-12-19")
     assert top["removal"] > 1.0 and top["share"] > 0
     assert "Hugo of Zanistan: Threaten → Orora Front, 1 day before the question (walked back from Orora Front)" in texts(at)
+    # the page opens in plain words, the strongest path first; the derivation waits in an expander (walk-through:
+    # an 8-line caption of integrated gradients came before the path in words)
+    first = plain([m for m in at.markdown if m.value.startswith("Why ")])
+    assert first.startswith("Why Hugo of Zanistan? Rank 1 in the extrapolation setting.")
+    assert "the strongest: Hugo of Zanistan: Threaten → Orora Front, 1 day before the question" in first
+    assert "∂" not in first and "gradient" not in first
+    how = next(x for x in at.expander if x.label == "How the paths and their shares are computed")
+    assert "integrated gradients" in plain(how.markdown)
     frame = at.get("iframe")[0].proto.srcdoc
     assert "vis.Network" in frame and "-1 d" in frame
     assert 'src="http' not in frame and 'href="http' not in frame  # offline
