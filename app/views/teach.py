@@ -107,7 +107,11 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
     """Section 1: the question, then each recursive step, driven by one step control (Back / Next / Play
     move the same control); each stop says what happens (with the paper's equations), who answers so
     far, and shows the scores and the links with the most attention. A table of every step follows."""
-    st.subheader("1 · Bellman-Ford over temporal paths")
+    st.subheader("1 · Evidence spreads one hop a step")
+    st.caption("Each step, every entity reached so far passes what it holds along the facts around it (Eqs. 5-8), so "
+               "after step ℓ each entity ℓ hops from the question holds a summary of the temporal paths that reach it: "
+               "the way the Bellman-Ford shortest-path algorithm spreads distances one edge at a time, which the paper "
+               "builds on (its Section 3.2).")
     ss = st.session_state
     steps = walkthrough(tr, pred)
     key = (tr.subject, tr.relation, tr.time, tr.direction, tr.setting, answer, L)
