@@ -16,7 +16,7 @@ import explorer as ex
 import palette
 from tpar.errors import DataError
 from tpar.data.catalog import checkpoint_dir
-from tpar.reasoning.distilled_rules import (DistilledRule, RuleConfig, RuleSet, cache_path, cached_rules,
+from tpar.reasoning.distilled_rules import (SCORE_TEXT, DistilledRule, RuleConfig, RuleSet, cache_path, cached_rules,
                                             follows_planted, resolve_setting, rule_questions)
 from tpar.reasoning.rules import PlantedRules, parse_atom
 
@@ -77,8 +77,8 @@ def render() -> None:
     summary = next((h for h in rules.heads if h.head == head and h.head_inverse == inverse), None)
     learned = rules.for_head(head, inverse)
     st.caption(f"{m.get('questions', 0):,} questions in {m.get('seconds', 0):g} s ({ex.md(m.get('setting', ''))}); "
-               + ("distilled once and shipped beside the checkpoint (`checkpoints/rules/`). " if shipped and path == str(shipped)
-                  else "kept in the workspace. ") + f"{ex.md(m.get('score', ''))}."
+               + ("distilled once and shipped beside the checkpoint (`checkpoints/rules/`)." if shipped and path == str(shipped)
+                  else "kept in the workspace.")
                + (f" Here: {summary.questions:,} questions, the model's first answer right for "
                   f"{100 * summary.answered_first:.0f}% of them; {summary.patterns:,} patterns seen, "
                   f"{len(learned):,} in at least {config.min_support} questions." if summary else ""))
@@ -86,6 +86,7 @@ def render() -> None:
     if not learned:
         st.info(ex.md(f"No rule for {head} ({direction} questions) was seen in enough questions to keep."))
         st.stop()
+    reading_ui(learned[0], rules)
     chart_ui(learned[:SHOWN], rules, planted)
     table_ui(learned[:SHOWN], rules, planted)
     examples_ui(sel, learned, rules)
@@ -146,8 +147,26 @@ def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], ru
     return marks
 
 
+def reading_ui(first: DistilledRule, rules: RuleSet) -> None:
+    """How to read the rule notation, with the best rule in words."""
+    scale = rules.scale
+    st.markdown(ex.md(f"How to read a rule: X is the question's entity, Y the answer, Z1, Z2 the entities a path passes "
+                      f"on the way; t is the question's time, and {scale.text(1)} means {scale.words(1)} "
+                      f"({scale.text(4)}: {scale.words(4)}; a + for after t, which only interpolation can use). "
+                      f"Rule {first.rank} reads: {first.words(scale)}."))
+
+
+#: characters of a rule's body in a chart label (the bar's hover shows the whole rule)
+LABEL_CHARS = 24
+
+
 def rule_label(r: DistilledRule, planted: dict[int, str]) -> str:
-    return f"rule {r.rank}" + (" ★" if r.rank in planted else "")
+    """The chart's name for a rule: its rank and the relations of its body (⁻¹: walked backwards), cut to
+    :data:`LABEL_CHARS`; ★ for a planted rule."""
+    body = " ∧ ".join(a.relation + ("⁻¹" if a.inverse else "") for a in r.body)
+    if len(body) > LABEL_CHARS:
+        body = body[:LABEL_CHARS - 1].rstrip() + "…"
+    return ex.plot_text(f"{r.rank}. {body}", most=LABEL_CHARS + 10) + (" ★" if r.rank in planted else "")
 
 
 def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:
@@ -156,7 +175,7 @@ def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]
     texts = [ex.plot_text(r.text(rules.scale)) for r in shown]
     colours = [palette.KNOWN if r.rank in planted else palette.OTHER for r in shown]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=("confidence (share right)", "support (questions)"))
+                        subplot_titles=("confidence", "support"))
     fig.add_trace(go.Bar(y=labels, x=[r.confidence for r in shown], orientation="h", marker_color=colours,
                          customdata=texts, name="confidence", text=[f"{100 * r.confidence:.0f}%" for r in shown],
                          textposition="outside", cliponaxis=False,
@@ -171,9 +190,13 @@ def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]
     fig.update_layout(height=90 + 30 * len(shown), margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
                       bargap=0.25)
     ex.show_chart(fig)
-    st.caption("Rules ranked by score (best first; ★ and green: a planted rule of the data). Confidence: of the "
-               "questions whose top paths hold the rule, the share where its path ends at a true answer. Support: how "
-               "many questions hold it. Hover a bar for the rule.")
+    st.caption("Rules ranked by score, best first (★ and green: a planted rule of the data); each bar names the "
+               "relations of the rule's path (⁻¹: a relation walked backwards), hover it for the whole rule. "
+               "Confidence: of the questions whose top paths hold the rule, the share where its path ends at a true "
+               "answer. Support: how many questions hold it. Score: the share of the head's questions the rule "
+               "answers right, counted cautiously where few questions hold it (a rule right in 2 of 2 questions "
+               "does not outrank one right in 40 of 50).",
+               help=ex.md(SCORE_TEXT))
 
 
 def table_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:

@@ -85,6 +85,12 @@ def test_rules_are_distilled_once_with_a_progress_bar_then_read_from_the_workspa
     assert at.selectbox(key="rules_head").options == [HEAD]
     text = plain(markdown(at))
     assert "1. (Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in text
+    # the notation is read out, the best rule in words (the walk-through met t-∞..-41 unexplained)
+    assert "t-3..-1 means 1 to 3 days before t (t-∞..-41: 41 or more days before t" in text
+    assert "Rule 1 reads: if Y Threaten X 1 to 3 days before t, then X Mobilize against Y at t." in text
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # bars named by their path, not "rule 1"
+    assert spec["data"][0]["y"][0] == "1. Threaten⁻¹ ★"
+    assert "Wilson" not in " ".join(c.value for c in at.caption)  # the formula waits in the caption's help
     assert "★ planted rule **escalation**" in text
     said = plain(at.success[0].value)
     assert "Planted rule **escalation**" in said and "learned as rule **1**" in said
@@ -143,6 +149,8 @@ def test_names_from_the_data_are_escaped(workspace, sample_kg):
     chart = at.get("plotly_chart")[0].proto.spec  # plotly reads a few tags: brackets escaped
     labels = json.loads(chart)["data"][0]["customdata"]
     assert labels[0].startswith("(Y, &lt;b&gt;x&lt;/b&gt;[click]") and "<b>x" not in chart
+    bars = json.loads(chart)["data"][0]["y"]
+    assert bars[0].startswith("1. &lt;b&gt;x&lt;/b&gt;[cli") and bars[0].endswith("…")  # cut, brackets escaped
 
 
 def test_the_sample_worlds_rules_ship_under_the_key_the_page_looks_for(sample_kg):

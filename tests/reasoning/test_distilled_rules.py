@@ -53,6 +53,23 @@ def test_other_time_units_are_scaled_to_days_or_bucketed_in_their_own_unit():
     assert years.text(1) == "t-3..-1y" and years.text(0) == "t (same y)"
 
 
+def test_buckets_and_rules_read_out_in_words():
+    days = GapScale.of(TimeAxis("day", "2025-01-01"))
+    assert [days.words(b) for b in (0, 1, 2, 4, -1, -4)] == [
+        "at t", "1 to 3 days before t", "4 to 10 days before t", "41 or more days before t", "1 to 3 days after t",
+        "41 or more days after t"]
+    years = GapScale.of(TimeAxis("year", "0"))
+    assert years.words(0) == "in the same year as t" and years.words(-3) == "11 to 40 years after t"
+    steps = GapScale.of(TimeAxis("step"))
+    assert steps.words(1) == "1 to 3 steps before t"
+    rule = DistilledRule("Consult", True, 1, [BodyAtom("Form alliance with", False, 4), BodyAtom("Threaten", True, 1)],
+                         10, 9, 1.0, 0.5, 10)
+    assert rule.text(days) == ("(X, Form alliance with, Z1, t-∞..-41) ∧ (Y, Threaten, Z1, t-3..-1) => "
+                               "(Y, Consult, X, t)")
+    assert rule.words(days) == ("if X Form alliance with Z1 41 or more days before t, and Y Threaten Z1 1 to 3 days "
+                                "before t, then Y Consult X at t")
+
+
 def test_wilson_lower_bound():
     assert wilson_lower(0, 0) == 0.0 and wilson_lower(0, 7) == 0.0
     assert wilson_lower(2, 2) == pytest.approx(0.3424, abs=1e-4)

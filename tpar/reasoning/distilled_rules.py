@@ -120,6 +120,20 @@ class GapScale:
         return f"t+{-hi}..+{'∞' if lo is None else -lo}{unit}"
 
 
+    def words(self, bucket: int) -> str:
+        """The bucket in words: "at t", "1 to 3 days before t", "41 or more days before t", "1 to 3 days after t"
+        (months and years by name, other units by their symbol)."""
+        one, many = ("day", "days") if self.days else {"mo": ("month", "months"), "y": ("year", "years"),
+                                                       "steps": ("step", "steps")}.get(self.unit, (self.unit, self.unit))
+        if bucket == 0:
+            return "at t" if self.days else f"in the same {one} as t"
+        lo, hi = self.bounds(abs(bucket))  # the gap's size, either side
+        side = "before" if bucket > 0 else "after"
+        span = f"{lo} or more" if hi is None else f"{lo} to {hi}"
+        unit = many
+        return f"{span} {unit} {side} t"
+
+
 def bucket_from_bounds(lo: int | None, hi: int | None) -> int:
     """The signed bucket whose :meth:`GapScale.bounds` are (lo, hi); ``DataError`` for other bounds."""
     for b in range(-(len(BUCKET_EDGES) - 1), len(BUCKET_EDGES)):
@@ -214,6 +228,16 @@ class DistilledRule:
             atoms.append(f"({u}, {a.relation}, {v}, {scale.text(a.bucket)})")
         head = f"(Y, {self.head}, X, t)" if self.head_inverse else f"(X, {self.head}, Y, t)"
         return " ∧ ".join(atoms) + " => " + head
+
+    def words(self, scale: GapScale) -> str:
+        """The rule as a sentence, e.g. "if Y Threaten X 1 to 3 days before t, then X Mobilize against Y at t"."""
+        nodes = ["X"] + [f"Z{i}" for i in range(1, len(self.body))] + ["Y"]
+        atoms = []
+        for i, a in enumerate(self.body):
+            u, v = (nodes[i + 1], nodes[i]) if a.inverse else (nodes[i], nodes[i + 1])
+            atoms.append(f"{u} {a.relation} {v} {scale.words(a.bucket)}")
+        head = f"Y {self.head} X" if self.head_inverse else f"X {self.head} Y"
+        return f"if {', and '.join(atoms)}, then {head} at t"
 
     def to_dict(self, scale: GapScale) -> dict:
         return {"head": self.head, "head_inverse": self.head_inverse, "rank": self.rank,
