@@ -9,3 +9,4 @@ AS_OBJECT = "#d97706"  # the timeline's entity as the object of a fact (beside Q
 PAST, SAME, FUTURE = "#1d4ed8", "#6b7280", "#ea580c"  # a link's time relative to the question
 T_Q = "#b91c1c"        # the question's time marker
 LOSS, METRIC = "#577590", "#e76f51"  # training curves
+REFERENCE = "#6b7280"  # a reference level drawn on a chart (a uniform guess)

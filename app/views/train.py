@@ -155,13 +155,27 @@ def estimate_ui(kg: TemporalKG, run: RunConfig, eval_test: bool):
         finish = (f", then {duration(est.finish_seconds)} to calibrate on valid"
                   + (" and evaluate on test" if eval_test else ""))
     total = time_left(est).seconds  # the same function prices the live time left once the run starts
-    st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch at "
+    st.info(f"Estimated on this machine: {est.questions_per_epoch:,} training questions per epoch "
+            f"({questions_note(len(kg.facts('train')), run)}) at "
             f"{1000 * est.seconds_per_question:.1f} ms each plus {duration(est.valid_seconds)} of validation: "
             f"**{about(est.epoch_seconds)} per epoch**; at most **{duration(total)}** in all "
             f"({ex.plural(est.epochs, 'epoch')}{finish}; plus a few seconds to start; early stopping "
             "may end sooner). Once it runs, the time left is this estimate refined by the pace the run measures, "
             "so other work on the machine shows up there.")
     return est
+
+
+def questions_note(facts: int, run: RunConfig) -> str:
+    """Where an epoch's training questions come from, for ``facts`` training facts (a new user read "340
+    training questions" for 136 facts as a mistake)."""
+    ways = f"{ex.plural(facts, 'training fact')}, each asked both ways"
+    note = {"extrapolation": f"{ways}",
+            "interpolation": f"{ways} unless drawn into the epoch's random background",
+            "unified": f"{ways} for extrapolation, and again for interpolation unless drawn into the epoch's random "
+                       "background"}.get(run.train.setting, ways)
+    if run.train.max_train_queries:
+        note += f"; at most {run.train.max_train_queries:,} of them"
+    return note
 
 
 def progress_time(s: JobStatus, now: float | None = None) -> str:
@@ -200,9 +214,10 @@ def unfinished(path: str) -> str:
     return info.checkpoint.unfinished() if info else ""
 
 
-def tested_figures_ui(path: str) -> None:
+def tested_figures_ui(path: str, entities: int = 0) -> None:
     """The saved model's test figures, as its card records them (the job evaluates on test when asked): one row
-    per setting, realistic ties, both directions, time-aware filter; a line saying so when none were measured."""
+    per setting, realistic ties, both directions, time-aware filter, with what the measures mean and what a uniform
+    guess among the data's ``entities`` would score (0: not known); a line saying so when none were measured."""
     info = saved_model(path)
     tests = {k[len("test_"):]: v.get("realistic", {}) for k, v in (info.checkpoint.metrics if info else {}).items()
              if k.startswith("test_") and isinstance(v, dict)}
@@ -222,6 +237,7 @@ def tested_figures_ui(path: str) -> None:
                  hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in ("MRR %", "H@1 %", "H@3 %", "H@10 %")})
+    st.caption(measures_note(entities))
     for setting, model, base in frequency_comparison(info.checkpoint.metrics, info.checkpoint.extra.get("baseline_test")):
         if model > base:
             st.caption(f"{setting.capitalize()}: the frequency baseline (each answer scored by how often it answered "
@@ -233,6 +249,23 @@ def tested_figures_ui(path: str) -> None:
                        f"{100 * base:.2f}% ({100 * (model - base):+.2f} points). On this data the answers repeat "
                        "earlier facts more than temporal paths explain them: train for more epochs, or read its "
                        "answers with that in mind.")
+
+
+def measures_note(entities: int) -> str:
+    """What MRR and H@k mean, and (with the data's number of ``entities``) what a uniform guess scores and when H@k
+    holds by construction."""
+    text = ("MRR: the mean of 1 / the true answer's rank (100%: always first); H@k: how often the true answer is "
+            "among the first k. Other answers true at the question's time do not count against the model (time-aware "
+            "filter), and an answer tied with others takes the middle of their ranks (realistic ties).")
+    if entities > 1:
+        guess = sum(1 / r for r in range(1, entities + 1)) / entities  # E[1/rank], the rank uniform on 1..n
+        text += (f" A uniform guess among the {entities:,} entities scores MRR about {100 * guess:.1f}% "
+                 "(a little more where the filter leaves fewer candidates).")
+        sure = [k for k in (1, 3, 10) if entities <= k]
+        if sure:
+            named = " and ".join(f"H@{k}" for k in sure)
+            text += f" With {entities:,} entities, {named} {'is' if len(sure) == 1 else 'are'} 100% whatever the model does."
+    return text
 
 
 def own_running_job(out: Path) -> TrainingJob | None:
@@ -323,9 +356,17 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
         if s.steps:
             steps = pd.DataFrame(s.steps)
             x = steps["epoch"] + steps["batch"] / steps["batches"]
-            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="loss", mode="lines", line={"color": palette.LOSS}))
+            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="batch loss", mode="lines",
+                                     line={"color": palette.LOSS, "width": 1}, opacity=0.6))
+        if s.entities > 1:  # the loss (Eq. 10) of scoring every entity alike
+            fig.add_hline(y=math.log(s.entities), line={"dash": "dot", "color": palette.REFERENCE, "width": 1},
+                          annotation_text=f"uniform guess (ln {s.entities:,})", annotation_position="bottom left")
         if s.epochs_done:
             ep = pd.DataFrame(s.epochs_done)
+            if "loss" in ep:  # an epoch's mean: what the epoch table lists (a batch's loss alone is noisy)
+                fig.add_trace(go.Scatter(x=ep["epoch"].tolist(), y=ep["loss"].tolist(), name="epoch's mean loss", mode="markers",
+                                         marker={"color": palette.LOSS, "size": 9, "symbol": "diamond"},
+                                         cliponaxis=False))
             if "valid_mrr" in ep:
                 name = SELECTION_LABEL if len(setting_kinds(s.epochs_done)) > 1 else "valid MRR %"
                 fig.add_trace(go.Scatter(x=ep["epoch"], y=100 * ep["valid_mrr"], name=name[0].lower() + name[1:],
@@ -353,7 +394,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                                  "from a model that did not finish training; every model list marks it so."))
             else:
                 st.success(ex.md(f"Saved {model}."))
-            tested_figures_ui(model)
+            tested_figures_ui(model, s.entities)
             if st.button("Use this unfinished model in Ask" if why else "Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")
                 ss["model"] = job.spec().name or model

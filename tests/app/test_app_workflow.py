@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 
 import re
 import time
@@ -218,6 +219,10 @@ def test_train_progress_finish_then_ask(workspace):
     at.get("form_submit_button")[1].click().run()  # estimate only: a time, no job
     assert not at.exception and not at.success
     assert any("Estimated on this machine" in i.value and "per epoch" in i.value for i in at.info)
+    # where the questions come from (a new user read 340 questions for 136 facts as a mistake)
+    assert any("96 training facts, each asked both ways for extrapolation, and again for interpolation unless drawn "
+               "into the epoch's random background; at most 80 of them" in i.value for i in at.info), \
+        [i.value for i in at.info]
     assert "job" not in at.session_state
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and any("started in the background" in s.value for s in at.success)
@@ -264,6 +269,15 @@ def test_train_progress_finish_then_ask(workspace):
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch
+    # each epoch's mean loss beside the noisy batch losses (one epoch's few batch losses read as a rise), and the
+    # loss of a uniform guess over the data's 6 entities for scale
+    traces = {t["name"]: t for t in spec["data"]}
+    assert traces["epoch's mean loss"]["y"] == pytest.approx(list(epochs["Loss"]))
+    assert "batch loss" in traces
+    guess = [sh for sh in spec["layout"]["shapes"] if sh.get("y0") == sh.get("y1")]
+    assert [sh["y0"] for sh in guess] == [pytest.approx(math.log(6))]
+    said = " ".join(c.value for c in at.caption)
+    assert "A uniform guess among the 6 entities scores MRR about 40.8%" in said and "H@10 is 100%" in said
     low, high = spec["layout"]["yaxis2"]["range"]
     mrr = list(epochs["Valid MRR %"].dropna())  # the axis carries the selection MRR (a unified run: the mean)
     assert 0 <= low <= min(mrr) and max(mrr) <= high <= 100  # an MRR axis never runs past 100 %

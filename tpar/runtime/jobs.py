@@ -72,6 +72,7 @@ class JobStatus:
     validation_seconds: float = 0.0  # their time (from the phase events that announce them)
     phase_started: float = 0.0    # when the current phase began (for the finish: the first finish phase)
     ended: float = 0.0            # when it finished (done, cancelled or failed), 0 before
+    entities: int = 0             # candidate answers of the data (the loss of a uniform guess is ln of it), 0 before read
 
     @property
     def finished(self) -> bool:
@@ -160,6 +161,8 @@ class TrainingJob:
             kind = e.get("type")
             if kind == "start":
                 st.state, st.started = "running", e.get("time", 0.0)
+            elif kind == "data":
+                st.entities = int(e.get("entities", 0))
             elif kind == "phase":
                 phase = str(e.get("phase", ""))
                 if phase == "validating":
@@ -289,6 +292,7 @@ def run_job(folder: str | Path) -> int:
         apply_threads(spec.threads)  # 0: the idle cores (tpar.runtime.threads)
         emit("start", pid=os.getpid())
         kg = load_dataset(spec.data)
+        emit("data", entities=kg.num_entities)
         run = RunConfig.from_dict(spec.run, "job spec")
         cancel = job.dir / "cancel"
 
