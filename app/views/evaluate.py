@@ -16,7 +16,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import HeldOutReport, held_out_collector, set_size_text
+from tpar.evaluation.calibration import MIN_RELIABLE_QUERIES, HeldOutReport, held_out_collector, set_size_text
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -82,7 +82,8 @@ def render() -> None:
         bar.progress(1.0, text="done")
         ss["eval_results"] = {"key": key, "results": results, "calibration": report,
                               "calibration_source": collector.source if collector is not None else "",
-                              "calibration_note": note}
+                              "calibration_note": note,
+                              "calibration_caveats": collector.calibration.caveats() if collector is not None else []}
     done = ss.get("eval_results")
     if not done or done["key"] != key:
         st.info("Choose the options and run the evaluation.")
@@ -91,7 +92,8 @@ def render() -> None:
     if rm is not None and "TPAR" in done["results"]:
         text = rm.all_question_metrics(done["results"]["TPAR"], split)["text"]
         st.info(ex.md(text[:1].upper() + text[1:] + "."))
-    calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""))
+    calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""),
+                   done.get("calibration_caveats", []), split)
 
 
 def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str],
@@ -174,14 +176,23 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
                        file_name="tpar-evaluation.json", mime="application/json")
 
 
-def calibration_ui(report: HeldOutReport | None, source: str, note: str = "") -> None:
+def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", caveats: list[str] = (),
+                   split: str = "test") -> None:
     """How often TPAR's probabilities are right: a reliability diagram, ECE / Brier / NLL before and
-    after temperature scaling, and the answer sets' coverage (or why there are none: ``note``)."""
+    after temperature scaling, and the answer sets' coverage (or why there are none: ``note``); what limits them
+    (the calibration's ``caveats``: fitted on few questions, a model that guesses; and a ``split`` too small to
+    measure them on) said first."""
     st.subheader("Are the probabilities honest?")
     if report is None:
         st.info(ex.md(note[:1].upper() + note[1:] + "." if note else
                       "No calibration: evaluate on the test split of a data set with a valid split."))
         return
+    for caveat in caveats:
+        st.warning(ex.md(caveat))
+    measured = report.after.queries
+    if measured < MIN_RELIABLE_QUERIES:
+        st.warning(f"Measured on only {ex.plural(measured, f'{split} question')} (fewer than {MIN_RELIABLE_QUERIES}): "
+                   "the figures below would move by several points on another sample of the same size.")
     r = report.reliability
     width = 1 / len(r.edges)
     bins = [(e + width / 2, a, c) for e, a, c in zip(r.edges, r.accuracy, r.counts) if c]

@@ -330,6 +330,32 @@ def test_evaluate_next_to_baselines():
     share, counts = (next(t for t in chart["data"] if t.get("name") == n)
                      for n in ("share right in the bin", "questions in the bin"))
     assert share["x"] == counts["x"] and sum(counts["y"]) == 200 and min(counts["y"]) > 0
+    assert not any("Measured on only" in w.value for w in at.warning)
+    # a handful of questions: said before its figures (walk-through: ECE on 30 questions shown as it stood)
+    at.number_input(key="eval_limit").set_value(40).run()
+    at.button(key="eval_run").click().run()
+    assert not at.exception and not at.error
+    assert any("Measured on only 40 test questions (fewer than 100)" in w.value for w in at.warning)
+
+
+def test_evaluate_says_what_limits_a_calibration_fitted_on_few_questions():
+    """The caveats of the calibration in use (fitted on few questions, a model that guesses) are said on the
+    Evaluate page as Ask says them."""
+    def page() -> None:
+        from views.evaluate import calibration_ui
+
+        from tpar.evaluation.calibration import CalibrationMetrics, HeldOutReport, Reliability
+
+        m = CalibrationMetrics(0.1, 0.5, 1.0, 0.5, 0.5, 30)
+        calibration_ui(HeldOutReport(m, m, Reliability([0.0, 0.5], [10, 20], [0.2, 0.7], [0.2, 0.7]), {"0.9": 0.9},
+                                     {"0.9": 2.0}, 0.05),
+                       "fitted now on 34 valid questions", caveats=["The probabilities were calibrated on only 34 valid "
+                                                                    "questions (fewer than 100): take them as rough."])
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception, at.exception
+    said = " ".join(w.value for w in at.warning)
+    assert "calibrated on only 34 valid questions" in said and "Measured on only 30 test questions" in said
 
 
 @pytest.mark.slow
