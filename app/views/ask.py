@@ -119,9 +119,12 @@ def examples_ui(sel: ex.Selection) -> None:
     ss["example"] = next((k for k, x in labels.items()
                           if (x["subject"], x["relation"], x["time"], "object") == asked), None)
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
-                 placeholder="Pick a showcase question (one per planted rule) …",
-                 format_func=lambda k: f"{k} — {labels[k].get('description', '')}"
-                 + (f" (asked as {labels[k]['setting']})" if labels[k].get("setting") else ""))
+                 placeholder="Pick a showcase question (one per planted rule) …")
+    shown = labels.get(ss.get("example"))
+    if shown and (shown.get("description") or shown.get("setting")):  # in a caption, which wraps (the box cuts)
+        about = str(shown.get("description", ""))
+        st.caption(ex.md((f"{shown.get('rule', 'Example')}: {about}" if about else "This example")
+                         + (f"; asked as {shown['setting']}." if shown.get("setting") else ".")))
 
 
 def question_ui(kg: TemporalKG) -> None:
@@ -253,8 +256,11 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
             "score": st.column_config.NumberColumn("Score", format=f"%.{score_digits(answers)}f", width="small",
                                                    help="S(q, e), the composite's score (see above)" if pred.combines
                                                    else "f(q, e) of Eq. 9"),
-            "known": st.column_config.TextColumn("Known", width="small",
-                                                 help="yes: this fact is in the data set"),
+            "known": st.column_config.TextColumn("In data", width="small",
+                                                 help="yes: this answer's fact is in the data set. The model never "
+                                                      "sees it when answering (a question never sees its own fact, "
+                                                      "and a forecast only earlier facts): it checks the answer, it "
+                                                      "is not evidence for it."),
         })
     rows = [r for r in (event.selection.rows if event and event.selection else []) if 0 <= r < len(answers)]
     if rows:
@@ -281,7 +287,7 @@ def downloads_ui(pred: Prediction, answers: pd.DataFrame) -> None:
                                marker_color=[palette.KNOWN if k else palette.OTHER for k in top["known"]],
                                customdata=top["p_text"], hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
         fig.update_layout(height=max(260, 26 * len(top)), margin=dict(l=10, r=10, t=10, b=10),
-                          xaxis_title="probability (%) — green: known fact")
+                          xaxis_title="probability (%) — green: its fact is in the data (the model does not see it)")
         ex.show_chart(fig)
 
 

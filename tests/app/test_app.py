@@ -215,8 +215,11 @@ def test_showcase_examples():
     assert "Setting: **interpolation**" in texts(at)
     assert at.dataframe[0].value.iloc[0]["entity"] == at.session_state["answer"]  # same-day visit, recovered
     assert at.selectbox(key="example").value.startswith("reciprocity:")
+    # what the example shows, in a caption that wraps (the box cut it at any width)
+    assert "reciprocity: a visit is hosted by the visited country on the same day; asked as interpolation." in texts(at)
     at.selectbox(key="w_relation").select("Threaten").run()  # the user's own question now: no example named
     assert not at.exception and at.selectbox(key="example").value is None
+    assert "a visit is hosted by the visited country" not in texts(at)
 
 
 def test_url_values_outside_the_widgets_are_clamped_or_ignored():
