@@ -105,12 +105,14 @@ def cmd_info(args) -> int:
         return 0
     print(f"{st['name']}  ({st['source']})")
     print(f"  entities   {st['num_entities']:>9,}  ({st['entities_in_facts']:,} occur in facts)")
-    print(f"  relations  {st['num_relations']:>9,}  (+ {st['num_relations']:,} inverse relations in the index)")
+    inverse = plural(st['num_relations'], 'inverse relation')
+    print(f"  relations  {st['num_relations']:>9,}  (+ {inverse} in the index)")
     print(f"  time       {st['time_axis']}")
     for split, info in st["splits"].items():
         extra = ""
         if info["facts"]:
-            extra = (f"  {info['entities']:,} entities, {info['relations']} relations, {info['time_steps']} time steps, "
+            extra = (f"  {plural(info['entities'], 'entity', 'entities')}, {plural(info['relations'], 'relation')}, "
+                     f"{plural(info['time_steps'], 'time step')}, "
                      f"{info['time_range'][0]} .. {info['time_range'][1]}")
         print(f"  {split:6s} {info['facts']:>9,} facts{extra}")
     for s in st["missing_splits"]:

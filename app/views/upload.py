@@ -150,19 +150,28 @@ def report_ui(report: UploadReport) -> None:
                 f"**{report.entities:,}** entities, **{report.relations:,}** relations. Split ({report.split_policy}): "
                 + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
     for note in report.notes:
-        st.warning(ex.md(note))
+        st.warning(ex.sentence(note))
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row')} of {ex.md(report.file)} "
                    f"{'was' if len(report.dropped) == 1 else 'were'} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,} with their row numbers, problems and content"
                       if len(report.dropped) > 1 else "; its row number, problem and content")
                    + " (row numbers are the file's lines, the header being row 1):")
-        # rows three lines high and a problem column of fixed width: the grid wraps a long problem text (at a
-        # row height of 70 px or more) instead of cutting it off, and the content keeps room at 820 px
+        # rows three lines high and columns of fixed width: the grid wraps a long problem or row (at a row height
+        # of 70 px or more) instead of cutting it off, and both fit 820 px
         st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),
-                                    "problem": st.column_config.TextColumn("problem", width=260),
-                                    "content": st.column_config.TextColumn("content (as in the file)")})
+                                    "problem": st.column_config.TextColumn("problem", width=220),
+                                    # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
+                                    "content": st.column_config.TextColumn("content (as in the file)", width=200)})
+    if report.duplicate_rows:
+        listed = len(report.duplicate_rows)
+        with st.expander(f"Duplicates removed ({report.duplicates:,})"):
+            st.caption("Each row holds the fact of an earlier row again (the same subject, relation, object and time"
+                       + (", and split" if report.split_policy == "column" else "") + "); the fact is kept once"
+                       + (f"; the first {listed:,} are listed." if listed < report.duplicates else "."))
+            st.dataframe(pd.DataFrame([{"row": r, "repeats row": first} for r, first in report.duplicate_rows]),
+                         hide_index=True)
     if report.normalised:
         with st.expander(f"Names normalised ({len(report.normalised):,})"):
             st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}
@@ -397,7 +406,7 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
         st.warning(ex.md(f"New relation {new!r} is spelled like the existing {old!r} but for case, spaces, underscores "
                          "or punctuation: the data set would hold both as two relations. Check the spelling."))
     for note in report.notes:
-        st.warning(ex.md(note))
+        st.warning(ex.sentence(note))
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,}:" if len(report.dropped) > 1 else ":"))
@@ -406,8 +415,9 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
                                    for r, p in report.dropped[:1000]]), hide_index=True,
                      width="stretch", row_height=72,  # a long problem wraps instead of being cut off
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),
-                                    "problem": st.column_config.TextColumn("problem", width=260),
-                                    "content": st.column_config.TextColumn("content (as in the file)")})
+                                    "problem": st.column_config.TextColumn("problem", width=220),
+                                    # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
+                                    "content": st.column_config.TextColumn("content (as in the file)", width=200)})
 
 
 def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) -> None:

@@ -124,6 +124,25 @@ def test_csv_time_formats(tmp_path, times, fmt, gran, origin, steps):
 def test_csv_duplicates_counted(tmp_path):
     q = read_quadruple_csv(write(tmp_path / "d.csv", GOOD + "Iran,Negotiate,China,2014-02-02\n"))
     assert q.report.duplicates == 1 and len(q.subjects) == 3
+    first = next(r for r, v in zip(q.rows, q.subjects) if v == "Iran")
+    assert q.report.duplicate_rows == [(5, first)]  # which row repeats which (walk-through: only a count was said)
+
+
+def test_rows_of_only_separators_are_counted_and_named_never_silently_skipped(tmp_path):
+    """A spreadsheet's empty row (',,,') is skipped as empty, but counted among the rows read and named by a note
+    (walk-through: 'Rows read 44' for 45 rows, the ',,,' row gone without a word); a blank line stays unremarked."""
+    from tpar.data.tables import duplicates_note, reading_notes
+
+    path = write(tmp_path / "e.csv", GOOD + ",,,\n\n  , ,\t,\nIran,Negotiate,China,2014-02-02\n")
+    q = read_quadruple_csv(path)
+    assert q.report.empty_count == 2 and q.report.empty_rows == [5, 7] and q.report.rows_read == 6
+    notes = reading_notes(q.report)
+    assert "rows 5 and 7 hold nothing but separators (an empty row, e.g. ',,,'): skipped" in notes
+    assert duplicates_note(q.report).startswith("1 duplicate row removed (the fact of an earlier row again): row 8 "
+                                                "repeats row ")
+    kg = load_dataset(path)
+    assert any("hold nothing but separators" in n for n in kg.notes) and any("1 duplicate row removed" in n
+                                                                               for n in kg.notes)
 
 
 @pytest.mark.parametrize("text,match", [

@@ -60,10 +60,39 @@ def unescape_cell(value: str) -> str:
     return value[1:] if value.startswith("'") and value.lstrip("'").startswith(FORMULA_START) else value
 
 
+#: rows a report lists by number for one kind of note (duplicates, empty rows); the rest are counted
+MAX_LISTED_ROWS = 1000
+
+
+def rows_text(rows: list[int], total: int, most: int = 10) -> str:
+    """ "row 5" / "rows 5, 9 and 12" / "rows 5, 9, … (and 30 more)": the first ``most`` of ``rows``, ``total`` in all."""
+    shown = [f"{r:,}" for r in rows[:most]]
+    if total == 1:
+        return f"row {shown[0]}"
+    if total <= len(shown):
+        return f"rows {', '.join(shown[:-1])} and {shown[-1]}"
+    return f"rows {', '.join(shown)} (and {total - len(shown):,} more)"
+
+
+def duplicates_note(report: CsvReport) -> str:
+    """Which rows repeated an earlier row and were removed ("" when none), e.g. "2 duplicate rows removed: row 12
+    repeats row 3, row 40 repeats row 7"."""
+    if not report.duplicates:
+        return ""
+    pairs = ", ".join(f"row {r:,} repeats row {first:,}" for r, first in report.duplicate_rows[:5])
+    more = report.duplicates - min(len(report.duplicate_rows), 5)
+    return (f"{plural(report.duplicates, 'duplicate row')} removed (the fact of an earlier row again): {pairs}"
+            + (f" and {more:,} more" if more else ""))
+
+
 def reading_notes(report: CsvReport) -> list[str]:
-    """One line each for columns not read, names normalised and look-alike groups (the CLI's notes,
-    the upload report's)."""
+    """One line each for rows of only separators, columns not read, names normalised and look-alike groups (the
+    CLI's notes, the upload report's)."""
     out = []
+    if report.empty_count:
+        one = report.empty_count == 1
+        out.append(f"{rows_text(report.empty_rows, report.empty_count)} {'holds' if one else 'hold'} nothing but "
+                   f"separators (an empty row, e.g. ',,,'): skipped")
     if report.separator not in ("comma", "tab"):
         out.append(f"columns separated by a {report.separator} (sniffed from the header)")
     if report.columns_renamed:
@@ -281,6 +310,9 @@ class CsvReport:
     rows_read: int = 0
     problems: list[tuple[int, str]] = field(default_factory=list)  # (row number, problem)
     duplicates: int = 0
+    duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
+    empty_rows: list[int] = field(default_factory=list)  # rows of nothing but separators (",,,"), skipped; first few
+    empty_count: int = 0                                  # all of them
     time_format: str = ""
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
     lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
@@ -489,7 +521,13 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
             continue
         first, row = last + 1, reader.line_num
         last = row
-        if not rec or all(not x.strip() for x in rec):
+        if not rec:  # a blank line
+            continue
+        if all(not x.strip() for x in rec):  # only separators (a spreadsheet's empty row): skipped, and said so
+            report.rows_read += 1
+            report.empty_count += 1
+            if len(report.empty_rows) < MAX_LISTED_ROWS:
+                report.empty_rows.append(row)
             continue
         if row > first and any("\n" in x or "\r" in x for x in rec):
             # a quote opened on row `first` swallowed every line up to `row`: each is a dropped row
@@ -616,15 +654,17 @@ def _assemble(path: Path, kept, parsed: list, pos: dict[str, int], fmt: str, rep
                         file=path)
     raw_times = [v[pos["time"]] for _, v in kept]
     axis, steps = _times_to_steps(parsed, fmt) if kept else (TimeAxis("step"), np.zeros(0, dtype=np.int64))
-    seen: set[tuple] = set()
+    seen: dict[tuple, int] = {}  # quadruple and split -> the row that first holds it
     final: list[int] = []
     for i, (row, v) in enumerate(kept):  # duplicates: the same quadruple and split
         key = (v[pos["subject"]], v[pos["relation"]], v[pos["object"]], int(steps[i]),
                v[pos["split"]].lower() if "split" in pos else "")
         if key in seen:
             report.duplicates += 1
+            if len(report.duplicate_rows) < MAX_LISTED_ROWS:
+                report.duplicate_rows.append((row, seen[key]))
             continue
-        seen.add(key)
+        seen[key] = row
         final.append(i)
     report.time_format = fmt
     report.utc_converted = [(kept[i][0], raw_times[i]) for i in final if _UTC_OFFSET.search(raw_times[i])]
@@ -808,7 +848,7 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     notes = [f"{path.name}: {plural(len(q.subjects), 'fact')}, time read as {q.report.time_format} ({q.time_axis.describe()})"]
     notes += dropped_rows_notes(path.name, q.report)
     if q.report.duplicates:
-        notes.append(f"{q.report.duplicates} duplicate rows removed")
+        notes.append(duplicates_note(q.report))
     notes += reading_notes(q.report)
     if q.splits is not None:
         labels = np.array(q.splits)
@@ -881,7 +921,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
         q.times, q.time_axis = steps[at: at + len(q.raw_times)], axis
         at += len(q.raw_times)
         if q.report.duplicates:
-            notes.append(f"{split}: {q.report.duplicates} duplicate rows removed")
+            notes.append(f"{split}: {duplicates_note(q.report)}")
         notes += dropped_rows_notes(f"{split}.csv", q.report)
         notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
     kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)

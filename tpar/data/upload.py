@@ -58,6 +58,7 @@ class UploadReport:
     self_loops: list[int] = field(default_factory=list)                  # rows with subject = object (kept)
     preview: list[dict] = field(default_factory=list)                    # the first facts as read
     incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
+    duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
 
     @property
     def dropped_share(self) -> float:
@@ -203,7 +204,8 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                    [f"{file_name}: {plural(n, 'fact')}, time read as {q.report.time_format}"] + notes)
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
-                          duplicates=q.report.duplicates, time_format=q.report.time_format,
+                          duplicates=q.report.duplicates, duplicate_rows=list(q.report.duplicate_rows),
+                          time_format=q.report.time_format,
                           granularity=kg.time_axis.granularity,
                           time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
                           entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
