@@ -217,7 +217,9 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     # a static table wraps its cells, so all five columns fit 820 px (a data grid cut off the time); its cells are
     # Markdown, so every name is escaped
     st.table(pd.DataFrame([{"α": f"{lk.attention:.3f}", "from": ex.md(lk.source), "relation": ex.md(lk.arrow_label),
-                            "to": ex.md(lk.target), "when": ex.md(f"{lk.when or lk.delta_label} ({lk.time})")}
+                            "to": ex.md(lk.target),
+                            # the date's hyphens non-breaking: a narrow column broke it at them ("2025-" / "12-06")
+                            "when": ex.md(f"{lk.when or lk.delta_label} ({lk.time})").replace("\\-", "\u2011")}
                            for lk in layer.top_links]), hide_index=True)
     st.caption("α: the link's attention in this step; ← : the fact walked backwards; when: before or after the "
                "question, and the fact's time.")
