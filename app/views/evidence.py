@@ -35,8 +35,9 @@ def render() -> None:
                           "can take half a minute on a large graph) …")):
         e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
     score = f"composite score S(q, a) = {e.score:.3f}" if e.combines else f"score f(q, a) = {e.score:.3f}"
-    st.markdown(ex.md(f"Why {e.answer}? Rank {e.rank_text()} in the {e.setting} setting.")
-                + plain_summary(e))
+    opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
+               f"{e.answer}: rank {e.rank_text()}")
+    st.markdown(ex.md(f"{opening} in the {e.setting} setting.") + plain_summary(e))
     with st.expander("How the paths and their shares are computed"):
         how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every "
                f"link on ({e.integration_steps} points)" if e.importance == "integrated" else

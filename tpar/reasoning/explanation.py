@@ -220,11 +220,12 @@ class Decomposition:
         step L, and the importance method credits those self-loops, not the links that brought it."""
         if self.target <= 0 or self.stays <= self.target / 2:
             return ""
-        what = "S − S₀" if self.composite else "f − f₀"
+        what = ("S − S₀ (the score minus the score with no evidence" if self.composite else
+                "f − f₀ (the score minus the score with no evidence")
         early = (f" The shortest path listed has {plural(shortest_path, 'link')} of the "
                  f"model's L = {num_layers}: it reaches the answer early, and self-loops carry that state to the "
                  "last step." if shortest_path is not None and shortest_path < num_layers else "")
-        return (f"Most of {what} ({_signed(self.stays)} of {_signed(self.target)}) is credited to staying put: the "
+        return (f"Most of {what}: {_signed(self.stays)} of {_signed(self.target)}) is credited to staying put: the "
                 "self-loops along the walks, which keep an entity's state from one step to the next." + early
                 + " The importance method credits those self-loops (each path's stay), not the links that brought "
                 "the state; the paths still show where it came from.")
