@@ -3,6 +3,7 @@ that put untrusted text into a message or a Markdown page (quoted, counted, esca
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
@@ -43,9 +44,11 @@ def quoted(value: object, most: int = 80) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:/&$=\"'])")
 #: GFM turns bare www., scheme:// and a@b text into links even when escaped (checked in chromium): an invisible
 #: word joiner (U+2060) inside each such marker -- after "www", between a colon and "//", after an "@" that follows
-#: text -- stops it without changing what is shown. Nowhere else: the joiner comes along when text is copied, and an
-#: escaped colon alone already keeps ":smile:", ":red[x]" and ":material/home:" as text.
-_AUTOLINK_MARKERS = re.compile(r"(?i)((?<![a-z0-9])www(?=\\\.)|\\:(?=\\/)|(?<=\S)@)")
+#: text -- stops it without changing what is shown. Likewise after a colon that a word follows: Streamlit turns
+#: ":smile:" into an emoji once *anything* in the same Markdown trips its emoji loader (a code span, an unescaped
+#: time 12:30:00), by which time an escaped "\:smile\:" is ":smile:" again. Nowhere else: the joiner comes along
+#: when text is copied. An escaped colon alone keeps ":red[x]" and ":material/home:" as text.
+_AUTOLINK_MARKERS = re.compile(r"(?i)((?<![a-z0-9])www(?=\\\.)|\\:(?=\\/)|(?<=\S)@|\\:(?=\w|\\[+-]))")
 WORD_JOINER = "\u2060"
 
 
@@ -59,38 +62,56 @@ def markdown_text(text: object) -> str:
 
 #: outside code spans, what :func:`defuse_markdown` escapes (an escaped pair is kept as it is)
 _DEFUSE = re.compile(r"(\\.)|([$~:\[\]<>!])")
-_DEFUSED_AUTOLINK = re.compile("(?i)((?<![a-z0-9])www(?=\\\\?\\.)|\\\\:(?=\\\\?/)|(?<=\\S)@)(?!\u2060)")
+_DEFUSED_AUTOLINK = re.compile("(?i)((?<![a-z0-9])www(?=\\\\?\\.)|\\\\:(?=\\\\?/)|(?<=\\S)@|\\\\:(?=[\\w+-]))(?!\u2060)")
+
+
+_LINE = re.compile(r"[^\n]*\n?")
+_ESCAPE_OR_TICKS = re.compile(r"\\.|`+")
+_TICKS = re.compile(r"`+")
 
 
 def _code_spans(text: str) -> list[tuple[bool, str]]:
-    """``text`` cut into (is a code span, part), as CommonMark reads it: a backslash outside a span escapes the
-    character after it (an escaped backtick opens nothing); a run of n backticks opens a span that the next run of
-    exactly n closes, within its paragraph; a run that nothing closes is text."""
+    """``text`` cut into (is a code span, part), where CommonMark reads a code span whatever surrounds it: a
+    backslash outside a span escapes the character after it (an escaped backtick opens nothing), and a run of n
+    backticks opens a span that the next run of exactly n closes *on the same line*, with no ``|`` between them
+    (a list item, heading, quote, blank or setext line can end a paragraph at any line, and a GFM table splits its
+    cells at ``|`` before it reads spans: across either, a "span" could leave its inside live). A run nothing closes
+    so is text. Linear in the text: each line's runs are indexed once by length."""
     parts: list[tuple[bool, str]] = []
-    i, start, n = 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
+    start = 0
+    for line in _LINE.finditer(text):
+        lo, hi = line.span()
+        if lo == hi:
+            break
+        if "`" not in line.group():
             continue
-        if c != "`":
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] == "`":
-            j += 1
-        run = j - i
-        paragraph_end = text.find("\n\n", j)  # a blank line ends the paragraph: no span across it
-        closing = re.compile(f"(?<!`){'`' * run}(?!`)").search(text, j, n if paragraph_end < 0 else paragraph_end)
-        close = closing.start() if closing else -1
-        if close < 0:  # literal backticks: escaped, so nothing later pairs with them
-            parts.append((False, text[start:i]))
-            parts.append((False, "\\`" * run))
-            i = start = j
-            continue
-        parts.append((False, text[start:i]))
-        parts.append((True, text[i:close + run]))
-        i = start = close + run
+        closers: dict[int, list[int]] = {}  # run length -> starts of the line's runs of it, ascending
+        for m in _TICKS.finditer(text, lo, hi):
+            closers.setdefault(m.end() - m.start(), []).append(m.start())
+        bars = [m.start() for m in re.finditer(r"\|", line.group())]
+        i = lo
+        while True:
+            m = _ESCAPE_OR_TICKS.search(text, i, hi)
+            if m is None:
+                break
+            if m.group()[0] == "\\":
+                i = m.end()
+                continue
+            p, run = m.start(), m.end() - m.start()
+            starts = closers.get(run, [])
+            k = bisect.bisect_left(starts, m.end())
+            close = starts[k] if k < len(starts) else -1
+            if close >= 0:
+                b = bisect.bisect_left(bars, m.end() - lo)
+                if b < len(bars) and bars[b] + lo < close:
+                    close = -1  # a | inside: a table would cut it
+            parts.append((False, text[start:p]))
+            if close < 0:  # literal backticks: escaped, so nothing later pairs with them
+                parts.append((False, "\\`" * run))
+                i = start = m.end()
+            else:
+                parts.append((True, text[p:close + run]))
+                i = start = close + run
     parts.append((False, text[start:]))
     return [p for p in parts if p[1]]
 

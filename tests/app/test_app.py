@@ -467,6 +467,36 @@ def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path,
     assert (runs / "forged.md").read_text() == (tmp_path / "kept.md").read_text()
 
 
+@pytest.mark.parametrize("forged", [
+    "See `the docs\n- [re-login](https://phish.example) ![](https://tracker.example/p.png) `",  # a list item
+    "`a\n# h [x](http://e.com) `", "`a\n> [x](http://e.com) `", "`a\n---\n[x](http://e.com) `",  # heading, quote
+    "`a\n \n[x](http://e.com) `", "`a\n\t\n$E=mc^2$ `",  # a blank line of a space or a tab
+    "| a | b |\n|---|---|\n| `x | ![t](https://tracker.example/p.png) ` |",  # a table cuts cells at |
+])
+def test_a_code_span_never_spans_what_commonmark_would_cut(forged):
+    """A code span is kept (its inside unescaped) only where CommonMark reads one whatever surrounds it: opener and
+    closer on one line, no | between (hostile audit: a list item, heading, quote, blank-looking line or table cell
+    between two backticks left a link, an image or LaTeX live on Data and model)."""
+    from tpar.errors import defuse_markdown
+
+    out = defuse_markdown(forged)
+    assert not _ACTS.findall(out.replace("\\`", "")), out  # every backtick escaped: nothing is a span
+    assert defuse_markdown("run `tpar train --data x.csv` then `a $b$` ``c`d``") == \
+        "run `tpar train --data x.csv` then `a $b$` ``c`d``"  # spans on one line stay as written
+
+
+def test_defusing_is_linear_in_the_card_and_emoji_names_stay_text():
+    """Unmatched backtick runs of many lengths (hostile audit: 1.3M characters took 6.6 s, 10.5 MB 41 s, each run
+    searching to its paragraph's end) are each looked up once; and ':smile:' gets a word joiner after its colon, so
+    Streamlit's emoji plugin, loaded by anything else on the page, leaves it text."""
+    from tpar.errors import WORD_JOINER, defuse_markdown, markdown_text
+
+    text = " ".join("`" * n for n in range(600, 0, -1))
+    assert defuse_markdown(text) == " ".join("\\`" * n for n in range(600, 0, -1))
+    assert defuse_markdown("Model :smile: card, `--flag :x:`") == f"Model \\:{WORD_JOINER}smile\\: card, `--flag :x:`"
+    assert markdown_text(":+1: at 12:30") == f"\\:{WORD_JOINER}\\+1\\: at 12\\:{WORD_JOINER}30"
+
+
 def test_the_reasoning_page_names_an_unknown_answer_instead_of_silently_tracing_another():
     """A link to /reasoning opens that page first (AppTest opens Ask first, which mends the answer
     itself; so the answer is put into the session as the URL would put it)."""

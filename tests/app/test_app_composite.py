@@ -57,7 +57,7 @@ def test_ask_and_evidence_say_the_ranking_combines_models_and_the_prior(with_com
     assert "S − S₀" in said and "history prior" in said
     parts = at.dataframe[0].value  # each model's scaled score and the prior's term: they add up to the score
     assert list(parts["part"])[-1] == "history prior" and len(parts) == 3
-    score = float(re.search(r"composite score S\(q, a\) = ([0-9.]+)", said).group(1))
+    score = float(re.search(r"composite score S\(q, a\) = ([0-9]+\.[0-9]+)", said).group(1))
     assert parts["adds"].sum() == pytest.approx(score, abs=2e-3)
     paths = next(d.value for d in at.dataframe if "temporal path" in d.value.columns)
     assert "models" in paths.columns and paths.iloc[0]["models"] == "1, 2"
