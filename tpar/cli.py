@@ -35,6 +35,15 @@ def _output(path: str | None, what: str, **kw) -> None:
 def _keep_existing(path: str, what: str, replace: bool, resume: bool | None = None) -> None:
     """An existing ``--out`` is a model someone saved: replaced only with ``--replace`` (or continued with
     ``--resume`` where the command has one), refused before any work otherwise -- nothing saved is lost."""
+    if replace and resume:
+        raise DataError("--resume continues an interrupted run and --replace starts one over: give one of them")
+    if resume is not None and not (replace or resume):  # a command that can resume: its interrupted run's progress
+        from tpar.training.snapshots import resume_path
+
+        progress = resume_path(Path(path))
+        if progress.exists():
+            raise DataError(f"an interrupted run left its progress in {progress.name}, which a new run would "
+                            "overwrite: add --resume to continue it, or --replace to start over", file=path)
     if replace or resume or not Path(path).exists():
         return
     also = ", or --resume to continue its interrupted run" if resume is not None else ""

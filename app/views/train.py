@@ -28,6 +28,7 @@ from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.evaluation.baselines import frequency_comparison
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
+from tpar.training.snapshots import resume_path
 
 #: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
 POLICY_FIELDS = ("train_layers", "train_dim", "train_epochs", "train_per_epoch", "train_lr", "train_window")
@@ -285,6 +286,10 @@ def start_refusal(name: str) -> str:
     if out.exists() and not st.session_state.get("train_replace"):
         return (f"A model named {name!r} exists and is kept: choose another name, or tick \"Replace an existing model "
                 "of this name\" and start again.")
+    if resume_path(out).exists() and not st.session_state.get("train_replace"):
+        return (f"An interrupted run of {name!r} left its progress in {resume_path(out).name}, which a new run would "
+                f"overwrite (`tpar train --out {out} --resume` continues it): choose another name, or tick \"Replace an "
+                "existing model of this name\" and start again.")
     return ""
 
 

@@ -622,6 +622,28 @@ def test_an_existing_checkpoint_is_never_read_back_as_this_runs_model(world, tmp
     assert any(not torch.equal(new[k], old_weights[k]) for k in old_weights)
 
 
+def test_an_interrupted_runs_progress_is_never_overwritten_unasked(world, tmp_path, capsys):
+    """A run killed in its first epoch leaves NAME.tpar.resume and no NAME.tpar: the same command again without
+    --resume overwrote that progress and then deleted it (hostile audit). Now it is refused, naming --resume and
+    --replace; --resume and --replace together are refused as a contradiction; the app's job refuses likewise."""
+    from tpar.runtime.jobs import JobSpec, start_job
+
+    out = tmp_path / "e.tpar"
+    progress = tmp_path / "e.tpar.resume"
+    progress.write_bytes(b"an interrupted run's progress")
+    cmd = ["train", "--data", str(world), "--setting", "extrapolation", "--out", str(out), "--quiet", "--epochs", "1"]
+    assert main(cmd) == 2
+    err = capsys.readouterr().err
+    assert "e.tpar.resume" in err and "--resume" in err and "--replace" in err
+    assert progress.read_bytes() == b"an interrupted run's progress" and not out.exists()
+    assert main(cmd + ["--resume", "--replace"]) == 2 and "give one of them" in capsys.readouterr().err
+    with pytest.raises(DataError, match="left its progress in e.tpar.resume"):
+        start_job(tmp_path / "jobs", JobSpec(data=str(world), setting="extrapolation", run=tiny_run("extrapolation").to_dict(),
+                                             out=str(out), name="e"))
+    assert progress.read_bytes() == b"an interrupted run's progress"
+    assert main(cmd + ["--replace"]) == 0 and out.exists() and not progress.exists()  # asked: a fresh run
+
+
 def test_a_warm_start_refuses_to_add_or_drop_a_learned_priority(world):
     """The propagation may change in a warm start, but a learned priority's weights exist only with top-K: turning
     top-K on or off under ``priority="learned"`` would leave weights with no home (or none to start from), so it is

@@ -32,6 +32,7 @@ from pathlib import Path
 from tpar.data.locks import exclusive
 from tpar.data.names import check_name
 from tpar.errors import DataError
+from tpar.training.snapshots import resume_path
 from tpar.training.timing import FINISH_PHASES, RunProgress, TimeLeft, TrainingEstimate, time_left
 
 STEP_EVENT_EVERY = 0.5  # seconds between step events (the chart's resolution)
@@ -226,6 +227,10 @@ def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
         raise DataError(f"another running job is already writing {out.name}; choose another name")
     if out.exists() and not spec.replace:  # a saved model is replaced only when asked, whoever starts the job
         raise DataError(f"a model {out.name} exists and is kept; choose another name, or ask to replace it")
+    progress = resume_path(out)
+    if progress.exists() and not spec.replace:  # nor an interrupted run's progress (tpar train --resume continues it)
+        raise DataError(f"an interrupted run of {out.name} left its progress in {progress.name} (`tpar train --out "
+                        f"{out} --resume` continues it); choose another name, or ask to replace it")
     root.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     folder = root / job_id
