@@ -1702,7 +1702,7 @@ def _run(args, torchrun: bool) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows \
-                and type(e).__name__ not in ("AmbiguousDates", "EncodingError"):  # a whole file's, not a row's
+                and type(e).__name__ not in ("AmbiguousDates", "EncodingError", "BenchmarkFileError"):  # not a row to drop
             print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

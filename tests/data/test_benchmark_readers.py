@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -122,3 +124,23 @@ def test_fact_files_that_name_their_entities_are_cleaned_the_same_way(tmp_path):
     (tmp_path / "entity2id.txt").write_text("A\x1b[31mRED\t0\nB\t1\nC\u202eevil\t2\n", encoding="utf-8")
     (tmp_path / "relation2id.txt").write_text("r\t0\n")
     assert sorted(load_dataset(tmp_path).entities.names) == ["A[31mRED", "B", "Cevil"]
+
+
+@pytest.mark.parametrize("name, said", [("", "empty subject"), ("\u200b", "holds only invisible"),
+                                        ("X" * 5000, "5,000 characters long (at most 1,000)")],
+                         ids=["empty", "invisible", "long"])
+def test_a_benchmark_refuses_names_a_table_refuses(tmp_path, capsys, name, said):
+    """Named facts with an empty, invisible-only or over-long name were read (hostile audit), and `tpar grow` then
+    failed on its own output with an error naming a deleted temporary folder: the benchmark reader refuses them as
+    a CSV's reader does, naming its own file and row, without offering --drop-bad-rows (a folder is read whole)."""
+    from tpar.cli import main
+    from tpar.data.benchmarks import BenchmarkFileError
+
+    (tmp_path / "train.txt").write_text(f"A\tR\tB\t2014-01-01\n{name}\tR\tC\t2014-01-03\n", encoding="utf-8")
+    (tmp_path / "valid.txt").write_text("A\tR\tC\t2014-01-06\n")
+    (tmp_path / "test.txt").write_text("B\tR\tA\t2014-01-07\n")
+    with pytest.raises(BenchmarkFileError, match=f"train.txt, row 2: .*{re.escape(said)}"):
+        load_dataset(tmp_path)
+    assert main(["info", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "--drop-bad-rows" not in err

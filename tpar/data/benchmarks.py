@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
-from tpar.data.tables import MAX_FIELD
+from tpar.data.tables import MAX_FIELD, clean_name
 from tpar.data.textfile import BOM, memory_named, read_lines
 from tpar.data.timeaxis import TimeAxis, beyond_max_int_time, whole_number
 from tpar.data.vocab import Vocabulary
@@ -105,6 +105,18 @@ def _safe(name: str) -> str:
     return _UNSAFE_IN_NAMES.sub("", name).strip() if _UNSAFE_IN_NAMES.search(name) else name
 
 
+def _name_problem(name: str, what: str) -> str | None:
+    """Why a benchmark's name (as kept, :func:`_safe`) cannot be one -- empty, nothing but invisible characters, longer
+    than a CSV cell may be -- or ``None``: the data set must save as CSV and read back (``tpar grow``)."""
+    if not name:
+        return f"empty {what}"
+    if not clean_name(name):
+        return f"{what} {ascii(name[:20])} holds only invisible or direction characters, no name"
+    if len(name) > MAX_FIELD:  # as a CSV's names: a data set read here must save and grow as one
+        return f"{what} is {len(name):,} characters long (at most {MAX_FIELD:,})"
+    return None
+
+
 def _read_vocab_file(path: Path) -> VocabFile:
     """``name<TAB>id[<TAB>start<TAB>end]`` -> a :class:`VocabFile`: facts written with ids are mapped by the ids
     declared here, never by line position, so gaps in the ids and a name declared twice cannot shift them."""
@@ -120,10 +132,9 @@ def _read_vocab_file(path: Path) -> VocabFile:
         if len(f) not in (2, 4):
             raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
                             file=path, row=row)
-        if not f[0]:
-            raise DataError("empty name", file=path, row=row)
-        if len(f[0]) > MAX_FIELD:  # as a CSV's names: a data set read here must save and grow as one
-            raise DataError(f"name is {len(f[0]):,} characters long (at most {MAX_FIELD:,})", file=path, row=row)
+        problem = _name_problem(f[0], "name")
+        if problem:
+            raise DataError(problem, file=path, row=row)
         try:
             idx = whole_number(f[1], "id")
         except ValueError as e:
@@ -194,10 +205,24 @@ class _RawSplit:
     fields: list[list[str]] = field(default_factory=list)
 
 
+class BenchmarkFileError(DataError):
+    """A bad row of a benchmark folder's file: the folder is read whole or not at all (``--drop-bad-rows`` is the
+    table readers'), so no hint offers to drop it."""
+
+
 @memory_named
 def load_benchmark(folder: str | Path) -> TemporalKG:
-    """Load a benchmark folder (``train/valid/test.txt`` + ``entity2id.txt``/``relation2id.txt``)."""
-    folder = Path(folder)
+    """Load a benchmark folder (``train/valid/test.txt`` + ``entity2id.txt``/``relation2id.txt``); a bad row is a
+    :class:`BenchmarkFileError`."""
+    try:
+        return _load_benchmark(Path(folder))
+    except DataError as e:
+        if type(e) is not DataError or e.row is None:  # a whole file's (an encoding ...), or already said so
+            raise
+        raise BenchmarkFileError(e.problem, e.file, e.row) from None
+
+
+def _load_benchmark(folder: Path) -> TemporalKG:
     present = {s: folder / f"{s}.txt" for s in SPLITS if (folder / f"{s}.txt").exists()}
     if not present:
         raise DataError("folder has none of train.txt, valid.txt, test.txt (nor train/valid/test.csv)",
@@ -290,6 +315,10 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
                 s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
                            entity_file.index(f[2], path, row, "entity"))
             else:
+                for name, what in ((f[0], "subject"), (f[1], "relation"), (f[2], "object")):
+                    problem = _name_problem(_safe(name), what)
+                    if problem:
+                        raise DataError(problem, file=path, row=row)
                 s, r, o = entities.get(_safe(f[0])), relations.get(_safe(f[1])), entities.get(_safe(f[2]))
                 for val, name, what in ((s, f[0], "entity"), (r, f[1], "relation"), (o, f[2], "entity")):
                     if val is None:
