@@ -469,3 +469,29 @@ def test_a_question_time_of_thousands_of_digits_is_named_not_a_python_limit():
         with pytest.raises(ValueError, match="is not"):
             axis.parse("1_0")
     assert TimeAxis("year", "0").parse("0001990") == 1990
+
+
+@pytest.mark.parametrize("raw, kind", [(b"PK\x03\x04rest of a zip", "a zip archive"),
+                                       (b"\x1f\x8b\x08\x00gzip", "gzip-compressed"),
+                                       (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1xls", "an Office document")])
+def test_a_binary_file_is_named_by_its_kind_not_called_bad_utf8(tmp_path, capsys, raw, kind):
+    """A checkpoint, a gzip or an old workbook given as a table was 'not UTF-8 text (invalid byte 0x80); save the
+    file as UTF-8' (hostile audit), and the Upload page would have dropped its 'rows' one by one: its kind is named,
+    with what to do, whether or not bad rows are dropped."""
+    f = tmp_path / "facts.csv"
+    f.write_bytes(raw + bytes(range(256)))
+    for extra in ([], ["--drop-bad-rows"]):
+        assert main(["info", str(f), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"is {kind} (its first bytes say so), not a text table of facts" in err and "UTF-8" not in err
+
+
+def test_a_fraction_below_the_microsecond_is_no_more_dropped_than_any_other(tmp_path):
+    """fromisoformat reads six digits of a fraction and drops the rest: '…00.0000000000001' was read as '…00'."""
+    from tpar.data.tables import parse_time
+
+    with pytest.raises(ValueError, match="has a fraction of a second"):
+        parse_time("2024-01-01T00:00:00.0000000000001", "datetime")
+    assert parse_time("2024-01-01T00:00:00.000000000Z", "datetime") == parse_time("2024-01-01T00:00:00", "datetime")
+    with pytest.raises(ValueError, match=r"'9999999999.*' \(5,000 characters\) is beyond ±2\^53"):
+        parse_time("9" * 5000, "int")  # the value quoted and cut, never echoed whole nor left to int()'s own limit

@@ -149,6 +149,10 @@ def test_names_from_a_checkpoint_reach_the_terminal_as_text_not_escape_sequences
     from tpar.runtime.terminal import printable
 
     assert printable("\r50%|#####") == "\r50%|#####" and printable("a\tb\n") == "a\tb\n"
+    # a line break in the data's name would print lines of its own (hostile audit): such a checkpoint is refused
+    broken = rewrite_checkpoint(tmp_path / "lines.tpar", lambda m: m.__setitem__("data_name", "evil\nall verified"))
+    assert main(["predict", "--checkpoint", str(broken), "--data", str(SAMPLE_WORLD), *QUESTION]) == 2
+    assert "holds a line break" in capsys.readouterr().err
     # cursor movement and a carriage return inside text could rewrite lines already shown
     assert printable("m.tpar\x1b[A\x1b[A\rall rules verified") == "m.tpar\\x1b[A\\x1b[A\\rall rules verified"
 
@@ -163,3 +167,25 @@ def test_a_checkpoint_whose_scores_overflow_is_refused_when_asked_not_ranked_as_
         assert main([argv[0], "--checkpoint", str(bad), "--data", str(SAMPLE_WORLD), *argv[1:]]) == 2
         err = capsys.readouterr().err
         assert "scores are not finite" in err and "bug" not in err, err
+
+
+def test_an_archive_of_very_many_entries_is_refused_before_they_are_listed(tmp_path, capsys, monkeypatch):
+    """zipfile builds an object per entry before anything counts them (300,000 empty entries cost 400 MB): the count
+    is read from the archive's end record first."""
+    import shutil
+    import zipfile
+
+    from tpar.model import checkpoint
+
+    forged = tmp_path / "many.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, forged)
+    assert checkpoint.archive_entries(forged) == len(zipfile.ZipFile(forged).infolist())
+    with zipfile.ZipFile(forged, "a") as z:
+        for i in range(50):
+            z.writestr(f"x/{i}", b"")
+    monkeypatch.setattr(checkpoint, "MAX_ARCHIVE_ENTRIES", 60)
+    listed = []
+    monkeypatch.setattr(zipfile.ZipFile, "infolist", lambda self: listed.append(1) or [])
+    with pytest.raises(DataError, match=r"the archive lists \d+ entries"):
+        checkpoint.read_payload(forged)
+    assert not listed  # refused before zipfile listed them

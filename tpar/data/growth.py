@@ -302,7 +302,7 @@ def _order_notes(kg: TemporalKG, rows: dict[str, list[tuple[int, int, int, int]]
     n = sum(t >= first_eval for t in new_train)
     if not n:
         return []
-    return [f"{n:,} new training facts lie at or after the first valid/test time ({kg.time_axis.label(first_eval)}): "
+    return [f"{plural(n, 'new training fact')} {'lies' if n == 1 else 'lie'} at or after the first valid/test time ({kg.time_axis.label(first_eval)}): "
             "they are history for questions after them; an extrapolation evaluation still reads only facts before "
             "each question, but a model trained before them was selected on a split they now precede"]
 

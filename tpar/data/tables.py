@@ -29,9 +29,9 @@ from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import (BOM, MAX_LINE_CHARS, MarkedText, bad_byte_problem, bounded_lines, long_line_length,
                                memory_named, newline_ends, read_text)
-from tpar.data.timeaxis import MAX_INT_TIME, TimeAxis, in_utc
+from tpar.data.timeaxis import TimeAxis, in_utc, whole_number
 from tpar.data.vocab import Vocabulary
-from tpar.errors import DataError, plural
+from tpar.errors import DataError, plural, quoted
 
 REQUIRED_COLUMNS = ("subject", "relation", "object", "time")
 OPTIONAL_COLUMNS = ("split", "completed", "probability", "alternatives")
@@ -416,7 +416,7 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         text = read_text(path, mark_bad_bytes=on_bad_rows == "drop")
     marked = isinstance(text, MarkedText)  # bytes that are not UTF-8 were marked: their rows are bad
     text = line_ends_to_newlines(text.lstrip(BOM))
-    if not text.strip():
+    if not text or text.isspace():  # not text.strip(): a copy of the whole text (4 bytes a character with an emoji)
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
     delim = sniff_separator(header_line)
@@ -728,6 +728,9 @@ def _dates_to_iso(path: Path, recs: list[tuple[int, list[str]]], tpos: int, day_
     return out
 
 
+_FRACTION = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}\.([0-9]+)")
+
+
 def parse_time(text: str, fmt: str):
     """One time value read as ``fmt``: an int (``int``, ``year``), a month index y·12 + m − 1 (``month``),
     a day ordinal (``date``) or a naive UTC datetime (``datetime``; an offset or ``Z`` is converted to
@@ -735,23 +738,22 @@ def parse_time(text: str, fmt: str):
     time (``2025-02-30``, ``2024-13``, ``T25:00``, an integer beyond ±2^53)."""
     s = text.strip()
     if fmt in ("int", "year"):
-        value = int(s)
-        if abs(value) > MAX_INT_TIME:
-            raise ValueError(f"time {s!r} is too large (at most ±2^53)")
+        value = whole_number(s)  # its digits judged before int(), whose own limit speaks of sys.set_int_max_str_digits
         return value
     if fmt == "month":
         year, month = int(s[:4]), int(s[5:7])
         if not 1 <= month <= 12:
-            raise ValueError(f"time {s!r} is not a real month (month {month:02d})")
+            raise ValueError(f"time {quoted(s)} is not a real month (month {month:02d})")
         return year * 12 + month - 1
     try:
         if fmt == "date":
             return dt.date.fromisoformat(s).toordinal()
         when = dt.datetime.fromisoformat(s.upper().replace("Z", "+00:00"))
     except ValueError as e:
-        raise ValueError(f"time {s!r} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
-    if when.microsecond:  # read to the whole second: a fraction is never dropped without a word
-        raise ValueError(f"time {s!r} has a fraction of a second (times are read to the whole second)")
+        raise ValueError(f"time {quoted(s)} is not a real {'date' if fmt == 'date' else 'date or date-time'} ({e})") from None
+    fraction = _FRACTION.search(s)  # read to the whole second: a fraction is never dropped without a word (not even
+    if fraction and fraction.group(1).strip("0"):  # one below the microsecond, where fromisoformat stops reading)
+        raise ValueError(f"time {quoted(s)} has a fraction of a second (times are read to the whole second)")
     return in_utc(when, s)
 
 
@@ -857,7 +859,7 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     else:
         assign = split_assignment(q.times, split_policy, seed=seed, fractions=fractions)
         parts = {s: np.nonzero(assign == k)[0] for k, s in enumerate(SPLITS) if np.any(assign == k)}
-        notes.append(f"{split_policy} split " + "/".join(f"{len(parts.get(s, []))}" for s in SPLITS)
+        notes.append(f"{split_policy} split " + "/".join(f"{len(parts.get(s, [])):,}" for s in SPLITS)
                      + " (train/valid/test)" + (f", seed {seed}" if split_policy == "random" else ""))
     return build_kg(path.stem, str(path), {s: (q, idx) for s, idx in parts.items()}, notes)
 

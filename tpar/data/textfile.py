@@ -61,12 +61,27 @@ def bad_byte_problem(cells: list[str]) -> str | None:
     return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - _BAD_BYTE_BASE:02x})"
 
 
+#: files that are not text, told by their first bytes, with what to do instead (never decoded as rows of bad bytes)
+BINARY_KINDS = (
+    (b"PK\x03\x04", "a zip archive", "a .tpar checkpoint is given with --checkpoint (or chosen on Data and model), "
+                                     "an .xlsx workbook saved as CSV, a .zip unpacked first"),
+    (b"\x1f\x8b", "gzip-compressed", "unpack it first (gunzip)"),
+    (b"\xd0\xcf\x11\xe0", "an Office document", "save a workbook as CSV"),
+    (b"%PDF-", "a PDF document", "export its table as CSV"),
+    (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV"),
+    (b"PAR1", "a Parquet file", "export the table as CSV"),
+)
+
+
 def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -> str:
     """The text of a file's bytes without its BOM: UTF-8, or UTF-16 when it starts with a UTF-16 BOM (or looks
     like BOM-less UTF-16); a UTF-32 BOM is named (not taken for UTF-16's, its prefix). Anything else raises
     :class:`DataError` naming ``path`` and the row of the first bad byte -- unless ``mark_bad_bytes``: then a byte
     that is not UTF-8 is kept as its :data:`BAD_BYTE` mark in a :class:`MarkedText`, for a reader that drops the rows
     holding one (:func:`bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
+    for magic, kind, instead in BINARY_KINDS:
+        if raw.startswith(magic):
+            raise EncodingError(f"is {kind} (its first bytes say so), not a text table of facts: {instead}", file=path)
     if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise EncodingError("is UTF-32 text (its first bytes say so), which tpar does not read; save the file as "
                             "UTF-8", file=path)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-import re
 import platform
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +72,9 @@ def parse_meta(text: object) -> object:
 
 #: the longest data set name a checkpoint may record (a file or folder name: 255 bytes on common file systems)
 MAX_DATA_NAME = 255
+#: what a data set's name never holds in a checkpoint: a line break, which printed whole lines of its own (other
+#: controls, escapes among them, are shown escaped, :func:`tpar.runtime.terminal.printable`)
+_CONTROL = re.compile("[\n\r\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]")
 
 
 def _check_meta_schema(meta: object) -> None:
@@ -90,6 +93,9 @@ def _check_meta_schema(meta: object) -> None:
     if len(meta.get("data_name", "")) > MAX_DATA_NAME:  # a file or folder name: echoed in every answer's provenance
         raise ValueError(f"data_name is {len(meta['data_name']):,} characters long (a data set's name is a file or "
                          f"folder name, at most {MAX_DATA_NAME})")
+    if _CONTROL.search(meta.get("data_name", "")):  # a line break would print whole lines of its own in every answer
+        raise ValueError(f"data_name {ascii(meta['data_name'][:40])} holds a line break (a data set's name is a file "
+                         "or folder name)")
     if "setting" in meta and meta["setting"] not in SETTINGS:
         raise ValueError(f"setting {str(meta['setting'])[:40]!r} is not one of {', '.join(SETTINGS)}")
     ta = meta.get("time_axis", {})
@@ -514,6 +520,30 @@ class Checkpoint:
         return f"L={m.num_layers}, d={m.dim}" + ("" if m.propagation == "exact" else f", {m.propagation}")
 
 
+#: the most entries a checkpoint's archive may list (a model stores a few dozen tensors, a composite a few hundred):
+#: Python's zipfile builds an object per entry before anything could count them (300,000 empty ones: 400 MB)
+MAX_ARCHIVE_ENTRIES = 100_000
+
+
+def archive_entries(p: Path) -> int | None:
+    """How many entries the zip archive ``p`` says it holds, read from its end-of-central-directory record (and the
+    zip64 one it points to) without listing them; ``None`` when there is no such record (zipfile then says why)."""
+    with open(p, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - 65_557))  # the record (22 bytes) and at most a 65,535-byte comment
+        tail = f.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) < at + 22:
+            return None
+        count = int.from_bytes(tail[at + 10:at + 12], "little")
+        if count != 0xFFFF or at < 20 or tail[at - 20:at - 16] != b"PK\x06\x07":
+            return count
+        f.seek(int.from_bytes(tail[at - 12:at - 4], "little"))  # the zip64 record's offset, from its locator
+        record = f.read(56)
+        return int.from_bytes(record[32:40], "little") if record[:4] == b"PK\x06\x06" else None
+
+
 def read_payload(p: Path) -> dict:
     """The checked payload of a checkpoint file: size and archive bounded before anything is inflated,
     loaded weights-only (no pickled code runs), its ``format`` one this tpar reads (a single model's
@@ -531,6 +561,10 @@ def read_payload(p: Path) -> dict:
     with open(p, "rb") as f:
         if f.read(4) != b"PK\x03\x04":
             raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
+    count = archive_entries(p)
+    if count is not None and count > MAX_ARCHIVE_ENTRIES:
+        raise DataError(f"refused: the archive lists {count:,} entries (a checkpoint holds a few hundred at most; "
+                        f"at most {MAX_ARCHIVE_ENTRIES:,} are read)", file=p)
     try:
         with zipfile.ZipFile(p) as z:
             entries = z.infolist()
@@ -639,4 +673,4 @@ def from_model(model: TPAR, run: RunConfig, kg: TemporalKG, setting: str, **kw) 
         kw["extra"] = extra
     return Checkpoint(config=run, weights={k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
                       relations=list(kg.relations.names), time_axis=kg.time_axis.to_dict(), setting=setting,
-                      data_name=kg.name, data_fingerprint=kg.fingerprint, **kw)
+                      data_name=_CONTROL.sub("\ufffd", kg.name), data_fingerprint=kg.fingerprint, **kw)
