@@ -311,6 +311,8 @@ def _train(args, reserved: bool) -> int:
     if args.eval_test:
         for line in baseline_comparison(kg, result.checkpoint.metrics, result.checkpoint.extra.get("baseline_test")):
             print(line)
+        for line in chance_lines(result.checkpoint.metrics, kg.num_entities):
+            print(line)
     return 0
 
 
@@ -407,6 +409,21 @@ def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[s
     return lines
 
 
+def chance_lines(metrics: dict, entities: int) -> list[str]:
+    """``note:`` lines for what limits a checkpoint's test figures (:func:`tpar.evaluation.chance.ranking_caveats`):
+    a model no better than a uniform guess, Hits@k all but free on few entities, few test questions."""
+    from tpar.evaluation.chance import ranking_caveats
+
+    lines = []
+    for key, modes in metrics.items():
+        m = modes.get("realistic") if key.startswith("test_") and isinstance(modes, dict) else None
+        if isinstance(m, dict) and isinstance(m.get("mrr"), (int, float)):
+            count = m.get("count")
+            lines += [f"note: {key[len('test_'):]}: {c}" for c in
+                      ranking_caveats(m["mrr"], entities, count if isinstance(count, int) else None, "the model")]
+    return lines
+
+
 def _pct(x) -> str:
     return f"{100 * x:6.2f}" if isinstance(x, (int, float)) else "     –"
 
@@ -472,7 +489,8 @@ def cmd_evaluate(args) -> int:
         print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
-    from tpar.evaluation.calibration import held_out_collector
+    from tpar.evaluation.calibration import held_out_caveats, held_out_collector
+    from tpar.evaluation.chance import ranking_caveats
     from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
@@ -501,6 +519,8 @@ def cmd_evaluate(args) -> int:
                                   **({"on_scores": collector.keep} if collector is not None else {}))
         res.params["kernel"] = ranker.kernel_text()
         print(res.summary())
+        for caveat in ranking_caveats(res.metrics("realistic").mrr, kg.num_entities, res.num_queries, "the model"):
+            print(f"note: {caveat}")
         print(f"scored with {res.params['kernel']}", file=sys.stderr)
         if match is not None:
             res.params["all_questions"] = match.all_question_metrics(res, args.split)
@@ -510,6 +530,10 @@ def cmd_evaluate(args) -> int:
         if collector is not None:
             res.calibration = collector_report(collector)
             print(calibration_text(res.calibration))
+            for caveat in collector.calibration.caveats():
+                print(f"note: {caveat}")
+            for caveat in held_out_caveats(collector.report(), kg.num_entities, args.split):
+                print(f"note: {caveat}")
         if args.json:
             res.write_json(args.json)
             print(f"wrote {args.json}")

@@ -16,7 +16,9 @@ from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch
 from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import MIN_RELIABLE_QUERIES, HeldOutReport, held_out_collector, set_size_text
+from tpar.evaluation.calibration import (MIN_RELIABLE_QUERIES, HeldOutReport, held_out_caveats, held_out_collector,
+                                        set_size_text)
+from tpar.evaluation.chance import chance_text, ranking_caveats
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -88,12 +90,12 @@ def render() -> None:
     if not done or done["key"] != key:
         st.info("Choose the options and run the evaluation.")
         st.stop()
-    results_ui(done["results"], split, setting, limit)
+    results_ui(done["results"], split, setting, limit, kg.num_entities)
     if rm is not None and "TPAR" in done["results"]:
         text = rm.all_question_metrics(done["results"]["TPAR"], split)["text"]
         st.info(ex.md(text[:1].upper() + text[1:] + "."))
     calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""),
-                   done.get("calibration_caveats", []), split)
+                   done.get("calibration_caveats", []), split, kg.num_entities)
 
 
 def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str],
@@ -133,8 +135,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, limit: int) -> None:
-    """Metrics in all tie modes, the per-relation chart, and downloads."""
+def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, limit: int, entities: int = 0) -> None:
+    """Metrics in all tie modes beside a uniform guess among the data's ``entities`` (with what limits them), the
+    per-relation chart, and downloads."""
     first = next(iter(results.values()))
     st.caption(f"{first.num_queries:,} queries ({split}, {setting}, both directions, time-aware filter)"
                + (f"; seeded subset of {limit:,}" if first.params.get("subset") else "")
@@ -154,7 +157,11 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     st.caption("All figures in %. MRR and Hits with realistic ties (the answer in the middle of the entities with its "
                "score: the honest figure, a method that scores many entities 0 gains nothing from it); the optimistic "
                "(MRR opt.: first among equals) and pessimistic (MRR pess.: last) MRR beside it show how much ties "
-               "matter.")
+               "matter." + (f" For scale, {chance_text(entities)} (a little more where the filter leaves fewer "
+                            "candidates)." if entities > 1 else ""))
+    if "TPAR" in results:  # what limits these figures, the chart's per relation more so
+        for caveat in ranking_caveats(results["TPAR"].metrics("realistic").mrr, entities, first.num_queries, "TPAR"):
+            st.warning(ex.sentence(caveat))
     per_rel = pd.DataFrame(relation_rows(results))
     tpar_rows = per_rel[per_rel.method == "TPAR"]
     top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
@@ -177,7 +184,7 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
 
 
 def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", caveats: list[str] = (),
-                   split: str = "test") -> None:
+                   split: str = "test", entities: int = 0) -> None:
     """How often TPAR's probabilities are right: a reliability diagram, ECE / Brier / NLL before and
     after temperature scaling, and the answer sets' coverage (or why there are none: ``note``); what limits them
     (the calibration's ``caveats``: fitted on few questions, a model that guesses; and a ``split`` too small to
@@ -189,10 +196,12 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", ca
         return
     for caveat in caveats:
         st.warning(ex.md(caveat))
+    for caveat in held_out_caveats(report, entities, split):
+        st.warning(ex.sentence(caveat))
     measured = report.after.queries
     if measured < MIN_RELIABLE_QUERIES:
         st.warning(f"Measured on only {ex.plural(measured, f'{split} question')} (fewer than {MIN_RELIABLE_QUERIES}): "
-                   "the figures below would move by several points on another sample of the same size.")
+                   "the calibration figures below would move by several points on another sample of the same size.")
     r = report.reliability
     width = 1 / len(r.edges)
     bins = [(e + width / 2, a, c) for e, a, c in zip(r.edges, r.accuracy, r.counts) if c]

@@ -27,6 +27,7 @@ from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.evaluation.baselines import frequency_comparison
+from tpar.evaluation.chance import chance_text, ranking_caveats
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 from tpar.training.snapshots import resume_path
 
@@ -239,6 +240,11 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in ("MRR %", "H@1 %", "H@3 %", "H@10 %")})
     st.caption(measures_note(entities))
+    for setting, m in tests.items():  # what limits these figures: a model that guesses, H@k all but free, few questions
+        count = m.get("count")
+        for caveat in ranking_caveats(m.get("mrr", 0.0), entities, count if isinstance(count, int) else None,
+                                      what="this model"):
+            st.warning(ex.sentence(f"{setting}: {caveat}"))
     for setting, model, base in frequency_comparison(info.checkpoint.metrics, info.checkpoint.extra.get("baseline_test")):
         if model > base:
             st.caption(f"{setting.capitalize()}: the frequency baseline (each answer scored by how often it answered "
@@ -253,19 +259,12 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
 
 
 def measures_note(entities: int) -> str:
-    """What MRR and H@k mean, and (with the data's number of ``entities``) what a uniform guess scores and when H@k
-    holds by construction."""
+    """What MRR and H@k mean, and (with the data's number of ``entities``) what a uniform guess scores."""
     text = ("MRR: the mean of 1 / the true answer's rank (100%: always first); H@k: how often the true answer is "
             "among the first k. Other answers true at the question's time do not count against the model (time-aware "
             "filter), and an answer tied with others takes the middle of their ranks (realistic ties).")
     if entities > 1:
-        guess = sum(1 / r for r in range(1, entities + 1)) / entities  # E[1/rank], the rank uniform on 1..n
-        text += (f" A uniform guess among the {entities:,} entities scores MRR about {100 * guess:.1f}% "
-                 "(a little more where the filter leaves fewer candidates).")
-        sure = [k for k in (1, 3, 10) if entities <= k]
-        if sure:
-            named = " and ".join(f"H@{k}" for k in sure)
-            text += f" With {entities:,} entities, {named} {'is' if len(sure) == 1 else 'are'} 100% whatever the model does."
+        text += f" For scale, {chance_text(entities)} (a little more where the filter leaves fewer candidates)."
     return text
 
 

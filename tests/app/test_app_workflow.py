@@ -277,7 +277,9 @@ def test_train_progress_finish_then_ask(workspace):
     guess = [sh for sh in spec["layout"]["shapes"] if sh.get("y0") == sh.get("y1")]
     assert [sh["y0"] for sh in guess] == [pytest.approx(math.log(6))]
     said = " ".join(c.value for c in at.caption)
-    assert "A uniform guess among the 6 entities scores MRR about 40.8%" in said and "H@10 is 100%" in said
+    assert "a uniform guess among the 6 entities scores MRR about 40.8% and H@10 about 100%" in said
+    warned = re.sub(r"\\(.)", r"\1", " ".join(w.value for w in at.warning)).replace("\u2060", "")  # per setting
+    assert "H@10 is 100% whatever the model does" in warned and "measured on only 24 questions" in warned
     low, high = spec["layout"]["yaxis2"]["range"]
     mrr = list(epochs["Valid MRR %"].dropna())  # the axis carries the selection MRR (a unified run: the mean)
     assert 0 <= low <= min(mrr) and max(mrr) <= high <= 100  # an MRR axis never runs past 100 %
@@ -790,7 +792,8 @@ def test_choosing_another_data_set_starts_from_its_own_question_quietly(workspac
     assert len(at.dataframe) and len(at.dataframe[0].value)  # answers, not a wall of warnings
 
 
-def test_a_trained_model_that_does_not_beat_the_frequency_baseline_is_told_so_on_the_train_page(workspace, tmp_path):
+def test_a_trained_model_that_does_not_beat_the_frequency_baseline_is_told_so_on_the_train_page(workspace, tmp_path,
+                                                                                              capsys):
     """The Train page shows a finished run's test figures with the verdict `tpar train --eval-test` prints: on a
     deterministic ring the frequency baseline is perfect, so a model of one epoch does not beat it (walk-through:
     the page showed the figures and 'Use this model in Ask' only)."""
@@ -804,6 +807,9 @@ def test_a_trained_model_that_does_not_beat_the_frequency_baseline_is_told_so_on
     out = explorer.RUNS_DIR / "ring-x.tpar"
     assert main(["train", "--data", str(data), "--setting", "extrapolation", "--out", str(out), "--quiet",
                  "--threads", "1", "--epochs", "1", "--eval-test"]) == 0
+    printed = capsys.readouterr().out  # the CLI says what limits the test figures too: 6 entities, 24 questions
+    assert "note: extrapolation: with 6 entities, a uniform guess already scores" in printed
+    assert "note: extrapolation: measured on only 24 questions" in printed
     explorer.checkpoints.clear()
 
     def page(path: str) -> None:

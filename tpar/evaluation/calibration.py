@@ -41,6 +41,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import as_loaded
 from tpar.evaluation.protocol import Ranker, evaluate
 from tpar.graph.queries import QueryBatch, Setting
+from tpar.errors import plural
 
 ECE_BINS = 15
 #: the temperature is fitted within these bounds (projected Newton on 1/T: :func:`fit_temperature`)
@@ -544,6 +545,29 @@ class HeldOutReport:
         return {"temperature": self.temperature, "before": self.before.to_dict(), "after": self.after.to_dict(),
                 "reliability": asdict(self.reliability), "coverage": self.coverage,
                 "mean_set_size": self.mean_set_size, "set_sizes": self.set_sizes}
+
+
+def held_out_caveats(report: HeldOutReport, entities: int, split: str = "test") -> list[str]:
+    """What the held-out figures of a calibration say against it, each a sentence without its full stop: scaling
+    (fitted on valid) made NLL or ECE worse on ``split``; NLL above a uniform guess's ln(``entities``); an answer
+    set's coverage below its level by more than two standard errors of its ``split`` questions."""
+    b, a, n = report.before, report.after, report.after.queries
+    notes = []
+    worse = [f"{name} {x:.4f} -> {y:.4f}" for name, x, y in (("NLL", b.nll, a.nll), ("ECE", b.ece, a.ece))
+             if y > x + (1e-4 if name == "NLL" else 0.01)]
+    if worse:
+        notes.append(f"the temperature, fitted on valid, made {' and '.join(w.split()[0] for w in worse)} worse on "
+                     f"{split} ({'; '.join(worse)}): the valid questions it was fitted on were too few or unlike "
+                     f"these")
+    if entities > 1 and a.nll > math.log(entities):
+        notes.append(f"{split} NLL {a.nll:.3f} is above a uniform guess's (ln {entities:,} = {math.log(entities):.3f}): "
+                     "these probabilities tell less than giving every entity the same")
+    for level, cover in report.coverage.items():
+        want = float(level)
+        if n and cover < want - 2 * math.sqrt(want * (1 - want) / n):
+            notes.append(f"the {100 * want:g}% answer sets held the answer for only {100 * cover:.1f}% of the "
+                         f"{plural(n, f'{split} question')}, below their level")
+    return notes
 
 
 class HeldOutCollector:

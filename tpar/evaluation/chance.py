@@ -1,0 +1,58 @@
+"""What a ranking's figures mean beside chance and beside their sample: the MRR and Hits@k of a uniform guess among
+the candidates, and the caveats a reader needs when a model scores no better than that guess, when Hits@k is all
+but free (few entities), or when the figures rest on few questions.
+
+For ``n`` candidates and the true answer at a uniformly random rank, E[1/rank] = H_n / n (H_n the harmonic number)
+and P(rank <= k) = min(k, n) / n. The time-aware filter leaves each question fewer candidates than the data's
+entities, so a uniform guess scores a little *more* on the filtered figures: these are floors, said as "about".
+"""
+
+from __future__ import annotations
+
+from tpar.errors import plural
+
+#: below this many questions a ranking figure moves by several points from one sample to another
+FEW_QUESTIONS = 100
+#: a model whose MRR is within this factor of a uniform guess's is said to guess
+GUESSING_FACTOR = 1.1
+#: Hits@k is said to be all but free once a uniform guess reaches this share
+FREE_HITS = 0.5
+
+
+def uniform_mrr(n: int) -> float:
+    """E[1/rank] of a uniform guess among ``n`` candidates: H_n / n (0 for n < 1)."""
+    if n < 1:
+        return 0.0
+    return sum(1.0 / r for r in range(1, n + 1)) / n
+
+
+def uniform_hits(k: int, n: int) -> float:
+    """P(rank <= k) of a uniform guess among ``n`` candidates: min(k, n) / n (0 for n < 1)."""
+    return min(k, n) / n if n >= 1 else 0.0
+
+
+def chance_text(entities: int) -> str:
+    """E.g. "a uniform guess among the 280 entities scores MRR about 2.2% and H@10 about 3.6%"."""
+    return (f"a uniform guess among the {entities:,} entities scores MRR about {100 * uniform_mrr(entities):.1f}% and "
+            f"H@10 about {100 * uniform_hits(10, entities):.0f}%")
+
+
+def ranking_caveats(mrr: float, entities: int, questions: int | None = None, what: str = "the model") -> list[str]:
+    """What limits a ranking's figures (MRR as a fraction), each a sentence without its full stop: ``what`` scoring
+    no better than a uniform guess among ``entities``; Hits@k a uniform guess already gets half of or more; fewer
+    than :data:`FEW_QUESTIONS` ``questions`` (None: not known)."""
+    notes = []
+    if entities > 1 and mrr <= GUESSING_FACTOR * uniform_mrr(entities):
+        notes.append(f"{what} scores MRR {100 * mrr:.2f}%, no better than a uniform guess among the {entities:,} "
+                     f"entities (about {100 * uniform_mrr(entities):.1f}%): it is guessing")
+    free = [k for k in (1, 3, 10) if entities > 1 and uniform_hits(k, entities) >= FREE_HITS]
+    if free:
+        sure = [k for k in free if uniform_hits(k, entities) >= 1.0]
+        said = ", ".join(f"H@{k} {100 * uniform_hits(k, entities):.0f}%" for k in free)
+        notes.append(f"with {plural(entities, 'entity', 'entities')}, a uniform guess already scores {said}"
+                     + (f" ({' and '.join(f'H@{k}' for k in sure)} {'is' if len(sure) == 1 else 'are'} 100% whatever "
+                        "the model does)" if sure else "") + ": those figures say little here")
+    if questions is not None and questions < FEW_QUESTIONS:
+        notes.append(f"measured on only {plural(questions, 'question')} (fewer than {FEW_QUESTIONS}): the figures would "
+                     "move by several points on another sample of the same size")
+    return notes
