@@ -38,6 +38,11 @@ def render() -> None:
     opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
                f"{e.answer}: rank {e.rank_text()}")
     st.markdown(ex.md(f"{opening} in the {e.setting} setting.") + plain_summary(e))
+    for w in pred.warnings:  # the Ask page's caveats of this answer (a model that guesses, a thin calibration, …)
+        if w not in e.warnings:
+            st.warning(ex.sentence(w))
+    if e.paths_note():
+        st.caption(ex.md(e.paths_note() + "."))
     with st.expander("How the paths and their shares are computed"):
         how = ("integrated gradients: ∂f(q, a)/∂(link weight) averaged along the way from every link off to every "
                f"link on ({e.integration_steps} points)" if e.importance == "integrated" else
@@ -171,7 +176,8 @@ def paths_ui(e: Explanation, shown: list) -> None:
     stays = {round(p.stay, 4) for p in shown}
     shared_stay = len(shown) > 1 and len(stays) == 1  # the same self-loops on every path: said once, not per path
     if shared_stay:
-        st.markdown(f"Staying put (the self-loops every path below shares, counted once): {signed(shown[0].stay)}")
+        st.markdown(f"Staying put on these paths' walks (the self-loops every path below shares, counted once; all "
+                    f"self-loops of the model are in the derivation above): {signed(shown[0].stay)}")
     for p in shown:
         k = number[id(p)]
         weight = (f"adds {signed(p.importance)} beyond the paths above, {signed(p.total)} alone"

@@ -697,5 +697,5 @@ def test_evidence_says_a_stay_every_path_shares_once():
     at.switch_page("views/evidence.py").run()
     assert not at.exception
     heads = [m.value for m in at.markdown if m.value.startswith("**Path ")]
-    shared = [m.value for m in at.markdown if m.value.startswith("Staying put (the self-loops every path")]
+    shared = [m.value for m in at.markdown if m.value.startswith("Staying put on these paths' walks (the self-loops every path")]
     assert len(heads) > 1 and (len(shared) == 1) == (not any("; stay" in h for h in heads))

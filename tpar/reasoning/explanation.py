@@ -230,6 +230,17 @@ class Decomposition:
                 + " The importance method credits those self-loops (each path's stay), not the links that brought "
                 "the state; the paths still show where it came from.")
 
+    def paths_note(self) -> str:
+        """What the listed paths leave out, when it is most of the evidence and not self-loops (:meth:`stays_note` says
+        that case): the paths add less than half of f − f₀ and links on no listed path carry more ("" else)."""
+        if self.target <= 0 or self.paths >= self.target / 2 or self.rest_links <= max(self.stays, 0.0):
+            return ""
+        what = "S − S₀" if self.composite else "f − f₀"
+        others = self.links - self.links_on_paths
+        return (f"The paths listed account for {_signed(self.paths)} of {what} = {_signed(self.target)} "
+                f"({100 * self.paths / self.target:.0f}%): most of the evidence, {_signed(self.rest_links)}, runs over "
+                f"the {plural(others, 'link')} on no listed path, each adding little (more paths show more of it)")
+
     def text(self) -> str:
         """The sum in one line, e.g. "f − f₀ = 10.502 = listed paths 9.716 + rest 0.786 (other links −0.818,
         staying put 1.613, not attributed −0.009)"; for a composite "S − S₀ = ... + history prior ..."."""
@@ -356,6 +367,10 @@ class Explanation(AnsweredQuestion):
     @property
     def floor(self) -> float:
         return evidence_floor(self.score)
+
+    def paths_note(self) -> str:
+        """:meth:`Decomposition.paths_note` ("" without a decomposition or a listed path)."""
+        return self.decomposition.paths_note() if self.decomposition is not None and self.paths else ""
 
     def stays_note(self, paths: list[TemporalPath] | None = None) -> str:
         """:meth:`Decomposition.stays_note` for ``paths`` (default: every listed path), "" when there is nothing
