@@ -61,6 +61,19 @@ def md(text: object) -> str:
     return markdown_text(text)
 
 
+#: a hyphen the browser never breaks a line at (U+2011): dates and rule time windows wrapped at 820 px ("2025-12-" /
+#: "18", "t-" / "40..-11")
+NB_HYPHEN = "\u2011"
+#: in Markdown-escaped text: an ISO date or month, or a rule's time window (t-3..-1, t+41..+∞)
+_TIME_TOKEN = re.compile(r"\b[0-9]{4}\\-[0-9]{2}(?:\\-[0-9]{2})?\b|\bt\\[-+][0-9∞]+\\\.\\\.\\[-+][0-9∞]+")
+
+
+def keep_together(escaped: str) -> str:
+    """Markdown-escaped text (:func:`md`) whose dates and rule time windows never break at their hyphens: each
+    escaped hyphen inside one becomes :data:`NB_HYPHEN` (shown the same; names and other text are left alone)."""
+    return _TIME_TOKEN.sub(lambda m: m.group().replace("\\-", NB_HYPHEN), escaped)
+
+
 def sentence(text: object) -> str:
     """A library note (written to follow "warning: " on a terminal, so starting lowercase, without a full stop)
     as a sentence of its own on a page: capitalised, ended, escaped for Markdown."""
@@ -519,7 +532,9 @@ def question_ready() -> bool:
 def question_heading(pred: Prediction) -> str:
     """The question of ``pred`` for a page heading, each name cut to 60 characters (a name of hundreds filled the
     heading over four lines; the answers table, the CSV and the Evidence page keep it whole), Markdown-escaped."""
-    return md(Question(short(pred.subject), short(pred.relation), pred.time, pred.direction).text())
+    text = md(Question(short(pred.subject), short(pred.relation), pred.time, pred.direction).text())
+    head, sep, time = text.rpartition(", ")  # the time is last: kept on one line (names are left as written)
+    return head + sep + keep_together(time)
 
 
 def prediction_text(pred: Prediction) -> str:

@@ -13,6 +13,7 @@ import palette
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.calibration import Calibration, set_size_text
 from tpar.evaluation.reports import csv_text
+from tpar.graph.queries import Question
 from tpar.reasoning.prediction import Prediction, probability_text
 
 
@@ -23,8 +24,8 @@ def render() -> None:
     kg = sel.kg
     t_min, t_max = kg.time_range
     st.caption(f"Data set **{ex.md(sel.source.label)}**, model **{ex.md(sel.match.info.name)}** "
-               f"({sel.match.info.setting}). Known facts from {kg.time_axis.label(t_min)} to "
-               f"{kg.time_axis.label(t_max)}: a time after that is forecast (extrapolation, using only earlier "
+               f"({sel.match.info.setting}). Known facts from {ex.keep_together(ex.md(kg.time_axis.label(t_min)))} to "
+               f"{ex.keep_together(ex.md(kg.time_axis.label(t_max)))}: a time after that is forecast (extrapolation, using only earlier "
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
     ex.unfinished_warning(sel)
     examples_ui(sel)
@@ -61,7 +62,7 @@ def render() -> None:
                    + (": being reached is no evidence by itself (below)" if pred.no_evidence and n > 1 else ""))
         st.caption(f"Setting: **{pred.setting}**{why}. {reached}.")
     if pred.provenance:  # which model and data this answer used, and how far it lies past the training facts
-        st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
+        st.caption(ex.keep_together(ex.md(f"Model {sel.match.info.name}: {pred.provenance}.")))
     for w in pred.warnings:
         st.warning(ex.sentence(w))
     if pred.no_evidence:  # a ranking would present a guess as an answer
@@ -105,7 +106,9 @@ def examples_ui(sel: ex.Selection) -> None:
             ss["answer"] = x["answer"]
         ss["answer_question"] = ex.question_key()
 
-    labels = {f"{x.get('rule', 'example')}: {x['subject']}, {x['relation']}, ?, {x['time']}": x for x in examples}
+    # named by what each shows (the question itself fills the fields below): "escalation: a threatened country …"
+    labels = {f"{x.get('rule', 'example')}: {x.get('description') or Question(x['subject'], x['relation'], x['time']).text()}":
+              x for x in examples}
 
     def picked() -> None:
         if ss.get("example") in labels:
@@ -119,12 +122,9 @@ def examples_ui(sel: ex.Selection) -> None:
     ss["example"] = next((k for k, x in labels.items()
                           if (x["subject"], x["relation"], x["time"], "object") == asked), None)
     st.selectbox("Example questions", list(labels), index=None, key="example", on_change=picked,  # plain text
-                 placeholder="Pick a showcase question (one per planted rule) …")
-    shown = labels.get(ss.get("example"))
-    if shown and (shown.get("description") or shown.get("setting")):  # in a caption, which wraps (the box cuts)
-        about = str(shown.get("description", ""))
-        st.caption(ex.md((f"{shown.get('rule', 'Example')}: {about}" if about else "This example")
-                         + (f"; asked as {shown['setting']}." if shown.get("setting") else ".")))
+                 placeholder="Pick a showcase question (one per planted rule) …",
+                 help="Each example shows one rule planted in the sample world: its question fills the fields below, "
+                      "asked in the setting the example names there.")
 
 
 def question_ui(kg: TemporalKG) -> None:

@@ -150,10 +150,10 @@ def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], ru
 def reading_ui(first: DistilledRule, rules: RuleSet) -> None:
     """How to read the rule notation, with the best rule in words."""
     scale = rules.scale
-    st.markdown(ex.md(f"How to read a rule: X is the question's entity, Y the answer, Z1, Z2 the entities a path passes "
+    st.markdown(ex.keep_together(ex.md(f"How to read a rule: X is the question's entity, Y the answer, Z1, Z2 the entities a path passes "
                       f"on the way; t is the question's time, and {scale.text(1)} means {scale.words(1)} "
                       f"({scale.text(4)}: {scale.words(4)}; a + for after t, which only interpolation can use). "
-                      f"Rule {first.rank} reads: {first.words(scale)}."))
+                      f"Rule {first.rank} reads: {first.words(scale)}.")))
 
 
 #: characters of a rule's body in a chart label (the bar's hover shows the whole rule)
@@ -204,7 +204,7 @@ def table_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]
     lines = []
     for r in shown:
         mark = f" — ★ planted rule **{ex.md(planted[r.rank])}**" if r.rank in planted else ""
-        lines.append(f"{r.rank}. {ex.md(r.text(rules.scale))}  \n"
+        lines.append(f"{r.rank}. {ex.keep_together(ex.md(r.text(rules.scale)))}  \n"
                      f"   support {r.support}, confidence {100 * r.confidence:.0f}%, importance {r.importance:.3g}, "
                      f"score {r.score:.3f}{mark}")
     st.markdown("\n".join(lines))

@@ -45,7 +45,7 @@ def render() -> None:
                              member)
     st.markdown(f"#### {ex.question_heading(pred)}")
     if pred.provenance:  # which model and data, as on the Ask page
-        st.caption(ex.md(f"Model {sel.match.info.name}: {pred.provenance}."))
+        st.caption(ex.keep_together(ex.md(f"Model {sel.match.info.name}: {pred.provenance}.")))
     for w in pred.warnings:  # the Ask page's caveats: a setting or data the model was not trained on, ties, …
         st.warning(ex.sentence(w))
     if pred.no_evidence:

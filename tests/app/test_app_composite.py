@@ -19,7 +19,7 @@ QUESTION = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2
 
 def texts(at) -> str:
     raw = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info])
-    return re.sub(r"\\(.)", r"\1", raw).replace("\u2060", "").replace("**", "")
+    return re.sub(r"\\(.)", r"\1", raw).replace("\u2060", "").replace("\u2011", "-").replace("**", "")
 
 
 @pytest.fixture()

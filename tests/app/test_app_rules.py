@@ -61,7 +61,7 @@ def markdown(at) -> str:
 
 
 def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "").replace("\u2011", "-")
 
 
 def rules_page(params: dict | None = None) -> AppTest:

@@ -17,7 +17,7 @@ APP = str(ROOT / "app" / "streamlit_app.py")
 
 
 def plain(elements) -> str:
-    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "")
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements)).replace("\u2060", "").replace("\u2011", "-")
 
 
 @pytest.fixture()

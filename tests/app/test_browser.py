@@ -119,7 +119,7 @@ def test_ask_answer_evidence_offline(server):
             question = {"subject": "Orora Front", "relation": "Mobilize against", "time": "2025-12-20",
                         "setting": "extrapolation"}
             page.goto(f"{server}/?{urlencode(question)}")
-            page.get_by_text("(Orora Front, Mobilize against, ?, 2025-12-20)").wait_for(timeout=90_000)
+            page.get_by_text("(Orora Front, Mobilize against, ?, 2025\u201112\u201120)").wait_for(timeout=90_000)  # unbroken date
             cells = page.locator("[data-testid='stDataFrame'] [role='gridcell']")
             cells.first.wait_for(state="attached", timeout=90_000)  # the grid draws on a canvas; cells are its a11y table
             texts = cells.all_inner_texts()
@@ -351,7 +351,7 @@ def test_a_typed_start_address_opens_ask_without_a_page_not_found_dialog(server)
             for path in ("start", "home", "ask"):
                 page.goto(f"{server}/{path}?" + urlencode({"subject": "Arovia", "relation": "Accuse",
                                                             "time": "2025-12-20"}))
-                page.get_by_text("(Arovia, Accuse, ?, 2025-12-20)").first.wait_for(timeout=90_000)
+                page.get_by_text("(Arovia, Accuse, ?, 2025\u201112\u201120)").first.wait_for(timeout=90_000)
                 assert page.get_by_text("Page not found").count() == 0, path
         browser.close()
 
@@ -371,8 +371,9 @@ def test_names_never_become_links(server):
             alerts = page.locator("[data-testid='stAlert']")
             shown = " ".join(alerts.all_inner_texts())
             assert hostile in shown.replace("\u2060", "")  # shown, readable, no emoji, colour or icon
-            # the invisible joiner only inside the markers (it comes along when text is copied)
-            assert ":smile: :red[x] :material/home: @cmd" in shown
+            # the invisible joiner only inside the markers (it comes along when text is copied): after an "@" that
+            # follows text, and after a colon before a word (Streamlit's emoji plugin reads ":smile:" past escapes)
+            assert ":\u2060smile: :\u2060red[x] :\u2060material/home: @cmd" in shown
             hrefs = page.locator("[data-testid='stAlert'] a, [data-testid='stMarkdownContainer'] a").evaluate_all(
                 "els => els.map(e => e.href)")
             assert hrefs and not [h for h in hrefs if urlparse(h).hostname != "127.0.0.1"], hrefs  # heading anchors only
@@ -415,6 +416,8 @@ def test_learned_rules_page_and_an_example_opened_in_ask(server, learned_rules, 
             page.get_by_text("Examples", exact=True).wait_for(timeout=90_000)
             page.locator(".js-plotly-plot .bars").first.wait_for(timeout=90_000)
             main = page.locator("[data-testid='stMain']").inner_text()
+            assert "t\u201140..\u201111" in main or "t\u2011∞..\u201141" in main  # time windows never broken at 820 px
+            main = main.replace("\u2011", "-")
             assert "planted rule composition" in main and "learned as rule 1" in main
             assert "★ planted rule composition" in main
             assert "(X, Form alliance with, Z1, t-40..-11) ∧ (Z1, Sign agreement with, Y, t-3..-1) => (X, Consult, Y, t)" \
@@ -428,7 +431,7 @@ def test_learned_rules_page_and_an_example_opened_in_ask(server, learned_rules, 
             with context.expect_page() as opened:
                 link.click()
             ask = opened.value
-            ask.get_by_text(re.compile(r"^\(.+, Consult, \?, 2025-12-\d\d\)$")).first.wait_for(timeout=90_000)
+            ask.get_by_text(re.compile(r"^\(.+, Consult, \?, 2025\u201112\u2011\d\d\)$")).first.wait_for(timeout=90_000)
             ask.locator("[data-testid='stDataFrame'] [role='gridcell']").first.wait_for(state="attached",
                                                                                        timeout=60_000)
             assert "Setting: interpolation" in ask.locator("[data-testid='stMain']").inner_text()
