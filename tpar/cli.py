@@ -99,11 +99,17 @@ def _load(args):
 
     kg = load_dataset(args.data, time_format=args.time_format, split_policy=args.split_policy, seed=args.seed,
                       on_bad_rows="drop" if args.drop_bad_rows else "raise", day_first=args.day_first)
-    dropped = [n for n in kg.notes if " dropped" in n]
-    if dropped and getattr(args, "command", "") != "info":
-        for note in dropped:
-            print(f"warning: {note}", file=sys.stderr)
+    if getattr(args, "command", "") != "info":  # info lists every note itself
+        for note in kg.notes:  # what reading did to rows: said by every command, as tpar info and Upload say it
+            if " dropped" in note:
+                print(f"warning: {note}", file=sys.stderr)
+            elif any(k in note for k in ROW_NOTES):
+                print(f"note: {note}", file=sys.stderr)
     return kg
+
+
+#: words of the loading notes that say what reading did to rows other than dropping them (printed by every command)
+ROW_NOTES = ("duplicate row", "nothing but separators", "normalised", "look alike")
 
 
 def cmd_info(args) -> int:
@@ -655,6 +661,10 @@ def cmd_calibrate(args) -> int:
         print("  answer sets (sizes on valid): " + "; ".join(
             f"{100 * float(k):g}% -> p ≥ {v:.2e}, {set_size_text(c.set_sizes[k], c.entities)}"
             for k, v in c.thresholds.items()))
+        if c.after.ece > c.before.ece:  # the fit minimises NLL; ECE can rise while NLL falls
+            print("  (the temperature minimises NLL on these questions, not ECE: ECE may rise as NLL falls)")
+        for caveat in c.caveats():  # too few questions, a model that guesses, a temperature at a bound
+            print(f"note: {caveat}")
     print(f"wrote the calibration into {args.checkpoint}")
     return 0
 

@@ -145,6 +145,21 @@ def test_rows_of_only_separators_are_counted_and_named_never_silently_skipped(tm
                                                                                for n in kg.notes)
 
 
+def test_every_command_says_what_reading_did_to_rows_in_the_files_order(tmp_path, capsys):
+    """The walk-through: `tpar train` warned of dropped rows only (not duplicates, empty rows, renamed names, which
+    `tpar info` and Upload list), and row 41 came before row 21."""
+    rows = [f"a{i},r,b{i},2024-01-{1 + i % 28:02d}" for i in range(40)]
+    rows[30] = "x,r,y,2024-13-01"  # a time problem (row 32), found after ...
+    rows[35] = "x,,y,2024-01-02"   # ... this empty relation (row 37) in the reader's passes
+    path = write(tmp_path / "f.csv", HEADER + "\n".join(rows) + "\n,,,\na0,r,b0,2024-01-01\n")
+    assert main(["baseline", "--data", str(path), "--drop-bad-rows", "--method", "frequency", "--setting",
+                 "extrapolation", "--max-queries", "5", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.index("row 32 dropped") < err.index("row 37 dropped")
+    assert "note: 1 duplicate row removed (the fact of an earlier row again): row 43 repeats row 2" in err
+    assert "note: row 42 holds nothing but separators" in err
+
+
 @pytest.mark.parametrize("text,match", [
     ("", "file is empty"),
     ("subject,relation,object\na,b,c\n", r"row 1: header lacks column time"),
@@ -406,3 +421,12 @@ def test_file_and_question_times_share_one_grammar_for_offsets_and_case(tmp_path
     with pytest.raises(ValueError, match="is not a real ISO date or date-time"):
         day.parse("2024-01-03+05:00")
     assert day.parse("2024-01-03 05:00+05:00") == 2  # an offset after a time of day: read into UTC
+
+
+def test_names_that_differ_only_by_spaces_are_look_alikes():
+    """Removing an invisible space made 'ΩmegaCorp' a new entity beside the file's 'Ωmega Corp' (walk-through):
+    such pairs are named as look-alikes, with case and compatibility forms as before."""
+    from tpar.data.tables import lookalike_groups
+
+    assert lookalike_groups(["Ωmega Corp", "ΩmegaCorp", "Iran", "ＩＲＡＮ", "Iraq"]) == [["Iran", "ＩＲＡＮ"],
+                                                                                        ["Ωmega Corp", "ΩmegaCorp"]]

@@ -127,11 +127,12 @@ def reading_notes(report: CsvReport) -> list[str]:
 
 
 def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
-    """Distinct names that read the same once compatibility forms and case are folded (NFKC + casefold),
-    e.g. 'Iran' / 'ＩＲＡＮ' / 'iran': each group sorted, groups sorted."""
+    """Distinct names that read the same once compatibility forms and case are folded (NFKC + casefold) and spaces
+    are left out, e.g. 'Iran' / 'ＩＲＡＮ' / 'iran', 'Omega Corp' / 'OmegaCorp' (an invisible space removed from one
+    spelling): each group sorted, groups sorted."""
     by_key: dict[str, set[str]] = {}
     for n in names:
-        by_key.setdefault(unicodedata.normalize("NFKC", n).casefold(), set()).add(n)
+        by_key.setdefault("".join(unicodedata.normalize("NFKC", n).casefold().split()), set()).add(n)
     return sorted(sorted(g) for g in by_key.values() if len(g) > 1)
 
 
@@ -825,7 +826,8 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
 def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[str]:
     """One note per dropped row (the first ``limit``, then a count), e.g. "x.csv, row 5 dropped:
     expected 4 columns, found 2"."""
-    out = [f"{file}, row {r} dropped: {p}" for r, p in report.problems[:limit]]
+    problems = sorted(report.problems)  # in the file's order (a column problem is found before a time problem)
+    out = [f"{file}, row {r} dropped: {p}" for r, p in problems[:limit]]
     if len(report.problems) > limit:
         out.append(f"{file}: {plural(len(report.problems) - limit, 'more row')} dropped")
     return out
