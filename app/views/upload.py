@@ -12,6 +12,7 @@ from tpar.data.catalog import DataSource, sample_dir
 from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.names import suggest_name
+from tpar.data.tables import show_invisible
 from tpar.data.textfile import decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, row_texts, save_dataset
 from tpar.errors import DataError
@@ -128,6 +129,7 @@ def report_ui(report: UploadReport) -> None:
     m[0].metric("Rows dropped", f"{len(report.dropped):,}")
     m[1].metric("Duplicates removed", f"{report.duplicates:,}")
     m[2].metric("Outlier times", f"{len(report.outliers):,}" + (" (left out)" if report.outliers_excluded else ""))
+    st.caption(report.accounting() + ".")
     if report.preview:
         with st.expander("Preview: the first facts as read", expanded=True):
             st.dataframe(pd.DataFrame(report.preview), hide_index=True, width="stretch")
@@ -174,7 +176,7 @@ def report_ui(report: UploadReport) -> None:
                          hide_index=True)
     if report.normalised:
         with st.expander(f"Names normalised ({len(report.normalised):,})"):
-            st.dataframe(pd.DataFrame([{"row": r, "as written": ascii(a), "as kept": b}
+            st.dataframe(pd.DataFrame([{"row": r, "as written": show_invisible(a), "as kept": b}
                                        for r, a, b in report.normalised[:1000]]), hide_index=True)
     if report.lookalikes:
         with st.expander(f"Distinct names that look alike ({ex.plural(len(report.lookalikes), 'group')})"):

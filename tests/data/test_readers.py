@@ -430,3 +430,13 @@ def test_names_that_differ_only_by_spaces_are_look_alikes():
 
     assert lookalike_groups(["Ωmega Corp", "ΩmegaCorp", "Iran", "ＩＲＡＮ", "Iraq"]) == [["Iran", "ＩＲＡＮ"],
                                                                                         ["Ωmega Corp", "ΩmegaCorp"]]
+
+
+def test_a_renamed_name_is_shown_as_written_readably():
+    """The Upload page showed 'Ωmega\\u200bCorp' as '\\u03a9mega\\u200bCorp' (ascii() escapes every non-ASCII letter):
+    only what reading removed is written as an escape; a decomposed spelling is said to be one."""
+    from tpar.data.tables import show_invisible
+
+    assert show_invisible("Ωmega\u200bCorp") == "Ωmega\\u200bCorp"
+    assert show_invisible("Zoe\u0308") == "Zoe\u0308 (decomposed: Zoe\\u0308)"
+    assert show_invisible("Café") == "Café" and show_invisible("a\x1b[31m") == "a\\x1b[31m"

@@ -117,6 +117,7 @@ def test_upload_report_lists_dropped_rows_and_duplicates():
     rep, kg = inspect_upload(text, "mine.csv")
     assert rep.rows_read == 124 and rep.rows_kept == 120
     assert rep.duplicates == 1 and rep.duplicate_rows == [(122, 2)]  # listed on the page: which row repeats which
+    assert rep.accounting() == "124 rows read = 120 facts kept + 3 dropped + 1 duplicate"  # the tiles add up
     assert [r for r, _ in rep.dropped] == [123, 124, 125]
     assert "expected 4 columns" in rep.dropped[0][1] and "empty relation" in rep.dropped[1][1]
     assert "not an ISO date" in rep.dropped[2][1]

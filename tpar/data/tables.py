@@ -55,6 +55,15 @@ def clean_name(name: str) -> str:
     return _INVISIBLE.sub("", unicodedata.normalize("NFC", name)).strip()
 
 
+def show_invisible(name: str) -> str:
+    """``name`` with each character :func:`clean_name` removes (invisible, direction-changing, control) written as
+    its escape, e.g. 'Ωmega\\u200bCorp': what was in the file, readable (``ascii()`` escaped 'Ω' as well)."""
+    shown = _INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)
+    if unicodedata.normalize("NFC", name) != name:  # a decomposed spelling ('e' + combining accent): said so
+        shown += " (decomposed: " + name.encode("ascii", "backslashreplace").decode("ascii") + ")"
+    return shown
+
+
 def unescape_cell(value: str) -> str:
     """A cell as written before :func:`tpar.data.outputs.spreadsheet_safe` neutralised it ("'=x" -> "=x")."""
     return value[1:] if value.startswith("'") and value.lstrip("'").startswith(FORMULA_START) else value
@@ -118,7 +127,7 @@ def reading_notes(report: CsvReport) -> list[str]:
     if report.normalised:
         row, before, after = report.normalised[0]
         out.append(f"{plural(len(report.normalised), 'name')} normalised (Unicode NFC, invisible or direction-changing "
-                   f"characters removed), e.g. row {row}: {ascii(before)} -> {after!r}")  # as written, escaped: the
+                   f"characters removed), e.g. row {row}: {show_invisible(before)!r} -> {after!r}")  # as written, escaped: the
         # two spellings often look the same ('Café' written e + combining accent)
     if report.lookalikes:
         out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike, e.g. "

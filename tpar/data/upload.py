@@ -59,6 +59,21 @@ class UploadReport:
     preview: list[dict] = field(default_factory=list)                    # the first facts as read
     incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
     duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
+    empty_rows: int = 0                                                  # rows of only separators, skipped
+
+    def accounting(self) -> str:
+        """Where the rows read went, e.g. "218 rows read = 213 facts kept + 2 dropped + 2 duplicates + 1 empty row"
+        (the report's tiles alone did not add up)."""
+        parts = [(self.rows_kept, plural(self.rows_kept, "fact") + " kept"),
+                 (len(self.dropped), f"{len(self.dropped):,} dropped"),
+                 (self.duplicates, plural(self.duplicates, "duplicate")),
+                 (self.empty_rows, plural(self.empty_rows, "empty row")),
+                 (len(self.incomplete), plural(len(self.incomplete), "incomplete row") + " set aside"),
+                 (len(self.outliers) if self.outliers_excluded else 0,
+                  plural(len(self.outliers), "outlier time") + " left out")]
+        shown = [text for n, text in parts if n or text.endswith("kept")]
+        total = sum(n for n, _ in parts)
+        return f"{plural(self.rows_read, 'row')} read {'=' if total == self.rows_read else ':'} " + " + ".join(shown)
 
     @property
     def dropped_share(self) -> float:
@@ -205,6 +220,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
                           duplicates=q.report.duplicates, duplicate_rows=list(q.report.duplicate_rows),
+                          empty_rows=q.report.empty_count,
                           time_format=q.report.time_format,
                           granularity=kg.time_axis.granularity,
                           time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
