@@ -753,10 +753,10 @@ def cmd_predict(args) -> int:
         print(f"{a.rank_text():>{width}}. {a.entity:40s} p {probability_text(a.probability):>10s}  score {a.score:9.4f}"
               f"{tie}{'  (known fact)' if a.known else ''}")
     if p.unreached:
-        lo, hi = p.unreached_rank
         print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
               + f": {plural(p.unreached, 'entity', 'entities')} at score 0 "
-              f"(ranks {lo}–{hi}, together p {probability_text(p.unreached_probability)}); not listed")
+              f"({p.unreached_rank_text}, {'' if p.unreached == 1 else 'together '}p "
+              f"{probability_text(p.unreached_probability)}); not listed")
     if p.calibrated_elsewhere:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {p.calibrated_elsewhere}'s valid questions; "
               "not calibrated on this data: read them as a ranking, not as frequencies")

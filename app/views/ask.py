@@ -266,11 +266,13 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
     if rows:
         ss["answer"], ss["answer_question"] = answers.iloc[rows[0]]["entity"], question
     if pred.unreached:
-        lo, hi = pred.unreached_rank
         what = "No evidence (no path of any model, no history)" if pred.combines else "Not reached by any temporal path"
-        st.caption(f"{what}: **{pred.unreached:,}** entit{'y' if pred.unreached == 1 else 'ies'}, "
-                   f"all at score 0 (tied at rank{'s' if hi > lo else ''} {lo if hi == lo else f'{lo}–{hi}'}, "
-                   f"together {probability_text(pred.unreached_probability)}); they are not listed.")
+        one = pred.unreached == 1
+        st.caption(f"{what}: **{pred.unreached:,}** entit{'y' if one else 'ies'}, "
+                   + (f"at score 0 ({pred.unreached_rank_text}, {probability_text(pred.unreached_probability)}); it is "
+                      "not listed." if one else
+                      f"all at score 0 (tied at {pred.unreached_rank_text}, together "
+                      f"{probability_text(pred.unreached_probability)}); they are not listed."))
     return answers
 
 

@@ -351,7 +351,7 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                 st.warning(ex.md(note))
             mine = next((a for a in pred.answers if a.entity == e.answer), None)
             where = (f"rank {mine.rank_text()}, probability {probability_text(mine.probability)}" if mine
-                     else f"ranks {pred.unreached_rank[0]}–{pred.unreached_rank[1]}")
+                     else pred.unreached_rank_text)
             note = unreached_note(pred, e.answer)
             where += f" — {note}" if note else ""
             st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank_text()} on the real data) would be at {where}.")

@@ -157,13 +157,14 @@ def reading_ui(first: DistilledRule, rules: RuleSet) -> None:
 
 
 #: characters of a rule's body in a chart label (the bar's hover shows the whole rule)
-LABEL_CHARS = 24
+LABEL_CHARS = 30
 
 
-def rule_label(r: DistilledRule, planted: dict[int, str]) -> str:
-    """The chart's name for a rule: its rank and the relations of its body (⁻¹: walked backwards), cut to
-    :data:`LABEL_CHARS`; ★ for a planted rule."""
-    body = " ∧ ".join(a.relation + ("⁻¹" if a.inverse else "") for a in r.body)
+def rule_label(r: DistilledRule, planted: dict[int, str], scale=None) -> str:
+    """The chart's name for a rule: its rank and its body's relations (⁻¹: walked backwards) with their time windows
+    (two rules of one relation differ only there), cut to :data:`LABEL_CHARS`; ★ for a planted rule."""
+    body = " ∧ ".join(a.relation + ("⁻¹" if a.inverse else "") + (f" {scale.text(a.bucket)}" if scale else "")
+                      for a in r.body)
     if len(body) > LABEL_CHARS:
         body = body[:LABEL_CHARS - 1].rstrip() + "…"
     return ex.plot_text(f"{r.rank}. {body}", most=LABEL_CHARS + 10) + (" ★" if r.rank in planted else "")
@@ -171,7 +172,7 @@ def rule_label(r: DistilledRule, planted: dict[int, str]) -> str:
 
 def chart_ui(shown: list[DistilledRule], rules: RuleSet, planted: dict[int, str]) -> None:
     """Confidence and support of the best rules, side by side; a planted rule's bars in their own colour."""
-    labels = [rule_label(r, planted) for r in shown]
+    labels = [rule_label(r, planted, rules.scale) for r in shown]
     texts = [ex.plot_text(r.text(rules.scale)) for r in shown]
     colours = [palette.KNOWN if r.rank in planted else palette.OTHER for r in shown]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,

@@ -234,11 +234,18 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
 
     st.markdown("**Test** (questions the run never trained or selected on; both directions, time-aware filter, "
                 "realistic ties):")
-    st.dataframe(pd.DataFrame([{"Setting": k, "MRR %": pct(m, "mrr"), "H@1 %": pct(m, "hits@1"),
-                                "H@3 %": pct(m, "hits@3"), "H@10 %": pct(m, "hits@10")} for k, m in tests.items()]),
-                 hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.2f")
-                                for c in ("MRR %", "H@1 %", "H@3 %", "H@10 %")})
+    st.dataframe(pd.DataFrame([{"Setting": k, "MRR %": pct(m, "mrr"), "Hits@1 %": pct(m, "hits@1"),
+                                "Hits@3 %": pct(m, "hits@3"), "Hits@10 %": pct(m, "hits@10"),
+                                "Questions": m.get("count")} for k, m in tests.items()]),
+                 hide_index=True, width="stretch",  # the names the validation table and Evaluate use
+                 column_config={**{c: st.column_config.NumberColumn(c, format="%.2f")
+                                   for c in ("MRR %", "Hits@1 %", "Hits@3 %", "Hits@10 %")},
+                                "Questions": st.column_config.NumberColumn("Questions", help="test questions, both "
+                                                                           "directions of each test fact")})
+    best, runs = info.checkpoint.extra.get("best_epoch"), len(info.checkpoint.history)
+    if isinstance(best, int) and runs:
+        st.caption(f"The model saved is epoch {best}'s of the {ex.plural(runs, 'epoch')} run: the one with the best "
+                   "valid MRR (the table below).")
     st.caption(measures_note(entities))
     for setting, m in tests.items():  # what limits these figures: a model that guesses, H@k all but free, few questions
         count = m.get("count")
@@ -360,8 +367,11 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
         if s.steps:
             steps = pd.DataFrame(s.steps)
             x = steps["epoch"] + steps["batch"] / steps["batches"]
-            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="batch loss", mode="lines",
-                                     line={"color": palette.LOSS, "width": 1}, opacity=0.6))
+            # a batch's loss, sampled every few seconds: few samples are points, not a line that reads as a trend
+            fig.add_trace(go.Scatter(x=x, y=steps["loss"], name="batch loss (sampled)",
+                                     mode="lines" if len(steps) >= 20 else "markers",
+                                     line={"color": palette.LOSS, "width": 1}, marker={"color": palette.LOSS, "size": 5},
+                                     opacity=0.6))
         if s.entities > 1:  # the loss (Eq. 10) of scoring every entity alike
             fig.add_hline(y=math.log(s.entities), line={"dash": "dot", "color": palette.REFERENCE, "width": 1},
                           annotation_text=f"uniform guess (ln {s.entities:,})", annotation_position="bottom left")

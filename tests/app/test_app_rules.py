@@ -89,7 +89,7 @@ def test_rules_are_distilled_once_with_a_progress_bar_then_read_from_the_workspa
     assert "t-3..-1 means 1 to 3 days before t (t-∞..-41: 41 or more days before t" in text
     assert "Rule 1 reads: if Y Threaten X 1 to 3 days before t, then X Mobilize against Y at t." in text
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # bars named by their path, not "rule 1"
-    assert spec["data"][0]["y"][0] == "1. Threaten⁻¹ ★"
+    assert spec["data"][0]["y"][0] == "1. Threaten⁻¹ t-3..-1 ★"  # with its time window: rules differ there
     assert "Wilson" not in " ".join(c.value for c in at.caption)  # the formula waits in the caption's help
     assert "★ planted rule **escalation**" in text
     said = plain(at.success[0].value)

@@ -266,6 +266,8 @@ def test_train_progress_finish_then_ask(workspace):
     assert sorted(tested["Setting"]) == sorted(k[len("test_"):] for k in metrics if k.startswith("test_")) != []
     for _, row in tested.iterrows():
         assert row["MRR %"] == pytest.approx(100 * metrics[f"test_{row['Setting']}"]["realistic"]["mrr"])
+        assert row["Questions"] == metrics[f"test_{row['Setting']}"]["realistic"]["count"] == 24
+    assert "The model saved is epoch" in " ".join(c.value for c in at.caption)
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch
@@ -273,7 +275,7 @@ def test_train_progress_finish_then_ask(workspace):
     # loss of a uniform guess over the data's 6 entities for scale
     traces = {t["name"]: t for t in spec["data"]}
     assert traces["epoch's mean loss"]["y"] == pytest.approx(list(epochs["Loss"]))
-    assert "batch loss" in traces
+    assert "batch loss (sampled)" in traces
     guess = [sh for sh in spec["layout"]["shapes"] if sh.get("y0") == sh.get("y1")]
     assert [sh["y0"] for sh in guess] == [pytest.approx(math.log(6))]
     said = " ".join(c.value for c in at.caption)

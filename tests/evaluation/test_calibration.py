@@ -411,7 +411,7 @@ def test_the_answer_set_text_for_empty_single_and_foreign_sets():
 
     empty = pred(0, 0.0)
     assert empty.answer_set_lead() == "the 90% answer set: empty (no entity reaches its threshold)"
-    assert "no entity reaches p ≥ 0.004: the set is empty" in empty.answer_set_note()
+    assert "no entity reaches p ≥ 0.40%: the set is empty" in empty.answer_set_note()  # a % as in the answers table
     one = pred(1, 0.3)
     assert one.answer_set_lead() == "the 90% answer set: 1 of 280 entities"
     assert "279 entities left out share the other 70.0%" in one.answer_set_note()

@@ -161,6 +161,12 @@ class Prediction(AnsweredQuestion):
     entity_self_linked: bool = False  # some fact links the question's entity to itself (a path may lead back to it)
 
     @property
+    def unreached_rank_text(self) -> str:
+        """Where the unreached entities' tie lies: "rank 11" for one, "ranks 11–280" for several."""
+        lo, hi = self.unreached_rank
+        return f"rank {lo}" if hi <= lo else f"ranks {lo}–{hi}"
+
+    @property
     def calibrated(self) -> bool:
         """The probabilities are calibrated for this data: a calibration exists and was fitted on this data (or on
         data it grew from), not only on another data set the model was trained on."""
@@ -184,10 +190,10 @@ class Prediction(AnsweredQuestion):
             return ""
         level, mass = f"{100 * self.coverage:g}%", probability_text(self.answer_set_probability)
         left = self.num_entities - self.answer_set_size
-        text = (f"Sets built this way (p ≥ {self.answer_set_threshold:.2g}) hold the answer for {level} of questions "
+        text = (f"Sets built this way (p ≥ {probability_text(self.answer_set_threshold)}) hold the answer for {level} of questions "
                 "like those the calibration was fitted on -- on average over questions, not for each one.")
         if not self.answer_set_size:
-            return text + (f" For this question no entity reaches p ≥ {self.answer_set_threshold:.2g}: the set is "
+            return text + (f" For this question no entity reaches p ≥ {probability_text(self.answer_set_threshold)}: the set is "
                            "empty, and the model is unsure of every answer.")
         if not left:  # every entity: all of it (a float sum a hair under 1 read "> 99.9%")
             return text + " For this question the set holds every entity, so all of the model's probability: it " \
