@@ -477,3 +477,22 @@ def test_a_bad_row_of_a_fact_file_is_named_with_file_and_row_in_every_command(ke
         assert main(argv) == 2, rows
         err = capsys.readouterr().err
         assert f"{facts}, {says}" in err and "internal error" not in err, err
+
+
+def test_the_readmes_explain_example_is_what_the_command_prints(capsys, monkeypatch):
+    """The README shows `tpar explain`'s first lines on the sample world; they drifted from the output (a
+    walk-through found the method's sentence and a link count changed): each shown line is printed as shown."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n\$ (tpar explain .+?)\n(\(Orora Front.+?)\n  \.\.\.\n```", readme, re.S)
+    assert block, "the README's explain example is not where this test looks"
+    command = shlex.split(block.group(1).replace("\\\n", " "))
+    monkeypatch.chdir(root)
+    assert main(command[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = block.group(2).splitlines()
+    assert printed[:len(shown)] == shown
