@@ -180,8 +180,11 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
                      "the answer at least this often -- on average over questions, not for each one.")
     with c2:
         top_map = " and the map of the top answer's probability" if calibrated.top_map else ""
-        fitted = (f"softmax({'S' if pred.combines else 'f'} / T) with T = {pred.temperature:.3f}{top_map} fitted on "
-                  f"{calibrated.queries:,} {ex.md(calibrated.split)} questions of this setting")
+        score = "S" if pred.combines else "f"
+        fitted = (f"softmax({score} / T) with T = {pred.temperature:.3f}{top_map} fitted on "
+                  f"{calibrated.queries:,} {ex.md(calibrated.split)} questions of this setting ({score}: each answer's "
+                  "score in the table; T: a temperature, which spreads or sharpens the scores until the probabilities "
+                  "match how often answers turn out right)")
         if pred.calibrated_elsewhere:  # e.g. a model from other data: its calibration describes that data
             st.caption(f"Probabilities: {fitted} of {ex.md(pred.calibrated_elsewhere)}; on this data they are not "
                        "calibrated, so read them as a ranking, not as frequencies.")

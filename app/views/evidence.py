@@ -80,7 +80,8 @@ def render() -> None:
     dark = st.context.theme.type == "dark" or st.get_option("theme.base") == "dark"
     ink = {"past": PAST, "same": SAME, "future": FUTURE}
     proposed = any(x.inferred for p in shown for x in p.links)
-    st.markdown(f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
+    st.markdown("Colours by time, t_q being the question's time: "
+                f"<span style='color:{ink['past']}'>■ before t_q</span> &nbsp; "
                 f"<span style='color:{ink['same']}'>■ at t_q</span> &nbsp; "
                 f"<span style='color:{ink['future']}'>■ after t_q</span> &nbsp; arrows point the way each fact reads "
                 "(subject → object); paths run left to right, so a dashed link (– – –) pointing back is a fact walked "

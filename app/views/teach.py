@@ -111,7 +111,8 @@ def steps_ui(tr: ReasoningTrace, pred: Prediction, answer: str, L: int) -> None:
     st.caption("Each step, every entity reached so far passes what it holds along the facts around it (Eqs. 5-8), so "
                "after step ℓ each entity ℓ hops from the question holds a summary of the temporal paths that reach it: "
                "the way the Bellman-Ford shortest-path algorithm spreads distances one edge at a time, which the paper "
-               "builds on (its Section 3.2).")
+               "builds on (its Section 3.2). An entity's standing after a step is w·h: its state h read through the "
+               "model's scoring vector w (Eq. 9); after the last step, w·h is the answer's score f.")
     ss = st.session_state
     steps = walkthrough(tr, pred)
     key = (tr.subject, tr.relation, tr.time, tr.direction, tr.setting, answer, L)

@@ -117,7 +117,7 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) 
              t_q if axis.origin is None or dated(kg) else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
-        fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="t_q", showarrow=False,
+        fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="question time", showarrow=False,
                            font={"color": palette.T_Q})
     moments = set(shown["when"].dropna()) | ({x} if t_q is not None else set())
     if len(moments) == 1:  # one moment: a few time steps either side, not an axis zoomed into a millisecond
