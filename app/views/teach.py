@@ -226,15 +226,26 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
                "question, and the fact's time.")
 
 
+#: the least span of the w·h axis (values within it of each other and of 0 are drawn as the small values they are)
+MIN_SPAN = 0.01
+
+
 def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.Figure:
-    """The highest w·h after ``step`` (at most 12 entities, the answer being explained in orange)."""
-    top = sorted(((v, n) for n, v in scores.items()), reverse=True)[:12]
+    """The highest w·h after ``step`` (at most 12 entities) and, wherever it stands, the answer being explained (in
+    orange, with its rank when below them); the axis fits the values, negative ones included."""
+    ranked = sorted(((v, n) for n, v in scores.items()), reverse=True)
+    top = ranked[:12]
+    labels = [ex.plot_text(n) for _, n in top]
+    if answer in scores and all(n != answer for _, n in top):  # followed at every step, not only once on top
+        rank = 1 + sum(v > scores[answer] for v, _ in ranked)
+        top.append((scores[answer], answer))
+        labels.append(ex.plot_text(f"{answer} (rank {rank})"))
     vals = [v for v, _ in top] or [0.0]
     lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
-    if hi - lo < 1.0:  # at least a span of 1: scores that differ by float noise must not fill the chart as if they
-        hi = lo + 1.0  # mattered (nor get µ-unit ticks)
+    if hi - lo < MIN_SPAN:  # scores that differ by float noise must not fill the chart as if they mattered
+        hi = lo + MIN_SPAN
     pad = 0.05 * (hi - lo)
-    fig = go.Figure(go.Bar(x=[v for v, _ in top], y=[ex.plot_text(n) for _, n in top], orientation="h",
+    fig = go.Figure(go.Bar(x=[v for v, _ in top], y=labels, orientation="h",
                            marker_color=[ANSWER_COLOUR if n == answer else OTHER_COLOUR for _, n in top],
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     title = (f"score f = w·h after the last step ({L})" if step == L

@@ -700,3 +700,21 @@ def test_evidence_says_a_stay_every_path_shares_once():
     heads = [m.value for m in at.markdown if m.value.startswith("**Path ")]
     shared = [m.value for m in at.markdown if m.value.startswith("Staying put on these paths' walks (the self-loops every path")]
     assert len(heads) > 1 and (len(shared) == 1) == (not any("; stay" in h for h in heads))
+
+
+def test_the_walk_through_draws_the_followed_answer_at_every_step_on_an_axis_that_fits():
+    """Step 1 of the opening question: the answer followed (Kelarara Council) is far down and slightly negative; the
+    chart draws it anyway, in orange with its rank, on an axis that holds it (walk-through: a fixed 0-1 axis hid
+    the negative value and left the small bars empty)."""
+    at = app().run()
+    at.switch_page("views/teach.py").run()
+    at.button(key="teach_next").click().run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bar = spec["data"][0]
+    followed = [i for i, y in enumerate(bar["y"]) if y.startswith("Kelarara Council")]
+    assert len(followed) == 1 and re.fullmatch(r"Kelarara Council \(rank \d+\)", bar["y"][followed[0]])
+    value = bar["x"][followed[0]]
+    lo, hi = spec["layout"]["xaxis"]["range"]
+    assert lo <= min(0.0, value) and max(bar["x"]) <= hi < 0.5  # fits the values: no fixed 0-1 span
+    assert bar["marker"]["color"][followed[0]] != bar["marker"]["color"][0]  # the answer's own colour
