@@ -856,3 +856,24 @@ def test_a_propagation_is_said_in_plain_words_with_each_limit_it_holds():
     assert words.startswith("pruned (") and "within 30 time steps" in words and "its 3 latest times" in words
     assert "links nearest" not in words and "learned priority" in words and "the first 2 steps exact" in words
     assert f"`{other.propagation}` for short" in propagation_note(other)
+
+
+def test_a_cards_test_figures_carry_their_verdicts(tmp_path):
+    """The walk-through: the card kept the figures and lost the verdicts the Train page gave (baseline, chance, the
+    number of questions). A run tested with `--eval-test` records the frequency baseline's MRR and the data's entity
+    count; the card says the questions measured, the baseline verdict and what limits the figures."""
+    from helpers import SAMPLE_CHECKPOINT
+
+    from tpar.model import card
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = Checkpoint.load(SAMPLE_CHECKPOINT)
+    ck.metrics = {"test_extrapolation": {"realistic": {"mrr": 0.28, "hits@1": 0.1, "hits@3": 0.3, "hits@10": 1.0,
+                                                       "count": 42}}}
+    ck.extra = {**ck.extra, "entities": 11, "baseline_test": {"extrapolation": {"method": "frequency", "mrr": 0.225}}}
+    text = card.render(ck, "m").replace("\\", "").replace("\u2060", "")
+    assert "the frequency baseline scores MRR 22.50% on them: the model beats it by 5.50 points" in text
+    assert "no better than a uniform guess among the 11 entities (about 27.5%)" in text
+    assert "H@10 91%" in text and "measured on only 42 questions" in text
+    plain = Checkpoint.load(SAMPLE_CHECKPOINT)  # a run that recorded none of it: the card says nothing more
+    assert "frequency baseline scores" not in card.render(plain, "p") and "uniform guess" not in card.render(plain, "p")

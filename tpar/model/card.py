@@ -139,6 +139,29 @@ def hardware_text(hw: object) -> str:
             f"thread{'' if threads == 1 else 's'}, GPU: {_text(hw.get('gpu', 'none'))})")
 
 
+def _verdicts(ckpt: Checkpoint, setting: str, m: dict) -> list[str]:
+    """What a setting's realistic test figures ``m`` mean, where the run recorded it: the questions measured, the
+    frequency baseline's MRR on them (``extra["baseline_test"]``) and what limits the figures
+    (:func:`tpar.evaluation.chance.ranking_caveats` with the data's ``extra["entities"]``)."""
+    from tpar.evaluation.chance import FEW_QUESTIONS, ranking_caveats
+
+    out = []
+    mrr, count = m.get("mrr"), m.get("count")
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    entities = ckpt.extra.get("entities")
+    entities = entities if isinstance(entities, int) and not isinstance(entities, bool) else None
+    if count is not None and (entities is None or count >= FEW_QUESTIONS):  # the caveats below say a small count
+        out.append(f"measured on {count:,} test questions")
+    base = ((ckpt.extra.get("baseline_test") or {}).get(setting) or {}).get("mrr")
+    if isinstance(mrr, (int, float)) and isinstance(base, (int, float)):
+        out.append(f"the frequency baseline scores MRR {100 * base:.2f}% on them: the model "
+                   + (f"beats it by {100 * (mrr - base):.2f} points" if mrr > base else
+                      f"does not beat it ({100 * (mrr - base):+.2f} points)"))
+    if isinstance(mrr, (int, float)) and entities is not None:
+        out += ranking_caveats(float(mrr), entities, count, "the model")
+    return [_text(v) for v in out]
+
+
 def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes: list[str] | None = None) -> list[str]:
     """The card's test metrics (then ``notes``, each a line of Markdown), baselines, the paper's figures and the
     calibration."""
@@ -150,6 +173,9 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
         lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in RANK_TYPES if mode in modes]
         lines.append("")
+        verdicts = _verdicts(ckpt, setting, modes.get("realistic") or {})
+        if verdicts:
+            lines += [f"- {v}" for v in verdicts] + [""]
     if tests and notes:
         lines += [f"- {n}" for n in notes] + [""]
     if baselines:

@@ -463,6 +463,7 @@ class Trainer:
                                 max_queries=calibration_queries(cfg), seed=cfg.seed)
                 best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
         if test:
+            best.extra["entities"] = self.kg.num_entities  # a uniform guess's figures, for the card to set them beside
             if self.cb.on_phase:
                 self.cb.on_phase("evaluating on test")
             for kind in kinds:
