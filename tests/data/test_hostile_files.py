@@ -495,3 +495,16 @@ def test_a_fraction_below_the_microsecond_is_no_more_dropped_than_any_other(tmp_
     assert parse_time("2024-01-01T00:00:00.000000000Z", "datetime") == parse_time("2024-01-01T00:00:00", "datetime")
     with pytest.raises(ValueError, match=r"'9999999999.*' \(5,000 characters\) is beyond ±2\^53"):
         parse_time("9" * 5000, "int")  # the value quoted and cut, never echoed whole nor left to int()'s own limit
+
+
+def test_links_to_nothing_and_an_empty_path_are_named_as_such(tmp_path, capsys):
+    """A loop of symbolic links was 'no such file or directory', and `tpar info ""` read the current folder."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "gone").symlink_to(tmp_path / "nothing-here.csv")
+    for path, said in ((tmp_path / "a", "is a loop of symbolic links"),
+                       (tmp_path / "gone", "is a symbolic link to nothing"), ("", "no data given")):
+        assert main(["info", str(path)]) == 2
+        assert said in capsys.readouterr().err
+    with pytest.raises(DataError, match="is a loop of symbolic links, not a file"):
+        textfile.check_regular(tmp_path / "a")

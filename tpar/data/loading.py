@@ -11,6 +11,18 @@ from tpar.data.tables import load_csv, load_csv_folder
 from tpar.errors import DataError
 
 
+def _missing(p: Path) -> str:
+    """Why ``p`` cannot be read although named: a link to nothing (dangling, or a loop of links), or nothing there."""
+    if p.is_symlink():
+        try:
+            p.resolve(strict=True)
+        except RuntimeError:
+            return "is a loop of symbolic links"
+        except OSError:
+            return "is a symbolic link to nothing (its target is missing)"
+    return "no such file or directory"
+
+
 def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
                  seed: int = 0, on_bad_rows: str = "raise", day_first: bool | None = None) -> TemporalKG:
     """Load a benchmark folder, a folder of ``train/valid/test.csv``, or one CSV/TSV file.
@@ -19,9 +31,11 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
     or ``drop`` bad rows, listed in the data set's notes) and ``day_first`` (the order of dates like
     03/04/2024; ``None``: shown by the file) apply to CSV input only (see :func:`load_csv`).
     """
+    if not str(path).strip():  # Path("") is the current folder
+        raise DataError("no data given: the data set's path is empty")
     p = Path(path)
     if not p.exists():
-        raise DataError("no such file or directory", file=p)
+        raise DataError(_missing(p), file=p)
     if p.is_dir():
         if any((p / f"{s}.csv").exists() for s in SPLITS):
             return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)

@@ -4,6 +4,7 @@ export "Unicode text"), with the row of the first bad byte named when it is neit
 from __future__ import annotations
 
 import codecs
+import errno
 import functools
 import os
 import re
@@ -119,8 +120,11 @@ def check_regular(path: str | Path, what: str = "file") -> Path:
     try:
         mode = os.stat(p).st_mode
     except FileNotFoundError:
-        raise DataError(f"no such {what}", file=p) from None
+        raise DataError(f"is a symbolic link to nothing (its target is missing), not a {what}" if p.is_symlink()
+                        else f"no such {what}", file=p) from None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataError(f"is a loop of symbolic links, not a {what}", file=p) from None
         raise DataError(f"cannot read the {what} ({e.strerror or type(e).__name__})", file=p) from None
     if stat.S_ISDIR(mode):
         raise DataError(f"is a folder, not a {what}", file=p)
