@@ -49,7 +49,12 @@ def render() -> None:
         st.caption(f"This data set's times reach too near the calendar's ends (years 1 and 9999) for a date axis: "
                    f"the chart's axis counts {kg.time_axis.granularity} steps from {kg.time_axis.label(0)}; hover a "
                    "marker for its time.")
-    chart_ui(kg, df, t_q, calendar)
+    forecast = t_q is not None and (ss.get("setting") == "extrapolation"
+                                    or (ss.get("setting") in (None, "auto") and t_q > kg.time_range[1]))
+    if forecast and bool((df["time_step"] >= t_q).any()):
+        st.caption("Shaded: the facts at or after the question time, which a forecast (extrapolation) at that time "
+                   "never sees.")
+    chart_ui(kg, df, t_q, calendar, forecast)
     with st.expander("Facts"):
         st.dataframe(df.drop(columns=["when", "time_step"]).assign(inferred=df["inferred"].map({True: "inferred",
                                                                                                 False: ""})),
@@ -92,8 +97,9 @@ def timeline_frame(kg: TemporalKG, df: pd.DataFrame, calendar: bool) -> pd.DataF
     return df.rename(columns={"other": "other entity"})
 
 
-def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) -> None:
-    """Relations over time, the entity as subject (teal diamonds) or object (amber dots); t_q dashed."""
+def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool, forecast: bool = False) -> None:
+    """Relations over time, the entity as subject (teal diamonds) or object (amber dots); t_q dashed and, for a
+    ``forecast`` (extrapolation), the facts from t_q on shaded: the question never sees them."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
     # an inferred fact (completed by a model) is a hollow marker of its role's colour
@@ -119,6 +125,9 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool) 
         # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
         fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="question time", showarrow=False,
                            font={"color": palette.T_Q})
+        later = shown["when"][df["time_step"] >= t_q]
+        if forecast and len(later):  # what a forecast at t_q may not use: shaded (it was drawn as any other fact)
+            fig.add_vrect(x0=x, x1=later.max(), fillcolor=palette.REFERENCE, opacity=0.12, line_width=0, layer="below")
     moments = set(shown["when"].dropna()) | ({x} if t_q is not None else set())
     if len(moments) == 1:  # one moment: a few time steps either side, not an axis zoomed into a millisecond
         s0 = int(df["time_step"].iloc[0])

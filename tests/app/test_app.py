@@ -718,3 +718,18 @@ def test_the_walk_through_draws_the_followed_answer_at_every_step_on_an_axis_tha
     lo, hi = spec["layout"]["xaxis"]["range"]
     assert lo <= min(0.0, value) and max(bar["x"]) <= hi < 0.5  # fits the values: no fixed 0-1 span
     assert bar["marker"]["color"][followed[0]] != bar["marker"]["color"][0]  # the answer's own colour
+
+
+def test_the_timeline_shades_what_a_forecast_never_sees():
+    """For an extrapolation question the facts at or after its time are shaded and said to be unseen (walk-through:
+    they were drawn like the facts the forecast uses); an interpolation question, which sees both sides, has none."""
+    at = app(QUESTION).run()
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception and at.session_state["setting"] == "extrapolation"
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [sh["type"] for sh in spec["layout"]["shapes"]].count("rect") == 1
+    assert "which a forecast (extrapolation) at that time never sees" in texts(at)
+    at = app({**QUESTION, "setting": "interpolation"}).run()
+    at.switch_page("views/timeline.py").run()
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "rect" not in [sh["type"] for sh in spec["layout"].get("shapes", [])]
