@@ -44,7 +44,7 @@ def render() -> None:
     st.caption(f"{ex.plural(len(df), 'fact')} of **{ex.md(ss['subject'])}** ({n_subject:,} as subject, "
                f"{len(df) - n_subject:,} as object"
                + (f"; {len(facts):,} with all relations" if pick else "") + ")"
-               + (f"; query time {kg.time_axis.label(t_q)}" if t_q is not None else ""))
+               + (f"; query time {kg.time_axis.label(t_q)} (t_q, dashed)" if t_q is not None else ""))
     if dated(kg) and not calendar:
         st.caption(f"This data set's times reach too near the calendar's ends (years 1 and 9999) for a date axis: "
                    f"the chart's axis counts {kg.time_axis.granularity} steps from {kg.time_axis.label(0)}; hover a "
@@ -123,7 +123,7 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool, 
              t_q if axis.origin is None or dated(kg) else float(axis.label(t_q)))
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
-        fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="question time", showarrow=False,
+        fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="t_q", showarrow=False,
                            font={"color": palette.T_Q})
         later = shown["when"][df["time_step"] >= t_q]
         if forecast and len(later):  # what a forecast at t_q may not use: shaded (it was drawn as any other fact)
