@@ -64,7 +64,7 @@ def render() -> None:
     if not heads:
         st.info("No rules: no question of this data set was asked.")
         st.stop()
-    default = ss.get("relation") if ss.get("relation") in heads else heads[0]
+    default = ss.get("relation") if ss.get("relation") in heads else (planted_heads(sel, heads) or heads)[0]
     if ss.get("rules_head") not in heads:
         ss["rules_head"] = default
     c1, c2 = st.columns([3, 2])
@@ -112,6 +112,21 @@ def compute_ui(sel: ex.Selection, config: RuleConfig) -> None:
         st.error(ex.md(e))
         return
     st.rerun()
+
+
+def planted_heads(sel: ex.Selection, heads: list[str]) -> list[str]:
+    """Of ``heads``, those a planted rule of the data (the sample world's rules.json) concludes, in their order: the
+    page opens on one of them, where a class sees a learned rule beside the rule that made the data."""
+    found = PlantedRules.find(sel.source.path)
+    if found is None:
+        return []
+    named = set()
+    for p in found.rules.values():
+        try:
+            named.add(parse_atom(p["head"])[1])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return [h for h in heads if h in named]
 
 
 def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], rules: RuleSet) -> dict[int, str]:

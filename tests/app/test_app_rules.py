@@ -164,3 +164,19 @@ def test_the_sample_worlds_rules_ship_under_the_key_the_page_looks_for(sample_kg
     assert shipped.is_file(), "regenerate: python benchmarks/distilled_rules.py ship"
     rules = RuleSet.read(shipped)
     assert rules.head_names and "Mobilize against" in rules.head_names
+
+
+def test_the_page_opens_on_a_relation_a_planted_rule_concludes(sample_kg):
+    """On the sample world, with no relation asked, the page opens on a head a planted rule makes (walk-through: it
+    opened on Accuse, which none does, so the ★ of a planted rule never showed to a class)."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.session_state["relation"] = "no such relation"  # as a first visit straight to /rules: no question's relation
+    at.switch_page("views/rules.py").run()
+    assert not at.exception and not at.error
+    head = at.selectbox(key="rules_head").value
+    from tpar.reasoning.rules import PlantedRules, parse_atom
+    from helpers import SAMPLE_WORLD
+
+    planted = {parse_atom(p["head"])[1] for p in PlantedRules.find(SAMPLE_WORLD).rules.values()}
+    assert head in planted and head != "Accuse"
+    assert "★ planted rule" in plain(markdown(at))
