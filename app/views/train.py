@@ -244,8 +244,8 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
                                                                            "directions of each test fact")})
     best, runs = info.checkpoint.extra.get("best_epoch"), len(info.checkpoint.history)
     if isinstance(best, int) and runs:
-        st.caption(f"The model saved is epoch {best}'s of the {ex.plural(runs, 'epoch')} run: the one with the best "
-                   "valid MRR (the table below).")
+        st.caption(f"The model saved is the one after epoch {best} of the {ex.plural(runs, 'epoch')} run: the best "
+                   "on valid MRR (the table below).")
     st.caption(measures_note(entities))
     for setting, m in tests.items():  # what limits these figures: a model that guesses, H@k all but free, few questions
         count = m.get("count")

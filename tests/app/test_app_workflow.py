@@ -267,7 +267,7 @@ def test_train_progress_finish_then_ask(workspace):
     for _, row in tested.iterrows():
         assert row["MRR %"] == pytest.approx(100 * metrics[f"test_{row['Setting']}"]["realistic"]["mrr"])
         assert row["Questions"] == metrics[f"test_{row['Setting']}"]["realistic"]["count"] == 24
-    assert "The model saved is epoch" in " ".join(c.value for c in at.caption)
+    assert "The model saved is the one after epoch" in " ".join(c.value for c in at.caption)
     label = at.selectbox(key="w_job")
     assert "starting" not in label.format_func(label.value) and "tiny-model" in label.format_func(label.value)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # loss and valid MRR per epoch

@@ -110,7 +110,7 @@ def test_a_folder_or_a_fifo_given_as_a_checkpoint_is_named_as_such(tmp_path, cap
     (tmp_path / "zero.tpar").symlink_to("/dev/zero")
     (tmp_path / "dangling.tpar").symlink_to(tmp_path / "gone.tpar")
     for name, words in (("dir.tpar", "is a folder"), ("pipe.tpar", "is a pipe, not a regular checkpoint file"),
-                        ("zero.tpar", "is a device"), ("dangling.tpar", "no such checkpoint file")):
+                        ("zero.tpar", "is a device"), ("dangling.tpar", "is a symbolic link to nothing")):
         with pytest.raises(DataError, match=words):
             Checkpoint.load(tmp_path / name)
     with pytest.raises(DataError, match="not found"):
