@@ -218,26 +218,26 @@ class DistilledRule:
     def confidence_low(self) -> float:
         return wilson_lower(self.correct, self.support)
 
+    def _atoms(self) -> tuple[list[tuple[str, str, str, int]], tuple[str, str]]:
+        """(subject, relation, object, bucket) of each body link, and the head's (subject, object): X the question's
+        entity, Y the answer, Z1, Z2 the entities between, each link in the direction its fact reads."""
+        nodes = ["X"] + [f"Z{i}" for i in range(1, len(self.body))] + ["Y"]
+        atoms = [(nodes[i + 1], a.relation, nodes[i], a.bucket) if a.inverse else
+                 (nodes[i], a.relation, nodes[i + 1], a.bucket) for i, a in enumerate(self.body)]
+        return atoms, (("Y", "X") if self.head_inverse else ("X", "Y"))
+
     def text(self, scale: GapScale) -> str:
         """E.g. ``(X, Threaten, Y, t-3..-1) => (Y, Mobilize against, X, t)``: X the question's entity,
         Y the answer, Z1, Z2 the entities between."""
-        nodes = ["X"] + [f"Z{i}" for i in range(1, len(self.body))] + ["Y"]
-        atoms = []
-        for i, a in enumerate(self.body):
-            u, v = (nodes[i + 1], nodes[i]) if a.inverse else (nodes[i], nodes[i + 1])
-            atoms.append(f"({u}, {a.relation}, {v}, {scale.text(a.bucket)})")
-        head = f"(Y, {self.head}, X, t)" if self.head_inverse else f"(X, {self.head}, Y, t)"
-        return " ∧ ".join(atoms) + " => " + head
+        atoms, (hs, ho) = self._atoms()
+        return (" ∧ ".join(f"({u}, {r}, {v}, {scale.text(b)})" for u, r, v, b in atoms)
+                + f" => ({hs}, {self.head}, {ho}, t)")
 
     def words(self, scale: GapScale) -> str:
         """The rule as a sentence, e.g. "if Y Threaten X 1 to 3 days before t, then X Mobilize against Y at t"."""
-        nodes = ["X"] + [f"Z{i}" for i in range(1, len(self.body))] + ["Y"]
-        atoms = []
-        for i, a in enumerate(self.body):
-            u, v = (nodes[i + 1], nodes[i]) if a.inverse else (nodes[i], nodes[i + 1])
-            atoms.append(f"{u} {a.relation} {v} {scale.words(a.bucket)}")
-        head = f"Y {self.head} X" if self.head_inverse else f"X {self.head} Y"
-        return f"if {', and '.join(atoms)}, then {head} at t"
+        atoms, (hs, ho) = self._atoms()
+        return (f"if {', and '.join(f'{u} {r} {v} {scale.words(b)}' for u, r, v, b in atoms)}, "
+                f"then {hs} {self.head} {ho} at t")
 
     def to_dict(self, scale: GapScale) -> dict:
         return {"head": self.head, "head_inverse": self.head_inverse, "rank": self.rank,
