@@ -34,7 +34,7 @@ def render() -> None:
     with st.spinner(ex.md(f"Finding the temporal paths to {ss['answer']} and weighing each link (a new answer "
                           "can take half a minute on a large graph) …")):
         e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
-    score = f"composite score S(q, a) = {e.score:.3f}" if e.combines else f"score f(q, a) = {e.score:.3f}"
+    score = f"composite score S(q, a) = {e.score:.4f}" if e.combines else f"score f(q, a) = {e.score:.4f}"
     opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
                f"{e.answer}: rank {e.rank_text()}")
     st.markdown(ex.md(f"{opening} in the {e.setting} setting.") + plain_summary(e))

@@ -76,7 +76,7 @@ class WalkStep:
                    if self.calibrated_elsewhere else "(softmax over all entities, not calibrated)")
             sure = (f", probability {probability_text(self.best_probability)} {how}"
                     if self.best_probability is not None else "")
-            return f"The model's answer: {self.best} — score f = w·h^L = {self.best_score:.3f}{sure}."
+            return f"The model's answer: {self.best} — score f = w·hᴸ = {self.best_score:.3f}{sure}."
         return (f"Best candidate after step {self.step}: {self.best} (w·h = {self.best_score:.3f}; provisional: "
                 "only the last step's value is the score f).")
 
@@ -122,7 +122,7 @@ def walkthrough(trace: ReasoningTrace, prediction: Prediction) -> list[WalkStep]
             what = (f"Step {x.layer} repeats this from every entity reached so far, so paths grow to length "
                     f"{x.layer}; an entity keeps its earlier state through a self-loop.")
         if final:
-            what += (f" After this last step (L = {L}) each reached entity scores f = w·h^L (Eq. 9); entities no path "
+            what += (f" After this last step (L = {L}) each reached entity scores f = w·hᴸ (Eq. 9); entities no path "
                      "reaches score 0. A softmax over all entities turns scores into probabilities (the distribution "
                      "the loss trains, Eq. 10).")
         step = WalkStep(x.layer, f"Step {x.layer} of {L}", what, ["5", "6", "7", "8"] + (["9", "10"] if final else []),
