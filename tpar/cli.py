@@ -418,16 +418,9 @@ def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[s
 def chance_lines(metrics: dict, entities: int) -> list[str]:
     """``note:`` lines for what limits a checkpoint's test figures (:func:`tpar.evaluation.chance.ranking_caveats`):
     a model no better than a uniform guess, Hits@k all but free on few entities, few test questions."""
-    from tpar.evaluation.chance import ranking_caveats
+    from tpar.evaluation.chance import figure_caveats, test_figures
 
-    lines = []
-    for key, modes in metrics.items():
-        m = modes.get("realistic") if key.startswith("test_") and isinstance(modes, dict) else None
-        if isinstance(m, dict) and isinstance(m.get("mrr"), (int, float)):
-            count = m.get("count")
-            lines += [f"note: {key[len('test_'):]}: {c}" for c in
-                      ranking_caveats(m["mrr"], entities, count if isinstance(count, int) else None, "the model")]
-    return lines
+    return [f"note: {setting}: {c}" for setting, m in test_figures(metrics).items() for c in figure_caveats(m, entities)]
 
 
 def _pct(x) -> str:

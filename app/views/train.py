@@ -27,7 +27,7 @@ from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.evaluation.baselines import frequency_comparison
-from tpar.evaluation.chance import chance_text, ranking_caveats
+from tpar.evaluation.chance import chance_text, figure_caveats, test_figures
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 from tpar.training.snapshots import resume_path
 
@@ -247,10 +247,8 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
         st.caption(f"The model saved is the one after epoch {best} of the {ex.plural(runs, 'epoch')} run: the best "
                    "on valid MRR (the table below).")
     st.caption(measures_note(entities))
-    for setting, m in tests.items():  # what limits these figures: a model that guesses, H@k all but free, few questions
-        count = m.get("count")
-        for caveat in ranking_caveats(m.get("mrr", 0.0), entities, count if isinstance(count, int) else None,
-                                      what="this model"):
+    for setting, m in test_figures(info.checkpoint.metrics).items():  # what limits these figures: a model that
+        for caveat in figure_caveats(m, entities, "this model"):  # guesses, H@k all but free, few questions
             st.warning(ex.sentence(f"{setting}: {caveat}"))
     for setting, model, base in frequency_comparison(info.checkpoint.metrics, info.checkpoint.extra.get("baseline_test")):
         if model > base:

@@ -77,14 +77,12 @@ def frequency_comparison(metrics: dict, stored: dict | None = None, kg=None) -> 
     """(setting, the model's test MRR, the frequency baseline's) for each setting a checkpoint's ``metrics`` hold a
     realistic test MRR for: the baseline's as its training run stored it (``stored``: ``extra["baseline_test"]``),
     else measured now on ``kg`` (skipped without it)."""
+    from tpar.evaluation.chance import test_figures
     from tpar.evaluation.protocol import evaluate
 
     out = []
-    for key, modes in metrics.items():
-        model = (modes.get("realistic") or {}).get("mrr") if key.startswith("test_") and isinstance(modes, dict) else None
-        if not isinstance(model, (int, float)):
-            continue
-        setting = key[len("test_"):]
+    for setting, m in test_figures(metrics).items():
+        model = m["mrr"]
         base = ((stored or {}).get(setting) or {}).get("mrr")
         if not isinstance(base, (int, float)):
             if kg is None:

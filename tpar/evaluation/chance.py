@@ -56,3 +56,25 @@ def ranking_caveats(mrr: float, entities: int, questions: int | None = None, wha
         notes.append(f"measured on only {plural(questions, 'question')} (fewer than {FEW_QUESTIONS}): the figures would "
                      "move by several points on another sample of the same size")
     return notes
+
+
+def test_figures(metrics: dict) -> dict[str, dict]:
+    """setting -> the realistic test figures a checkpoint's ``metrics`` hold for it: each ``test_<setting>`` entry
+    whose realistic MRR is a number (``count``, when recorded, the questions measured)."""
+    out = {}
+    for key, modes in metrics.items():
+        m = modes.get("realistic") if key.startswith("test_") and isinstance(modes, dict) else None
+        if isinstance(m, dict) and isinstance(m.get("mrr"), (int, float)):
+            out[key[len("test_"):]] = m
+    return out
+
+
+def measured_count(m: dict) -> int | None:
+    """The questions a figures dict (:func:`test_figures`) was measured on, ``None`` when it records none."""
+    count = m.get("count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def figure_caveats(m: dict, entities: int, what: str = "the model") -> list[str]:
+    """:func:`ranking_caveats` of one setting's test figures ``m`` (:func:`test_figures`)."""
+    return ranking_caveats(float(m["mrr"]), entities, measured_count(m), what)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tpar.data.outputs import write_text
 from tpar.errors import markdown_text, plural
+from tpar.evaluation.baselines import frequency_comparison
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
@@ -139,26 +140,25 @@ def hardware_text(hw: object) -> str:
             f"thread{'' if threads == 1 else 's'}, GPU: {_text(hw.get('gpu', 'none'))})")
 
 
-def _verdicts(ckpt: Checkpoint, setting: str, m: dict) -> list[str]:
+def _verdicts(ckpt: Checkpoint, m: dict, base: float | None) -> list[str]:
     """What a setting's realistic test figures ``m`` mean, where the run recorded it: the questions measured, the
-    frequency baseline's MRR on them (``extra["baseline_test"]``) and what limits the figures
+    frequency baseline's MRR on them (``base``, from ``extra["baseline_test"]``) and what limits the figures
     (:func:`tpar.evaluation.chance.ranking_caveats` with the data's ``extra["entities"]``)."""
-    from tpar.evaluation.chance import FEW_QUESTIONS, ranking_caveats
+    from tpar.evaluation.chance import FEW_QUESTIONS, figure_caveats, measured_count
 
     out = []
-    mrr, count = m.get("mrr"), m.get("count")
-    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    count = measured_count(m)
     entities = ckpt.extra.get("entities")
     entities = entities if isinstance(entities, int) and not isinstance(entities, bool) else None
     if count is not None and (entities is None or count >= FEW_QUESTIONS):  # the caveats below say a small count
         out.append(f"measured on {count:,} test questions")
-    base = ((ckpt.extra.get("baseline_test") or {}).get(setting) or {}).get("mrr")
-    if isinstance(mrr, (int, float)) and isinstance(base, (int, float)):
+    mrr = m.get("mrr")
+    if base is not None and isinstance(mrr, (int, float)):
         out.append(f"the frequency baseline scores MRR {100 * base:.2f}% on them: the model "
                    + (f"beats it by {100 * (mrr - base):.2f} points" if mrr > base else
                       f"does not beat it ({100 * (mrr - base):+.2f} points)"))
     if isinstance(mrr, (int, float)) and entities is not None:
-        out += ranking_caveats(float(mrr), entities, count, "the model")
+        out += figure_caveats(m, entities)
     return [_text(v) for v in out]
 
 
@@ -169,11 +169,12 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
         lines += ["No test metrics recorded.", ""]
+    bases = {s: base for s, _, base in frequency_comparison(ckpt.metrics, ckpt.extra.get("baseline_test"))}
     for setting, modes in tests.items():
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]
         lines += [f"| {mode} | {_fmt(modes[mode])} |" for mode in RANK_TYPES if mode in modes]
         lines.append("")
-        verdicts = _verdicts(ckpt, setting, modes.get("realistic") or {})
+        verdicts = _verdicts(ckpt, modes.get("realistic") or {}, bases.get(setting))
         if verdicts:
             lines += [f"- {v}" for v in verdicts] + [""]
     if tests and notes:
