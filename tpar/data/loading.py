@@ -8,19 +8,8 @@ from pathlib import Path
 from tpar.data.benchmarks import load_benchmark
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.tables import load_csv, load_csv_folder
+from tpar.data.textfile import link_problem
 from tpar.errors import DataError
-
-
-def _missing(p: Path) -> str:
-    """Why ``p`` cannot be read although named: a link to nothing (dangling, or a loop of links), or nothing there."""
-    if p.is_symlink():
-        try:
-            p.resolve(strict=True)
-        except RuntimeError:
-            return "is a loop of symbolic links"
-        except OSError:
-            return "is a symbolic link to nothing (its target is missing)"
-    return "no such file or directory"
 
 
 def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: str = "chronological",
@@ -35,7 +24,7 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
         raise DataError("no data given: the data set's path is empty")
     p = Path(path)
     if not p.exists():
-        raise DataError(_missing(p), file=p)
+        raise DataError(link_problem(p) or "no such file or directory", file=p)
     if p.is_dir():
         if any((p / f"{s}.csv").exists() for s in SPLITS):
             return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)

@@ -111,6 +111,20 @@ MAX_TEXT_BYTES = 1024 * 2 ** 20
 MAX_SMALL_BYTES = 64 * 2 ** 20
 
 
+def link_problem(p: Path) -> str | None:
+    """What a symbolic link that leads nowhere is ("is a loop of symbolic links", "is a symbolic link to nothing
+    (its target is missing)"), ``None`` for anything else (a plain missing path, a link that resolves)."""
+    if not p.is_symlink():
+        return None
+    try:
+        p.resolve(strict=True)
+    except FileNotFoundError:
+        return "is a symbolic link to nothing (its target is missing)"
+    except (RuntimeError, OSError) as e:  # Python < 3.13 says a loop with RuntimeError, later ones with ELOOP
+        return "is a loop of symbolic links" if isinstance(e, RuntimeError) or e.errno == errno.ELOOP else None
+    return None
+
+
 def check_regular(path: str | Path, what: str = "file") -> Path:
     """``path`` when it names a regular file (a symlink to one included), else a :class:`DataError` saying what it
     is: missing, a folder, or a device or pipe (``/dev/zero`` never ends, a FIFO blocks its reader forever)."""
@@ -119,12 +133,12 @@ def check_regular(path: str | Path, what: str = "file") -> Path:
     p = Path(path)
     try:
         mode = os.stat(p).st_mode
-    except FileNotFoundError:
-        raise DataError(f"is a symbolic link to nothing (its target is missing), not a {what}" if p.is_symlink()
-                        else f"no such {what}", file=p) from None
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise DataError(f"is a loop of symbolic links, not a {what}", file=p) from None
+        link = link_problem(p)
+        if link:
+            raise DataError(f"{link}, not a {what}", file=p) from None
+        if isinstance(e, FileNotFoundError):
+            raise DataError(f"no such {what}", file=p) from None
         raise DataError(f"cannot read the {what} ({e.strerror or type(e).__name__})", file=p) from None
     if stat.S_ISDIR(mode):
         raise DataError(f"is a folder, not a {what}", file=p)
