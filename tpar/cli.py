@@ -527,11 +527,12 @@ def cmd_evaluate(args) -> int:
         if dist is not None and not dist.main:
             continue
         if collector is not None:
-            res.calibration = collector_report(collector)
+            held = collector.report()  # concatenates every kept batch: once
+            res.calibration = collector_report(collector, held)
             print(calibration_text(res.calibration))
             for caveat in collector.calibration.caveats():
                 print(f"note: {caveat}")
-            for caveat in held_out_caveats(collector.report(), kg.num_entities, args.split):
+            for caveat in held_out_caveats(held, kg.num_entities, args.split):
                 print(f"note: {caveat}")
         if args.json:
             res.write_json(args.json)
@@ -679,10 +680,11 @@ def store_calibration(path: str, fitted_on, calibration: dict) -> None:
         target.save(path)
 
 
-def collector_report(collector) -> dict:
-    """The calibration figures a collector gathered, with where its calibration was fitted."""
+def collector_report(collector, report) -> dict:
+    """The calibration figures a collector gathered (``report``, its :meth:`report`), with where its calibration was
+    fitted."""
     cal = collector.calibration
-    out = collector.report().to_dict()
+    out = report.to_dict()
     out["fitted_on"] = {"split": cal.split, "queries": cal.queries, "seed": cal.seed, "source": collector.source}
     return out
 
