@@ -306,6 +306,7 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
 
     times_raw: dict[str, list[str]] = {}
     parts: dict[str, np.ndarray] = {}
+    checked: set[str] = set()  # names a row of named facts holds that passed _name_problem
     for split, rs in raw.items():
         path = present[split]
         _check_width(path, rs, (4, 5))
@@ -315,11 +316,14 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
                 s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
                            entity_file.index(f[2], path, row, "entity"))
             else:
-                for name, what in ((f[0], "subject"), (f[1], "relation"), (f[2], "object")):
-                    problem = _name_problem(_safe(name), what)
-                    if problem:
-                        raise DataError(problem, file=path, row=row)
-                s, r, o = entities.get(_safe(f[0])), relations.get(_safe(f[1])), entities.get(_safe(f[2]))
+                kept = (_safe(f[0]), _safe(f[1]), _safe(f[2]))
+                for name, what in zip(kept, ("subject", "relation", "object")):
+                    if name not in checked:  # each distinct name once (a split repeats each many times)
+                        problem = _name_problem(name, what)
+                        if problem:
+                            raise DataError(problem, file=path, row=row)
+                        checked.add(name)
+                s, r, o = entities.get(kept[0]), relations.get(kept[1]), entities.get(kept[2])
                 for val, name, what in ((s, f[0], "entity"), (r, f[1], "relation"), (o, f[2], "entity")):
                     if val is None:
                         raise DataError(f"unknown {what} name {name!r} (not in {what}2id.txt)", file=path, row=row)
