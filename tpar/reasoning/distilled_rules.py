@@ -119,7 +119,6 @@ class GapScale:
             return f"t-{'∞' if hi is None else hi}..-{lo}{unit}"
         return f"t+{-hi}..+{'∞' if lo is None else -lo}{unit}"
 
-
     def words(self, bucket: int) -> str:
         """The bucket in words: "at t", "1 to 3 days before t", "41 or more days before t", "1 to 3 days after t"
         (months and years by name, other units by their symbol)."""
@@ -130,8 +129,7 @@ class GapScale:
         lo, hi = self.bounds(abs(bucket))  # the gap's size, either side
         side = "before" if bucket > 0 else "after"
         span = f"{lo} or more" if hi is None else f"{lo} to {hi}"
-        unit = many
-        return f"{span} {unit} {side} t"
+        return f"{span} {many} {side} t"
 
 
 def bucket_from_bounds(lo: int | None, hi: int | None) -> int:
