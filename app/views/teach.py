@@ -219,8 +219,8 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     # Markdown, so every name is escaped
     st.table(pd.DataFrame([{"α": f"{lk.attention:.3f}", "from": ex.md(lk.source), "relation": ex.md(lk.arrow_label),
                             "to": ex.md(lk.target),
-                            # the date's hyphens non-breaking: a narrow column broke it at them ("2025-" / "12-06")
-                            "when": ex.md(f"{lk.when or lk.delta_label} ({lk.time})").replace("\\-", "\u2011")}
+                            # the date kept on one line: a narrow column broke it at its hyphens ("2025-" / "12-06")
+                            "when": ex.keep_together(ex.md(f"{lk.when or lk.delta_label} ({lk.time})"))}
                            for lk in layer.top_links]), hide_index=True)
     st.caption("α: the link's attention in this step; ← : the fact walked backwards; when: before or after the "
                "question, and the fact's time.")

@@ -12,6 +12,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
+from tpar.graph.queries import resolve_setting
 
 TALL = 10  # a timeline with more relations than this is tall enough to show its times above the plot as well
 
@@ -49,8 +50,8 @@ def render() -> None:
         st.caption(f"This data set's times reach too near the calendar's ends (years 1 and 9999) for a date axis: "
                    f"the chart's axis counts {kg.time_axis.granularity} steps from {kg.time_axis.label(0)}; hover a "
                    "marker for its time.")
-    forecast = t_q is not None and (ss.get("setting") == "extrapolation"
-                                    or (ss.get("setting") in (None, "auto") and t_q > kg.time_range[1]))
+    forecast = t_q is not None and resolve_setting(ss.get("setting") or "auto", t_q, kg.time_range[1]).value \
+        == "extrapolation"  # as the question is answered: auto is a forecast after the data
     if forecast and bool((df["time_step"] >= t_q).any()):
         st.caption("Shaded: the facts at or after the question time, which a forecast (extrapolation) at that time "
                    "never sees.")
