@@ -13,7 +13,7 @@ from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.names import suggest_name
 from tpar.data.tables import show_invisible
-from tpar.data.textfile import decode_text
+from tpar.data.textfile import MarkedText, decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, row_texts, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
@@ -57,6 +57,11 @@ def render() -> None:
     report_ui(report)
     kg = completion_ui(text, name, options, exclude, report, kg)
     save_ui(name, report, kg)
+
+
+#: the cache key of an uploaded file's text: two files with bytes that are not UTF-8 can give equal texts with their
+#: marks in other places (a mark is a character its own file does not hold, which another file may), so marks count
+TEXT_KEY = {MarkedText: lambda text: (str(text), text.marks.bad_byte_base)}
 
 
 def file_ui() -> tuple[str, str]:
@@ -112,7 +117,7 @@ def options_ui() -> tuple[str, str, int, tuple[float, float, float], bool | None
             {"file": None, "day": True, "month": False}[order])
 
 
-@st.cache_data(show_spinner="Checking the file…", max_entries=4)
+@st.cache_data(show_spinner="Checking the file…", max_entries=4, hash_funcs=TEXT_KEY)
 def check(text: str, name: str, time_format: str, policy: str, seed: int, fractions: tuple, day_first: bool | None,
           exclude_outliers: bool):
     return inspect_upload(text, name, time_format=time_format, split_policy=policy, seed=seed, fractions=fractions,
@@ -185,7 +190,7 @@ def report_ui(report: UploadReport) -> None:
                          hide_index=True)
 
 
-@st.cache_data(show_spinner="Proposing the missing entities…", max_entries=4)
+@st.cache_data(show_spinner="Proposing the missing entities…", max_entries=4, hash_funcs=TEXT_KEY)
 def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int) -> list[Completion]:
     report, kg = check(text, name, *options, exclude)
     # the accepted proposals join this data set's training facts: only its training facts may be evidence
@@ -193,7 +198,7 @@ def propose(text: str, name: str, options: tuple, exclude: bool, checkpoint_path
                                     evidence="train")
 
 
-@st.cache_data(show_spinner="Fitting the threshold on the valid questions…", max_entries=8)
+@st.cache_data(show_spinner="Fitting the threshold on the valid questions…", max_entries=8, hash_funcs=TEXT_KEY)
 def thresholds(text: str, name: str, options: tuple, exclude: bool, checkpoint_path: str, version: int,
                settings: tuple, precision: float) -> dict:
     """The probability threshold per setting at which the model's proposals on this data's valid questions
@@ -343,7 +348,7 @@ def save_ui(file_name: str, report: UploadReport, kg: TemporalKG) -> None:
 
 
 # -- adding rows to an existing data set ------------------------------------------------------------------
-@st.cache_data(show_spinner="Checking the new rows against the data set…", max_entries=4)
+@st.cache_data(show_spinner="Checking the new rows against the data set…", max_entries=4, hash_funcs=TEXT_KEY)
 def check_growth(data_path: str, data_version: int, text: str, name: str, split: str,
                  day_first: bool | None) -> tuple[GrowthReport, TemporalKG]:
     return grow(ex.load_kg(data_path, data_version), text, name, split=split, day_first=day_first)

@@ -196,6 +196,25 @@ def test_an_upload_with_a_byte_that_is_not_utf8_drops_that_row_and_shows_it(work
                                          "content": "Bad\ufffdName,r,X,2024-01-05"}]
 
 
+def test_two_files_with_bad_bytes_are_two_uploads_even_when_their_marked_texts_are_equal(workspace):
+    """A byte that is not UTF-8 is marked with a private-use character the rest of its file does not hold, which
+    another file may hold as a name: two files' marked texts can be equal as strings with their marks on other
+    rows, and the page's cache must not give the second file the first's report (its bad row passed as a name)."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    rows = tiny_world_csv().strip().splitlines()
+    head, tail = ("\n".join(rows[:3]) + "\n").encode(), ("\n".join(rows[3:]) + "\n").encode()
+    # U+E000 held: 0xff is marked U+E0FF           # U+E0FF held: 0x80 is marked U+E000
+    first = b"Bad\xffName,r,X,2024-01-05\n" + "\ue000Name,r,Y,2024-01-06\n".encode()
+    second = "Bad\ue0ffName,r,X,2024-01-05\n".encode() + b"\x80Name,r,Y,2024-01-06\n"
+    for content, row, byte, shown in ((first, 4, "0xff", "Bad\ufffdName,r,X,2024-01-05"),
+                                      (second, 5, "0x80", "\ufffdName,r,Y,2024-01-06")):
+        upload(at, head + content + tail)
+        assert not at.exception and not at.error
+        (table,) = [d.value for d in at.dataframe if "problem" in list(d.value.columns)]
+        assert table.to_dict("records") == [{"row": row, "problem": f"not UTF-8 text (invalid byte {byte})",
+                                             "content": shown}]
+
+
 @pytest.mark.slow
 def test_train_progress_finish_then_ask(workspace):
     at = AppTest.from_file(APP, default_timeout=120).run()

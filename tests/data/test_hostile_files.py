@@ -18,6 +18,9 @@ from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
 from tpar.cli import main
 from tpar.data import textfile
 from tpar.data.loading import load_dataset
+from tpar.data.tables import read_quadruple_csv
+from tpar.data.textfile import PRIVATE_USE, decode_text
+from tpar.data.upload import row_texts
 from tpar.errors import DataError
 
 QUESTION = ["--subject", "Orora Front", "--relation", "Mobilize against", "--time", "2025-12-20"]
@@ -446,6 +449,40 @@ def test_valid_text_holding_the_bad_byte_marks_is_read_as_it_is(tmp_path):
     for mode in ("raise", "drop"):
         kg = load_dataset(f, on_bad_rows=mode)
         assert "A\U000F0080" in kg.entities.names and len(kg.all_facts()) == 2
+
+
+@pytest.mark.parametrize("names", [["Acc\U000F0080use"], ["Ar\ue00dx", "\ue00a7"], ["\ue000", "\ue07f"],
+                                   ["".join(map(chr, range(0xE000, 0xE000 + 600)))]],
+                         ids=["old-bad-byte-mark", "old-cr-and-long-line-marks", "first-block", "census"])
+def test_private_use_characters_are_names_even_beside_the_readers_own_marks(tmp_path, names):
+    """A valid file may hold any private-use character (a font's icons, a legacy encoding's extras): the reader
+    marks a byte that is not UTF-8, a carriage return inside a row and an overlong line with characters the file
+    does not hold, so a name is never taken for a mark -- even when the same file has a bad byte, a stray CR and an
+    overlong line (which are still each reported, on their own rows)."""
+    rows = [f"{n},Accuse,B,2025-01-0{i + 1}" for i, n in enumerate(names)]
+    raw = ("subject,relation,object,time\n" + "\n".join(rows) + "\n").encode() + b"Bad\xffName,r,B,2025-01-05\n" \
+        + b"Stray\rCR,r,B,2025-01-06\n" + b"x" * 1_000_001 + b"\nC,r,D,2025-01-07\n"
+    f = tmp_path / "pua.csv"
+    f.write_bytes(raw)
+    q = read_quadruple_csv(f, on_bad_rows="drop")
+    assert q.subjects == names + ["C"]
+    first = len(names) + 2
+    assert q.report.problems == [(first, "not UTF-8 text (invalid byte 0xff)"),
+                                 (first + 1, "a carriage return (shown ␍) inside the row, where only a line break may "
+                                             "end it: the row is dropped whole, not split"),
+                                 (first + 2, "the row is 1,000,001 characters long (at most 1,000,000 are read)")]
+    shown = row_texts(decode_text(raw, f, mark_bad_bytes=True), [first, first + 1])
+    assert shown == {first: "Bad\ufffdName,r,B,2025-01-05", first + 1: "Stray\u240dCR,r,B,2025-01-06"}
+
+
+def test_a_file_holding_every_private_use_character_is_refused_by_name_not_misread(tmp_path):
+    """Only a file made for it leaves no private-use character free to mark its bad bytes with: it is refused,
+    naming the file, rather than read with a mark that is also a name."""
+    every = "".join(chr(c) for block in PRIVATE_USE for c in block)
+    f = tmp_path / "every.csv"
+    f.write_bytes(f"subject,relation,object,time\n{every},r,B,2025-01-01\n".encode() + b"X\xff,r,B,2025-01-02\n")
+    with pytest.raises(DataError, match="every.csv: is not UTF-8 text and holds private-use characters of every kind"):
+        read_quadruple_csv(f, on_bad_rows="drop")
 
 
 @pytest.mark.parametrize("line, says", [("\u0661\t0\t1\t1", "entity id '\u0661' is not a whole number"),

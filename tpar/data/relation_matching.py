@@ -71,11 +71,12 @@ def read_relation_map(path: str | Path) -> RelationMap:
     first_row: dict[str, int] = {}
     problems: list[str] = []
     from tpar.data.tables import allow_fields_up_to, line_ends_to_newlines
+    from tpar.data.textfile import Marks
 
     allow_fields_up_to(len(text))
     # rows end at the file's line ends only (str.splitlines would also end one at a form feed, U+2028 or U+0085
     # inside a relation's name, and shift every later row number)
-    for i, row in enumerate(csv.reader(line_ends_to_newlines(text).split("\n")), start=1):
+    for i, row in enumerate(csv.reader(line_ends_to_newlines(text, Marks(), p).split("\n")), start=1):
         cells = [c.strip() for c in row]
         if not any(cells) or cells[0].startswith("#"):
             continue

@@ -27,8 +27,8 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
-from tpar.data.textfile import (BOM, MAX_LINE_CHARS, MarkedText, bad_byte_problem, bounded_lines, long_line_length,
-                               memory_named, newline_ends, read_text)
+from tpar.data.textfile import (BOM, MAX_LINE_CHARS, Marks, bounded_lines, marks_of, memory_named, newline_ends,
+                               read_text)
 from tpar.data.timeaxis import TimeAxis, in_utc, whole_number
 from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural, quoted
@@ -210,18 +210,21 @@ def map_header(header: list[str]) -> dict[str, int]:
 MAX_HEADER_CHARS = 1_000_000
 
 
-#: what a carriage return that ends no line (within a file whose lines end otherwise) becomes before the rows are
-#: read, so that the row holding it is reported whole, under its line's number: a private-use character no text
-#: means anything by (the visible symbol ␍ itself may be part of a name), shown to a user as :data:`SHOWN_CR`
-STRAY_CR = "\ue00d"
+#: how a carriage return inside a row (one that ends no line, :func:`line_ends_to_newlines`) is shown to a user
 SHOWN_CR = "\u240d"
 
 
-def line_ends_to_newlines(text: str) -> str:
+def line_ends_to_newlines(text: str, marks: Marks, path: str | Path = "") -> str:
     """``text`` with every line ending a newline (:func:`~tpar.data.textfile.newline_ends`); a lone CR in a file whose
-    lines end in LF is no line break: it becomes :data:`STRAY_CR` (Python's csv reader would break the row there,
-    keep its tail as a row of its own and shift every later row number off the file's lines)."""
-    return newline_ends(text, STRAY_CR)
+    lines end in LF is no line break: it becomes :attr:`~tpar.data.textfile.Marks.stray_cr` (a private-use character
+    ``text`` does not hold, chosen here), so that the row holding it is reported whole, under its line's number
+    (Python's csv reader would break the row there, keep its tail as a row of its own and shift every later row
+    number off the file's lines)."""
+    if "\r" not in text:
+        return text
+    if marks.stray_cr is None:
+        marks.stray_cr = marks.free_character(text, path, "a carriage return inside a row")
+    return newline_ends(text, marks.stray_cr)
 
 
 def allow_fields_up_to(length: int) -> None:
@@ -422,8 +425,8 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
         raise DataError(f"unknown time format {time_format!r} (expected one of {', '.join(TIME_FORMATS)})")
     if text is None:  # dropping bad rows drops those holding a byte that is not UTF-8 too (each reported)
         text = read_text(path, mark_bad_bytes=on_bad_rows == "drop")
-    marked = isinstance(text, MarkedText)  # bytes that are not UTF-8 were marked: their rows are bad
-    text = line_ends_to_newlines(text.lstrip(BOM))
+    marks = marks_of(text)  # bytes that are not UTF-8 may have been marked: their rows are bad
+    text = line_ends_to_newlines(text.lstrip(BOM), marks, path)
     if not text or text.isspace():  # not text.strip(): a copy of the whole text (4 bytes a character with an emoji)
         raise DataError("file is empty (expected a header: subject, relation, object, time)", file=path)
     header_line = text[:MAX_HEADER_CHARS].split("\n", 1)[0].rstrip("\r")  # never a copy of the whole text
@@ -431,10 +434,10 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     # a quoted field may join many lines (an unclosed quote swallows the rest of the file, every row of it reported
     # below); one line longer than MAX_LINE_CHARS never reaches the csv reader (bounded_lines)
     allow_fields_up_to(len(text))
-    reader = csv.reader(bounded_lines(text, path), delimiter=delim)
+    reader = csv.reader(bounded_lines(text, path, marks), delimiter=delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
-    pos, width = _read_header(path, next(reader), rp.report, marked)
-    recs = _read_rows(reader, pos, width, incomplete, rp, marked=marked)
+    pos, width = _read_header(path, next(reader), rp.report, marks)
+    recs = _read_rows(reader, pos, width, incomplete, rp, marks)
     if time_format not in ("int", "year", "month") and recs:
         recs = _dates_to_iso(path, recs, pos["time"], day_first, rp.report, rp.bad)
     if not recs:
@@ -482,14 +485,14 @@ def _shown_header(header: list[str], most: int = 8) -> str:
     return shown + (f" and {len(header) - most:,} more" if len(header) > most else "") if header else "nothing"
 
 
-def _read_header(path: Path, header: list[str], report: CsvReport, marked: bool = False) -> tuple[dict[str, int], int]:
+def _read_header(path: Path, header: list[str], report: CsvReport, marks: Marks) -> tuple[dict[str, int], int]:
     """(column -> position, number of columns) of the header row; the report names the columns renamed and
     those not read (an export's source, weight, id …)."""
-    encoding = bad_byte_problem(header) if marked else None
+    encoding = marks.bad_byte_problem(header)
     if encoding:
         raise DataError(encoding + "; save the file as UTF-8", file=path, row=1)
-    if len(header) == 1 and long_line_length(header[0]) is not None:
-        raise DataError(f"the header line is {long_line_length(header[0]):,} characters long (at most {MAX_LINE_CHARS:,} are "
+    if len(header) == 1 and marks.long_line_length(header[0]) is not None:
+        raise DataError(f"the header line is {marks.long_line_length(header[0]):,} characters long (at most {MAX_LINE_CHARS:,} are "
                         "read): a table's header is a few column names (subject, relation, object, time)", file=path, row=1)
     pos = map_header(header)
     missing = [c for c in REQUIRED_COLUMNS if c not in pos]
@@ -509,10 +512,11 @@ def _read_header(path: Path, header: list[str], report: CsvReport, marked: bool 
 
 
 def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
-               rp: _RowProblems, marked: bool = False) -> list[tuple[int, list[str]]]:
+               rp: _RowProblems, marks: Marks) -> list[tuple[int, list[str]]]:
     """(row number, cleaned cells) of every row whose cells are well formed (times are checked later);
-    each other row becomes a problem naming its row (an unclosed quote names every line it swallowed; ``marked``:
-    the text holds bytes that are not UTF-8, :func:`~tpar.data.textfile.decode_text`, and their rows are bad)."""
+    each other row becomes a problem naming its row (an unclosed quote names every line it swallowed; ``marks``:
+    the characters that stand for a byte that is not UTF-8, a carriage return inside a row and a line too long to
+    read, :class:`~tpar.data.textfile.Marks`: such rows are bad)."""
     report, bad = rp.report, rp.bad
     recs: list[tuple[int, list[str]]] = []
     seen: dict[str, str] = {}  # each distinct cell text held once: names and times repeat over many rows
@@ -546,14 +550,14 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                 bad(swallowed, f"swallowed by the unclosed quote opened on row {first}")
             continue
         report.rows_read += 1
-        encoding = bad_byte_problem(rec) if marked else None
+        encoding = marks.bad_byte_problem(rec)
         if encoding:
             bad(row, encoding)
             continue
-        if len(rec) == 1 and long_line_length(rec[0]) is not None:
-            bad(row, f"the row is {long_line_length(rec[0]):,} characters long (at most {MAX_LINE_CHARS:,} are read)")
+        if len(rec) == 1 and marks.long_line_length(rec[0]) is not None:
+            bad(row, f"the row is {marks.long_line_length(rec[0]):,} characters long (at most {MAX_LINE_CHARS:,} are read)")
             continue
-        if any(STRAY_CR in x for x in rec):
+        if marks.holds_stray_cr(rec):
             bad(row, "a carriage return (shown ␍) inside the row, where only a line break may end it: the row is "
                      "dropped whole, not split")
             continue

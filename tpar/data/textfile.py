@@ -8,6 +8,7 @@ import errno
 import functools
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
@@ -36,30 +37,124 @@ class EncodingError(DataError):
     """A file that is not text in the encoding it starts in: the whole file, not a row a reader may drop."""
 
 
-#: a byte that is not UTF-8 (0x80-0xFF), as :func:`decode_text` marks it when asked to: U+F0080-U+F00FF, private
-#: use characters that are valid text everywhere (Python's own surrogateescape marks cannot be encoded again, and
-#: a page's cache hashes the text it reads)
-_BAD_BYTE_BASE = 0xF0000
-BAD_BYTE = re.compile(f"[{chr(_BAD_BYTE_BASE + 0x80)}-{chr(_BAD_BYTE_BASE + 0xFF)}]")
+#: Unicode's private-use code points: a text may hold any of them as text (a font's icons, a legacy encoding's extra
+#: characters), so a reader takes the characters it marks things with from those one text does not hold (:class:`Marks`)
+PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
+_ANY_PRIVATE_USE = re.compile("[" + "".join(f"{chr(r.start)}-{chr(r.stop - 1)}" for r in PRIVATE_USE) + "]")
+#: candidates tried one scan each before one census of every private-use character a text holds
+_SCANS_BEFORE_CENSUS = 4
+#: what Python's "surrogateescape" decoding makes of a byte 0x80-0xFF that is not UTF-8 (never valid text itself)
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
-def _mark_bad_bytes(error: UnicodeDecodeError) -> tuple[str, int]:
-    return "".join(chr(_BAD_BYTE_BASE + b) for b in error.object[error.start:error.end]), error.end
+def free_private_use(text: str, size: int = 1, avoid: tuple[range, ...] = ()) -> int | None:
+    """The first of ``size`` consecutive private-use code points (the run aligned to ``size``) of which ``text``
+    holds none and ``avoid`` none, or ``None`` when every run is taken (only a file made for it holds characters of
+    all 2,000-odd runs of 128). Usually the first candidate is free: one scan at C speed (none at all for a
+    one-byte-per-character text, which cannot hold one); past a few taken ones, one census of the text's
+    private-use characters, never a scan per candidate."""
+    def runs():
+        for block in PRIVATE_USE:
+            for start in range(block.start, block.stop - size + 1, size):
+                if not any(start < a.stop and a.start < start + size for a in avoid):
+                    yield start
+
+    def held(start: int) -> bool:
+        if size == 1:
+            return chr(start) in text
+        return re.search(f"[{chr(start)}-{chr(start + size - 1)}]", text) is not None
+
+    candidates = runs()
+    for _, start in zip(range(_SCANS_BEFORE_CENSUS), candidates):
+        if not held(start):
+            return start
+    taken = {ord(m.group()) // size for m in _ANY_PRIVATE_USE.finditer(text)}
+    return next((start for start in candidates if start // size not in taken), None)
 
 
-codecs.register_error("tpar-mark-bad-bytes", _mark_bad_bytes)
+@dataclass
+class Marks:
+    """The characters one reading of one text marks things with, each a private-use character the text does not
+    hold (:func:`free_private_use`), so no cell of a valid file is ever read as a mark:
+
+    - ``bad_byte_base``: a byte 0x80-0xFF that is not UTF-8 is ``chr(bad_byte_base + byte - 0x80)``
+      (:func:`decode_text` with ``mark_bad_bytes``; ``None``: no byte was marked);
+    - ``stray_cr``: a carriage return that ends no line (:func:`newline_ends`), so its row is reported whole;
+    - ``long_line``: a line longer than :data:`MAX_LINE_CHARS` comes as this character and its length
+      (:func:`bounded_lines`), so its row is reported and never split.
+
+    The last two are chosen when first needed (``None`` before)."""
+
+    bad_byte_base: int | None = None
+    stray_cr: str | None = None
+    long_line: str | None = None
+
+    def _taken(self) -> tuple[range, ...]:
+        runs = [range(ord(c), ord(c) + 1) for c in (self.stray_cr, self.long_line) if c]
+        return tuple(runs) + ((range(self.bad_byte_base, self.bad_byte_base + 128),) if self.bad_byte_base else ())
+
+    def free_character(self, text: str, path: str | Path, what: str) -> str:
+        """A private-use character neither ``text`` nor another mark holds, for marking ``what``."""
+        code = free_private_use(text, 1, self._taken())
+        if code is None:
+            raise DataError(f"holds private-use characters of every kind tpar could mark {what} with; save the file "
+                            "without them", file=path)
+        return chr(code)
+
+    def bad_byte_problem(self, cells: list[str]) -> str | None:
+        """"not UTF-8 text (invalid byte 0xff)" for the first byte :func:`decode_text` marked in a row's ``cells``,
+        else ``None``."""
+        if self.bad_byte_base is None:
+            return None
+        first = chr(self.bad_byte_base)
+        pattern = re.compile(f"[{first}-{chr(self.bad_byte_base + 127)}]")
+        m = next((m for m in map(pattern.search, cells) if m), None)
+        return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - self.bad_byte_base + 0x80:02x})"
+
+    def bad_bytes_shown(self, text: str, shown: str = "\ufffd") -> str:
+        """``text`` with each marked byte as ``shown`` (U+FFFD, the replacement character)."""
+        if self.bad_byte_base is None:
+            return text
+        return re.sub(f"[{chr(self.bad_byte_base)}-{chr(self.bad_byte_base + 127)}]", shown, text)
+
+    def long_line_length(self, cell: str) -> int | None:
+        """The length of the line a :attr:`long_line` cell stands for, or ``None`` for any other cell."""
+        mark = self.long_line
+        return int(cell[1:]) if mark and cell.startswith(mark) and cell[1:].isdigit() else None
+
+    def holds_stray_cr(self, cells: list[str]) -> bool:
+        return self.stray_cr is not None and any(self.stray_cr in c for c in cells)
 
 
 class MarkedText(str):
-    """Text :func:`decode_text` decoded with some bytes that are not UTF-8 marked (:data:`BAD_BYTE`): only such text
-    is searched for the marks, so a valid file that holds these private-use characters is read as it is."""
+    """Text :func:`decode_text` decoded with some bytes that are not UTF-8 marked: its :attr:`marks` say with
+    which characters (:attr:`Marks.bad_byte_base`). Two files with such bytes can give texts equal as strings with
+    their marks in other places (a mark is a character its own file does not hold, which another file may): a cache
+    keyed on the text keys on the marks too."""
+
+    marks: Marks
+
+    def __new__(cls, text: str, marks: Marks) -> "MarkedText":
+        self = super().__new__(cls, text)
+        self.marks = marks
+        return self
 
 
-def bad_byte_problem(cells: list[str]) -> str | None:
-    """"not UTF-8 text (invalid byte 0xff)" for the first byte :func:`decode_text` marked in a row's ``cells``, else
-    ``None``."""
-    m = next((m for m in map(BAD_BYTE.search, cells) if m), None)
-    return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - _BAD_BYTE_BASE:02x})"
+def marks_of(text: str) -> Marks:
+    """A fresh :class:`Marks` for reading ``text``: the bad-byte marks of a :class:`MarkedText` kept."""
+    return Marks(bad_byte_base=text.marks.bad_byte_base) if isinstance(text, MarkedText) else Marks()
+
+
+def _marked_decoding(raw: bytes, path: str | Path) -> MarkedText:
+    """UTF-8 ``raw`` with each byte that is not UTF-8 marked by a private-use character the rest of the text does
+    not hold (Python's own surrogate escapes cannot be encoded again, and a page's cache hashes the text it reads)."""
+    escaped = raw.decode("utf-8", errors="surrogateescape").lstrip(BOM)
+    base = free_private_use(escaped, 128)
+    if base is None:
+        raise EncodingError("is not UTF-8 text and holds private-use characters of every kind tpar could mark its "
+                            "bad bytes with; save the file as UTF-8", file=path)
+    text = _ESCAPED_BYTE.sub(lambda m: chr(base + ord(m.group()) - 0xDC80), escaped)
+    return MarkedText(text, Marks(bad_byte_base=base))
 
 
 #: files that are not text, told by their first bytes, with what to do instead (never decoded as rows of bad bytes)
@@ -78,8 +173,8 @@ def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -
     """The text of a file's bytes without its BOM: UTF-8, or UTF-16 when it starts with a UTF-16 BOM (or looks
     like BOM-less UTF-16); a UTF-32 BOM is named (not taken for UTF-16's, its prefix). Anything else raises
     :class:`DataError` naming ``path`` and the row of the first bad byte -- unless ``mark_bad_bytes``: then a byte
-    that is not UTF-8 is kept as its :data:`BAD_BYTE` mark in a :class:`MarkedText`, for a reader that drops the rows
-    holding one (:func:`bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
+    that is not UTF-8 is kept as its mark in a :class:`MarkedText`, for a reader that drops the rows
+    holding one (:meth:`Marks.bad_byte_problem`). Text that starts as UTF-16 and breaks off raises :class:`EncodingError` either way."""
     for magic, kind, instead in BINARY_KINDS:
         if raw.startswith(magic):
             raise EncodingError(f"is {kind} (its first bytes say so), not a text table of facts: {instead}", file=path)
@@ -95,7 +190,7 @@ def decode_text(raw: bytes, path: str | Path, *, mark_bad_bytes: bool = False) -
         return raw.decode(encoding).lstrip(BOM)
     except UnicodeDecodeError as e:
         if mark_bad_bytes and encoding == "utf-8":
-            return MarkedText(raw.decode(encoding, errors="tpar-mark-bad-bytes").lstrip(BOM))
+            return _marked_decoding(raw, path)
         if encoding != "utf-8":
             text = raw[: e.start - e.start % 2].decode(encoding, errors="replace")
             raise EncodingError(f"starts as UTF-16 text but byte {e.start} is not UTF-16 ({e.reason}); save the file "
@@ -288,19 +383,10 @@ MAX_LINE_CHARS = 1_000_000
 #: the most rows one data file may have: reading holds a few hundred bytes of Python objects per row, whatever
 #: its length (a file of 8-byte rows cost ~40 times its size), so the rows are bounded, not only the bytes
 MAX_ROWS = 4_000_000
-#: what :func:`bounded_lines` yields in place of a line longer than :data:`MAX_LINE_CHARS`: this private-use
-#: character, then the line's length
-LONG_LINE = "\ue00a"
-
-
-def long_line_length(cell: str) -> int | None:
-    """The length of the line a :data:`LONG_LINE` cell stands for, or ``None`` for any other cell."""
-    return int(cell[1:]) if cell.startswith(LONG_LINE) and cell[1:].isdigit() else None
-
-
-def bounded_lines(text: str, path: str | Path, *, keep_ends: bool = True, header: bool = True) -> Iterator[str]:
+def bounded_lines(text: str, path: str | Path, marks: Marks, *, keep_ends: bool = True,
+                  header: bool = True) -> Iterator[str]:
     """The lines of ``text`` (newline-ended, :func:`newline_ends`) one at a time, no second copy of the text held:
-    a line longer than :data:`MAX_LINE_CHARS` comes as :data:`LONG_LINE` and its length, so its row is reported
+    a line longer than :data:`MAX_LINE_CHARS` comes as :attr:`Marks.long_line` (chosen then) and its length, so its row is reported
     and never split; more than :data:`MAX_ROWS` rows (beyond a header) raise :class:`DataError` before they are
     held (``header``: the first line is no row). ``keep_ends``: each line with its newline (as Python's csv reader
     takes them)."""
@@ -314,7 +400,12 @@ def bounded_lines(text: str, path: str | Path, *, keep_ends: bool = True, header
         ended = text[end - 1:end] == "\n"
         length = end - start - ended  # the line's own characters, its newline not counted
         stop = end if keep_ends or not ended else end - 1
-        yield text[start:stop] if length <= MAX_LINE_CHARS else f"{LONG_LINE}{length}" + ("\n" if keep_ends else "")
+        if length <= MAX_LINE_CHARS:
+            yield text[start:stop]
+        else:
+            if marks.long_line is None:
+                marks.long_line = marks.free_character(text, path, "a line too long to read")
+            yield f"{marks.long_line}{length}" + ("\n" if keep_ends else "")
         start = end
 
 
@@ -323,9 +414,10 @@ def read_lines(path: Path) -> Iterator[str]:
     row numbers). A line longer than :data:`MAX_LINE_CHARS` raises :class:`DataError` naming its row, as do more
     than :data:`MAX_ROWS` lines. A lone CR inside a line stays in it: a name loses it as a control character, a
     number's strip() drops it."""
-    for row, line in enumerate(bounded_lines(newline_ends(read_text(path)), path, keep_ends=False, header=False),
-                               start=1):
-        length = long_line_length(line)
+    marks = Marks()
+    for row, line in enumerate(bounded_lines(newline_ends(read_text(path)), path, marks, keep_ends=False,
+                                             header=False), start=1):
+        length = marks.long_line_length(line)
         if length is not None:
             raise DataError(f"the line is {length:,} characters long (at most {MAX_LINE_CHARS:,} are read)",
                             file=path, row=row)

@@ -23,8 +23,8 @@ from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
-from tpar.data.textfile import BAD_BYTE
-from tpar.data.tables import (SHOWN_CR, STRAY_CR, IncompleteRow, build_kg, line_ends_to_newlines, load_csv_folder,
+from tpar.data.textfile import marks_of, newline_ends
+from tpar.data.tables import (SHOWN_CR, IncompleteRow, build_kg, load_csv_folder,
                               reading_notes, read_quadruple_csv, split_assignment)
 from tpar.errors import DataError, plural
 
@@ -245,12 +245,13 @@ def row_texts(text: str, rows: list[int]) -> dict[int, str]:
     """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters."""
     if not rows:
         return {}
-    lines = line_ends_to_newlines(text.lstrip("\ufeff")).split("\n")  # numbered as the reader numbers them
+    marks = marks_of(text)
+    # numbered as the reader numbers them, a carriage return inside a row shown ␍
+    lines = newline_ends(text.lstrip("\ufeff"), SHOWN_CR).split("\n")
     out = {}
     for r in rows:
         if 1 <= r <= len(lines):
-            line = lines[r - 1].replace(STRAY_CR, SHOWN_CR)  # a carriage return inside the row: shown ␍
-            line = BAD_BYTE.sub("\ufffd", line)  # a byte that is not UTF-8 (its row is dropped): shown �
+            line = marks.bad_bytes_shown(lines[r - 1])  # a byte that is not UTF-8 (its row is dropped): shown �
             out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
     return out
 
