@@ -70,6 +70,38 @@ _ESCAPE_OR_TICKS = re.compile(r"\\.|`+")
 _TICKS = re.compile(r"`+")
 
 
+_FENCE_OPENER = re.compile(r"(`{3,}|~{3,})([^\n]*)")
+
+
+def _fenced_blocks(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into (is a fenced code block, part), taking only the fences every CommonMark renderer reads as
+    such whatever came before: an opener of three or more backticks or tildes at the very start of a line that
+    follows a blank line (or starts the text), so it stands outside any list item, quote, paragraph or table (a
+    fence indented into a list item ends with the item at the next unindented line, its "inside" live; a table
+    goes on through a fence line in some renderers), with no ``|`` after it (a table's header row) and, after
+    backticks, no backtick; closed by a line of at least as many of the same character (up to three spaces before,
+    nothing after) or by the end of the text. Inside, nothing acts, and a blank line or a ``$`` stays as written.
+    Other fences, and indented code blocks (only container parsing tells one from a list item's paragraph), are
+    read as text: they show their escapes."""
+    parts: list[tuple[bool, str]] = []
+    start, fence, after_blank = 0, "", True
+    for line in _LINE.finditer(text):
+        lo, hi = line.span()
+        if lo == hi:
+            break
+        if not fence:
+            m = _FENCE_OPENER.match(line.group()) if after_blank else None
+            if m and "|" not in m.group(2) and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                parts.append((False, text[start:lo]))
+                start, fence = lo, m.group(1)
+            after_blank = not line.group().strip(" \t\r\n")
+        elif re.fullmatch(f" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t\r]*\n?", line.group()):
+            parts.append((True, text[start:hi]))
+            start, fence = hi, ""
+    parts.append((bool(fence), text[start:]))
+    return [p for p in parts if p[1]]
+
+
 def _code_spans(text: str) -> list[tuple[bool, str]]:
     """``text`` cut into (is a code span, part), where CommonMark reads a code span whatever surrounds it: a
     backslash outside a span escapes the character after it (an escaped backtick opens nothing), and a run of n
@@ -118,15 +150,19 @@ def _code_spans(text: str) -> list[tuple[bool, str]]:
 
 def defuse_markdown(text: str) -> str:
     """A Markdown document from a file someone else may have written (a model card), kept as headings, lists,
-    tables, emphasis and code but with nothing that acts: outside code spans, ``$`` (LaTeX), ``~`` (strike),
+    tables, emphasis and code but with nothing that acts: outside code spans and fenced code blocks (:func:`_fenced_blocks`), ``$`` (LaTeX), ``~`` (strike),
     ``:`` (Streamlit's :colour[...] and :emoji:), brackets (links, images), ``<``/``>`` (HTML) and ``!`` are
     escaped, and bare URL and e-mail markers broken by a word joiner (:func:`markdown_text`'s)."""
     out = []
-    for is_code, part in _code_spans(text):
-        if not is_code:
-            part = _DEFUSE.sub(lambda m: m.group(1) or "\\" + m.group(2), part)
-            part = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, part)
-        out.append(part)
+    for is_block, block in _fenced_blocks(text):
+        if is_block:
+            out.append(block)
+            continue
+        for is_code, part in _code_spans(block):
+            if not is_code:
+                part = _DEFUSE.sub(lambda m: m.group(1) or "\\" + m.group(2), part)
+                part = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, part)
+            out.append(part)
     return "".join(out)
 
 

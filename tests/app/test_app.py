@@ -486,6 +486,24 @@ def test_a_code_span_never_spans_what_commonmark_would_cut(forged):
         "run `tpar train --data x.csv` then `a $b$` ``c`d``"  # spans on one line stay as written
 
 
+def test_a_cards_fenced_code_block_is_kept_as_written_and_only_a_fence_every_renderer_reads():
+    """A hand-written card's fenced block (after a blank line, at the start of its line) keeps its blank lines,
+    brackets and dollars as written (hostile audit 35: they showed backslashes and the fence broke at a blank line);
+    a fence a renderer could read otherwise -- indented into a list item, right under a paragraph or a table row,
+    with a | after it -- stays text, defused."""
+    from tpar.errors import defuse_markdown
+
+    block = "```python\nrank = scores[answer]  # $x$ <b>\n\nprint(rank)\n```\n"
+    tilde = "~~~\n[t](u) :smile:\n~~~~\n"
+    card = f"# Card [x](y)\n\n{block}\n{tilde}\nafter [l](m)\n"
+    assert defuse_markdown(card) == f"# Card \\[x\\](y)\n\n{block}\n{tilde}\nafter \\[l\\](m)\n"
+    assert defuse_markdown("```\nunclosed [l](m)") == "```\nunclosed [l](m)"  # a fence ends with the text
+    for forged in ("- item\n\n  ```\n[link](http://e.x)\n", "text\n```\n[link](http://e.x)\n```\n",
+                   "| a | b |\n|---|---|\n\n``` | c\n[link](http://e.x)\n", "x\n\n```a`b\n[link](http://e.x)\n"):
+        out = defuse_markdown(forged)
+        assert "\\[link\\]" in out, out
+
+
 def test_defusing_is_linear_in_the_card_and_emoji_names_stay_text():
     """Unmatched backtick runs of many lengths (hostile audit: 1.3M characters took 6.6 s, 10.5 MB 41 s, each run
     searching to its paragraph's end) are each looked up once; and ':smile:' gets a word joiner after its colon, so
