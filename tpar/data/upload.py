@@ -242,17 +242,24 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
 
 
 def row_texts(text: str, rows: list[int]) -> dict[int, str]:
-    """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters."""
+    """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters, numbered as the reader numbers
+    them (:func:`~tpar.data.textfile.newline_ends`: a carriage return inside a row shown ␍, a byte that is not UTF-8
+    shown �); the text is walked to the last row wanted, never split into a list of all its lines."""
     if not rows:
         return {}
     marks = marks_of(text)
-    # numbered as the reader numbers them, a carriage return inside a row shown ␍
-    lines = newline_ends(text.lstrip("\ufeff"), SHOWN_CR).split("\n")
-    out = {}
-    for r in rows:
-        if 1 <= r <= len(lines):
-            line = marks.bad_bytes_shown(lines[r - 1])  # a byte that is not UTF-8 (its row is dropped): shown �
-            out[r] = line if len(line) <= ROW_TEXT_CHARS else line[:ROW_TEXT_CHARS] + "…"
+    text = newline_ends(text.lstrip("\ufeff"), SHOWN_CR)
+    out, start, line = {}, 0, 1
+    for r in sorted(set(rows)):
+        while line < r and start >= 0:
+            start = text.find("\n", start)
+            start, line = (start + 1 if start >= 0 else -1), line + 1
+        if start < 0 or r < 1 or (start == len(text) and r > 1):
+            continue
+        end = text.find("\n", start, start + ROW_TEXT_CHARS + 1)
+        row = text[start:end if end >= 0 else start + ROW_TEXT_CHARS + 1]
+        row = marks.bad_bytes_shown(row)
+        out[r] = row if len(row) <= ROW_TEXT_CHARS else row[:ROW_TEXT_CHARS] + "…"
     return out
 
 
