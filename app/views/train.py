@@ -27,7 +27,7 @@ from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.evaluation.baselines import frequency_comparison
-from tpar.evaluation.chance import chance_text, figure_caveats, test_figures
+from tpar.evaluation.chance import chance_text, figure_caveats, measured_count, test_figures
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 from tpar.training.snapshots import resume_path
 
@@ -236,7 +236,7 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
                 "realistic ties):")
     st.dataframe(pd.DataFrame([{"Setting": k, "MRR %": pct(m, "mrr"), "Hits@1 %": pct(m, "hits@1"),
                                 "Hits@3 %": pct(m, "hits@3"), "Hits@10 %": pct(m, "hits@10"),
-                                "Questions": m.get("count")} for k, m in tests.items()]),
+                                "Questions": measured_count(m)} for k, m in tests.items()]),
                  hide_index=True, width="stretch",  # the names the validation table and Evaluate use
                  column_config={**{c: st.column_config.NumberColumn(c, format="%.2f")
                                    for c in ("MRR %", "Hits@1 %", "Hits@3 %", "Hits@10 %")},

@@ -13,10 +13,10 @@ from tpar.evaluation.calibration import CalibrationMetrics, HeldOutReport, Relia
 from tpar.evaluation.chance import chance_text, ranking_caveats, uniform_hits, uniform_mrr
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 11, 280])
+@pytest.mark.parametrize("n", [1, 2, 5, 11, 280, 1000, 1001, 23_033, 1_000_003])
 def test_a_uniform_guess_scores_the_mean_over_every_rank(n):
     ranks = range(1, n + 1)  # the true answer equally likely at each rank
-    assert uniform_mrr(n) == pytest.approx(sum(1 / r for r in ranks) / n)
+    assert uniform_mrr(n) == pytest.approx(math.fsum(1 / r for r in ranks) / n, rel=1e-14)  # the series past 1,000
     for k in (1, 3, 10):
         assert uniform_hits(k, n) == pytest.approx(sum(r <= k for r in ranks) / n)
     assert uniform_mrr(0) == 0.0 and uniform_hits(10, 0) == 0.0

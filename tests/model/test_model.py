@@ -877,3 +877,30 @@ def test_a_cards_test_figures_carry_their_verdicts(tmp_path):
     assert "H@10 91%" in text and "measured on only 42 questions" in text
     plain = Checkpoint.load(SAMPLE_CHECKPOINT)  # a run that recorded none of it: the card says nothing more
     assert "frequency baseline scores" not in card.render(plain, "p") and "uniform guess" not in card.render(plain, "p")
+
+
+@pytest.mark.parametrize("entities, count", [(10 ** 12, 14_742), (10 ** 5000, 10 ** 5000), (-3, -1), (True, True)],
+                         ids=["trillion", "5000-digits", "negative", "bool"])
+def test_a_forged_entity_or_question_count_neither_hangs_nor_breaks_the_card(entities, count):
+    """Hostile audit 36: a checkpoint's extra["entities"] is read from the file, and a uniform guess's MRR summed H_n
+    term by term (10^12 entities: some 15 hours, on every visit to Data and model); a 5,000-digit count is beyond
+    what Python prints. H_n takes constant time, and a count no run could have is left out of the card."""
+    import time
+
+    from helpers import SAMPLE_CHECKPOINT
+
+    from tpar.evaluation.chance import uniform_mrr
+    from tpar.model import card
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = Checkpoint.load(SAMPLE_CHECKPOINT)
+    ck.metrics = {"test_extrapolation": {"realistic": {"mrr": 0.28, "hits@1": 0.1, "hits@3": 0.3, "hits@10": 0.5,
+                                                       "count": count}}}
+    ck.extra = {**ck.extra, "entities": entities}
+    start = time.perf_counter()
+    text = card.render(ck, "m").replace("\\", "").replace("\u2060", "")
+    assert time.perf_counter() - start < 5
+    sane = entities == 10 ** 12
+    assert ("measured on 14,742 test questions" in text) == sane and "uniform guess" not in text
+    assert "measured on" in text or not sane
+    assert abs(uniform_mrr(10 ** 12) - 28.2082367808 / 10 ** 12) < 1e-20 and uniform_mrr(10 ** 5000) == 0

@@ -9,7 +9,7 @@ entities, so a uniform guess scores a little *more* on the filtered figures: the
 
 from __future__ import annotations
 
-from tpar.errors import plural
+from tpar.errors import number_in, plural
 
 #: below this many questions a ranking figure moves by several points from one sample to another
 FEW_QUESTIONS = 100
@@ -19,11 +19,28 @@ GUESSING_FACTOR = 1.1
 FREE_HITS = 0.5
 
 
+#: up to this many candidates H_n is summed; beyond, its asymptotic series (error below 1e-16 there) takes constant time
+EXACT_HARMONIC_UP_TO = 1000
+_EULER_GAMMA = 0.5772156649015329
+
+
+def harmonic(n: int) -> float:
+    """H_n = 1 + 1/2 + … + 1/n in constant time whatever ``n`` (a count read from a file may be any integer):
+    summed up to :data:`EXACT_HARMONIC_UP_TO`, else ln n + γ + 1/(2n) − 1/(12n²) + 1/(120n⁴)."""
+    import math
+
+    if n <= EXACT_HARMONIC_UP_TO:
+        return math.fsum(1.0 / r for r in range(1, n + 1))
+    if n > 10 ** 15:  # the rest is below 1e-15, and a float holds no larger n
+        return math.log(n) + _EULER_GAMMA
+    return math.log(n) + _EULER_GAMMA + 1 / (2 * n) - 1 / (12 * n * n) + 1 / (120 * n ** 4)
+
+
 def uniform_mrr(n: int) -> float:
     """E[1/rank] of a uniform guess among ``n`` candidates: H_n / n (0 for n < 1)."""
     if n < 1:
         return 0.0
-    return sum(1.0 / r for r in range(1, n + 1)) / n
+    return harmonic(n) / n if n <= 10 ** 300 else 0.0  # beyond, H_n / n is below the smallest float
 
 
 def uniform_hits(k: int, n: int) -> float:
@@ -60,19 +77,35 @@ def ranking_caveats(mrr: float, entities: int, questions: int | None = None, wha
 
 def test_figures(metrics: dict) -> dict[str, dict]:
     """setting -> the realistic test figures a checkpoint's ``metrics`` hold for it: each ``test_<setting>`` entry
-    whose realistic MRR is a number (``count``, when recorded, the questions measured)."""
+    whose realistic MRR is a number from 0 to 1 (``count``, when recorded, the questions measured)."""
     out = {}
     for key, modes in metrics.items():
-        m = modes.get("realistic") if key.startswith("test_") and isinstance(modes, dict) else None
-        if isinstance(m, dict) and isinstance(m.get("mrr"), (int, float)):
+        m = modes.get("realistic") if isinstance(key, str) and key.startswith("test_") and isinstance(modes, dict) else None
+        if isinstance(m, dict) and number_in(m.get("mrr"), 0, 1):
             out[key[len("test_"):]] = m
     return out
 
 
+#: the largest count read from a file (a checkpoint's questions or entities) that is taken as one: a forged file may
+#: hold any integer, which no sentence should print in thousands of digits nor a sum run to
+MAX_RECORDED_COUNT = 10 ** 12
+
+
+def _recorded_count(value: object, least: int) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and least <= value <= MAX_RECORDED_COUNT
+    return value if ok else None
+
+
 def measured_count(m: dict) -> int | None:
-    """The questions a figures dict (:func:`test_figures`) was measured on, ``None`` when it records none."""
-    count = m.get("count")
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
+    """The questions a figures dict (:func:`test_figures`) was measured on, ``None`` when it records none (or a
+    count no run could have: below 0 or above :data:`MAX_RECORDED_COUNT`)."""
+    return _recorded_count(m.get("count"), 0)
+
+
+def recorded_entities(extra: dict) -> int | None:
+    """The data's entity count a training recorded in a checkpoint's ``extra`` (for a uniform guess's figures),
+    ``None`` when it records none (or a count no data set has: below 1 or above :data:`MAX_RECORDED_COUNT`)."""
+    return _recorded_count(extra.get("entities"), 1)
 
 
 def figure_caveats(m: dict, entities: int, what: str = "the model") -> list[str]:

@@ -144,12 +144,11 @@ def _verdicts(ckpt: Checkpoint, m: dict, base: float | None) -> list[str]:
     """What a setting's realistic test figures ``m`` mean, where the run recorded it: the questions measured, the
     frequency baseline's MRR on them (``base``, from ``extra["baseline_test"]``) and what limits the figures
     (:func:`tpar.evaluation.chance.ranking_caveats` with the data's ``extra["entities"]``)."""
-    from tpar.evaluation.chance import FEW_QUESTIONS, figure_caveats, measured_count
+    from tpar.evaluation.chance import FEW_QUESTIONS, figure_caveats, measured_count, recorded_entities
 
     out = []
     count = measured_count(m)
-    entities = ckpt.extra.get("entities")
-    entities = entities if isinstance(entities, int) and not isinstance(entities, bool) else None
+    entities = recorded_entities(ckpt.extra)
     if count is not None and (entities is None or count >= FEW_QUESTIONS):  # the caveats below say a small count
         out.append(f"measured on {count:,} test questions")
     mrr = m.get("mrr")
