@@ -153,6 +153,7 @@ def defuse_markdown(text: str) -> str:
     tables, emphasis and code but with nothing that acts: outside code spans and fenced code blocks (:func:`_fenced_blocks`), ``$`` (LaTeX), ``~`` (strike),
     ``:`` (Streamlit's :colour[...] and :emoji:), brackets (links, images), ``<``/``>`` (HTML) and ``!`` are
     escaped, and bare URL and e-mail markers broken by a word joiner (:func:`markdown_text`'s)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CommonMark ends a line at a lone CR too: a span never crosses one
     out = []
     for is_block, block in _fenced_blocks(text):
         if is_block:

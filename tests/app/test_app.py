@@ -473,6 +473,8 @@ def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path,
     "`a\n# h [x](http://e.com) `", "`a\n> [x](http://e.com) `", "`a\n---\n[x](http://e.com) `",  # heading, quote
     "`a\n \n[x](http://e.com) `", "`a\n\t\n$E=mc^2$ `",  # a blank line of a space or a tab
     "| a | b |\n|---|---|\n| `x | ![t](https://tracker.example/p.png) ` |",  # a table cuts cells at |
+    "See `the docs\r- [re-login](https://phish.example) ![](https://tracker.example/p.png) `",  # a lone CR ends a line
+    "`a\r\r$E=mc^2$ `", "`a\r\n# h [x](http://e.com) `",
 ])
 def test_a_code_span_never_spans_what_commonmark_would_cut(forged):
     """A code span is kept (its inside unescaped) only where CommonMark reads one whatever surrounds it: opener and
