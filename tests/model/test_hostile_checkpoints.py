@@ -179,7 +179,7 @@ def test_an_archive_of_very_many_entries_is_refused_before_they_are_listed(tmp_p
 
     forged = tmp_path / "many.tpar"
     shutil.copy(SAMPLE_CHECKPOINT, forged)
-    assert checkpoint.archive_entries(forged) == len(zipfile.ZipFile(forged).infolist())
+    assert checkpoint.archive_directory(forged)[0] == len(zipfile.ZipFile(forged).infolist())
     with zipfile.ZipFile(forged, "a") as z:
         for i in range(50):
             z.writestr(f"x/{i}", b"")
@@ -189,3 +189,30 @@ def test_an_archive_of_very_many_entries_is_refused_before_they_are_listed(tmp_p
     with pytest.raises(DataError, match=r"the archive lists \d+ entries"):
         checkpoint.read_payload(forged)
     assert not listed  # refused before zipfile listed them
+
+
+def test_an_archive_whose_directory_is_larger_than_its_count_says_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """Hostile audit 36: zipfile reads directory records until it has read the size the end record declares,
+    whatever count it declares (one entry declared, 10.9 million stored: 4.9 GB to refuse a 534 MB file); the
+    declared size is bounded too, and a record count hidden behind it never reaches zipfile."""
+    import zipfile
+
+    from tpar.model import checkpoint
+
+    forged = tmp_path / "liar.tpar"
+    with zipfile.ZipFile(forged, "w") as z:
+        for i in range(300):
+            z.writestr(f"a/{i}", b"")
+    raw = bytearray(forged.read_bytes())
+    at = raw.rfind(b"PK\x05\x06")
+    raw[at + 8:at + 12] = (1).to_bytes(2, "little") * 2  # "1 entry" on this disk and in all
+    forged.write_bytes(bytes(raw))
+    count, size = checkpoint.archive_directory(forged)
+    assert count == 1 and size > 300 * 46
+    assert len(zipfile.ZipFile(forged).infolist()) == 300  # zipfile reads them all: the count is no bound
+    monkeypatch.setattr(checkpoint, "MAX_DIRECTORY_BYTES", 300 * 46)
+    listed = []
+    monkeypatch.setattr(zipfile.ZipFile, "infolist", lambda self: listed.append(1) or [])
+    with pytest.raises(DataError, match=r"liar.tpar: refused: the archive's list of entries takes [\d,]+ bytes"):
+        checkpoint.read_payload(forged)
+    assert not listed

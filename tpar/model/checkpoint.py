@@ -522,12 +522,17 @@ class Checkpoint:
 
 #: the most entries a checkpoint's archive may list (a model stores a few dozen tensors, a composite a few hundred):
 #: Python's zipfile builds an object per entry before anything could count them (300,000 empty ones: 400 MB)
-MAX_ARCHIVE_ENTRIES = 100_000
+MAX_ARCHIVE_ENTRIES = 10_000
+#: the largest central directory (the archive's list of entries) read: zipfile reads records until it has read the
+#: size the archive declares, whatever count it declares, so both are bounded (a shipped checkpoint's records take
+#: about 100 bytes each; 46 is a record's least, so this bound holds at most 55,000 of them)
+MAX_DIRECTORY_BYTES = MAX_ARCHIVE_ENTRIES * 256
 
 
-def archive_entries(p: Path) -> int | None:
-    """How many entries the zip archive ``p`` says it holds, read from its end-of-central-directory record (and the
-    zip64 one it points to) without listing them; ``None`` when there is no such record (zipfile then says why)."""
+def archive_directory(p: Path) -> tuple[int, int] | None:
+    """(entries, bytes) of the zip archive ``p``'s central directory as its end-of-central-directory record (and the
+    zip64 one it points to) declares them, read without listing any; ``None`` when there is no such record (zipfile
+    then says why)."""
     with open(p, "rb") as f:
         f.seek(0, 2)
         size = f.tell()
@@ -537,11 +542,14 @@ def archive_entries(p: Path) -> int | None:
         if at < 0 or len(tail) < at + 22:
             return None
         count = int.from_bytes(tail[at + 10:at + 12], "little")
-        if count != 0xFFFF or at < 20 or tail[at - 20:at - 16] != b"PK\x06\x07":
-            return count
+        directory = int.from_bytes(tail[at + 12:at + 16], "little")
+        if (count != 0xFFFF and directory != 0xFFFFFFFF) or at < 20 or tail[at - 20:at - 16] != b"PK\x06\x07":
+            return count, directory
         f.seek(int.from_bytes(tail[at - 12:at - 4], "little"))  # the zip64 record's offset, from its locator
         record = f.read(56)
-        return int.from_bytes(record[32:40], "little") if record[:4] == b"PK\x06\x06" else None
+        if record[:4] != b"PK\x06\x06" or len(record) < 48:
+            return None
+        return int.from_bytes(record[32:40], "little"), int.from_bytes(record[40:48], "little")
 
 
 def read_payload(p: Path) -> dict:
@@ -561,10 +569,13 @@ def read_payload(p: Path) -> dict:
     with open(p, "rb") as f:
         if f.read(4) != b"PK\x03\x04":
             raise DataError("not a readable checkpoint (not a torch zip archive)", file=p)
-    count = archive_entries(p)
-    if count is not None and count > MAX_ARCHIVE_ENTRIES:
-        raise DataError(f"refused: the archive lists {count:,} entries (a checkpoint holds a few hundred at most; "
-                        f"at most {MAX_ARCHIVE_ENTRIES:,} are read)", file=p)
+    directory = archive_directory(p)
+    if directory is not None and directory[0] > MAX_ARCHIVE_ENTRIES:
+        raise DataError(f"refused: the archive lists {directory[0]:,} entries (a checkpoint holds a few hundred at "
+                        f"most; at most {MAX_ARCHIVE_ENTRIES:,} are read)", file=p)
+    if directory is not None and directory[1] > MAX_DIRECTORY_BYTES:
+        raise DataError(f"refused: the archive's list of entries takes {directory[1]:,} bytes (a checkpoint's takes a "
+                        f"few tens of kB; at most {MAX_DIRECTORY_BYTES:,} are read)", file=p)
     try:
         with zipfile.ZipFile(p) as z:
             entries = z.infolist()
