@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpar.data.kg import SPLITS, TemporalKG
-from tpar.data.tables import MAX_FIELD, clean_name
+from tpar.data.tables import MAX_FIELD, clean_name, rows_text
 from tpar.data.textfile import BOM, memory_named, read_lines
 from tpar.data.timeaxis import TimeAxis, beyond_max_int_time, whole_number
 from tpar.data.vocab import Vocabulary
@@ -93,25 +93,27 @@ class VocabFile:
         return pos
 
 
-#: what a benchmark's name never keeps: C0/C1 controls (a terminal escape), and the marks and overrides that reorder
-#: the text around them (a name shown as another); no name of the shipped benchmarks holds one, so no fingerprint moves.
-#: CSV names are cleaned further (:func:`tpar.data.tables.clean_name`); a benchmark's own spellings are kept otherwise.
-_UNSAFE_IN_NAMES = re.compile("[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: what a note says was done to names :func:`_safe` changed
+NAMES_CLEANED = ("names cleaned as a CSV's names are (invisible, control or text-direction characters removed, "
+                 "accents composed, surrounding spaces stripped)")
 
 
 def _safe(name: str) -> str:
-    """A name of a benchmark's files as kept: without :data:`_UNSAFE_IN_NAMES` (the same in the vocabulary files
-    and in fact files that name their entities)."""
-    return _UNSAFE_IN_NAMES.sub("", name).strip() if _UNSAFE_IN_NAMES.search(name) else name
+    """A name of a benchmark's files as kept: as a CSV's names are (:func:`tpar.data.tables.clean_name`: Unicode NFC,
+    without controls, invisible and direction-changing characters, surrounding space stripped), the same in the
+    vocabulary files and in fact files that name their entities -- so that a data set read here saves as CSV and
+    reads back as the same names (``tpar grow``). A printable ASCII name is kept as it is without a look (the
+    shipped benchmarks' names: no fingerprint moves)."""
+    return name if name.isascii() and name.isprintable() and name == name.strip() else clean_name(name)
 
 
-def _name_problem(name: str, what: str) -> str | None:
-    """Why a benchmark's name (as kept, :func:`_safe`) cannot be one -- empty, nothing but invisible characters, longer
-    than a CSV cell may be -- or ``None``: the data set must save as CSV and read back (``tpar grow``)."""
+def _name_problem(name: str, what: str, raw: str = "") -> str | None:
+    """Why a benchmark's name (as kept, :func:`_safe`; ``raw`` as written) cannot be one -- empty, nothing but
+    invisible characters, longer than a CSV cell may be -- or ``None``."""
     if not name:
+        if raw.strip():
+            return f"{what} {ascii(raw[:20])} holds only invisible or direction characters, no name"
         return f"empty {what}"
-    if not clean_name(name):
-        return f"{what} {ascii(name[:20])} holds only invisible or direction characters, no name"
     if len(name) > MAX_FIELD:  # as a CSV's names: a data set read here must save and grow as one
         return f"{what} is {len(name):,} characters long (at most {MAX_FIELD:,})"
     return None
@@ -126,13 +128,14 @@ def _read_vocab_file(path: Path) -> VocabFile:
         if not line.strip():
             continue
         f = _fields(line)
+        raw = f[0] if f else ""
         if f and f[0] != _safe(f[0]):
             f[0] = _safe(f[0])
             cleaned.append(row)
         if len(f) not in (2, 4):
             raise DataError(f"expected 2 or 4 tab-separated columns (name, id[, start, end]), found {len(f)}",
                             file=path, row=row)
-        problem = _name_problem(f[0], "name")
+        problem = _name_problem(f[0], "name", raw)
         if problem:
             raise DataError(problem, file=path, row=row)
         try:
@@ -161,9 +164,7 @@ def _read_vocab_file(path: Path) -> VocabFile:
             names.append(name)
     notes = []
     if cleaned:
-        notes.append(f"{path.name}: control or text-direction characters removed from {plural(len(cleaned), 'name')} "
-                     f"({'row' if len(cleaned) == 1 else 'rows'} {', '.join(map(str, cleaned[:5]))}"
-                     f"{' …' if len(cleaned) > 5 else ''})")
+        notes.append(f"{path.name}, {rows_text(cleaned, len(cleaned), 5)}: {NAMES_CLEANED}")
     if merged:
         notes.append(f"{path.name}: {plural(len(merged), 'name')} declared under two ids, read as one: " + ", ".join(merged[:3])
                      + (" ..." if len(merged) > 3 else ""))
@@ -311,15 +312,18 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
         path = present[split]
         _check_width(path, rs, (4, 5))
         arr = np.zeros((len(rs.fields), 3), dtype=np.int64)
+        cleaned: list[int] = []  # rows of named facts whose names _safe changed
         for i, (row, f) in enumerate(zip(rs.rows, rs.fields)):
             if ids:
                 s, r, o = (entity_file.index(f[0], path, row, "entity"), relation_file.index(f[1], path, row, "relation"),
                            entity_file.index(f[2], path, row, "entity"))
             else:
                 kept = (_safe(f[0]), _safe(f[1]), _safe(f[2]))
-                for name, what in zip(kept, ("subject", "relation", "object")):
+                if kept != (f[0], f[1], f[2]):
+                    cleaned.append(row)
+                for name, raw_name, what in zip(kept, f, ("subject", "relation", "object")):
                     if name not in checked:  # each distinct name once (a split repeats each many times)
-                        problem = _name_problem(name, what)
+                        problem = _name_problem(name, what, raw_name)
                         if problem:
                             raise DataError(problem, file=path, row=row)
                         checked.add(name)
@@ -328,6 +332,8 @@ def _benchmark_points(folder: Path, raw: dict[str, _RawSplit], present: dict[str
                     if val is None:
                         raise DataError(f"unknown {what} name {name!r} (not in {what}2id.txt)", file=path, row=row)
             arr[i] = (s, r, o)
+        if cleaned:
+            notes.append(f"{path.name}, {rows_text(cleaned, len(cleaned), 5)}: {NAMES_CLEANED}")
         parts[split] = arr
         times_raw[split] = [f[3] for f in rs.fields]
 

@@ -24,7 +24,7 @@ from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
 from tpar.data.textfile import marks_of, newline_ends
-from tpar.data.tables import (SHOWN_CR, IncompleteRow, build_kg, load_csv_folder,
+from tpar.data.tables import (SHOWN_CR, IncompleteRow, build_kg, load_csv_folder, show_invisible,
                               reading_notes, read_quadruple_csv, split_assignment)
 from tpar.errors import DataError, plural
 
@@ -241,6 +241,25 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     return report, kg
 
 
+def _read_back_problem(kg, back, used: list[str]) -> str | None:
+    """What differs between data set ``kg`` and ``back``, its saved CSV files read again (``used``: the names of the
+    entities its facts hold, the only ones CSV files keep), naming the first name that differs; ``None`` if nothing."""
+    names = set(back.entities.names)
+    lost = next((n for n in used if n not in names), None)
+    if lost is not None:
+        new = sorted(names - set(used))
+        return (f"entity '{show_invisible(lost)[:80]}' reads back "
+                + (f"as '{show_invisible(new[0])[:80]}'" if len(new) == 1 else "as another name or merged with one"))
+    if len(names) != len(used):
+        return f"{len(used):,} entities read back as {len(names):,}"
+    if len(back.inferred) != len(kg.inferred):
+        return f"{len(kg.inferred):,} inferred facts read back as {len(back.inferred):,}"
+    counts, back_counts = ({s: len(g.facts(s)) for s in g.splits} for g in (kg, back))
+    if counts != back_counts:
+        return f"facts per split {counts} read back as {back_counts}"
+    return None
+
+
 def row_texts(text: str, rows: list[int]) -> dict[int, str]:
     """The text of the given (1-based) lines, shortened to ROW_TEXT_CHARS characters, numbered as the reader numbers
     them (:func:`~tpar.data.textfile.newline_ends`: a carriage return inside a row shown ␍, a byte that is not UTF-8
@@ -357,9 +376,10 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool, extra_f
                                .get(ax.granularity, "datetime"))
         facts = kg.all_facts()  # CSV files hold facts: an entity of no fact (a benchmark's entity2id) is not kept
         used = sorted({kg.entities.name(e) for e in np.unique(facts[:, [0, 2]]).tolist()}) if len(facts) else []
-        if sorted(back.entities.names) != used or len(back.inferred) != len(kg.inferred) or \
-                {s: len(back.facts(s)) for s in back.splits} != {s: len(kg.facts(s)) for s in kg.splits}:
-            raise DataError("the saved data set does not read back as uploaded (please report this)")
+        problem = _read_back_problem(kg, back, used)
+        if problem:
+            raise DataError(f"the saved data set does not read back as it was: {problem} (nothing was saved; please "
+                            "report this)")
         if dest.exists():
             if not overwrite:  # appeared meanwhile (another process without the lock): never replaced silently
                 raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
