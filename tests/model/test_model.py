@@ -904,3 +904,27 @@ def test_a_forged_entity_or_question_count_neither_hangs_nor_breaks_the_card(ent
     assert ("measured on 14,742 test questions" in text) == sane and "uniform guess" not in text
     assert "measured on" in text or not sane
     assert abs(uniform_mrr(10 ** 12) - 28.2082367808 / 10 ** 12) < 1e-20 and uniform_mrr(10 ** 5000) == 0
+
+
+def test_a_card_file_larger_than_a_page_is_not_read_and_the_page_says_why(tmp_path):
+    """Hostile audit 36: a 60 MB card beside a checkpoint (with a valid mark) was escaped and sent whole on every
+    visit to Data and model (13 s, 1.4 GB each). A card file over a MB is not read; the card shown is written from
+    the checkpoint, and the note says why the file was left."""
+    import shutil
+
+    from helpers import SAMPLE_CHECKPOINT
+
+    from tpar.model import card
+    from tpar.model.checkpoint import Checkpoint
+
+    ck_path = tmp_path / "big.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, ck_path)
+    ck = Checkpoint.load(ck_path)
+    mark = f"<!-- tpar model card of the checkpoint with sha256 {ck.digest} -->"
+    (tmp_path / "big.md").write_text("# Forged\n" + "hello [x](y) $z$\n" * 70_000 + mark + "\n")
+    assert (tmp_path / "big.md").stat().st_size > card.MAX_CARD_BYTES
+    text, why = card.card_for(ck, ck_path)
+    assert "# Forged" not in text and text.startswith("# Model card: big")
+    assert why.startswith("big.md was not read (") and "larger than tpar reads" in why
+    (tmp_path / "big.md").write_text("# Small\n" + mark + "\n")
+    assert card.card_for(ck, ck_path) == ("# Small\n", "")

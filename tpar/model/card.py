@@ -335,23 +335,31 @@ def kept_positions(sel: dict, member_names: list[str], n: int) -> list[int]:
     return list(range(n))
 
 
+#: the largest card file read beside a checkpoint: a card is a page of text (the shipped ones take under 10 kB), and
+#: a page shows it whole on every visit (a 60 MB card took 13 s and 1.4 GB each time)
+MAX_CARD_BYTES = 2 ** 20
+
+
 def card_for(ckpt: Checkpoint, ckpt_path: str | Path) -> tuple[str, str]:
     """(markdown, note) of the model card of ``ckpt`` (loaded from ``ckpt_path``): the card file beside
     it when its mark names this checkpoint's sha256 (the mark line left out), else a card rendered now
     from the checkpoint itself, with a note saying why the file was not used ("" when it was)."""
     p = Path(ckpt_path)
     card = p.with_suffix(".md")
-    from tpar.data.textfile import MAX_SMALL_BYTES, read_text
+    from tpar.data.textfile import read_text
     from tpar.errors import DataError
 
+    text, unread = None, ""
     try:  # a regular file of bounded size (a pipe or a huge file beside a checkpoint is no card)
-        text = read_text(card, MAX_SMALL_BYTES, "model card") if card.exists() else None
-    except DataError:
-        text = None
+        text = read_text(card, MAX_CARD_BYTES, "model card") if card.exists() else None
+    except DataError as e:
+        unread = str(e)
     found = _MARK.findall(text or "")
     if text is not None and ckpt.digest and found == [ckpt.digest]:
         return _MARK.sub("", text).rstrip() + "\n", ""
-    if text is None:
+    if unread:
+        why = f"{card.name} was not read ({unread}): this card is written from the checkpoint itself"
+    elif text is None:
         why = f"no card file beside {p.name}: this card is written from the checkpoint itself"
     elif not found:
         why = (f"{card.name} carries no checksum binding it to these weights (written by an older tpar, or by "
