@@ -111,6 +111,41 @@ def test_interpolation_hides_own_fact_and_inverse_even_if_in_train():
     assert seen[0] == {(0, 0, 1, 5)}
 
 
+@pytest.mark.parametrize("cap", [1, 2, 3, 4, 6])
+def test_a_cap_keeps_the_same_links_whether_or_not_the_questions_own_fact_is_in_the_data(cap):
+    """Composite audit 36: interpolation's cap keeps a node's links nearest t_q, M - M // 2 at or after it; the
+    question's own fact (at t_q, hidden afterwards) took one of those places, so its presence pushed another link
+    out -- what a question saw depended on its answer (WIKIDATA12k: 108 test questions scored otherwise). The links
+    admitted, by the flat list and by the ranges the kernels read, are the same with the fact and without it, at
+    the subject (the fact), at the answer (its inverse) and at a self-loop's one node (both)."""
+    from tpar.graph.background import LinkLimits
+
+    t_q = 5
+    base = [[0, 1, 3, 4], [0, 2, 4, 5], [0, 3, 5, 5], [0, 0, 6, 6], [0, 1, 7, 7], [1, 2, 5, 5], [1, 0, 6, 6],
+            [1, 3, 8, 7], [2, 1, 8, 3], [2, 0, 9, 5], [2, 2, 8, 6]]
+    limits = LinkLimits(cap=cap)
+    for own in ([0, 1, 1, t_q], [1, 0, 3, t_q], [2, 1, 2, t_q]):  # two facts at t_q; a self-loop at node 2
+        for dup in (1, 2):  # the fact once, or twice (a data set may repeat a fact)
+            seen = []
+            for train in (base + [own] * dup, base):
+                kg = make_kg(train=train, test=[own], num_entities=10)
+                bg = Background.for_evaluation(kg, "interpolation")
+                batch = make_queries(np.asarray([own]), 4)
+                nodes = torch.arange(10).repeat(len(batch))
+                query = torch.arange(len(batch)).repeat_interleave(10)
+                edges, owner = bg.edges_from(nodes, query, batch, limits=limits)
+                links = {(int(o), *(int(x) for x in (bg.index.src[e], bg.index.rel[e], bg.index.dst[e], bg.index.time[e])))
+                         for e, o in zip(edges, owner)}
+                start, end, own_t = bg.link_ranges(nodes, query, batch, limits=limits)
+                e2, o2 = bg.index.expand(start, end)
+                keep = ~bg._is_own_fact(e2, query[o2], batch) if own_t is not None and e2.numel() else torch.ones_like(e2, dtype=torch.bool)
+                ranged = {(int(o), *(int(x) for x in (bg.index.src[e], bg.index.rel[e], bg.index.dst[e], bg.index.time[e])))
+                          for e, o in zip(e2[keep], o2[keep])}
+                assert ranged == links
+                seen.append(links)
+            assert seen[0] == seen[1], (own, dup, seen[0] ^ seen[1])
+
+
 def test_frequency_never_counts_own_fact():
     kg = make_kg(train=[[0, 0, 1, 5]], test=[[0, 0, 1, 5]], num_entities=3)
     res = evaluate(kg, FrequencyBaseline(), "interpolation", "test", progress=False)

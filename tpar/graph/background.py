@@ -119,11 +119,40 @@ class Background:
             if limits.cap:
                 mid = self.index.slices(nodes, t_q)[1]  # the node's first link at or after t_q
                 start = torch.maximum(start, mid - limits.cap // 2)
-                end = torch.minimum(end, mid + (limits.cap - limits.cap // 2))
+                after = limits.cap - limits.cap // 2
+                end = torch.minimum(end, mid + after + self._own_links_within(nodes, query, batch, mid, after))
         end = torch.maximum(end, start)
         if active is not None:
             end = torch.where(active, end, start)
         return start, end, own
+
+    def _own_links_within(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch, mid: torch.Tensor,
+                          after: int) -> torch.Tensor:
+        """(P,) how many of the links a cap lets ``nodes[i]`` send at or after t_q are its query's own fact or that
+        fact's inverse (interpolation): the cap's window reaches that many links further, so that it holds ``after``
+        links besides them -- the links a question sees never depend on whether its answer's fact is in the data
+        (a hidden fact that took a place in the window pushed another link out of it). Own links lie at t_q, the
+        first time of the window, only at the subject (the fact) and the answer (its inverse)."""
+        extra = torch.zeros_like(nodes)
+        at = ((nodes == batch.subject.index_select(0, query)) | (nodes == batch.answer.index_select(0, query)))
+        at = at.nonzero().squeeze(1)
+        if not at.numel():
+            return extra
+        lo = mid.index_select(0, at)
+        hi = self.index.slices(nodes.index_select(0, at), batch.time.index_select(0, query.index_select(0, at)) + 1)[1]
+        edges, owner = self.index.expand(lo, torch.maximum(hi, lo))  # the links at t_q
+        own = self._is_own_fact(edges, query.index_select(0, at).index_select(0, owner), batch)
+        edges, owner = edges[own], owner[own]
+        if not edges.numel():
+            return extra
+        count = torch.zeros_like(lo)
+        while True:  # own links are few (a fact, its inverse at a self-loop's node, their duplicates)
+            reach = lo + after + count
+            new = torch.zeros_like(lo).index_add_(0, owner, (edges < reach.index_select(0, owner)).long())
+            if torch.equal(new, count):
+                break
+            count = new
+        return extra.index_copy_(0, at, count)
 
     def edges_from(self, nodes: torch.Tensor, query: torch.Tensor, batch: QueryBatch,
                    before: torch.Tensor | None = None, limits: LinkLimits = NO_LIMITS,
