@@ -4,6 +4,7 @@ traceback in the CLI, and one such file never hides the other models from the ap
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -216,3 +217,29 @@ def test_an_archive_whose_directory_is_larger_than_its_count_says_is_refused_bef
     with pytest.raises(DataError, match=r"liar.tpar: refused: the archive's list of entries takes [\d,]+ bytes"):
         checkpoint.read_payload(forged)
     assert not listed
+
+
+@pytest.mark.parametrize("extra, said", [
+    ({"baseline_test": {"extrapolation": 5}}, "extra.baseline_test must map each setting to an object"),
+    ({"baseline_test": "x"}, "extra.baseline_test must map each setting to an object"),
+    ({"baseline_test": [1, 2]}, "extra.baseline_test must map each setting to an object"),
+    ({"seconds": "x"}, "extra.seconds is 'x', not a number"), ({"seconds": [1]}, "extra.seconds is '[1]', not a number"),
+    ({"seconds": {}}, "extra.seconds is '{}', not a number"), ({"seconds": None}, "extra.seconds is 'None', not a number"),
+    ({"entities": "many"}, "extra.entities is 'many', not a number"),
+], ids=["baseline-int", "baseline-str", "baseline-list", "seconds-str", "seconds-list", "seconds-dict", "seconds-null",
+        "entities-str"])
+def test_a_checkpoints_figures_of_the_wrong_type_are_refused_naming_the_file_not_a_bug(tmp_path, capsys, extra, said):
+    """Hostile audit 36 #7: the card read extra["baseline_test"][setting]["mrr"] and formatted extra["seconds"]
+    with :.0f; a forged file with an int, a string, a list or null there loaded, and Data and model then showed
+    "internal error … This is a bug". The loader refuses it with the file named, as it does out-of-range figures."""
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = Checkpoint.load(SAMPLE_CHECKPOINT)
+    ck.extra = {**ck.extra, **extra}
+    forged = tmp_path / "forged.tpar"
+    ck.save(forged)
+    with pytest.raises(DataError, match=re.escape(said)):
+        Checkpoint.load(forged)
+    assert main(["predict", "--checkpoint", str(forged), "--data", str(SAMPLE_WORLD), *QUESTION]) == 2
+    err = capsys.readouterr().err
+    assert "forged.tpar" in err and said in err and "bug" not in err

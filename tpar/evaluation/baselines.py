@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from tpar.errors import DataError, finite_number
+from tpar.errors import DataError, finite_number, number_in
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
 from tpar.evaluation.filtering import TimeAwareFilter
@@ -83,8 +83,9 @@ def frequency_comparison(metrics: dict, stored: dict | None = None, kg=None) -> 
     out = []
     for setting, m in test_figures(metrics).items():
         model = m["mrr"]
-        base = ((stored or {}).get(setting) or {}).get("mrr")
-        if not isinstance(base, (int, float)):
+        entry = stored.get(setting) if isinstance(stored, dict) else None
+        base = entry.get("mrr") if isinstance(entry, dict) else None
+        if not number_in(base, 0, 1):
             if kg is None:
                 continue
             base = evaluate(kg, FrequencyBaseline(), setting, "test", progress=False).metrics("realistic").mrr

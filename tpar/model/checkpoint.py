@@ -98,6 +98,9 @@ def _check_meta_schema(meta: object) -> None:
                          "or folder name)")
     if "setting" in meta and meta["setting"] not in SETTINGS:
         raise ValueError(f"setting {str(meta['setting'])[:40]!r} is not one of {', '.join(SETTINGS)}")
+    baseline = meta.get("extra", {}).get("baseline_test", {})  # {setting: {"method": …, "mrr": …}}
+    if not isinstance(baseline, dict) or not all(isinstance(v, dict) for v in baseline.values()):
+        raise ValueError("extra.baseline_test must map each setting to an object of the baseline's figures")
     ta = meta.get("time_axis", {})
     if not isinstance(ta.get("granularity"), str) or not isinstance(ta.get("step", 1), int):
         raise ValueError("time_axis needs a granularity name and an integer step")
@@ -124,6 +127,25 @@ _COUNTS = ("count", "queries", "epoch", "seconds", "wall_seconds", "valid_subset
            "cpu_threads")
 
 
+def _share_key(key: str) -> bool:
+    return key.startswith(_SHARES) or key.endswith("_mrr") or "hits@" in key
+
+
+#: stored values a card or a page formats as numbers wherever they appear: anything else there is refused
+_SCALAR_FIGURES = ("seconds", "wall_seconds", "entities", "count", "epoch", "best_epoch")
+
+
+def _must_be_number(path: str, value: object) -> bool:
+    """``value``, stored at ``path``, is not a number where one must be: under a key of :data:`_SCALAR_FIGURES`
+    (anything but a number), or a share's key (text, a boolean or null; a share's key may hold a table of them)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return False
+    key = path.rsplit(".", 1)[-1].lower()
+    if "[" in key:  # an element of a list: checked by its own value
+        return False
+    return key in _SCALAR_FIGURES or (_share_key(key) and not isinstance(value, (dict, list)))
+
+
 def out_of_range(problems: list[str]) -> str:
     """The refusal of a file whose stored figures are out of range: the first three, and whether there are more."""
     return ("refused: stored figures out of range (file altered or corrupt): " + "; ".join(problems[:3])
@@ -148,6 +170,8 @@ def number_problems(path: str, value: object) -> list[str]:
             return
         if depth > 8:
             problems.append(f"{path} is nested too deeply")
+        elif _must_be_number(path, value):
+            problems.append(f"{path} is {str(value)[:40]!r}, not a number")  # a figure the card formats as one
         elif isinstance(value, dict):
             for k, v in value.items():
                 walk(f"{path}.{k}", v, depth + 1)
@@ -156,7 +180,7 @@ def number_problems(path: str, value: object) -> list[str]:
                 walk(f"{path}[{i}]", v, depth + 1)
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             key = path.rsplit(".", 1)[-1].lower()
-            if key.startswith(_SHARES) or key.endswith("_mrr") or "hits@" in key:
+            if _share_key(key):
                 why = _number_problem(path, value, 0.0, 1.0)
             elif key == "best_epoch":  # -1: a run cancelled before its first validation (never validated)
                 why = _number_problem(path, value, -1.0)
