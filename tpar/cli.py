@@ -545,12 +545,22 @@ def cmd_evaluate(args) -> int:
 
 def cmd_ensemble(args) -> int:
     """``tpar ensemble``: a composite model (several checkpoints and, with --prior, the history prior) chosen
-    and calibrated on valid (tpar.model.ensemble), written as one checkpoint file."""
-    from tpar.model.checkpoint import Checkpoint
-    from tpar.model.ensemble import build_composite
+    and calibrated on valid (tpar.model.ensemble), written as one checkpoint file. The output is reserved first,
+    with the lock ``tpar train`` and ``tpar calibrate`` take: a run training into it is never overwritten, nor
+    overwrites the composite later."""
+    from tpar.data.locks import exclusive, lock_path
 
     _output(args.out, "checkpoint", make_parents=True)
     _keep_existing(args.out, "checkpoint", args.replace)
+    with exclusive(lock_path(args.out), f"checkpoint {Path(args.out).name}"):
+        _keep_existing(args.out, "checkpoint", args.replace)  # written while the lock was being taken
+        return _ensemble(args)
+
+
+def _ensemble(args) -> int:
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.ensemble import build_composite
+
     if (args.betas or args.eps) and not args.prior:
         raise DataError("--betas and --eps are the history prior's grids: add --prior")
     if len(args.checkpoints) < 2 and not args.prior:

@@ -821,3 +821,28 @@ def test_a_composite_card_numbers_each_model_as_it_was_given(composite):
     card = render_composite(ck, "c")
     assert f"`{names[0]}`" in row(card, "1") and f"`{names[1]}`" in row(card, "2")
     assert "(given" not in card and "above are given models" not in card
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_cli_ensemble_waits_for_no_training_run_writing_its_output(tmp_path, capsys, replace):
+    """Hostile audit 36 #8: `tpar train --out X` reserves X's lock and writes X only at its first validation; an
+    ensemble onto X checked only that X did not exist yet, wrote its composite, and the run then replaced it
+    without a word (with --replace, the composite replaced the run's model mid-training). The ensemble takes the
+    same lock and is refused while it is held, before any work."""
+    import subprocess
+    import sys
+
+    from tpar.data.locks import lock_path
+
+    out = tmp_path / "x.tpar"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock_path(out).write_text(str(holder.pid))  # as a running `tpar train --out x.tpar` holds it
+        argv = ["ensemble", "--checkpoints", str(SAMPLE_CHECKPOINT), "--prior", "--setting", "extrapolation",
+                "--data", str(SAMPLE_WORLD), "--out", str(out)] + (["--replace"] if replace else [])
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "checkpoint x.tpar is in use by another process" in err, err
+        assert not out.exists()
+    finally:
+        holder.kill()
