@@ -410,3 +410,21 @@ def test_an_observed_row_confirms_a_fact_a_model_had_inferred(ring, tmp_path):
     assert any("no longer marked inferred" in n for n in seen.notes)
     back = load_dataset(save_grown(once, seen, grown2, tmp_path, "once", overwrite=True))
     assert not back.is_inferred(*key) and len(back.all_facts()) == len(once.all_facts())
+
+
+def test_a_saved_data_set_folder_gets_the_umasks_permissions_and_growing_in_place_keeps_the_folders(ring, tmp_path):
+    """Hostile audit 36 #6: the new folder was made by mkdtemp (always 0700) and renamed over the old one, so a
+    group's shared data set (2775) became unreadable to the group, silently. A new data set gets what the umask
+    gives any folder made here; growing in place keeps the folder's own mode, setgid bit included."""
+    import os
+    import stat
+
+    made = tmp_path / "probe"
+    made.mkdir()  # what a folder made here gets
+    assert stat.S_IMODE(ring.stat().st_mode) == stat.S_IMODE(made.stat().st_mode)
+    os.chmod(ring, 0o2775)
+    kg = load_dataset(ring)
+    report, grown = grow(kg, HEADER + "P0,meets,Newcomer,2024-03-05\n", "more.csv")
+    save_grown(kg, report, grown, ring.parent, ring.name, overwrite=True)
+    assert "Newcomer" in load_dataset(ring).entities
+    assert stat.S_IMODE(ring.stat().st_mode) == 0o2775

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,6 +241,24 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     return report, kg
 
 
+def _new_folder(root: Path, name: str, like: Path | None) -> Path:
+    """A new, uniquely named hidden folder in ``root`` for a data set being saved, with the permissions a folder
+    made here gets (the umask honoured: mkdtemp's are always 0700) or those of ``like``, the folder it will replace
+    (a group's shared folder keeps its group access and setgid bit when grown in place)."""
+    import secrets
+
+    for _ in range(100):
+        tmp = root / f".{name}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            tmp.mkdir()
+        except FileExistsError:
+            continue
+        if like is not None:
+            os.chmod(tmp, stat.S_IMODE(like.stat().st_mode))
+        return tmp
+    raise DataError(f"cannot make a temporary folder in {root}")
+
+
 def _read_back_problem(kg, back, used: list[str]) -> str | None:
     """What differs between data set ``kg`` and ``back``, its saved CSV files read again (``used``: the names of the
     entities its facts hold, the only ones CSV files keep), naming the first name that differs; ``None`` if nothing."""
@@ -349,7 +367,7 @@ def _save_locked(kg: TemporalKG, root: Path, name: str, overwrite: bool, extra_f
         raise DataError(f"a data set named {name!r} already exists; choose another name or replace it")
     if dest.exists():
         _check_replaceable(dest, extra_files)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    tmp = _new_folder(root, name, like=dest if dest.exists() else None)
     try:
         ax = kg.time_axis
         for split in SPLITS:
