@@ -440,3 +440,44 @@ def test_a_renamed_name_is_shown_as_written_readably():
     assert show_invisible("Ωmega\u200bCorp") == "Ωmega\\u200bCorp"
     assert show_invisible("Zoe\u0308") == "Zoe\u0308 (decomposed: Zoe\\u0308)"
     assert show_invisible("Café") == "Café" and show_invisible("a\x1b[31m") == "a\\x1b[31m"
+
+
+def test_the_normalised_names_note_writes_each_escape_once(tmp_path):
+    """Hostile audit 36: the note formatted show_invisible's text with !r, so its one backslash showed as two
+    ('Omega\\\\u200bCorp')."""
+    from tpar.data.tables import read_quadruple_csv, reading_notes
+
+    f = tmp_path / "inv.csv"
+    f.write_text("subject,relation,object,time\nOmega\u200bCorp,r,B,2024-01-01\n", encoding="utf-8")
+    notes = " ".join(reading_notes(read_quadruple_csv(f).report))
+    assert "row 2: 'Omega\\u200bCorp' -> 'OmegaCorp'" in notes and "\\\\" not in notes, notes
+
+
+def test_evaluation_facts_that_are_training_facts_too_are_said(tmp_path):
+    """Hostile audit 36 #9: a test fact that repeats a training fact passed without a word (the duplicate key holds
+    the split), and WIKIDATA12k's test split repeats 132 training facts whose 264 questions score MRR 99.1. A CSV
+    folder, one file with a split column and a benchmark each say how many and show one."""
+    from tpar.data.loading import load_dataset
+
+    head = "subject,relation,object,time\n"
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    (folder / "train.csv").write_text(head + "A,r,B,2024-01-01\nB,r,C,2024-01-02\n")
+    (folder / "valid.csv").write_text(head + "C,r,A,2024-01-03\n")
+    (folder / "test.csv").write_text(head + "A,r,B,2024-01-01\nC,r,B,2024-01-04\n")
+    said = [n for n in load_dataset(folder).notes if "training fact" in n]
+    assert said == ["1 of the 2 test facts is a training fact too (e.g. (A, r, B, 2024-01-01)): a model trains on it "
+                    "before it is asked it, so its test figures count facts it has seen (a question never reads its own "
+                    "fact, but training did)"]
+    one = tmp_path / "split.csv"
+    one.write_text("subject,relation,object,time,split\nA,r,B,2024-01-01,train\nB,r,C,2024-01-02,train\n"
+                   "A,r,B,2024-01-01,valid\nC,r,A,2024-01-03,test\n")
+    assert [n[:45] for n in load_dataset(one).notes if "training fact" in n] == ["1 of the 1 valid facts is a training fact too"]
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "train.txt").write_text("A\tr\tB\t1\nB\tr\tC\t2\n")
+    (bench / "valid.txt").write_text("C\tr\tA\t3\n")
+    (bench / "test.txt").write_text("B\tr\tC\t2\n")
+    assert any(n.startswith("1 of the 1 test facts is a training fact too") for n in load_dataset(bench).notes)
+    (folder / "test.csv").write_text(head + "C,r,B,2024-01-04\n")
+    assert not [n for n in load_dataset(folder).notes if "training fact" in n]

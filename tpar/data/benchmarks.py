@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG, split_overlap_notes
 from tpar.data.tables import MAX_FIELD, clean_name, rows_text
 from tpar.data.textfile import BOM, memory_named, read_lines
 from tpar.data.timeaxis import TimeAxis, beyond_max_int_time, whole_number
@@ -269,8 +269,10 @@ def _load_benchmark(folder: Path) -> TemporalKG:
     missing = [s for s in SPLITS if s not in splits]
     if missing:
         notes.append(f"missing split file{'s' if len(missing) > 1 else ''}: {', '.join(m + '.txt' for m in missing)}")
-    return TemporalKG(name=folder.name, entities=entities, relations=relations, time_axis=axis, splits=splits,
-                      source=str(folder), notes=notes)
+    kg = TemporalKG(name=folder.name or folder.resolve().name, entities=entities, relations=relations, time_axis=axis,
+                    splits=splits, source=str(folder), notes=notes)
+    kg.notes = kg.notes + split_overlap_notes(kg)
+    return kg
 
 
 def _is_int(s: str) -> bool:

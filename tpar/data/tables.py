@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG, split_overlap_notes
 from tpar.data.lineage import lineage_of
 from tpar.data.outputs import FORMULA_START
 from tpar.data.textfile import (BOM, MAX_LINE_CHARS, Marks, bounded_lines, marks_of, memory_named, newline_ends,
@@ -127,7 +127,7 @@ def reading_notes(report: CsvReport) -> list[str]:
     if report.normalised:
         row, before, after = report.normalised[0]
         out.append(f"{plural(len(report.normalised), 'name')} normalised (Unicode NFC, invisible or direction-changing "
-                   f"characters removed), e.g. row {row}: {show_invisible(before)!r} -> {after!r}")  # as written, escaped: the
+                   f"characters removed), e.g. row {row}: '{show_invisible(before)[:80]}' -> {after[:80]!r}")  # as written: the
         # two spellings often look the same ('Café' written e + combining accent)
     if report.lookalikes:
         out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike, e.g. "
@@ -829,8 +829,10 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
         notes = notes + [f"{plural(len(inferred), 'fact')} marked as inferred (completed by a model, not observed)"
                          + (f"; {moved} of them moved from valid/test to train (inferred facts are never evaluated "
                             "on)" if moved else "")]
-    return TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
-                      time_axis=first.time_axis, splits=splits, source=source, notes=notes, inferred=inferred)
+    kg = TemporalKG(name=name, entities=Vocabulary(tuple(ent)), relations=Vocabulary(tuple(rel)),
+                    time_axis=first.time_axis, splits=splits, source=source, notes=notes, inferred=inferred)
+    kg.notes = kg.notes + split_overlap_notes(kg)
+    return kg
 
 
 def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[str]:
@@ -938,7 +940,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
             notes.append(f"{split}: {duplicates_note(q.report)}")
         notes += dropped_rows_notes(f"{split}.csv", q.report)
         notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
-    kg = build_kg(folder.name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
+    kg = build_kg(folder.name or folder.resolve().name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
     kg.lineage = lineage_of(folder)
     if kg.lineage:
         times = "once" if len(kg.lineage) == 1 else f"{len(kg.lineage)} times"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpar.data.kg import SPLITS, TemporalKG
+from tpar.data.kg import SPLITS, TemporalKG, split_overlap_notes
 from tpar.data.locks import exclusive
 from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
@@ -225,7 +225,8 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           granularity=kg.time_axis.granularity,
                           time_range=(kg.time_axis.label(int(t.min())), kg.time_axis.label(int(t.max()))),
                           entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
-                          split_counts={s: int(len(idx)) for s, idx in parts.items()}, notes=notes,
+                          split_counts={s: int(len(idx)) for s, idx in parts.items()},
+                          notes=notes + split_overlap_notes(kg),  # the file's own split column can repeat a fact
                           normalised=q.report.normalised, lookalikes=q.report.lookalikes,
                           dropped_text=row_texts(text, [r for r, _ in q.report.problems[:1000]]),
                           outliers=outliers, outliers_excluded=exclude_outliers and bool(outliers),
