@@ -129,7 +129,7 @@ def cmd_info(args) -> int:
             extra = (f"  {plural(info['entities'], 'entity', 'entities')}, {plural(info['relations'], 'relation')}, "
                      f"{plural(info['time_steps'], 'time step')}, "
                      f"{info['time_range'][0]} .. {info['time_range'][1]}")
-        print(f"  {split:6s} {info['facts']:>9,} facts{extra}")
+        print(f"  {split:6s} {info['facts']:>9,} {'fact ' if info['facts'] == 1 else 'facts'}{extra}")
     for s in st["missing_splits"]:
         print(f"  {s:6s}   missing")
     print(f"  fingerprint {st['fingerprint'][:16]}")
@@ -197,12 +197,14 @@ def cmd_train(args) -> int:
     from tpar.training.distributed import current
 
     _output(args.out, "checkpoint", make_parents=True)
-    _keep_existing(args.out, "checkpoint", args.replace, args.resume)
     dist = current()
     if dist is not None and not dist.main:
+        _keep_existing(args.out, "checkpoint", args.replace, args.resume)
         return _train(args, reserved=False)
+    # reserved before the existing output is judged: a run still writing it is "in use", not an interrupted one
     lock = acquire(lock_path(args.out), f"checkpoint {Path(args.out).name}")
     try:
+        _keep_existing(args.out, "checkpoint", args.replace, args.resume)
         return _train(args, reserved=True)
     finally:
         release(lock)

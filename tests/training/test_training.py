@@ -644,6 +644,29 @@ def test_an_interrupted_runs_progress_is_never_overwritten_unasked(world, tmp_pa
     assert main(cmd + ["--replace"]) == 0 and out.exists() and not progress.exists()  # asked: a fresh run
 
 
+def test_a_run_still_training_is_said_to_be_in_use_not_to_have_left_progress(world, tmp_path, capsys):
+    """Hostile audit 36: while run A trains (its periodic resume file on disk), a second `tpar train --out` the same
+    file was told "an interrupted run left its progress ... add --resume", and --resume then said "in use by
+    another process". The output's lock is taken first, so the second run hears that it is in use."""
+    import subprocess
+    import sys
+
+    from tpar.data.locks import lock_path
+
+    out = tmp_path / "e.tpar"
+    (tmp_path / "e.tpar.resume").write_bytes(b"a running run's progress")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock_path(out).write_text(str(holder.pid))  # as the running `tpar train --out e.tpar` holds it
+        cmd = ["train", "--data", str(world), "--setting", "extrapolation", "--out", str(out), "--quiet", "--epochs", "1"]
+        for extra in ([], ["--resume"]):
+            assert main(cmd + extra) == 2
+            err = capsys.readouterr().err
+            assert "checkpoint e.tpar is in use by another process" in err and "interrupted" not in err, err
+    finally:
+        holder.kill()
+
+
 def test_a_warm_start_refuses_to_add_or_drop_a_learned_priority(world):
     """The propagation may change in a warm start, but a learned priority's weights exist only with top-K: turning
     top-K on or off under ``priority="learned"`` would leave weights with no home (or none to start from), so it is

@@ -302,9 +302,12 @@ def _order_notes(kg: TemporalKG, rows: dict[str, list[tuple[int, int, int, int]]
     n = sum(t >= first_eval for t in new_train)
     if not n:
         return []
-    return [f"{plural(n, 'new training fact')} {'lies' if n == 1 else 'lie'} at or after the first valid/test time ({kg.time_axis.label(first_eval)}): "
-            "they are history for questions after them; an extrapolation evaluation still reads only facts before "
-            "each question, but a model trained before them was selected on a split they now precede"]
+    one = n == 1
+    return [f"{plural(n, 'new training fact')} {'lies' if one else 'lie'} at or after the first valid/test time "
+            f"({kg.time_axis.label(first_eval)}): {'it is' if one else 'they are'} history for questions after "
+            f"{'it' if one else 'them'}; an extrapolation evaluation still reads only facts before each question, but a "
+            f"model trained before {'it' if one else 'them'} was selected on a split {'it' if one else 'they'} now "
+            f"precede{'s' if one else ''}"]
 
 
 def in_place_losses(folder: str | Path) -> list[str]:

@@ -383,6 +383,14 @@ MAX_LINE_CHARS = 1_000_000
 #: the most rows one data file may have: reading holds a few hundred bytes of Python objects per row, whatever
 #: its length (a file of 8-byte rows cost ~40 times its size), so the rows are bounded, not only the bytes
 MAX_ROWS = 4_000_000
+_EMPTY_LINE = re.compile("(?m)^\n")
+
+
+def _empty_lines(text: str) -> int:
+    """How many lines of ``text`` are empty (asked only of a text of more lines than a file may have rows)."""
+    return sum(1 for _ in _EMPTY_LINE.finditer(text))
+
+
 def bounded_lines(text: str, path: str | Path, marks: Marks, *, keep_ends: bool = True,
                   header: bool = True) -> Iterator[str]:
     """The lines of ``text`` (newline-ended, :func:`newline_ends`) one at a time, no second copy of the text held:
@@ -390,7 +398,8 @@ def bounded_lines(text: str, path: str | Path, marks: Marks, *, keep_ends: bool 
     and never split; more than :data:`MAX_ROWS` rows (beyond a header) raise :class:`DataError` before they are
     held (``header``: the first line is no row). ``keep_ends``: each line with its newline (as Python's csv reader
     takes them)."""
-    if text.count("\n", 0, len(text) - 1) + (not header) > MAX_ROWS:  # counted at C speed before a row is read
+    lines = text.count("\n", 0, len(text) - 1) + (not header)  # counted at C speed before a row is read
+    if lines > MAX_ROWS and lines - _empty_lines(text) > MAX_ROWS:  # an empty line is no row: it holds nothing
         raise DataError(f"more than {MAX_ROWS:,} rows, more than tpar reads from one file (reading holds every row in "
                         "memory); split it, or keep the rows a question needs", file=path)
     start, size = 0, len(text)
