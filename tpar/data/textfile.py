@@ -50,9 +50,9 @@ _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 def free_private_use(text: str, size: int = 1, avoid: tuple[range, ...] = ()) -> int | None:
     """The first of ``size`` consecutive private-use code points (the run aligned to ``size``) of which ``text``
     holds none and ``avoid`` none, or ``None`` when every run is taken (only a file made for it holds characters of
-    all 2,000-odd runs of 128). Usually the first candidate is free: one scan at C speed (none at all for a
-    one-byte-per-character text, which cannot hold one); past a few taken ones, one census of the text's
-    private-use characters, never a scan per candidate."""
+    all 2,000-odd runs of 128). Usually the first candidate is free: one scan at C speed (for one character, none
+    at all in a text of one byte a character, which cannot hold one); past a few taken ones, one census of the
+    text's private-use characters, never a scan per candidate."""
     def runs():
         for block in PRIVATE_USE:
             for start in range(block.start, block.stop - size + 1, size):
@@ -101,21 +101,22 @@ class Marks:
                             "without them", file=path)
         return chr(code)
 
+    @functools.cached_property
+    def _bad_byte(self) -> re.Pattern:
+        base = self.bad_byte_base or 0
+        return re.compile(f"[{chr(base)}-{chr(base + 127)}]")
+
     def bad_byte_problem(self, cells: list[str]) -> str | None:
         """"not UTF-8 text (invalid byte 0xff)" for the first byte :func:`decode_text` marked in a row's ``cells``,
         else ``None``."""
         if self.bad_byte_base is None:
             return None
-        first = chr(self.bad_byte_base)
-        pattern = re.compile(f"[{first}-{chr(self.bad_byte_base + 127)}]")
-        m = next((m for m in map(pattern.search, cells) if m), None)
+        m = next((m for m in map(self._bad_byte.search, cells) if m), None)
         return None if m is None else f"not UTF-8 text (invalid byte 0x{ord(m.group()) - self.bad_byte_base + 0x80:02x})"
 
     def bad_bytes_shown(self, text: str, shown: str = "\ufffd") -> str:
         """``text`` with each marked byte as ``shown`` (U+FFFD, the replacement character)."""
-        if self.bad_byte_base is None:
-            return text
-        return re.sub(f"[{chr(self.bad_byte_base)}-{chr(self.bad_byte_base + 127)}]", shown, text)
+        return text if self.bad_byte_base is None else self._bad_byte.sub(shown, text)
 
     def long_line_length(self, cell: str) -> int | None:
         """The length of the line a :attr:`long_line` cell stands for, or ``None`` for any other cell."""
