@@ -49,7 +49,8 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
     """Per query, per link, in plain Python: Eqs. 2-3 (time), 5 (message), 6-7 (attention), 8
     (aggregation), 9 (score), with self-loops (identity relation 2R, Δt = 0); and the pruning of the
     model's config, from its definitions: a history window W, a cap of M links per entity nearest t_q
-    (ties in time broken by relation, then entity, as the index sorts them), the m repeats of a fact
+    (ties in time broken by relation, then entity, as the index sorts them; in interpolation the question's own
+    fact and its inverse are hidden first, so they never take a place), the m repeats of a fact
     (s, r, o) nearest t_q on each side of it, and top-K expansion by the provisional score w·h^ℓ (ties by
     entity id); none of them in the first ``exact_steps`` steps."""
     cfg = model.cfg
@@ -84,16 +85,15 @@ def reference_scores(model: TPAR, bg_facts: np.ndarray, setting: str, queries, c
                 if cfg.link_cap:
                     mine = mine[max(0, len(mine) - cfg.link_cap):]
                 return [x for x in mine if recent(x)] if cfg.recent_repeats else mine
+            own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
+            mine = [x for x in mine if x not in own]  # hidden before any limit: it never takes a place in the cap
             if cfg.history_window:
                 mine = [x for x in mine if abs(x[3] - t_q) <= cfg.history_window]
             if cfg.link_cap:
                 before = [x for x in mine if x[3] < t_q]
                 after = [x for x in mine if x[3] >= t_q]
                 mine = before[max(0, len(before) - cfg.link_cap // 2):] + after[:cfg.link_cap - cfg.link_cap // 2]
-            if cfg.recent_repeats:
-                mine = [x for x in mine if recent(x)]
-            own = {(s_q, r_q, a_q, t_q), (a_q, r_inv, s_q, t_q)}
-            return [x for x in mine if x not in own]
+            return [x for x in mine if recent(x)] if cfg.recent_repeats else mine
 
         states = {(s_q, t_q): torch.zeros(cfg.dim, dtype=torch.float64)}
         sending = set(states)
