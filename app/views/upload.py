@@ -184,6 +184,11 @@ def report_ui(report: UploadReport) -> None:
             st.dataframe(pd.DataFrame([{"row": r, "as written": show_invisible(a), "as kept": b}
                                        for r, a, b in report.normalised[:1000]]), hide_index=True)
     if report.lookalikes:
+        more = len(report.lookalikes) - 1
+        st.warning(ex.md(f"{report.lookalike_text(report.lookalikes[0])} look alike (case, accents or spaces apart) "
+                         "but are kept as distinct names: if they name one thing, its facts and its probability are split "
+                         "between them. Write them alike in the file and upload it again.")
+                   + (f" {ex.plural(more, 'more group')} below." if more else ""))
         with st.expander(f"Distinct names that look alike ({ex.plural(len(report.lookalikes), 'group')})"):
             st.dataframe(pd.DataFrame([{"names": " / ".join(n if n == ascii(n)[1:-1] else f"{n} = {ascii(n)}" for n in g)}
                                        for g in report.lookalikes[:1000]]),

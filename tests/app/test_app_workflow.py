@@ -842,3 +842,15 @@ def test_a_trained_model_that_does_not_beat_the_frequency_baseline_is_told_so_on
     assert not at.exception
     said = " ".join(w.value for w in at.warning)
     assert "Extrapolation: this model does not beat the frequency baseline" in said and "against 100.00%" in said
+
+
+def test_names_apart_only_by_an_accent_are_warned_about_on_upload(workspace):
+    """Walk-through 36: the report said "19 entities" for 18 actors and nothing else; the look-alike group now comes
+    as a warning naming both spellings with their row counts, not only inside a folded expander."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    rows = tiny_world_csv().strip().splitlines()
+    extra = [f"Zoë Halvorsen,meets,P{i},2024-01-{i + 10:02d}" for i in range(4)] + ["Zoe Halvorsen,meets,P1,2024-01-20"]
+    upload(at, ("\n".join(rows + extra) + "\n").encode())
+    assert not at.exception and not at.error
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "'Zoe Halvorsen' (1 row) and 'Zoë Halvorsen' (4 rows) look alike" in said, said

@@ -130,18 +130,27 @@ def reading_notes(report: CsvReport) -> list[str]:
                    f"characters removed), e.g. row {row}: '{show_invisible(before)[:80]}' -> {after[:80]!r}")  # as written: the
         # two spellings often look the same ('Café' written e + combining accent)
     if report.lookalikes:
-        out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike, e.g. "
+        out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike (case, accents or "
+                   "spaces apart), kept apart as distinct names: if they name one thing, write them alike, e.g. "
                    + " / ".join(repr(n) for n in report.lookalikes[0]))
     return out
 
 
+def lookalike_key(name: str) -> str:
+    """What :func:`lookalike_groups` compares: compatibility forms folded and accents dropped (NFKD without its
+    combining marks), case folded, spaces left out."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+
+
 def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
-    """Distinct names that read the same once compatibility forms and case are folded (NFKC + casefold) and spaces
-    are left out, e.g. 'Iran' / 'ＩＲＡＮ' / 'iran', 'Omega Corp' / 'OmegaCorp' (an invisible space removed from one
-    spelling): each group sorted, groups sorted."""
+    """Distinct names that read the same once compatibility forms, accents and case are folded and spaces are left
+    out, e.g. 'Iran' / 'ＩＲＡＮ' / 'iran', 'Omega Corp' / 'OmegaCorp' (an invisible space removed from one spelling),
+    'Zoë Halvorsen' / 'Zoe Halvorsen' (an accent typed in some rows only): each group sorted, groups sorted. Said,
+    never merged: in some languages an accent tells two names apart."""
     by_key: dict[str, set[str]] = {}
     for n in names:
-        by_key.setdefault("".join(unicodedata.normalize("NFKC", n).casefold().split()), set()).add(n)
+        by_key.setdefault(lookalike_key(n), set()).add(n)
     return sorted(sorted(g) for g in by_key.values() if len(g) > 1)
 
 

@@ -60,6 +60,12 @@ class UploadReport:
     incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
     duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
     empty_rows: int = 0                                                  # rows of only separators, skipped
+    lookalike_rows: dict[str, int] = field(default_factory=dict)         # each look-alike name -> rows naming it
+
+    def lookalike_text(self, group: list[str]) -> str:
+        """E.g. "'Zoe Halvorsen' (13 rows) and 'Zoë Halvorsen' (29 rows)"."""
+        said = [f"{n!r} ({plural(self.lookalike_rows[n], 'row')})" if n in self.lookalike_rows else repr(n) for n in group]
+        return ", ".join(said[:-1]) + " and " + said[-1]
 
     def accounting(self) -> str:
         """Where the rows read went, e.g. "218 rows read = 213 facts kept + 2 dropped + 2 duplicates + 1 empty row"
@@ -228,6 +234,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           split_counts={s: int(len(idx)) for s, idx in parts.items()},
                           notes=notes + split_overlap_notes(kg),  # the file's own split column can repeat a fact
                           normalised=q.report.normalised, lookalikes=q.report.lookalikes,
+                          lookalike_rows=_rows_naming(q, {n for g in q.report.lookalikes[:1000] for n in g}),
                           dropped_text=row_texts(text, [r for r, _ in q.report.problems[:1000]]),
                           outliers=outliers, outliers_excluded=exclude_outliers and bool(outliers),
                           self_loops=[r for r, a, b in zip(q.rows, q.subjects, q.objects) if a == b],
@@ -240,6 +247,17 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
         report.notes.append(f"{plural(len(q.incomplete), 'incomplete row')} (subject or object empty) kept aside: a model "
                             "can propose the missing entity before the data set is saved")
     return report, kg
+
+
+def _rows_naming(q, names: set[str]) -> dict[str, int]:
+    """How many of ``q``'s rows name each of ``names`` (as subject, relation or object; a row naming one twice
+    counts once)."""
+    counts = dict.fromkeys(names, 0)
+    if names:
+        for row in zip(q.subjects, q.relations, q.objects):
+            for n in set(row) & names:
+                counts[n] += 1
+    return counts
 
 
 def _new_folder(root: Path, name: str, like: Path | None) -> Path:
