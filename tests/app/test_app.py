@@ -438,7 +438,7 @@ def test_a_forged_card_and_a_checkpoints_strings_never_act_on_the_page(tmp_path,
     ckpt = runs / "forged.tpar"
     ck = Checkpoint.load(Path(APP).parent.parent / "checkpoints" / "sample-world-unified.tpar")
     ck.extra = {**ck.extra, "hardware": {"platform": hostile, "torch": "$E=mc^2$", "gpu": hostile},
-                "seed": "[s](http://evil.example/seed)", "best_epoch": ":red[3]"}
+                "seed": "[s](http://evil.example/seed)"}  # a figure the card formats as a number is refused at load
     ck.save(ckpt)
     monkeypatch.setattr(explorer, "RUNS_DIR", runs)
     explorer.checkpoints.clear()
