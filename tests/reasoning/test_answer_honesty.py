@@ -237,3 +237,21 @@ def test_no_own_entity_note_where_a_fact_links_the_entity_to_itself():
     assert p.self_linked == {0} and not p.own_entity_leads(0, 0)
     pred = p.answer(Question("e0", "r0", "8", "object", "extrapolation"), top_k=None)
     assert pred.entity_self_linked and not any("links it to itself" in w for w in pred.warnings)
+
+
+def test_an_answer_says_when_its_model_lost_to_counting_on_its_own_test_split():
+    """Walk-through 36 F4: the Train page, the CLI and the card said this model scores below the frequency baseline
+    on interpolation test questions (37.09 vs 59.48), but Ask served its interpolation answers as calibrated with
+    no word of it. The training run's stored verdict is said with every answer of that setting, not of the other."""
+    p = predictor()
+    ck = p.checkpoint
+    ck.metrics = {"test_interpolation": {"realistic": {"mrr": 0.3709}}, "test_extrapolation": {"realistic": {"mrr": 0.6}}}
+    ck.extra = {**ck.extra, "baseline_test": {"interpolation": {"method": "frequency", "mrr": 0.5948},
+                                              "extrapolation": {"method": "frequency", "mrr": 0.5}}}
+    inside = p.answer(Question("e0", "r0", "3", "object", "interpolation"))
+    said = " ".join(inside.warnings)
+    assert ("On its own test split this model ranks interpolation questions worse than counting: MRR 37.09% against the "
+            "frequency baseline's 59.48%") in said
+    forecast = p.answer(Question("e0", "r0", "8", "object", "extrapolation"))
+    assert not any("worse than counting" in w for w in forecast.warnings)  # it beat counting there
+    assert any("`tpar calibrate --setting extrapolation`" in w for w in forecast.warnings)  # names the setting to fit

@@ -564,6 +564,20 @@ class Predictor:
             return ""
         return (ck.data_name or "the model's training data") if fitted_on == ck.data_fingerprint else "other data"
 
+    def baseline_warnings(self, setting: str) -> list[str]:
+        """The training run's own test verdict for ``setting``, when it recorded one and the model lost: the
+        frequency baseline (how often each answer answered the question before) ranked its test questions better
+        (:func:`tpar.evaluation.baselines.frequency_comparison` of the figures stored in the checkpoint)."""
+        from tpar.evaluation.baselines import frequency_comparison
+
+        stored = self.checkpoint.extra.get("baseline_test")
+        for s, model, base in frequency_comparison(self.checkpoint.metrics, stored if isinstance(stored, dict) else None):
+            if s == setting and model < base:
+                return [f"On its own test split this model ranks {setting} questions worse than counting: MRR "
+                        f"{100 * model:.2f}% against the frequency baseline's {100 * base:.2f}% (how often each answer "
+                        "answered the question before). Read its answers with that in mind, or ask `tpar baseline`."]
+        return []
+
     def setting_warnings(self, prepared: PreparedQuestion) -> list[str]:
         """Why this question's answers deserve less trust than the model's test figures suggest: a
         setting the checkpoint was not trained for, a time before or far after the known facts."""
@@ -576,6 +590,7 @@ class Predictor:
                        "outside its training setting, so expect lower accuracy than its test figures. "
                        + ("A unified or interpolation model fits this question better." if asked == "interpolation"
                           else "A unified or extrapolation model fits this question better."))
+        out += self.baseline_warnings(asked)
         t_min, t_max = self.kg.time_range
         span = max(1, t_max - t_min)
         t = prepared.time_step
@@ -667,8 +682,8 @@ class Predictor:
         elif cal is not None:
             warnings.extend(cal.caveats())
         else:
-            warnings.append("Probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate` "
-                            "to know how often they are right.")
+            warnings.append("Probabilities are the raw softmax of the scores, not calibrated for this setting: run "
+                            f"`tpar calibrate --setting {prepared.setting.value}` to know how often they are right.")
         return Prediction(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
                           time_step=t, setting=prepared.setting.value, answers=answers, reached=n_reached,
                           warnings=warnings, num_entities=E, unreached_rank=unreached_rank,
