@@ -37,10 +37,13 @@ def render() -> None:
     score = f"composite score S(q, a) = {e.score:.4f}" if e.combines else f"score f(q, a) = {e.score:.4f}"
     opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
                f"{e.answer}: rank {e.rank_text()}")
-    st.markdown(ex.md(f"{opening} in the {e.setting} setting.") + plain_summary(e))
+    st.markdown(ex.md(f"{opening} of {pred.num_entities:,} in the {e.setting} setting{how_sure(pred, e.answer)}.")
+                + plain_summary(e))
     for w in pred.warnings:  # the Ask page's caveats of this answer (a model that guesses, a thin calibration, …)
         if w not in e.warnings:
             st.warning(ex.sentence(w))
+    if pred.coverage is not None and "unsure" in pred.answer_set_note():  # Ask's answer set says the model is unsure
+        st.caption(ex.md(f"{100 * pred.coverage:g}% answer set, as on Ask: " + pred.answer_set_note()))
     if e.paths_note():
         st.caption(ex.md(e.paths_note() + "."))
     with st.expander("How the paths and their shares are computed"):
@@ -112,6 +115,21 @@ def plain_summary(e: Explanation) -> str:
     shown = "the temporal path that adds" if n == 1 else f"the {n} temporal paths that add"
     return ex.md(f" The drawing shows {shown} most to its score, from {e.subject} at the left to {e.answer} at the "
                  f"right; the strongest: {steps}.")
+
+
+def how_sure(pred: Prediction, answer: str) -> str:
+    """", probability 28.4% (next: Lumen Council, 13.3%); the 90% answer set holds only …": how sure the model is of
+    ``answer``, as Ask says it -- "" when the answer is not among the listed ones (an unreached answer's rank says
+    it). An explanation of a 28% guess must not read like one of a certainty."""
+    mine = next((a for a in pred.answers if a.entity == answer), None)
+    if mine is None:
+        return ""
+    other = next((a for a in pred.answers if a.entity != answer), None)
+    beside = "next" if pred.answers[0].entity == answer else "first"
+    out = f", probability {probability_text(mine.probability)}"
+    if other is not None:
+        out += f" ({beside}: {other.entity}, {probability_text(other.probability)})"
+    return out
 
 
 def composite_ui(e: Explanation) -> None:
@@ -202,15 +220,15 @@ def paths_ui(e: Explanation, shown: list) -> None:
                          "needs together split their share, but removing either may take all of it.")
             # shown to 4 decimals: rounded here so that float noise below them reads +0.0000, never -0.0000
             st.dataframe(pd.DataFrame([{"share": round(x.share, 4) + 0.0,
-                                        "removal": None if x.removal is None else round(x.removal, 4) + 0.0,
+                                        "removal": "not measured" if x.removal is None else f"{round(x.removal, 4) + 0.0:+.4f}",
                                         "subject": x.subject,
                                         "relation": x.relation, "object": x.object, "time": x.time, "links": x.links}
                                        for x in e.facts]),
                          hide_index=True, column_config={
                              "share": st.column_config.NumberColumn("Share", format="%+.4f", width="small"),
-                             "removal": st.column_config.NumberColumn("Removal", format="%+.4f", width="small",
-                                                                      help="f(q, a) minus f(q, a) without this fact; "
-                                                                           "None: not measured"),
+                             "removal": st.column_config.TextColumn("Removal", width="small",
+                                                                    help="f(q, a) minus f(q, a) without this fact "
+                                                                         "(measured for the largest shares only)"),
                              "subject": st.column_config.TextColumn("Subject"),
                              "relation": st.column_config.TextColumn("Relation"),
                              "object": st.column_config.TextColumn("Object"),
