@@ -498,3 +498,26 @@ def test_names_apart_only_by_accents_are_flagged_with_how_many_rows_name_each():
     assert report.lookalikes == [["Minister Zoe Halvorsen", "Minister Zoë Halvorsen"]]
     assert report.lookalike_text(report.lookalikes[0]) == "'Minister Zoe Halvorsen' (3 rows) and 'Minister Zoë Halvorsen' (5 rows)"
     assert any("look alike (case, accents or spaces apart), kept apart" in n for n in report.notes)
+
+
+def test_the_cli_sets_incomplete_rows_aside_as_the_upload_page_does(tmp_path, capsys):
+    """Walk-through 36 F9: the Upload page set rows lacking their subject or object aside as facts to complete,
+    while every command refused the same file as holding bad rows until --drop-bad-rows. Both now set them aside,
+    naming the rows and the command that completes them; a truly bad row still needs the flag."""
+    from tpar.cli import main
+    from tpar.data.loading import load_dataset
+
+    f = write(tmp_path / "inc.csv", HEADER + "A,r,B,2024-01-01\n,r,C,2024-01-02\nB,r,,2024-01-03\nC,r,A,2024-01-04\n"
+                                             "A,r,C,2024-01-05\n")
+    kg = load_dataset(f)
+    assert len(kg.all_facts()) == 3
+    assert ("inc.csv, rows 3 and 4: 2 incomplete rows (subject or object empty) set aside, not read as facts; "
+            "`tpar complete --input inc.csv --checkpoint MODEL --out FILLED.csv` proposes the missing entities") in kg.notes
+    assert main(["info", str(f)]) == 0 and "2 incomplete rows" in capsys.readouterr().out
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    write(folder / "train.csv", HEADER + "A,r,B,2024-01-01\n,r,C,2024-01-02\nB,r,C,2024-01-03\n")
+    write(folder / "test.csv", HEADER + "C,r,A,2024-01-04\n")
+    assert any(n.startswith("train.csv, row 3: 1 incomplete row") for n in load_dataset(folder).notes)
+    write(tmp_path / "bad.csv", HEADER + "A,r,B,2024-01-01\nA,r,B,yesterday\n")
+    assert main(["info", str(tmp_path / "bad.csv")]) == 2  # a bad row is still refused without --drop-bad-rows

@@ -844,6 +844,19 @@ def build_kg(name: str, source: str, per_split: dict[str, CsvQuadruples | tuple[
     return kg
 
 
+def incomplete_rows_notes(file: str, q: CsvQuadruples) -> list[str]:
+    """The note on the rows of ``q`` that lack exactly their subject or their object, set aside as facts to
+    complete (not facts, not bad rows: as the Upload page sets them aside), e.g. "x.csv, rows 47, 167 and 262: 3
+    incomplete rows (subject or object empty) set aside, not read as facts; `tpar complete` proposes the missing
+    entities"."""
+    if not q.incomplete:
+        return []
+    rows = [r.row for r in q.incomplete]
+    return [f"{file}, {rows_text(rows, len(rows))}: {plural(len(rows), 'incomplete row')} (subject or object empty) set "
+            f"aside, not read as facts; `tpar complete --input {file} --checkpoint MODEL --out FILLED.csv` proposes the "
+            "missing entities"]
+
+
 def dropped_rows_notes(file: str, report: CsvReport, limit: int = 20) -> list[str]:
     """One note per dropped row (the first ``limit``, then a count), e.g. "x.csv, row 5 dropped:
     expected 4 columns, found 2"."""
@@ -869,9 +882,10 @@ def load_csv(path: str | Path, *, time_format: str = "auto", split_policy: str =
     path = Path(path)
     if split_policy not in SPLIT_POLICIES:
         raise DataError(f"unknown split policy {split_policy!r} (expected chronological or random)")
-    q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)
+    q = read_quadruple_csv(path, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first,
+                           incomplete="keep")
     notes = [f"{path.name}: {plural(len(q.subjects), 'fact')}, time read as {q.report.time_format} ({q.time_axis.describe()})"]
-    notes += dropped_rows_notes(path.name, q.report)
+    notes += dropped_rows_notes(path.name, q.report) + incomplete_rows_notes(path.name, q)
     if q.report.duplicates:
         notes.append(duplicates_note(q.report))
     notes += reading_notes(q.report)
@@ -926,7 +940,8 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
     fmt, order, pending = time_format, day_first, []
     for split, p in files.items():
         try:
-            read[split] = read_quadruple_csv(p, time_format=fmt, on_bad_rows=on_bad_rows, day_first=order)
+            read[split] = read_quadruple_csv(p, time_format=fmt, on_bad_rows=on_bad_rows, day_first=order,
+                                             incomplete="keep")
         except AmbiguousDates:
             if order is not None:
                 raise
@@ -935,7 +950,8 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
         fmt = read[split].report.time_format
         order = read[split].report.day_first if order is None else order
     for split in pending:
-        read[split] = read_quadruple_csv(files[split], time_format=fmt, on_bad_rows=on_bad_rows, day_first=order)
+        read[split] = read_quadruple_csv(files[split], time_format=fmt, on_bad_rows=on_bad_rows, day_first=order,
+                                         incomplete="keep")
         fmt = read[split].report.time_format
     qs = {s: read[s] for s in files}
     raw = [t for q in qs.values() for t in q.raw_times]
@@ -947,7 +963,7 @@ def load_csv_folder(folder: str | Path, *, time_format: str = "auto", on_bad_row
         at += len(q.raw_times)
         if q.report.duplicates:
             notes.append(f"{split}: {duplicates_note(q.report)}")
-        notes += dropped_rows_notes(f"{split}.csv", q.report)
+        notes += dropped_rows_notes(f"{split}.csv", q.report) + incomplete_rows_notes(f"{split}.csv", q)
         notes += [f"{split}.csv: {n}" for n in reading_notes(q.report)]
     kg = build_kg(folder.name or folder.resolve().name, str(folder), {s: (q, np.arange(len(q.subjects))) for s, q in qs.items()}, notes)
     kg.lineage = lineage_of(folder)
