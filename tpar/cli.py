@@ -412,8 +412,8 @@ def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[s
         lines.append(f"{setting}: the frequency baseline scores test MRR {_pct(base).strip()}%; the model "
                      + (f"beats it by {100 * (model - base):.2f} points" if model > base else
                         f"does not beat it ({100 * (model - base):+.2f} points): on this data the answers repeat "
-                        "earlier facts more than temporal paths explain them. Try more epochs (--epochs, "
-                        "--patience), or answer with `tpar baseline` here"))
+                        "earlier facts more than temporal paths explain them. If valid MRR was still rising when the "
+                        "run ended, try more epochs (--epochs, --patience); else answer with `tpar baseline` here"))
     return lines
 
 
@@ -431,8 +431,9 @@ def _pct(x) -> str:
 
 def train_summary(result) -> str:
     """A training run in words and small tables (``tpar train``; ``--json`` prints the data instead)."""
-    why = {"completed": "every epoch ran", "early-stopping": "stopped early: valid MRR stopped improving",
-           "cancelled": "cancelled"}.get(result.stopped, result.stopped)
+    from tpar.training.trainer import STOPPED_TEXT
+
+    why = STOPPED_TEXT.get(result.stopped, result.stopped)
     lines = [f"Training done ({why}). Best epoch {result.best_epoch} of {len(result.history)}, "
              f"{result.seconds / 60:.1f} min of training. Model: {result.path}", "",
              "epoch   loss   questions   valid MRR %"]

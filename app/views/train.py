@@ -30,6 +30,7 @@ from tpar.evaluation.baselines import frequency_comparison
 from tpar.evaluation.chance import chance_text, figure_caveats, measured_count, test_figures
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 from tpar.training.snapshots import resume_path
+from tpar.training.trainer import STOPPED_TEXT
 
 #: the form's fields that take their default from the training-defaults policy (reset when the data set changes)
 POLICY_FIELDS = ("train_layers", "train_dim", "train_epochs", "train_per_epoch", "train_lr", "train_window")
@@ -259,8 +260,8 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
             st.warning(f"{setting.capitalize()}: this model does not beat the frequency baseline (each answer scored "
                        f"by how often it answered this question before): test MRR {100 * model:.2f}% against "
                        f"{100 * base:.2f}% ({100 * (model - base):+.2f} points). On this data the answers repeat "
-                       "earlier facts more than temporal paths explain them: train for more epochs, or read its "
-                       "answers with that in mind.")
+                       "earlier facts more than temporal paths explain them. If valid MRR was still rising when the "
+                       "run ended (the chart below), train for more epochs; else read its answers with that in mind.")
 
 
 def measures_note(entities: int) -> str:
@@ -357,7 +358,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     job_id = job.id
     running = f"running, epoch {max(s.epoch, 1)} of at most {s.epochs}" + (f": {s.phase}…" if s.phase else "")
     label = {"starting": "starting…", "running": running,
-             "done": f"finished ({s.message})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
+             "done": f"finished ({STOPPED_TEXT.get(s.message, s.message)})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
     st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {progress_time(s)}"))
     if s.steps or s.epochs_done:

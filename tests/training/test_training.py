@@ -752,3 +752,16 @@ def test_a_resume_file_altered_field_by_field_is_refused_by_name(world, tmp_path
     state["state"][key]["exp_avg_sq"] = -state["state"][key]["exp_avg_sq"].abs() - 1
     with pytest.raises(DataError, match="'exp_avg_sq' does not fit"):
         restore_optimizer(torch.optim.Adam(model.parameters()), state, snap)
+
+
+@pytest.mark.parametrize("epochs, stopped, ran", [(1, "completed", 1), (3, "early-stopping", 1)])
+def test_a_run_whose_patience_ends_with_its_last_epoch_ran_every_epoch(world, tmp_path, monkeypatch, epochs, stopped, ran):
+    """Walk-through 36 F5: a run that reached its epoch limit was said to have stopped early (its patience ran out
+    in the same epoch), and advised more epochs. Early stopping is said only when epochs were left to run."""
+    from tpar.training.stopping import EarlyStopping
+    from tpar.training.trainer import STOPPED_TEXT
+
+    monkeypatch.setattr(EarlyStopping, "should_stop", property(lambda self: True))  # patience out after every epoch
+    res = train(load_dataset(world), tiny_run("extrapolation", epochs=epochs), tmp_path / "m.tpar", progress=False)
+    assert res.stopped == stopped and len(res.history) == ran
+    assert STOPPED_TEXT[res.stopped] in ("every epoch ran, up to the epoch limit", "stopped early: valid MRR stopped improving")

@@ -67,6 +67,13 @@ class TrainingCallbacks:
     on_phase: Callable[[str], None] | None = None   # "validating", "calibrating on valid", "evaluating on test"
 
 
+
+#: how a run stopped, in words (the CLI's summary and the Train page say the same)
+STOPPED_TEXT = {"completed": "every epoch ran, up to the epoch limit",
+                "early-stopping": "stopped early: valid MRR stopped improving",
+                "cancelled": "cancelled", "interrupted": "interrupted (its resume file kept)"}
+
+
 @dataclass
 class TrainResult:
     checkpoint: Checkpoint | None  # None on the ranks > 0 of a distributed run (rank 0 writes the model)
@@ -320,7 +327,7 @@ class Trainer:
         with deferred_signals() as received:
             try:
                 for epoch in range(self.state.epoch, self.cfg.epochs):
-                    if self._epoch(epoch, received):
+                    if self._epoch(epoch, received) and epoch + 1 < self.cfg.epochs:  # the last epoch: every one ran
                         return "early-stopping"
             except TrainingInterrupted:
                 return "interrupted"
