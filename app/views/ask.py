@@ -57,7 +57,7 @@ def render() -> None:
                    f"evidence (a temporal path of length ≤ {L} of some model, or ψ > 0); the others score 0.")
     else:
         n, E = pred.reached, kg.num_entities
-        reached = (f"{n:,} of {E:,} entit{'y is' if n == 1 else 'ies are'} reached by temporal paths of length ≤ {L}"
+        reached = (f"{n:,} of {E:,} entities {'is' if n == 1 else 'are'} reached by temporal paths of length ≤ {L}"
                    + (" (the question's own entity only)" if n == 1 else "") + ("" if n >= E else "; the others score 0")
                    + (": being reached is no evidence by itself (below)" if pred.no_evidence and n > 1 else ""))
         st.caption(f"Setting: **{pred.setting}**{why}. {reached}.")
@@ -66,8 +66,15 @@ def render() -> None:
     for w in pred.warnings:
         st.warning(ex.sentence(w))
     if pred.no_evidence:  # a ranking would present a guess as an answer
-        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. No ranking is shown; try a time closer "
-                      "to the known facts, or another entity or relation."))
+        t_min, t_max = kg.time_range
+        if pred.setting == "extrapolation" and pred.time_step <= t_max:  # a forecast inside the data: little before it
+            advice = ("a forecast reads only facts before its time, so try a later time, the interpolation setting "
+                      "(facts before and after), or another entity or relation")
+        elif pred.time_step > t_max or pred.time_step < t_min:
+            advice = "try a time closer to the known facts, or another entity or relation"
+        else:
+            advice = "try another entity or relation, or another time"
+        st.info(ex.md(f"No evidence for this question: {pred.no_evidence}. No ranking is shown; {advice}."))
         ex.sync_url()
         st.stop()
     if not pred.answers:
