@@ -141,7 +141,8 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     first = next(iter(results.values()))
     st.caption(f"{first.num_queries:,} queries ({split}, {setting}, both directions, time-aware filter)"
                + (f"; seeded subset of {limit:,}" if first.params.get("subset") else "")
-               + ". " + ", ".join(f"{k}: {v.seconds:.1f} s" for k, v in results.items()) + ".")
+               + ". " + ", ".join(f"{k}: {v.seconds:.1f} s" if v.seconds >= 1 else f"{k}: {1000 * v.seconds:.0f} ms"
+                                  for k, v in results.items()) + ".")
     kernel = results["TPAR"].params.get("kernel") if "TPAR" in results else None
     if kernel:
         st.caption(f"TPAR was scored with {kernel}. The C++ and torch kernels add in another order, so scores can "
@@ -162,17 +163,24 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     if "TPAR" in results:  # what limits these figures, the chart's per relation more so
         for caveat in ranking_caveats(results["TPAR"].metrics("realistic").mrr, entities, first.num_queries, "TPAR"):
             st.warning(ex.sentence(caveat))
+        if "frequency" in results:  # said in words, as the Train page says it
+            model, base = results["TPAR"].metrics("realistic").mrr, results["frequency"].metrics("realistic").mrr
+            if model <= base:
+                st.warning(f"TPAR does not beat the frequency baseline on these questions (each answer scored by how "
+                           f"often it answered the question before): MRR {100 * model:.2f}% against {100 * base:.2f}% "
+                           f"({100 * (model - base):+.2f} points).")
     per_rel = pd.DataFrame(relation_rows(results))
     tpar_rows = per_rel[per_rel.method == "TPAR"]
     top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
     which = (f"the {len(top)} relations with most queries" if len(tpar_rows) > len(top)
              else f"all {ex.plural(len(top), 'relation')} with queries")
     fig = go.Figure()
+    counts = dict(zip(tpar_rows["relation"], tpar_rows["queries"]))  # each bar rests on this many questions
     for name in results:
         d = per_rel[(per_rel.method == name) & per_rel.relation.isin(top)].set_index("relation").reindex(top)
-        fig.add_trace(go.Bar(x=[ex.plot_text(r) for r in d.index], y=d["MRR"], name=name))
+        fig.add_trace(go.Bar(x=[f"{ex.plot_text(r)} ({counts.get(r, 0):,})" for r in d.index], y=d["MRR"], name=name))
     fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
-                      title=f"Realistic MRR per relation ({which})", yaxis_title="MRR %",
+                      title=f"Realistic MRR per relation ({which}; questions in brackets)", yaxis_title="MRR %",
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: the bars keep the width
     ex.show_chart(fig)
     d1, d2, d3 = st.columns(3)

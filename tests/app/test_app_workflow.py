@@ -342,6 +342,13 @@ def test_evaluate_next_to_baselines():
         assert table[col].between(0, 100).all()
     assert (table["MRR opt."] >= table["MRR"]).all() and (table["MRR"] >= table["MRR pess."]).all()
     assert table.loc["TPAR", "MRR"] > table.loc["frequency", "MRR"]  # the planted rules are what TPAR is for
+    assert not any("does not beat the frequency baseline" in w.value for w in at.warning)
+    # each bar says how many questions it rests on, and every method's time is said (walk-through 36 F7: "0.0 s")
+    bars = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["data"][0].get("name") == "TPAR")
+    assert all(re.search(r"\(\d+\)$", x) for x in bars["data"][0]["x"]), bars["data"][0]["x"]
+    assert sum(int(re.search(r"\((\d+)\)$", x).group(1)) for x in bars["data"][0]["x"]) <= 200
+    assert not any("0.0 s" in c.value for c in at.caption)
     calib = next(d.value for d in at.dataframe if "ECE" in d.value.columns)  # before / after temperature scaling
     assert len(calib) == 2 and calib["ECE"].between(0, 1).all()
     assert any("sets hold the answer" in c.value for c in at.caption)
