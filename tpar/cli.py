@@ -896,6 +896,9 @@ def cmd_explain(args) -> int:
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
     print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank_text()}; "
           f"{e.importance} importance")
+    if e.importance != "integrated":  # the app's Evidence page explains with integrated gradients by default
+        print("  (the app's Evidence page weighs paths by integrated gradients, --importance integrated: its paths "
+              "and shares can differ from these)")
     print(f"  {RANKING_TEXT[e.ranking]}")
     if e.combines:
         print(f"  the ranking combines {e.combines}: {e.formula}; each model's paths are scaled by its weight "
