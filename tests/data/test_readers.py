@@ -121,11 +121,27 @@ def test_csv_time_formats(tmp_path, times, fmt, gran, origin, steps):
         assert q.time_axis.parse(q.time_axis.label(s)) == s
 
 
+def test_spaces_around_names_are_trimmed_and_said(tmp_path):
+    """' Alpha ' and 'Alpha' name one entity: the trimming merges them, and the notes say in how many rows (a
+    walk-through found it silent); a file without such spaces gets no such note."""
+    from tpar.data.tables import reading_notes
+
+    text = HEADER + " Iran ,Negotiate,China,2014-02-02\nIran,Negotiate, China,2014-02-03\nIran,Negotiate,China,2014-02-04\n"
+    q = read_quadruple_csv(write(tmp_path / "s.csv", text))
+    assert set(q.subjects) == {"Iran"} and set(q.objects) == {"China"}
+    assert q.report.trimmed_count == 2 and q.report.trimmed == [(2, " Iran "), (3, " China")]
+    assert any("spaces around names trimmed in 2 rows" in n and "row 2: ' Iran ' -> 'Iran'" in n
+               for n in reading_notes(q.report))
+    clean = read_quadruple_csv(write(tmp_path / "c.csv", HEADER + "Iran,Negotiate,China,2014-02-02\n"))
+    assert clean.report.trimmed_count == 0 and not any("trimmed" in n for n in reading_notes(clean.report))
+
+
 def test_csv_duplicates_counted(tmp_path):
     q = read_quadruple_csv(write(tmp_path / "d.csv", GOOD + "Iran,Negotiate,China,2014-02-02\n"))
     assert q.report.duplicates == 1 and len(q.subjects) == 3
     first = next(r for r, v in zip(q.rows, q.subjects) if v == "Iran")
-    assert q.report.duplicate_rows == [(5, first)]  # which row repeats which (walk-through: only a count was said)
+    # which row repeats which, and the fact itself (walk-throughs: only a count was said; then rows without content)
+    assert q.report.duplicate_rows == [(5, first, "Iran, Negotiate, China, 2014-02-02")]
 
 
 def test_rows_of_only_separators_are_counted_and_named_never_silently_skipped(tmp_path):
@@ -297,7 +313,10 @@ def test_look_alike_names_are_normalised_or_flagged(tmp_path):
     assert sorted(kg.entities.names) == sorted(["Iran", "Café", "Iraq", "ＩＲＡＮ", "iran"])
     assert [r for r, _, _ in report.normalised] == [2, 2, 4]
     assert report.lookalikes == [["Iran", "iran", "ＩＲＡＮ"]]
-    assert any("names normalised" in n for n in report.notes) and any("look alike" in n for n in report.notes)
+    # how the file was read is information, not a warning; look-alike names have their own warning on the page
+    assert any("names normalised" in n for n in report.info) and not any("look alike" in n for n in report.info)
+    assert not any("normalised" in n or "look alike" in n for n in report.notes)
+    assert any("look alike" in n for n in kg.notes)  # the data set's notes keep both
 
 
 def test_other_columns_are_not_read_and_the_report_says_so(tmp_path):
@@ -497,7 +516,7 @@ def test_names_apart_only_by_accents_are_flagged_with_how_many_rows_name_each():
     report, _ = inspect_upload(csv, "x.csv")
     assert report.lookalikes == [["Minister Zoe Halvorsen", "Minister Zoë Halvorsen"]]
     assert report.lookalike_text(report.lookalikes[0]) == "'Minister Zoe Halvorsen' (3 rows) and 'Minister Zoë Halvorsen' (5 rows)"
-    assert any("look alike (case, accents or spaces apart), kept apart" in n for n in report.notes)
+    assert not any("look alike" in n for n in report.info + report.notes)  # the page's own warning says it
 
 
 def test_the_cli_sets_incomplete_rows_aside_as_the_upload_page_does(tmp_path, capsys):

@@ -116,7 +116,7 @@ def test_upload_report_lists_dropped_rows_and_duplicates():
     text = tiny_world_csv(extra="P0,meets,P1,2024-01-01\nP0,meets\nP1,,P2,2024-01-02\nP2,meets,P3,someday\n")
     rep, kg = inspect_upload(text, "mine.csv")
     assert rep.rows_read == 124 and rep.rows_kept == 120
-    assert rep.duplicates == 1 and rep.duplicate_rows == [(122, 2)]  # listed on the page: which row repeats which
+    assert rep.duplicates == 1 and rep.duplicate_rows == [(122, 2, "P0, meets, P1, 2024-01-01")]  # listed: which row repeats which fact
     assert rep.accounting() == "124 rows read = 120 facts kept + 3 dropped + 1 duplicate"  # the tiles add up
     assert [r for r, _ in rep.dropped] == [123, 124, 125]
     assert "expected 4 columns" in rep.dropped[0][1] and "empty relation" in rep.dropped[1][1]

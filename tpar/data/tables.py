@@ -88,15 +88,15 @@ def duplicates_note(report: CsvReport) -> str:
     repeats row 3, row 40 repeats row 7"."""
     if not report.duplicates:
         return ""
-    pairs = ", ".join(f"row {r:,} repeats row {first:,}" for r, first in report.duplicate_rows[:5])
+    pairs = ", ".join(f"row {r:,} repeats row {first:,}" for r, first, _ in report.duplicate_rows[:5])
     more = report.duplicates - min(len(report.duplicate_rows), 5)
     return (f"{plural(report.duplicates, 'duplicate row')} removed (the fact of an earlier row again): {pairs}"
             + (f" and {more:,} more" if more else ""))
 
 
-def reading_notes(report: CsvReport) -> list[str]:
-    """One line each for rows of only separators, columns not read, names normalised and look-alike groups (the
-    CLI's notes, the upload report's)."""
+def reading_notes(report: CsvReport, lookalikes: bool = True) -> list[str]:
+    """One line each for rows of only separators, columns not read, names trimmed or normalised and (``lookalikes``)
+    look-alike groups (the CLI's notes, the upload report's)."""
     out = []
     if report.empty_count:
         one = report.empty_count == 1
@@ -129,7 +129,11 @@ def reading_notes(report: CsvReport) -> list[str]:
         out.append(f"{plural(len(report.normalised), 'name')} normalised (Unicode NFC, invisible or direction-changing "
                    f"characters removed), e.g. row {row}: '{show_invisible(before)[:80]}' -> {after[:80]!r}")  # as written: the
         # two spellings often look the same ('Café' written e + combining accent)
-    if report.lookalikes:
+    if report.trimmed_count:
+        row, spaced = report.trimmed[0]
+        out.append(f"spaces around names trimmed in {plural(report.trimmed_count, 'row')} (a name is the same with or "
+                   f"without them), e.g. row {row}: {spaced[:80]!r} -> {spaced.strip()[:80]!r}")
+    if report.lookalikes and lookalikes:
         out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike (case, accents or "
                    "spaces apart), kept apart as distinct names: if they name one thing, write them alike, e.g. "
                    + " / ".join(repr(n) for n in report.lookalikes[0]))
@@ -330,11 +334,14 @@ class CsvReport:
     rows_read: int = 0
     problems: list[tuple[int, str]] = field(default_factory=list)  # (row number, problem)
     duplicates: int = 0
-    duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
+    duplicate_rows: list[tuple[int, int, str]] = field(default_factory=list)  # (row, the earlier row it repeats,
+    # the fact as kept: "subject, relation, object, time"), first few
     empty_rows: list[int] = field(default_factory=list)  # rows of nothing but separators (",,,"), skipped; first few
     empty_count: int = 0                                  # all of them
     time_format: str = ""
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
+    trimmed: list[tuple[int, str]] = field(default_factory=list)  # (row, a name with the spaces around it), first few
+    trimmed_count: int = 0                                        # rows with a name whose surrounding spaces went
     lookalikes: list[list[str]] = field(default_factory=list)  # distinct names that look the same
     ignored_columns: list[str] = field(default_factory=list)  # header names not read (as written)
     utc_converted: list[tuple[int, str]] = field(default_factory=list)  # (row, time as written) given with an offset
@@ -576,6 +583,12 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
             bad(row, f"expected {width} columns, found {len(rec)}")
             continue
         vals = [seen.setdefault(v, v) for v in (unescape_cell(x.strip()) for x in rec)]  # one object per name
+        spaced = [rec[pos[c]] for c in ("subject", "relation", "object") if rec[pos[c]] != vals[pos[c]]
+                  and rec[pos[c]].strip() != rec[pos[c]]]  # ' Alpha ' and 'Alpha' name one entity: said so
+        if spaced:
+            report.trimmed_count += 1
+            if len(report.trimmed) < MAX_LISTED_ROWS:
+                report.trimmed.append((row, spaced[0]))
         problem = _row_problem(row, vals, pos, incomplete, report)
         if problem:
             bad(row, problem)
@@ -683,7 +696,8 @@ def _assemble(path: Path, kept, parsed: list, pos: dict[str, int], fmt: str, rep
         if key in seen:
             report.duplicates += 1
             if len(report.duplicate_rows) < MAX_LISTED_ROWS:
-                report.duplicate_rows.append((row, seen[key]))
+                report.duplicate_rows.append((row, seen[key], ", ".join(
+                    (v[pos["subject"]], v[pos["relation"]], v[pos["object"]], raw_times[i]))))
             continue
         seen[key] = row
         final.append(i)

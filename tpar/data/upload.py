@@ -49,7 +49,8 @@ class UploadReport:
     relations: int
     split_policy: str
     split_counts: dict[str, int]
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)      # what may need the user's action (shown as warnings)
+    info: list[str] = field(default_factory=list)       # how the file was read (separator, dates, names trimmed ...)
     normalised: list[tuple[int, str, str]] = field(default_factory=list)  # (row, name as written, as kept)
     lookalikes: list[list[str]] = field(default_factory=list)            # distinct names that look the same
     dropped_text: dict[int, str] = field(default_factory=dict)           # row -> its text (shortened)
@@ -58,7 +59,8 @@ class UploadReport:
     self_loops: list[int] = field(default_factory=list)                  # rows with subject = object (kept)
     preview: list[dict] = field(default_factory=list)                    # the first facts as read
     incomplete: list[IncompleteRow] = field(default_factory=list)        # rows lacking subject or object
-    duplicate_rows: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row it repeats), first few
+    duplicate_rows: list[tuple[int, int, str]] = field(default_factory=list)  # (row, the earlier row it repeats, the
+    # fact), first few
     empty_rows: int = 0                                                  # rows of only separators, skipped
     lookalike_rows: dict[str, int] = field(default_factory=dict)         # each look-alike name -> rows naming it
 
@@ -217,12 +219,13 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
             notes.append(f"the {s} split holds only {plural(few, 'fact')} ({plural(2 * few, 'question')}): "
                          + ("a model chosen on so few is chosen largely by chance" if s == "valid" else
                             "test figures on so few say little") + "; more data, or other split shares, give it more")
-    notes += reading_notes(q.report)
+    info = reading_notes(q.report, lookalikes=False)  # look-alike names: a warning of their own on the page
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
     kg = build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
-                   [f"{file_name}: {plural(n, 'fact')}, time read as {q.report.time_format}"] + notes)
+                   [f"{file_name}: {plural(n, 'fact')}, time read as {q.report.time_format}"] + notes
+                   + reading_notes(q.report))
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
                           duplicates=q.report.duplicates, duplicate_rows=list(q.report.duplicate_rows),
@@ -233,6 +236,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                           entities=kg.num_entities, relations=kg.num_relations, split_policy=split_policy,
                           split_counts={s: int(len(idx)) for s, idx in parts.items()},
                           notes=notes + split_overlap_notes(kg),  # the file's own split column can repeat a fact
+                          info=info,
                           normalised=q.report.normalised, lookalikes=q.report.lookalikes,
                           lookalike_rows=_rows_naming(q, {n for g in q.report.lookalikes[:1000] for n in g}),
                           dropped_text=row_texts(text, [r for r, _ in q.report.problems[:1000]]),
