@@ -9,7 +9,7 @@ import streamlit as st
 
 import explorer as ex
 from tpar.data.catalog import DataSource, sample_dir
-from tpar.data.growth import GROW_SPLITS, GrowthReport, grow, save_grown
+from tpar.data.growth import GROW_SPLITS, GrowthReport, completions_growth, grow, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.names import suggest_name
 from tpar.data.tables import show_invisible
@@ -55,8 +55,60 @@ def render() -> None:
         st.error(ex.md(f"This file cannot be used: {e}"))
         st.stop()
     report_ui(report)
-    kg = completion_ui(text, name, options, exclude, report, kg)
-    save_ui(name, report, kg)
+    # the round trip of incomplete rows: save the complete rows, train on them, upload the file again -- its
+    # complete rows are then a saved data set, and accepted proposals are added to it, not saved as a second one
+    saved = saved_copy(kg.fingerprint) if report.incomplete else None
+    completed = completion_ui(text, name, options, exclude, report, kg)
+    if saved is not None:
+        add_to_saved_ui(name, saved, completed)
+        return
+    save_ui(name, report, completed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def data_fingerprint(path: str, version: int) -> str:
+    return ex.load_kg(path, version).fingerprint
+
+
+def saved_copy(fingerprint: str) -> DataSource | None:
+    """The uploaded data set holding exactly these facts (the complete rows of a file saved before), if any."""
+    for source in ex.datasets():
+        if source.kind == "upload":
+            try:
+                if data_fingerprint(str(source.path), ex.version(source.path)) == fingerprint:
+                    return source
+            except DataError:  # an unreadable data set is no copy
+                continue
+    return None
+
+
+def add_to_saved_ui(file_name: str, saved: DataSource, completed: TemporalKG) -> None:
+    """The file's complete rows are the saved data set ``saved``: accepted proposals join it in place, as a growth
+    step of its lineage (the models trained on it keep serving it), instead of a second data set."""
+    st.subheader("Save")
+    before = ex.load_kg(str(saved.path), ex.version(saved.path))
+    st.info(ex.md(f"This file's complete rows are the data set {saved.label!r}, saved before: accepted proposals are "
+                  "added to it (in place, recorded in its lineage, so the models trained on it keep serving it), not "
+                  "saved as a second data set."))
+    try:
+        report = completions_growth(before, completed, file_name)
+    except DataError as e:
+        st.error(ex.md(e))
+        return
+    if not report.facts_added:
+        st.caption("No proposal is accepted: nothing to add.")
+        return
+    if st.button(f"Add {ex.plural(report.facts_added, 'accepted proposal')} to {saved.label}", type="primary",
+                 key="upload_add_completions"):
+        try:
+            save_grown(before, report, completed, ex.UPLOAD_DIR, saved.path.name, overwrite=True)
+        except DataError as e:
+            st.error(ex.md(e))
+            return
+        ex.datasets.clear()
+        ex.choose_data(saved.label)
+        st.success(ex.md(f"Added {ex.plural(report.facts_added, 'inferred fact')} to {saved.label} (training facts, "
+                         f"marked inferred; {len(completed.all_facts()):,} facts in all)."))
 
 
 #: the cache key of an uploaded file's text: two files with bytes that are not UTF-8 can give equal texts with their
@@ -158,6 +210,8 @@ def report_ui(report: UploadReport) -> None:
                 + ", ".join(f"{s} {n:,}" for s, n in report.split_counts.items()) + ".")
     for note in report.notes:
         st.warning(ex.sentence(note))
+    if report.info:  # how the file was read: nothing to act on, so not amber
+        st.info("How the file was read:\n" + "\n".join(f"- {ex.md(n)}" for n in report.info))
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row')} of {ex.md(report.file)} "
                    f"{'was' if len(report.dropped) == 1 else 'were'} dropped"
@@ -177,8 +231,8 @@ def report_ui(report: UploadReport) -> None:
             st.caption("Each row holds the fact of an earlier row again (the same subject, relation, object and time"
                        + (", and split" if report.split_policy == "column" else "") + "); the fact is kept once"
                        + (f"; the first {listed:,} are listed." if listed < report.duplicates else "."))
-            st.dataframe(pd.DataFrame([{"row": r, "repeats row": first} for r, first in report.duplicate_rows]),
-                         hide_index=True)
+            st.dataframe(pd.DataFrame([{"row": r, "repeats row": first, "fact": fact}
+                                       for r, first, fact in report.duplicate_rows]), hide_index=True, width="stretch")
     if report.normalised:
         with st.expander(f"Names normalised ({len(report.normalised):,})"):
             st.dataframe(pd.DataFrame([{"row": r, "as written": show_invisible(a), "as kept": b}
@@ -245,7 +299,8 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
         shown = ", ".join(repr(r) for r in needed[:5]) + (" …" if len(needed) > 5 else "")
         st.info(ex.md(f"No model here knows every relation of the incomplete rows ({shown}), so none can propose "
                       "the missing entities yet. Save the complete rows, train a model on them (Train page), then "
-                      "upload this file again: a model that knows those relations is then offered here."))
+                      "upload this file again: a model that knows those relations is then offered here, and the "
+                      "proposals you accept are added to the saved data set."))
         return kg
     by_label = {m.info.summary(): m for m in matches}
     label = st.selectbox("Model that proposes the missing entities", list(by_label), key="upload_complete_model",
@@ -419,6 +474,8 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
                          "or punctuation: the data set would hold both as two relations. Check the spelling."))
     for note in report.notes:
         st.warning(ex.sentence(note))
+    if report.info:  # how the file was read: nothing to act on, so not amber
+        st.info("How the file was read:\n" + "\n".join(f"- {ex.md(n)}" for n in report.info))
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,}:" if len(report.dropped) > 1 else ":"))

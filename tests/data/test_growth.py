@@ -428,3 +428,23 @@ def test_a_saved_data_set_folder_gets_the_umasks_permissions_and_growing_in_plac
     save_grown(kg, report, grown, ring.parent, ring.name, overwrite=True)
     assert "Newcomer" in load_dataset(ring).entities
     assert stat.S_IMODE(ring.stat().st_mode) == 0o2775
+
+
+def test_completions_growth_adds_only_the_inferred_facts_and_refuses_other_names(ring):
+    """The upload round trip's step: the accepted proposals (inferred training facts) are what is added, with
+    their time range and a note; proposals made against another vocabulary are refused, not saved."""
+    from tpar.data.growth import completions_growth
+    from tpar.reasoning.completion import add_inferred
+
+    kg = load_dataset(ring)
+    facts = np.array([[0, 0, 2, kg.time_range[1] + 3], [1, 0, 3, 2]], dtype=np.int64)
+    completed = add_inferred(kg, facts, [0.9, 0.4])
+    report = completions_growth(kg, completed, "ring.csv")
+    assert report.added == {"train": 2} and report.time_range == (kg.time_axis.label(2), kg.time_axis.label(kg.time_range[1] + 3))
+    assert report.extends_by and any("inferred" in n for n in report.notes)
+    save_grown(kg, report, completed, ring.parent, "ring", overwrite=True)
+    grown = load_dataset(ring)
+    assert len(grown.inferred) == 2 and lineage_of(ring)[-1]["base_fingerprint"] == kg.fingerprint
+    _, other = inspect_upload(tiny_world_csv().replace("P0", "Q0"), "other.csv")
+    with pytest.raises(DataError, match="other names"):
+        completions_growth(kg, other, "other.csv")

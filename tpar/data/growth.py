@@ -195,6 +195,29 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     return report, grown
 
 
+def completions_growth(before: TemporalKG, completed: TemporalKG, file_name: str) -> GrowthReport:
+    """What adding the accepted proposals of ``completed`` (``before``'s facts plus inferred training facts, as
+    :func:`tpar.reasoning.completion.with_completions` makes them) to the saved data set ``before`` does: a growth
+    step of its own, so the lineage records it and the models trained on ``before`` keep serving the data set
+    (the upload round trip: save the complete rows, train, upload the file again, accept the proposals)."""
+    if completed.entities.names[:before.num_entities] != before.entities.names or \
+            completed.relations.names[:before.num_relations] != before.relations.names:
+        raise DataError(f"the proposals were made against other names than data set {before.name!r} holds: check "
+                        "the file again", file=file_name)
+    known = {tuple(f) for f in before.all_facts().tolist()}
+    new = [f for f in completed.facts("train").tolist() if tuple(f) not in known]
+    axis = before.time_axis
+    t_new = [f[3] for f in new]
+    last = before.time_range[1] if len(before.all_facts()) else None
+    return GrowthReport(
+        file=file_name, data=before.name, rows_read=len(new), added={"train": len(new)} if new else {}, known=0,
+        duplicates=0, dropped=[], new_entities=[], new_relations=[],
+        time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
+        data_last=axis.label(last) if last is not None else "–",
+        extends_by=axis.describe_span(max(t_new) - last) if t_new and last is not None and max(t_new) > last else "",
+        notes=_inferred_notes({tuple(f): completed.inferred.get(tuple(f), float("nan")) for f in new}))
+
+
 def unsaved_axis_problem(axis: TimeAxis) -> str | None:
     """Why a data set on ``axis`` cannot be saved as CSV files that read back on the same time unit (None when it
     can): their times are dates, date-times or plain integers, read back one unit per step, and integers as plain
