@@ -165,6 +165,8 @@ def test_training_calibrates_and_predictions_and_evaluate_use_it(tmp_path, capsy
                  "--relation", "meets", "--time", "2024-03-25", "--coverage", "0.9"]) == 0
     out = capsys.readouterr().out
     assert f"such sets held median {cal.set_sizes['0.9']['median']:,.0f}, 90th percentile" in out
+    # how many questions the probabilities were calibrated on, as the Ask page says (walk-through 36 F11)
+    assert f"fitted on {cal.queries:,} valid question" in out.split("probabilities: ")[1].splitlines()[0]
 
 
 def test_answer_set_sizes_on_valid_are_reported_beside_coverage():
