@@ -55,12 +55,27 @@ def render() -> None:
     if forecast and bool((df["time_step"] >= t_q).any()):
         st.caption("Shaded: the facts at or after the question time, which a forecast (extrapolation) at that time "
                    "never sees.")
-    chart_ui(kg, df, t_q, calendar, forecast)
+    train_end = training_end(kg)
+    if train_end is not None:
+        st.caption(ex.md(f"Dotted: the last training fact's time, {kg.time_axis.label(train_end)}; the facts after it "
+                         "are this data set's valid and test facts, which a model trained on it never learned from."))
+    chart_ui(kg, df, t_q, calendar, forecast, train_end)
     with st.expander("Facts"):
         st.dataframe(df.drop(columns=["when", "time_step"]).assign(inferred=df["inferred"].map({True: "inferred",
                                                                                                 False: ""})),
                      hide_index=True)
     ex.sync_url()
+
+
+def training_end(kg: TemporalKG) -> int | None:
+    """The last training fact's time step when the data set is split in time (its valid and test facts all lie
+    after it, as a chronological split makes them); None otherwise (a random split has no such line)."""
+    train = kg.facts("train")
+    later = [kg.facts(s)[:, 3] for s in ("valid", "test") if len(kg.facts(s))]
+    if not len(train) or not later:
+        return None
+    end = int(train[:, 3].max())
+    return end if min(int(t.min()) for t in later) > end else None
 
 
 def dated(kg: TemporalKG) -> bool:
@@ -98,9 +113,11 @@ def timeline_frame(kg: TemporalKG, df: pd.DataFrame, calendar: bool) -> pd.DataF
     return df.rename(columns={"other": "other entity"})
 
 
-def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool, forecast: bool = False) -> None:
+def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool, forecast: bool = False,
+             train_end: int | None = None) -> None:
     """Relations over time, the entity as subject (teal diamonds) or object (amber dots); t_q dashed and, for a
-    ``forecast`` (extrapolation), the facts from t_q on shaded: the question never sees them."""
+    ``forecast`` (extrapolation), the facts from t_q on shaded: the question never sees them; the last training
+    fact's time (``train_end``) dotted."""
     axis = kg.time_axis
     shown = df.assign(relation=df["relation"].map(ex.plot_text), **{"other entity": df["other entity"].map(ex.plot_text)})
     # an inferred fact (completed by a model) is a hollow marker of its role's colour
@@ -119,13 +136,31 @@ def chart_ui(kg: TemporalKG, df: pd.DataFrame, t_q: int | None, calendar: bool, 
     for trace in fig.data:
         if "inferred" in trace.name:  # hollow markers draw with their line: their own colour, thicker
             trace.marker.line = {"width": 2, "color": trace.marker.color}
+    def where(t: int):
+        return pd.Timestamp(axis.label(t)) if calendar else t if axis.origin is None or dated(kg) else float(axis.label(t))
+
+    ends = [shown["when"].min(), shown["when"].max()] + [where(t) for t in (t_q, train_end) if t is not None]
+    lo, hi = min(ends), max(ends)
+
+    def anchor(x) -> str:
+        """A label near the plot's right (left) end is set to the left (right) of its line: centred there, the
+        page's edge cut it off at 820 px."""
+        if hi == lo:
+            return "center"
+        share = (x - lo) / (hi - lo)
+        return "right" if share > 0.9 else "left" if share < 0.1 else "center"
+
+    if train_end is not None:
+        xt = where(train_end)
+        fig.add_vline(x=xt, line_dash="dot", line_color=palette.REFERENCE)
+        fig.add_annotation(x=xt, y=0.0, yref="paper", yanchor="bottom", xanchor="right", text="training facts end ",
+                           showarrow=False, font={"color": palette.REFERENCE, "size": 11})
     if t_q is not None:
-        x = (pd.Timestamp(axis.label(t_q)) if calendar else
-             t_q if axis.origin is None or dated(kg) else float(axis.label(t_q)))
+        x = where(t_q)
         fig.add_vline(x=x, line_dash="dash", line_color=palette.T_Q)
         # above the plot area, where the dashed line ends (centred on 1.02, the line crossed the label's lower half)
         fig.add_annotation(x=x, y=1.0, yref="paper", yanchor="bottom", text="t_q", showarrow=False,
-                           font={"color": palette.T_Q})
+                           xanchor=anchor(x), font={"color": palette.T_Q})
         later = shown["when"][df["time_step"] >= t_q]
         if forecast and len(later):  # what a forecast at t_q may not use: shaded (it was drawn as any other fact)
             fig.add_vrect(x0=x, x1=later.max(), fillcolor=palette.REFERENCE, opacity=0.12, line_width=0, layer="below")

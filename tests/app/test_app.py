@@ -757,3 +757,30 @@ def test_the_timeline_shades_what_a_forecast_never_sees():
     at.switch_page("views/timeline.py").run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert "rect" not in [sh["type"] for sh in spec["layout"].get("shapes", [])]
+
+
+def test_the_timeline_marks_where_the_training_facts_end():
+    """A chronologically split data set: a dotted line at the last training fact's time, labelled and said in a
+    caption (walk-through 36 F13); the t_q label near the plot's right end is set left of its line (centred, the
+    page's edge cut it at 820 px)."""
+    from helpers import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from views.timeline import training_end
+
+    at = app(QUESTION).run()
+    at.switch_page("views/timeline.py").run()
+    assert not at.exception
+    kg = load_dataset(SAMPLE_WORLD)
+    end = kg.time_axis.label(int(kg.facts("train")[:, 3].max()))
+    assert training_end(kg) == int(kg.facts("train")[:, 3].max())
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    dotted = [sh for sh in spec["layout"]["shapes"] if sh.get("line", {}).get("dash") == "dot"]
+    assert len(dotted) == 1 and str(dotted[0]["x0"]).startswith(end)
+    notes = {a["text"].strip(): a for a in spec["layout"]["annotations"]}
+    assert "training facts end" in notes and notes["t_q"]["xanchor"] in ("right", "center")
+    assert f"Dotted: the last training fact's time, {end}" in texts(at)
+    # a random split has no time before which every training fact lies
+    from dataclasses import replace
+
+    mixed = replace(kg, splits={**kg.splits, "valid": kg.facts("train")[:5]})
+    assert training_end(mixed) is None
