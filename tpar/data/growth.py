@@ -52,7 +52,8 @@ class GrowthReport:
     time_range: tuple[str, str] | None          # of the added facts (None: nothing added)
     data_last: str                              # the data set's last time before growing
     extends_by: str                             # how far the added facts reach past it ("" when they do not)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what may need the user's action
+    info: list[str] = field(default_factory=list)    # how the file was read (separator, dates, names trimmed ...)
     lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
     #: (new relation, existing relation) equal but for case, spaces, underscores or punctuation
     relation_lookalikes: list[tuple[str, str]] = field(default_factory=list)
@@ -96,7 +97,7 @@ class GrowthReport:
         for new, old in self.relation_lookalikes[:5]:
             out.append(f"  new relation {new!r} is spelled like the existing {old!r} but for case, spaces, "
                        "underscores or punctuation: two relations now; check the spelling")
-        out += [f"  note: {n}" for n in self.notes]
+        out += [f"  note: {n}" for n in self.info + self.notes]
         return out
 
 
@@ -187,8 +188,9 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         time_range=(axis.label(min(t_new)), axis.label(max(t_new))) if t_new else None,
         data_last=axis.label(last) if last is not None else "–", extends_by=extends,
         confirmed=len(confirmed),
-        notes=(reading_notes(q.report) + _inferred_notes(inferred, len(confirmed)) + _order_notes(kg, rows) + _range_notes(kg, t_new)
+        notes=(_inferred_notes(inferred, len(confirmed)) + _order_notes(kg, rows) + _range_notes(kg, t_new)
                + _vocabulary_notes(grown)),
+        info=reading_notes(q.report),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower],
         relation_lookalikes=[(r, spelled[normalise_relation(r)]) for r, _ in sorted(new_rel_facts.items())
                              if normalise_relation(r) in spelled])
