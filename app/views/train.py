@@ -40,7 +40,7 @@ def render() -> None:
     st.title("Train a model")
     ss = st.session_state
     sel = ex.data_set_ui()
-    kg = sel.kg
+    kg = sel.data_kg  # the data set's own figures: a new model learns every relation, not the selected model's
     split_size = {s: len(kg.facts(s)) if s in kg.splits else 0 for s in ("train", "valid", "test")}
     st.caption(f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {split_size['train']:,} training facts; "
                f"valid {split_size['valid']:,}, test {split_size['test']:,}.")

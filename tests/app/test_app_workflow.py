@@ -896,3 +896,26 @@ def test_names_apart_only_by_an_accent_are_warned_about_on_upload(workspace):
     assert not at.exception and not at.error
     said = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "'Zoe Halvorsen' (1 row) and 'Zoë Halvorsen' (4 rows) look alike" in said, said
+
+
+@pytest.mark.slow
+def test_the_train_page_counts_the_data_sets_own_relations_and_facts_not_the_selected_models_view(workspace):
+    """An upload with a relation the selected (sample) model never saw: the Train page's figures are the data set's
+    own -- every relation, every test fact -- not the data as that model reads it (walk-through 37: "20 relations,
+    test 15" for data of 19 relations and 17 test facts)."""
+    from tpar.data.loading import load_dataset
+
+    extra = "\n".join(f"Port {i},Fines,Harbor Express,2025-12-{20 + i}" for i in range(5)) + "\n"
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    upload(at, gappy_sample_world(0) + extra.encode(), "plus.csv")
+    at.text_input(key="upload_name").set_value("plus").run()
+    at.button(key="upload_save").click().run()
+    assert not at.exception and any("Saved as data set" in s.value for s in at.success)
+    kg = load_dataset(workspace / "upload_dir" / "plus")
+    assert len(kg.facts("test")) and "Fines" in kg.relations.names
+    at.switch_page("views/train.py").run()
+    assert not at.exception
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    figures = (f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {len(kg.facts('train')):,} training "
+               f"facts; valid {len(kg.facts('valid')):,}, test {len(kg.facts('test')):,}.")
+    assert figures in said, said
