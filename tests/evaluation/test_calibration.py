@@ -425,3 +425,30 @@ def test_the_answer_set_text_for_empty_single_and_foreign_sets():
     assert pred(3, 0.2).answer_set_lead("ICEWS14") == "the 90% answer set of ICEWS14: 3 of 280 entities"
     none = Prediction(**BASE, num_entities=280)
     assert none.answer_set_note() == "" and none.answer_set_lead() == ""
+
+
+def test_a_fit_that_sharpens_without_limit_is_not_used(monkeypatch, sample_kg):
+    """Each valid answer tied at the top with others (a guessing model whose unreached entities all score 0): the NLL
+    keeps falling as T -> 0, so the fit runs to its lower bound -- which then gave "> 99.9%" to a score of 0.02 on
+    other questions (walk-through 37). Such a fit is refused: T = 1 (raw softmax), said in the caveats, stored and
+    read back; a calibration stored with T at the bound (made before) is not used at all."""
+    import tpar.evaluation.calibration as calibration
+    from tpar.evaluation.calibration import T_BOUNDS, calibrate
+
+    g = torch.Generator().manual_seed(3)
+    n, E = 40, 30
+    logits = -torch.rand(n, E, generator=g, dtype=torch.float64) - 0.5
+    logits[:, :10] = 0.0  # ten entities tied at the top score on every question ...
+    answers = torch.randint(0, 10, (n,), generator=g)  # ... and the answer always one of them
+    assert fit_temperature(logits, answers) < 0.01  # what the fit alone does: towards its bound, as far as it gets
+    monkeypatch.setattr(calibration, "collect", lambda *a, **k: (logits, answers))
+    cal = calibrate(sample_kg, None, "extrapolation")
+    assert cal.temperature == 1.0 and cal.sharpening_refused
+    assert any("sharpened the scores without limit" in c and "T = 1" in c for c in cal.caveats())
+    assert torch.allclose(cal.probabilities(logits), torch.softmax(logits, 1))
+    back = Calibration.from_dict(json.loads(json.dumps(cal.to_dict())))
+    assert back == cal and back.sharpening_refused
+    old = {**cal.to_dict(), "temperature": T_BOUNDS[0], "sharpening_refused": False}
+    assert stored({"calibration": {"extrapolation": old}}, "extrapolation") is None
+    with pytest.raises(ValueError, match="lower bound"):
+        Calibration.from_dict(old)

@@ -46,6 +46,10 @@ from tpar.errors import plural
 ECE_BINS = 15
 #: the temperature is fitted within these bounds (projected Newton on 1/T: :func:`fit_temperature`)
 T_BOUNDS = (1e-3, 1e3)
+#: a fit that runs to T_BOUNDS[0] is not used: the fitting questions' NLL kept falling as T -> 0 (each answer was
+#: a top-scored one, often tied with others at the same score), which says nothing about how sure the model is on
+#: other questions -- a guessing model got "> 99.9%" on a score of 0.02 (walk-through 37); T = 1 (raw softmax) instead
+UNBOUNDED_SHARPENING = "the fit sharpened the scores without limit (T -> 0)"
 #: below this many fitting questions a calibration is reported as rough
 MIN_RELIABLE_QUERIES = 100
 #: a calibrated NLL above (1 − this) · log E (the uniform guess's) is reported as guessing
@@ -101,6 +105,7 @@ class Calibration:
     top_map: list[tuple[float, float]] = field(default_factory=list)  # (top probability, accuracy) knots; [] = none
     top_map_gain: float = 0.0   # the map's cross-fitted ECE gain on ``split`` (whether kept or not)
     data_fingerprint: str = ""  # the data it was fitted on ("": not recorded -- the model's training data)
+    sharpening_refused: bool = False  # the fit ran to T_BOUNDS[0] and T = 1 is used instead (UNBOUNDED_SHARPENING)
 
     @property
     def method(self) -> str:
@@ -120,7 +125,7 @@ class Calibration:
                 "after": self.after.to_dict(), "thresholds": dict(self.thresholds), "entities": self.entities,
                 "set_sizes": {k: dict(v) for k, v in self.set_sizes.items()},
                 "top_map": [[x, y] for x, y in self.top_map], "top_map_gain": self.top_map_gain,
-                "data_fingerprint": self.data_fingerprint}
+                "data_fingerprint": self.data_fingerprint, "sharpening_refused": self.sharpening_refused}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
@@ -134,8 +139,12 @@ class Calibration:
                 {str(k): float(v) for k, v in d.get("thresholds", {}).items()}, int(d.get("entities", 0)),
                 {str(k): {str(a): float(b) for a, b in v.items()} for k, v in d.get("set_sizes", {}).items()},
                 [(float(x), float(y)) for x, y in d.get("top_map", [])[:TOP_MAP_MAX_KNOTS + 1]],
-                float(d.get("top_map_gain", 0.0)), str(d.get("data_fingerprint", ""))[:64])
+                float(d.get("top_map_gain", 0.0)), str(d.get("data_fingerprint", ""))[:64],
+                d.get("sharpening_refused", False) is True)
         c.check()
+        if c.temperature <= 1.001 * T_BOUNDS[0]:  # stored before such fits were refused: its thresholds assume it
+            raise ValueError(f"temperature {c.temperature:g} is at its lower bound: {UNBOUNDED_SHARPENING}, which is "
+                             "not trusted")
         return c
 
     def check(self) -> None:
@@ -187,6 +196,10 @@ class Calibration:
         elif self.temperature >= 0.999 * T_BOUNDS[1]:
             notes.append(f"Calibration flattened the scores as far as it may (T = {self.temperature:g}, its upper "
                          "bound): the scores carry little information about the answer.")
+        if self.sharpening_refused:
+            notes.append(f"On the {self.queries:,} {self.split} questions {UNBOUNDED_SHARPENING}: each answer was "
+                         "among the top-scored entities, often tied with others, which says nothing about how sure "
+                         "the model is elsewhere, so no temperature is applied (T = 1, the raw softmax).")
         if self.temperature <= 1.001 * T_BOUNDS[0]:
             notes.append(f"Calibration sharpened the scores as far as it may (T = {self.temperature:g}, its lower "
                          "bound): the probabilities are near 0 or 1 and likely overconfident.")
@@ -450,7 +463,7 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     """Fit the temperature and the conformal thresholds of ``setting`` on ``split``."""
     setting = Setting.parse(setting)
     logits, answers = collect(kg, ranker, setting, split, max_queries=max_queries, seed=seed)
-    t = fit_temperature(logits, answers)
+    t, refused = trusted_temperature(fit_temperature(logits, answers), logits, answers)
     gain = cross_fitted_gain(logits, answers, t, seed)
     top_map = fit_top_map(*_top(probabilities(logits, t), answers)) if gain >= TOP_MAP_GAIN else []
     before, _ = metrics(logits, answers, 1.0)
@@ -460,7 +473,24 @@ def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: 
     candidates = torch.isfinite(logits).sum(1)  # what the filter leaves of each question's entities
     sizes = {k: set_size_stats((p >= thr).sum(1), candidates) for k, thr in thresholds.items()}
     return Calibration(setting.value, t, split, len(answers), seed, before, after, thresholds, logits.shape[1], sizes,
-                       top_map, gain, as_loaded(kg).fingerprint)
+                       top_map, gain, as_loaded(kg).fingerprint, refused)
+
+
+def trusted_temperature(t: float, logits: torch.Tensor, answers: torch.Tensor) -> tuple[float, bool]:
+    """(the temperature to use, whether the fit was refused): a fit is not used (T = 1 instead;
+    :data:`UNBOUNDED_SHARPENING`) when it ran to T_BOUNDS[0], or when every fitting answer scored the top score of
+    its question (alone or tied): then the NLL falls all the way to T -> 0, and where the fit stopped says only how
+    flat the loss got. ``logits`` (n, E), ``answers`` (n,): what ``t`` was fitted on."""
+    if t <= 1.001 * T_BOUNDS[0]:
+        return 1.0, True
+    z = logits.detach().double()
+    rows = torch.isfinite(z).any(1)
+    if rows.any() and t < 1.0:
+        z, a = z[rows], answers[rows].long()
+        top = torch.where(torch.isfinite(z), z, torch.full_like(z, float("-inf"))).max(1).values
+        if bool((z.gather(1, a.view(-1, 1)).squeeze(1) >= top).all()):
+            return 1.0, True
+    return t, False
 
 
 #: a precision threshold rests on at least this many split questions above it (fewer: none is fitted)

@@ -39,7 +39,8 @@ import torch
 from tpar.data.kg import TemporalKG
 from tpar.errors import DataError
 from tpar.evaluation.baselines import RecurrencyBaseline, fit_recurrency
-from tpar.evaluation.calibration import calibrate, collect, fit_temperature, stored
+from tpar.evaluation.calibration import (UNBOUNDED_SHARPENING, calibrate, collect, fit_temperature, stored,
+                                         trusted_temperature)
 from tpar.evaluation.protocol import evaluate
 from tpar.evaluation.ranks import HITS_AT, filtered_ranks
 from tpar.graph.background import Background
@@ -242,7 +243,9 @@ def member_temperature(ck: Checkpoint, kg: TemporalKG, setting: str, *, max_quer
         return cal.temperature, f"stored calibration (fitted on {cal.queries:,} {cal.split} questions)"
     logits, answers = collect(kg, ModelRanker(ck.build_model("cpu"), device, micro_batch=micro_batch), setting, "valid",
                               max_queries=max_queries, seed=seed)
-    return fit_temperature(logits, answers), f"fitted now on {len(answers):,} valid questions (seed {seed})"
+    t, refused = trusted_temperature(fit_temperature(logits, answers), logits, answers)
+    return t, (f"fitted now on {len(answers):,} valid questions (seed {seed})"
+               + (f"; {UNBOUNDED_SHARPENING}, so T = 1 is used" if refused else ""))
 
 
 @dataclass
