@@ -35,10 +35,15 @@ def render() -> None:
                           "can take half a minute on a large graph) …")):
         e = ex.current_explanation(sel, ss["answer"], int(ss["paths"]), ss.get("importance", "integrated"))
     score = f"composite score S(q, a) = {e.score:.4f}" if e.combines else f"score f(q, a) = {e.score:.4f}"
-    opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
-               f"{e.answer}: rank {e.rank_text()}")
-    st.markdown(ex.md(f"{opening} of {pred.num_entities:,} in the {e.setting} setting{how_sure(pred, e.answer)}.")
-                + plain_summary(e))
+    if pred.no_evidence:  # Ask shows no ranking for it: a "Rank 1 of 280" here would be one scores a hair apart
+        opening = (f"{e.answer}: not ranked, as the question has no evidence (above), so its place among the "
+                   f"{pred.num_entities:,} entities (rank {e.rank_text()}) says nothing; {e.setting} setting"
+                   f"{how_sure(pred, e.answer)}")
+    else:
+        opening = (f"Why {e.answer}? Rank {e.rank_text()}" if e.meaningful_paths else  # no evidence: no "why"
+                   f"{e.answer}: rank {e.rank_text()}")
+        opening += f" of {pred.num_entities:,} in the {e.setting} setting{how_sure(pred, e.answer)}"
+    st.markdown(ex.md(f"{opening}.") + plain_summary(e))
     for w in pred.warnings:  # the Ask page's caveats of this answer (a model that guesses, a thin calibration, …)
         if w not in e.warnings:
             st.warning(ex.sentence(w))

@@ -29,6 +29,31 @@ def test_the_rule_no_evidence_means_no_entity_is_told_apart():
     assert "no temporal path" in no_evidence_reason(scores, probs, reached=1)
     strong = torch.tensor([2.5, 0.1, 0.0, 0.0], dtype=torch.float64)
     assert no_evidence_reason(strong, torch.softmax(strong, 0), reached=4) == ""
+    # every reached entity below the unreached ones' 0 (walk-through 37: a table of ranks 198-204): no ranking
+    below = torch.tensor([-2.0, -1.5, 0.0, 0.0, 0.0], dtype=torch.float64)
+    why = no_evidence_reason(below, torch.softmax(below, 0), reached=2, unreached_on_top=3)
+    assert "3-way tie of entities it has no evidence about" in why
+
+
+def test_a_question_whose_reached_entities_all_score_below_the_unreached_is_no_ranking(sample_kg, sample_checkpoint,
+                                                                                         monkeypatch):
+    """The predictor itself: with every reached entity's score pushed below 0, the unreached entities head the
+    ranking as a tie, and the prediction says there is no evidence instead of listing its least likely answers."""
+    pred = Predictor(sample_checkpoint, sample_kg, "cpu")
+    p = pred.predict("Danenn", "Meet", "2025-12-20")
+    assert p.has_evidence
+    real = pred.model.scores_and_reach
+
+    def shifted(*a, **k):
+        scores, reached = real(*a, **k)
+        reached = reached.clone()
+        reached[..., 1::2] = False  # half the entities unreached: score 0
+        return torch.where(reached, scores - scores.abs().max() - 1.0, torch.zeros_like(scores)), reached
+
+    monkeypatch.setattr(pred.model, "scores_and_reach", shifted)
+    p = pred.predict("Danenn", "Meet", "2025-12-20")
+    n = p.num_entities - p.reached
+    assert p.unreached_rank[0] == 1 and f"{n:,}-way tie" in p.no_evidence
 
 
 @pytest.mark.slow
@@ -75,6 +100,8 @@ def test_the_ask_and_evidence_pages_say_no_evidence_instead_of_ranking(app_test)
     at.switch_page("views/evidence.py").run()
     assert not at.exception and "No evidence for this question" in shown(at.info)
     assert "not told apart from the others" in shown(at.info)
+    said = shown(at.markdown)
+    assert "not ranked, as the question has no evidence" in said and "Why " not in said  # walk-through 37 #8
     at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2025-12-20"}).run()
     assert "No evidence" not in shown(at.info) and at.dataframe[0].value.iloc[0]["entity"] == "Island"
 

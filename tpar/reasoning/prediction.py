@@ -236,12 +236,19 @@ NOTHING_REACHED_COMPOSITE = ("no temporal path of any of the {} leads from the q
                              "and the history prior gives none of them anything")
 
 
-def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int, nothing: str = NOTHING_REACHED) -> str:
+def no_evidence_reason(scores: torch.Tensor, probs: torch.Tensor, reached: int, nothing: str = NOTHING_REACHED,
+                       unreached_on_top: int = 0) -> str:
     """Why a question's ranking carries no information, in words ("" when it does): nothing but the question's
-    own entity reached (``nothing`` says why), or every entity's probability within 1% of the others'
-    (:data:`NO_EVIDENCE_RATIO`)."""
+    own entity reached (``nothing`` says why); every entity's probability within 1% of the others'
+    (:data:`NO_EVIDENCE_RATIO`); or the top score 0 shared by the ``unreached_on_top`` (at least 2) entities
+    nothing reaches, every reached one scoring below them (the best answer is then any of those it knows nothing
+    about: a ranking headed by the reached ones would list its least likely answers)."""
     if reached <= 1:
         return f"{nothing}: every answer ties at score 0"
+    if unreached_on_top >= 2:
+        return (f"every entity the model reaches scores below 0, the score of the {unreached_on_top:,} entities it "
+                f"does not reach, so its best answer is a {unreached_on_top:,}-way tie of entities it has no "
+                "evidence about")
     p_max, p_min = float(probs.max()), float(probs.min())
     if p_max <= NO_EVIDENCE_RATIO * p_min:
         lo, hi = float(scores.min()), float(scores.max())
@@ -603,7 +610,8 @@ class Predictor:
                            f"model's history window of {span_text(window)}: no fact is recent enough to be used.")
             elif gap > max(1, span // 10):
                 out.append(f"{prepared.time_label} lies {span_text(gap)} after the last known fact (the data spans "
-                           f"{span_text(span)}): a forecast this far ahead rests on old evidence and is less reliable.")
+                           f"{span_text(span)}): " + ("a forecast" if asked == "extrapolation" else "an answer")
+                           + " this far ahead rests on old evidence and is less reliable.")
         elif t < t_min:
             out.append(f"{prepared.time_label} lies {span_text(t_min - t)} before the first known fact: "
                        + ("a forecast uses only earlier facts, and there are none." if asked == "extrapolation"
@@ -663,7 +671,8 @@ class Predictor:
         elif answers and answers[0].ties:
             warnings.append(f"The top answer ties with {answers[0].ties} other entit{'y' if answers[0].ties == 1 else 'ies'} "
                             f"(ranks {answers[0].rank_text()}): the model cannot tell them apart.")
-        no_evidence = no_evidence_reason(scores, probs, n_reached, nothing)
+        on_top = E - n_reached if n_reached < E and unreached_rank[0] == 1 else 0
+        no_evidence = no_evidence_reason(scores, probs, n_reached, nothing, on_top)
         own = next((a for a in answers if a.entity_id == s_id), None)
         if own is not None and not no_evidence and s_id not in self.self_linked:  # said beside it
             role = "subject" if q.direction == "object" else "object"
