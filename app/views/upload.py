@@ -239,7 +239,8 @@ def report_ui(report: UploadReport) -> None:
                                        for r, a, b in report.normalised[:1000]]), hide_index=True)
     if report.lookalikes:
         more = len(report.lookalikes) - 1
-        st.warning(ex.md(f"{report.lookalike_text(report.lookalikes[0])} look alike (case, accents or spaces apart) "
+        st.warning(ex.md(f"{report.lookalike_text(report.lookalikes[0])} look alike (they differ only in case, accents, "
+                         "spaces or letters of another script drawn alike) "
                          "but are kept as distinct names: if they name one thing, its facts and its probability are split "
                          "between them. Write them alike in the file and upload it again.")
                    + (f" {ex.plural(more, 'more group')} below." if more else ""))

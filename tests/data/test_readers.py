@@ -510,6 +510,10 @@ def test_names_apart_only_by_accents_are_flagged_with_how_many_rows_name_each():
     from tpar.data.upload import inspect_upload
 
     assert lookalike_groups(["Zoë", "Zoe", "ZOE", "Zoé", "Ann"]) == [["ZOE", "Zoe", "Zoé", "Zoë"]]
+    # a Cyrillic 'а' / 'К' or a Greek 'Ο' drawn like the Latin letter (walk-through 37: not flagged before)
+    assert lookalike_groups(["Kira of Coreth", "Kir\u0430 of Coreth", "\u041aira of Coreth", "Kiro"]) == [
+        ["Kira of Coreth", "Kir\u0430 of Coreth", "\u041aira of Coreth"]]
+    assert lookalike_groups(["\u039fmega", "Omega", "Kira", "Кира"]) == [["Omega", "\u039fmega"]]  # Кира: a name
     csv = "subject,relation,object,time\n" + "".join(f"Minister Zoë Halvorsen,meets,B{i},2024-01-{i + 1:02d}\n"
                                                       for i in range(5)) \
         + "".join(f"Minister Zoe Halvorsen,meets,C{i},2024-02-{i + 1:02d}\n" for i in range(3))

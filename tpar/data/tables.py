@@ -134,17 +134,27 @@ def reading_notes(report: CsvReport, lookalikes: bool = True) -> list[str]:
         out.append(f"spaces around names trimmed in {plural(report.trimmed_count, 'row')} (a name is the same with or "
                    f"without them), e.g. row {row}: {spaced[:80]!r} -> {spaced.strip()[:80]!r}")
     if report.lookalikes and lookalikes:
-        out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike (case, accents or "
-                   "spaces apart), kept apart as distinct names: if they name one thing, write them alike, e.g. "
+        out.append(f"{plural(len(report.lookalikes), 'group')} of distinct names that look alike (they differ only in "
+                   "case, accents, spaces or letters of another script drawn alike), kept apart as distinct names: if "
+                   "they name one thing, write them alike, e.g. "
                    + " / ".join(repr(n) for n in report.lookalikes[0]))
     return out
 
 
+#: Cyrillic and Greek letters (case-folded) drawn like a Latin letter in common fonts: 'Kirа' with a Cyrillic 'а'
+#: reads as 'Kira' (walk-through 37: such a pair went unflagged while a fullwidth one was flagged)
+HOMOGLYPHS = str.maketrans({
+    **dict(zip("авеѕіјорсухһԁԛԝӏүкмнт", "abesijopcyxhdqwlykmht")),   # Cyrillic
+    **dict(zip("αβεζηικμνορτυχ", "abezhikmnoptux")),                  # Greek
+})
+
+
 def lookalike_key(name: str) -> str:
     """What :func:`lookalike_groups` compares: compatibility forms folded and accents dropped (NFKD without its
-    combining marks), case folded, spaces left out."""
+    combining marks), case folded, spaces left out, and letters of another script drawn like Latin ones read as
+    those (:data:`HOMOGLYPHS`)."""
     decomposed = unicodedata.normalize("NFKD", name)
-    return "".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+    return "".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split()).translate(HOMOGLYPHS)
 
 
 def lookalike_groups(names: Iterable[str]) -> list[list[str]]:
