@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -1275,6 +1276,22 @@ def within(least: int, most: int, kind: str = "a whole number"):
     return parse
 
 
+def number_within(least: float, most: float, kind: str = "a number"):
+    """An argparse type: a finite number from ``least`` to ``most`` (NaN and infinities refused: argparse names the
+    option and the value) -- checked before any work, not after it."""
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(x) or not least <= x <= most:
+            raise argparse.ArgumentTypeError(f"{text}: not a finite number from {least:g} to {most:g}")
+        return x
+
+    parse.__name__ = kind
+    return parse
+
+
 SEED = within(0, 2 ** 63 - 1, "a seed (a whole number from 0)")
 BATCH = within(1, 10 ** 6)
 THREADS = within(0, MAX_THREADS)
@@ -1618,11 +1635,13 @@ def _add_rules(sub) -> None:
                     help="rank this split with the rules (time-aware filter, both directions, realistic ties)")
     sp.add_argument("--rules-per-head", type=positive_int, default=RULES_PER_HEAD, metavar="K",
                     help=f"--evaluate: the K best rules of each head and direction are applied (default {RULES_PER_HEAD})")
-    sp.add_argument("--confidence-share", type=float, default=RULE_CONFIDENCE_SHARE, metavar="A",
+    sp.add_argument("--confidence-share", type=number_within(0.0, 1.0, "a share from 0 to 1"),
+                    default=RULE_CONFIDENCE_SHARE, metavar="A",
                     help=f"--evaluate: a rule adds A x its confidence (Wilson lower bound) + (1 - A) x exp(-decay x "
                          f"days since its first link) to a noisy-or (TLogic's score; default {RULE_CONFIDENCE_SHARE}, "
                          "chosen on ICEWS14 valid)")
-    sp.add_argument("--decay", type=float, default=RULE_DECAY, metavar="LAMBDA",
+    sp.add_argument("--decay", type=number_within(0.0, 1e6, "a decay rate (at least 0)"), default=RULE_DECAY,
+                    metavar="LAMBDA",
                     help=f"--evaluate: the recency decay per day (per unit) of --confidence-share (default {RULE_DECAY})")
     count_arg(sp, "--max-queries", 0, "--evaluate: a seeded random subset of N queries (0 = all)")
     sp.add_argument("--metrics-json", metavar="FILE", help="--evaluate: write the metrics as JSON")
@@ -1658,7 +1677,7 @@ def _add_sample_world(sub) -> None:
     sp.add_argument("--out", required=True, help="folder to write, new or empty (e.g. /tmp/world)")
     sp.add_argument("--force", action="store_true", help="write into a folder that is not empty, overwriting its files")
     sp.add_argument("--seed", type=SEED, default=7, help="generator seed (default 7: the shipped world)")
-    sp.add_argument("--countries", type=within(1, 2000), default=120, help="number of countries (default 120, at "
+    sp.add_argument("--countries", type=within(2, 2000), default=120, help="number of countries (default 120, at "
                     "most 2000)")
     sp.add_argument("--json", action="store_true", help="print the full summary (rule rates, splits) as JSON")
 

@@ -141,3 +141,30 @@ def test_building_the_parser_imports_no_torch_and_bench_bounds_match():
     from tpar.runtime import bench
 
     assert (cli.MIN_TIMED, cli.MAX_TIMED) == (bench.MIN_TIMED, bench.MAX_TIMED)
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["rules", "--data", str(SAMPLE_WORLD), "--evaluate", "valid", "--decay", "nan"], "argument --decay: nan"),
+    (["rules", "--data", str(SAMPLE_WORLD), "--evaluate", "valid", "--decay", "-1"], "argument --decay: -1"),
+    (["rules", "--data", str(SAMPLE_WORLD), "--confidence-share", "2"], "argument --confidence-share: 2"),
+    (["rules", "--data", str(SAMPLE_WORLD), "--confidence-share", "inf"], "argument --confidence-share: inf"),
+    (["sample-world", "--out", "{tmp}/w", "--countries", "1"], "argument --countries: 1"),
+])
+def test_rule_scoring_and_sample_world_options_are_checked_before_any_work(tmp_path, capsys, argv, words):
+    """Audit 37: --decay nan ended in an internal error after every rule was distilled (its range check let NaN
+    through and named no option); --countries 1 ended in an internal error, leaving an empty folder."""
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert _exit(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and "bug" not in err
+    assert not (tmp_path / "w").exists()
+
+
+def test_the_rule_ranker_refuses_nan_by_name(sample_kg):
+    from tpar.reasoning.distilled_rules import RuleSet
+    from tpar.reasoning.rule_ranker import RuleRanker
+
+    with pytest.raises(DataError, match="--decay"):
+        RuleRanker(RuleSet.__new__(RuleSet), sample_kg, decay=float("nan"))
+    with pytest.raises(DataError, match="--confidence-share"):
+        RuleRanker(RuleSet.__new__(RuleSet), sample_kg, confidence_share=float("nan"))

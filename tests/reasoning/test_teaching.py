@@ -100,3 +100,15 @@ def test_a_step_led_by_the_questions_own_entity_says_that_no_path_explains_it(ex
     assert led, "the question no longer shows the case: pick another"
     for s in steps[1:]:
         assert ("The best candidate here is Arovia itself" in s.text) == (s.best == "Arovia")
+
+
+def test_the_time_encoding_of_a_one_dimensional_model_is_drawn_not_an_internal_error():
+    """Audit 37: a model of d = 1 (which `tpar train --dim 1` makes) has one periodic dimension, fewer than the two
+    periods of interest: the curves draw what there is (the page failed with StopIteration)."""
+    from tpar.model.config import ModelConfig
+    from tpar.model.network import TPAR
+
+    model = TPAR(ModelConfig(dim=1, attn_dim=1, num_layers=1, num_relations=3, time_span=40))
+    curves = time_encoding_curves(model, span=20)
+    assert 1 <= len(curves.periodic_dims) <= 1 and len(curves.highlight) == 1
+    assert len(curves.periodic[0]) == len(curves.periodic_dims)

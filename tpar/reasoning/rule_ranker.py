@@ -61,8 +61,10 @@ class RuleRanker:
                  decay: float = 0.1, chunk: int = 16) -> None:
         if top < 1:
             raise DataError(f"rules per head must be at least 1, not {top}")
-        if not 0.0 <= confidence_share <= 1.0 or decay < 0:
-            raise DataError(f"need 0 <= confidence share <= 1 and decay >= 0, got {confidence_share}, {decay}")
+        if not 0.0 <= confidence_share <= 1.0:  # NaN fails too
+            raise DataError(f"the confidence share (--confidence-share) must be from 0 to 1, not {confidence_share}")
+        if not 0.0 <= decay < float("inf"):
+            raise DataError(f"the decay (--decay) must be a finite number at least 0, not {decay}")
         self.rule_set, self.top, self.chunk = rules, int(top), int(chunk)
         self.confidence_share, self.decay = float(confidence_share), float(decay)
         self.scale = GapScale.of(kg.time_axis)

@@ -185,7 +185,9 @@ def time_encoding_curves(model: TPAR, span: int = 60, k: int = 4,
     highlight: dict[int, float] = {}
     for target in periods_of_interest:
         order = np.argsort(np.abs(np.log(periods / target)))  # nearest on a log scale
-        best = next(int(i) for i in order if int(i) not in chosen)
+        best = next((int(i) for i in order if int(i) not in chosen), None)
+        if best is None:  # fewer periodic dimensions than periods of interest (a model of d = 1): draw what there is
+            break
         chosen.append(best)
         highlight[best] = float(target)
     visible = [int(i) for i in np.argsort(periods) if 4 < periods[i] < 2 * span and int(i) not in chosen]
