@@ -168,3 +168,16 @@ def test_the_rule_ranker_refuses_nan_by_name(sample_kg):
         RuleRanker(RuleSet.__new__(RuleSet), sample_kg, decay=float("nan"))
     with pytest.raises(DataError, match="--confidence-share"):
         RuleRanker(RuleSet.__new__(RuleSet), sample_kg, confidence_share=float("nan"))
+
+
+def test_an_evaluation_with_a_direction_of_no_questions_writes_json_null_not_nan(tmp_path, capsys):
+    """Audit 37: --max-queries 1 left one direction without questions, and the JSON held bare NaN (not JSON: strict
+    readers refuse it) while the table printed 'nan'."""
+    out = tmp_path / "ev.json"
+    assert main(["evaluate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--split", "test",
+                 "--max-queries", "1", "--json", str(out), "--threads", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "nan" not in printed and "no questions" in printed and "(realistic, 1 query)" in printed
+    d = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    empty = [k for k, modes in d["by_direction"].items() if modes["realistic"]["count"] == 0]
+    assert len(empty) == 1 and d["by_direction"][empty[0]]["realistic"]["mrr"] is None

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from tpar.graph.background import Background
 from tpar.data.kg import TemporalKG
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.evaluation.ranks import RANK_TYPES, RankingMetrics, RankType, filtered_ranks
 from tpar.graph.queries import DIRECTION_NAMES, QueryBatch, Setting, make_queries
@@ -114,7 +114,7 @@ class EvaluationResult:
         """Atomic write of :meth:`to_dict` as JSON."""
         from tpar.data.outputs import write_text
 
-        write_text(path, json.dumps(self.to_dict(), indent=2, allow_nan=True), "JSON file")
+        write_text(path, json.dumps(self.to_dict(), indent=2, allow_nan=False), "JSON file")  # NaN is not JSON
 
     def summary(self) -> str:
         lines = [f"{self.method} | {self.dataset} | {self.setting} | {self.split} | {self.num_queries} queries "
@@ -125,8 +125,11 @@ class EvaluationResult:
             lines.append(f"{m:12s} {100 * x.mrr:7.2f} {100 * x.hits[1]:7.2f} {100 * x.hits[3]:7.2f} {100 * x.hits[10]:7.2f}")
         for name, modes in self.by_direction().items():
             x = modes["realistic"]
+            if not x.count:
+                lines.append(f"  {name + ' q.':10s} no questions")
+                continue
             lines.append(f"  {name + ' q.':10s} {100 * x.mrr:7.2f} {100 * x.hits[1]:7.2f} {100 * x.hits[3]:7.2f} "
-                         f"{100 * x.hits[10]:7.2f}  (realistic, {x.count} queries)")
+                         f"{100 * x.hits[10]:7.2f}  (realistic, {plural(x.count, 'query', 'queries')})")
         return "\n".join(lines)
 
 

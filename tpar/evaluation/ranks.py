@@ -8,6 +8,8 @@ MRR = mean(1 / rank); Hits@k = share of queries with rank <= k (on the fractiona
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -61,7 +63,11 @@ class RankingMetrics:
         return cls(float(np.mean(1.0 / ranks)), {k: float(np.mean(ranks <= k)) for k in HITS_AT}, int(len(ranks)))
 
     def to_dict(self) -> dict:
-        d = {"mrr": self.mrr}
-        d.update({f"hits@{k}": v for k, v in self.hits.items()})
+        """The figures as JSON values: null for those of no questions (NaN is not JSON: strict readers refuse it)."""
+        def value(x: float) -> float | None:
+            return x if self.count and math.isfinite(x) else None
+
+        d = {"mrr": value(self.mrr)}
+        d.update({f"hits@{k}": value(v) for k, v in self.hits.items()})
         d["count"] = self.count
         return d
