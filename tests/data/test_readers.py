@@ -544,3 +544,15 @@ def test_the_cli_sets_incomplete_rows_aside_as_the_upload_page_does(tmp_path, ca
     assert any(n.startswith("train.csv, row 3: 1 incomplete row") for n in load_dataset(folder).notes)
     write(tmp_path / "bad.csv", HEADER + "A,r,B,2024-01-01\nA,r,B,yesterday\n")
     assert main(["info", str(tmp_path / "bad.csv")]) == 2  # a bad row is still refused without --drop-bad-rows
+
+
+def test_a_name_asked_for_is_normalised_as_the_datas_names_were():
+    """Audit 37: 'Zoë' typed as 'e' + a combining diaeresis (macOS input), or with a zero-width space or a direction
+    mark, was 'unknown entity' -- printed exactly like the data's name; the reader had normalised the data's."""
+    from tpar.data.vocab import Vocabulary
+
+    v = Vocabulary(("Zo\u00eb", "Bob", "Make_statement"))
+    assert v.resolve("Zoe\u0308") == "Zo\u00eb" and v.resolve("Zo\u00eb\u200b") == "Zo\u00eb"
+    assert v.resolve("\u202eBob") == "Bob" and v.resolve("make  statement\u200b") == "Make_statement"
+    with pytest.raises(DataError, match="unknown name"):
+        v.resolve("\u200b")

@@ -47,9 +47,16 @@ class Vocabulary:
     def resolve(self, name: str, kind: str = "name") -> str:
         """The vocabulary's own spelling of ``name``: itself, or the one name equal to it ignoring case,
         surrounding space and the difference between runs of spaces and underscores ("make statement"
-        finds ICEWS's "Make_statement"); otherwise a :class:`DataError` suggesting the closest names."""
+        finds ICEWS's "Make_statement"), after the normalisation the data's names had (Unicode NFC, invisible and
+        direction characters removed); otherwise a :class:`DataError` suggesting the closest names."""
         if name in self._ids:
             return name
+        from tpar.data.tables import clean_name  # here: tables imports this module's users
+
+        kept = clean_name(str(name))  # as the data's names were read: NFC, invisible characters removed ('Zoë'
+        if kept in self._ids:         # typed as 'e' + a combining diaeresis, as macOS input gives it)
+            return kept
+        name = kept or name
         key = _loose(name)
         same = [n for n in self.names if _loose(n) == key]
         if len(same) == 1:
