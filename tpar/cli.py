@@ -1768,7 +1768,9 @@ def _run(args, torchrun: bool) -> int:
         return args.func(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
+        what_if = {str(getattr(args, k)) for k in ("without", "with_facts") if getattr(args, k, None)}
         if e.row is not None and e.row > 1 and hasattr(args, "drop_bad_rows") and not args.drop_bad_rows \
+                and e.file not in what_if \
                 and type(e).__name__ not in ("AmbiguousDates", "EncodingError", "BenchmarkFileError"):  # not a row to drop
             print("hint: --drop-bad-rows drops such rows (each is reported) and goes on", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -181,3 +181,16 @@ def test_an_evaluation_with_a_direction_of_no_questions_writes_json_null_not_nan
     d = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     empty = [k for k, modes in d["by_direction"].items() if modes["realistic"]["count"] == 0]
     assert len(empty) == 1 and d["by_direction"][empty[0]]["realistic"]["mrr"] is None
+
+
+def test_a_bad_row_of_a_what_if_file_gets_no_hint_that_does_not_apply(tmp_path, capsys):
+    """Audit 37: an error in a --with file ended with 'hint: --drop-bad-rows drops such rows', which does not apply
+    to what-if files (following it gave the same error)."""
+    facts = tmp_path / "w.csv"
+    facts.write_text("subject,relation,object,time\nArovia,Provide aid to,Pelia,2025-06-01\n"
+                     "Arovia,Provide aid to,,2025-06-01\n")
+    argv = ["predict", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject", "Arovia",
+            "--relation", "Provide aid to", "--time", "2025-06-02", "--with", str(facts)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{facts}, row 3" in err and "--drop-bad-rows" not in err
