@@ -509,23 +509,23 @@ def test_a_corrupt_job_or_checkpoint_in_the_workspace_breaks_nothing(workspace):
     assert "cannot be shown" in " ".join(str(p.proto.text) for p in at.get("progress"))
 
 
-def ask_on_own_data(workspace, setting: str, params: dict) -> AppTest:
+def ask_on_own_data(workspace, setting: str, params: dict, spread: float = 100.0) -> AppTest:
     """The Ask page on an uploaded ring world plus Q0 who meets Q1 and Q2 on one day and no one else, with a small
-    random-weight checkpoint trained (nominally) for ``setting``."""
+    random-weight checkpoint trained (nominally) for ``setting`` (its scoring weights times ``spread``)."""
     from tpar.data.upload import inspect_upload, save_dataset
     from tpar.model.checkpoint import from_model
     from tpar.model.config import ModelConfig, RunConfig, TrainConfig
     from tpar.model.network import TPAR
 
     _, kg = inspect_upload(tiny_world_csv(extra="Q0,meets,Q1,2024-01-05\nQ0,meets,Q2,2024-01-05\n"), "ring.csv")
-    save_dataset(kg, workspace / "upload_dir", "ring")
+    save_dataset(kg, workspace / "upload_dir", "ring", overwrite=True)
     torch.manual_seed(0)
     cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.0, num_relations=kg.num_relations,
                       time_span=kg.time_range[1] - kg.time_range[0] + 2)
     (workspace / "runs_dir").mkdir(parents=True, exist_ok=True)
     model = TPAR(cfg)
     with torch.no_grad():  # random scores a hair apart would be "no evidence" (no ranking shown): spread them
-        model.score.weight.mul_(100)
+        model.score.weight.mul_(spread)
     from_model(model, RunConfig(cfg, TrainConfig(setting=setting)), kg, setting).save(
         workspace / "runs_dir" / f"ring-{setting}.tpar")
     at = AppTest.from_file(APP, default_timeout=120)
@@ -542,8 +542,11 @@ def shown(at) -> str:
 
 
 def test_ask_separates_unreached_entities_and_flags_a_foreign_setting(workspace):
+    # weights of the sign that scores the reached entities above the unreached ones' 0 (with every reached one
+    # below 0, the question has no evidence: the best answer is a tie of the unreached)
     at = ask_on_own_data(workspace, "extrapolation",
-                         {"subject": "P0", "relation": "meets", "time": "2024-02-10", "setting": "interpolation"})
+                         {"subject": "P0", "relation": "meets", "time": "2024-02-10", "setting": "interpolation"},
+                         spread=-100.0)
     assert not at.exception and not at.error, [e.value for e in at.error]
     answers = at.dataframe[0].value
     assert not {"Q0", "Q1", "Q2"} & set(answers["entity"])  # no path from P0 reaches them: not listed
@@ -551,6 +554,12 @@ def test_ask_separates_unreached_entities_and_flags_a_foreign_setting(workspace)
     found = re.search(r"Not reached by any temporal path: \*\*(\d+)\*\* entities, all at score 0", text)
     assert found and int(found.group(1)) == 9 - len(answers) >= 3, text  # 6 P's and 3 Q's, all reached ones listed
     assert "trained for extrapolation only" in text  # asked as interpolation
+    # the other sign: every reached entity below the unreached ones' 0 -- no ranking headed by rank 4 (walk-through 37)
+    at = ask_on_own_data(workspace, "extrapolation",
+                         {"subject": "P0", "relation": "meets", "time": "2024-02-10", "setting": "interpolation"})
+    assert not at.exception and not at.dataframe
+    said = re.sub(r"\\(.)", r"\1", " ".join(i.value for i in at.info))
+    assert "No evidence for this question" in said and "-way tie of entities it has no evidence about" in said
 
 
 def test_ask_labels_tied_answers(workspace):

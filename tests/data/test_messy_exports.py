@@ -186,7 +186,7 @@ def test_an_upload_losing_more_than_the_share_says_how_many_rows_and_why():
     assert report.needs_confirmation and len(report.dropped) == len(bad) + 1
     text = report.loss_text()
     assert text.startswith(f"{len(bad) + 1} of {n + len(bad) + 1} rows")
-    assert f"{len(bad)} × time '…' is not an ISO date" in text and "expected 4 columns, found 2 (row " in text
+    assert f"{len(bad)} × time '…' is not an ISO date" in text and "expected 4 columns, found 2: 'z,r' (row " in text
     # every lost row is counted, a kind of one row shows its value: two such kinds, then a third and a fourth
     odd = ["x,r,y,2024-02-30", "x,r,y,", "x,r,y,2024-13-40", "x,r"]
     for extra, says in ((odd[:3], "time '2024-13-40' is not a real date (month"), (odd, "and 2 rows of 2 other kinds")):

@@ -333,7 +333,7 @@ def test_other_columns_are_not_read_and_the_report_says_so(tmp_path):
     assert any("'source', 'weight', 'weight' not read" in n for n in reading_notes(q.report))
     short = read_quadruple_csv(write(tmp_path / "y.csv", text + "Iran,Negotiate,China,2014-02-04\n"),
                                on_bad_rows="drop")
-    assert [p for _, p in short.report.problems] == ["expected 7 columns, found 4"]
+    assert [p for _, p in short.report.problems] == ["expected 7 columns, found 4: 'Iran,Negotiate,China,2014-02-04'"]
 
 
 def test_times_with_a_utc_offset_are_read_as_utc_and_the_report_says_so(tmp_path):
@@ -556,3 +556,13 @@ def test_a_name_asked_for_is_normalised_as_the_datas_names_were():
     assert v.resolve("\u202eBob") == "Bob" and v.resolve("make  statement\u200b") == "Make_statement"
     with pytest.raises(DataError, match="unknown name"):
         v.resolve("\u200b")
+
+
+def test_a_row_written_with_another_separator_is_named_with_its_content_and_the_likely_cause(tmp_path):
+    """Audit 37: a tab-separated row in a comma file was 'expected 4 columns, found 1', without the row or why."""
+    text = GOOD + "Iran\tNegotiate\tChina\t2014-02-05\nIran;Negotiate;China;2014-02-06\n"
+    q = read_quadruple_csv(write(tmp_path / "t.csv", text), on_bad_rows="drop")
+    problems = dict(q.report.problems)
+    assert problems[5] == ("expected 4 columns, found 1: 'Iran\\tNegotiate\\tChina\\t2014-02-05' (the row seems "
+                           "tab-separated; the header is comma-separated)")
+    assert "the row seems semicolon-separated" in problems[6]

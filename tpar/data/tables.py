@@ -537,6 +537,17 @@ def _read_header(path: Path, header: list[str], report: CsvReport, marks: Marks)
     return pos, len(header)
 
 
+def wrong_width(rec: list[str], width: int, delimiter: str) -> str:
+    """A row's problem when it has too few or too many cells: the counts, the row (shortened), and the separator
+    it seems written with when another one splits it into ``width`` cells (a tab-separated row in a comma file)."""
+    text = delimiter.join(rec)
+    shown = text if len(text) <= 80 else text[:80] + "…"
+    other = next((name for sep, name in SEPARATORS.items() if sep != delimiter and len(text.split(sep)) == width), "")
+    return (f"expected {width} columns, found {len(rec)}: {shown!r}"
+            + (f" (the row seems {other}-separated; the header is {SEPARATORS.get(delimiter, delimiter)}-separated)"
+               if other else ""))
+
+
 def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                rp: _RowProblems, marks: Marks) -> list[tuple[int, list[str]]]:
     """(row number, cleaned cells) of every row whose cells are well formed (times are checked later);
@@ -590,7 +601,7 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
         if len(rec) > width and not any(x.strip() for x in rec[width:]):
             rec = rec[:width]  # a trailing separator (spreadsheets write one after an empty last cell)
         if len(rec) != width:
-            bad(row, f"expected {width} columns, found {len(rec)}")
+            bad(row, wrong_width(rec, width, reader.dialect.delimiter))
             continue
         vals = [seen.setdefault(v, v) for v in (unescape_cell(x.strip()) for x in rec)]  # one object per name
         spaced = [rec[pos[c]] for c in ("subject", "relation", "object") if rec[pos[c]] != vals[pos[c]]
