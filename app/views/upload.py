@@ -17,7 +17,7 @@ from tpar.data.textfile import MarkedText, decode_text
 from tpar.data.upload import DROP_CONFIRM_SHARE, UploadReport, inspect_upload, row_texts, save_dataset
 from tpar.errors import DataError
 from tpar.model.checkpoint import Checkpoint
-from tpar.model.registry import covering_checkpoints
+from tpar.model.registry import covering_checkpoints, time_unit_mismatches
 from tpar.reasoning.completion import (Completion, apply_thresholds, complete_with_checkpoint, fit_thresholds,
                                        with_completions)
 
@@ -298,6 +298,14 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     matches = covering_checkpoints(kg, infos, needed)
     if not matches:
         shown = ", ".join(repr(r) for r in needed[:5]) + (" …" if len(needed) > 5 else "")
+        other_unit = time_unit_mismatches(kg, infos, needed)
+        if other_unit:  # they know the relations: the advice to train one would be wrong (walk-through 37)
+            names = ", ".join(repr(n) for n in other_unit[:3]) + (" …" if len(other_unit) > 3 else "")
+            st.info(ex.md(f"The models that know every relation of the incomplete rows ({names}) count time in "
+                          f"another unit than this file is read in ({kg.time_axis.describe()}), so none can propose "
+                          "the missing entities. If the file's times are dates, choose 'date' under 'Read times as' "
+                          "above (a row with a time of day is then named among the dropped rows)."))
+            return kg
         st.info(ex.md(f"No model here knows every relation of the incomplete rows ({shown}), so none can propose "
                       "the missing entities yet. Save the complete rows, train a model on them (Train page), then "
                       "upload this file again: a model that knows those relations is then offered here, and the "

@@ -308,11 +308,12 @@ def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
     t = np.asarray(t_new)
     out, label, span = [], kg.time_axis.label, kg.time_axis.describe_span
     if (t < first).any():
-        out.append(f"{plural(int((t < first).sum()), 'new fact')} lie before the data set's first time {label(first)} (the "
+        n = int((t < first).sum())
+        out.append(f"{plural(n, 'new fact')} {'lies' if n == 1 else 'lie'} before the data set's first time {label(first)} (the "
                    f"earliest {label(int(t.min()))}): check their dates")
     far = t > last + max(1, last - first)
     if far.any():
-        out.append(f"{plural(int(far.sum()), 'new fact')} lie more than {span(max(1, last - first))} (the data set's whole "
+        out.append(f"{plural(int(far.sum()), 'new fact')} {'lies' if int(far.sum()) == 1 else 'lie'} more than {span(max(1, last - first))} (the data set's whole "
                    f"span) after its last time {label(last)} (the latest {label(int(t.max()))}): check their dates")
     return out
 

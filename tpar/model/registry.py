@@ -112,14 +112,26 @@ def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations)
     have = {id(m.info) for m in out}
     need = set(relations)
     ta = kg.time_axis.to_dict()
+    more: list[tuple[int, Match]] = []
     for info in infos:
         c = info.checkpoint
         if id(info) in have or not need <= set(c.relations):
             continue
         if (ta["granularity"], ta["step"]) != (c.time_axis.get("granularity"), c.time_axis.get("step")):
             continue
-        missing = [r for r in kg.relations.names if r not in set(c.relations)]
-        out.append(Match(info, False, [f"it knows {len(set(kg.relations.names) - set(missing))} of the data's "
-                                       f"{kg.num_relations} relations: facts of the others are no evidence to it"]
-                         if missing else []))
-    return out
+        known = len(set(kg.relations.names) & set(c.relations))
+        more.append((known, Match(info, False, [f"knows {known} of the data's {kg.num_relations} relations: facts of "
+                                                "the others are no evidence to it"]
+                                  if known < kg.num_relations else [])))
+    # the model that knows most of the data's relations first (an ICEWS14 model knowing 4 of 19 came before the
+    # sample model knowing 17: walk-through 37)
+    return out + [m for _, m in sorted(more, key=lambda km: (-km[0], km[1].info.name))]
+
+
+def time_unit_mismatches(kg: TemporalKG, infos: list[CheckpointInfo], relations) -> list[str]:
+    """Names of the models that know every one of ``relations`` but count time in another unit than ``kg`` (so
+    :func:`covering_checkpoints` leaves them out), e.g. a model of days for data read in hours."""
+    ta = kg.time_axis.to_dict()
+    return [info.name for info in infos if set(relations) <= set(info.checkpoint.relations)
+            and (ta["granularity"], ta["step"]) != (info.checkpoint.time_axis.get("granularity"),
+                                                    info.checkpoint.time_axis.get("step"))]
