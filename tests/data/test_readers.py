@@ -566,3 +566,23 @@ def test_a_row_written_with_another_separator_is_named_with_its_content_and_the_
     assert problems[5] == ("expected 4 columns, found 1: 'Iran\\tNegotiate\\tChina\\t2014-02-05' (the row seems "
                            "tab-separated; the header is comma-separated)")
     assert "the row seems semicolon-separated" in problems[6]
+
+
+def test_a_few_times_of_day_among_dates_are_named_as_what_made_the_file_hourly(tmp_path):
+    """Walk-through 37: one '2025-03-05T10:00:00' row among 187 dates read every time as a date-time (hour steps)
+    without naming it; the note names the row, the count, and how to read the file as dates. The upload report has
+    it as a warning (to act on), not as information."""
+    from tpar.data.tables import reading_notes
+    from tpar.data.upload import inspect_upload
+
+    rows = "".join(f"E{i % 5},r,E{(i + 1) % 5},2024-01-{i + 1:02d}\n" for i in range(28)) + "E1,r,E3,2024-01-29T10:00:00\n"
+    q = read_quadruple_csv(write(tmp_path / "h.csv", HEADER + rows))
+    assert q.time_axis.granularity in ("hour", "minute", "second")
+    said = " ".join(reading_notes(q.report))
+    assert "1 row carries a time of day (row 30: '2024-01-29T10:00:00') beside 28 plain dates" in said
+    report, _ = inspect_upload(HEADER + rows, "h.csv")
+    assert any("carries a time of day" in n for n in report.notes) and not any("time of day" in n for n in report.info)
+    plain = read_quadruple_csv(write(tmp_path / "d.csv", HEADER + rows.replace("T10:00:00", "")))
+    assert not plain.report.time_of_day_count
+    hourly = HEADER + "".join(f"E{i % 5},r,E{(i + 1) % 5},2024-01-01T{i:02d}:00\n" for i in range(20)) + "E1,r,E2,2024-01-02\n"
+    assert not read_quadruple_csv(write(tmp_path / "t.csv", hourly)).report.time_of_day_count  # date-times dominate

@@ -94,7 +94,21 @@ def duplicates_note(report: CsvReport) -> str:
             + (f" and {more:,} more" if more else ""))
 
 
-def reading_notes(report: CsvReport, lookalikes: bool = True) -> list[str]:
+def time_of_day_note(report: CsvReport) -> str:
+    """Why a file of mostly plain dates was read as date-times ("" when it was not): the rows with a time of day,
+    which make the data's time step hours (or finer) for every fact."""
+    if not report.time_of_day_count:
+        return ""
+    shown = ", ".join(f"row {r:,}: {t!r}" for r, t in report.time_of_day[:3])
+    n = report.time_of_day_count
+    return (f"{plural(n, 'row')} {'carries' if n == 1 else 'carry'} a time of day ({shown}"
+            f"{', …' if n > 3 else ''}) beside {report.dates_beside:,} plain dates, so every time is read as a "
+            "date-time and the time step is finer than a day; if the times of day are a slip, read times as dates "
+            "(--time-format date; on the Upload page, 'Read times as: date'): those rows are then named among the "
+            "dropped ones")
+
+
+def reading_notes(report: CsvReport, lookalikes: bool = True, time_of_day: bool = True) -> list[str]:
     """One line each for rows of only separators, columns not read, names trimmed or normalised and (``lookalikes``)
     look-alike groups (the CLI's notes, the upload report's)."""
     out = []
@@ -113,6 +127,8 @@ def reading_notes(report: CsvReport, lookalikes: bool = True) -> list[str]:
         out.append(f"column{'s' if len(report.ignored_columns) > 1 else ''} {shown}{more} not read (only subject, "
                    "relation, object, time or their synonyms, and "
                    f"the optional {', '.join(OPTIONAL_COLUMNS)} are)")
+    if time_of_day and report.time_of_day_count:
+        out.append(time_of_day_note(report))
     if report.date_order:
         out.append(f"dates with slashes or dashes read {report.date_order}")
     if report.dates_rewritten:
@@ -360,6 +376,9 @@ class CsvReport:
     date_order: str = ""                      # how DD/MM vs MM/DD dates were read, and why ("" when none occur)
     dates_rewritten: list[tuple[int, str, str]] = field(default_factory=list)  # (row, as written, ISO) first few
     day_first: bool | None = None             # the order DD/MM vs MM/DD dates were read in (None: none occur)
+    time_of_day: list[tuple[int, str]] = field(default_factory=list)  # (row, time) of the few rows with a time of
+    time_of_day_count: int = 0                # day among more plain dates (all rows then read as date-times)
+    dates_beside: int = 0                     # the plain dates beside them
 
     @property
     def rows_dropped(self) -> int:
@@ -673,6 +692,12 @@ def _dominant_time_format(path: Path, recs, kinds: list[str], tpos: int, rp: _Ro
         fmt = "year" if all(AUTO_YEARS[0] <= x <= AUTO_YEARS[1] for x in ints) else "int"
     elif fmt == "datetime" and all(k != "datetime" for k in kinds):
         fmt = "date"
+    elif fmt == "datetime":  # which rows made it date-times (one '…T10:00' row makes a file of days hourly)
+        timed = [(row, v[tpos]) for (row, v), k in zip(recs, kinds) if k == "datetime"]
+        dates = sum(k == "date" for k in kinds)
+        if dates > len(timed):
+            rp.report.time_of_day = timed[:MAX_LISTED_ROWS]
+            rp.report.time_of_day_count, rp.report.dates_beside = len(timed), dates
     return fmt
 
 

@@ -25,7 +25,8 @@ from tpar.data.outputs import csv_text
 from tpar.data.names import check_name
 from tpar.data.textfile import marks_of, newline_ends
 from tpar.data.tables import (SHOWN_CR, IncompleteRow, build_kg, load_csv_folder, show_invisible,
-                              reading_notes, read_quadruple_csv, split_assignment)
+                              reading_notes, read_quadruple_csv, split_assignment,
+                              time_of_day_note)
 from tpar.errors import DataError, plural
 
 SPLIT_CHOICES = ("chronological", "random", "column")
@@ -219,7 +220,9 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
             notes.append(f"the {s} split holds only {plural(few, 'fact')} ({plural(2 * few, 'question')}): "
                          + ("a model chosen on so few is chosen largely by chance" if s == "valid" else
                             "test figures on so few say little") + "; more data, or other split shares, give it more")
-    info = reading_notes(q.report, lookalikes=False)  # look-alike names: a warning of their own on the page
+    info = reading_notes(q.report, lookalikes=False, time_of_day=False)  # look-alikes: a warning of their own
+    if q.report.time_of_day_count:  # a few times of day made every time a date-time: to act on, not information
+        notes.append(time_of_day_note(q.report))
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
