@@ -496,12 +496,17 @@ def fill_question(kg: TemporalKG) -> None:
     default = default_question(kg)
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
         take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
+    t_q = None
     try:
         t_q = kg.time_axis.parse(ss["time"]) if ss.get("time") else kg.time_axis.parse(default.time)
         check_question_time(kg, t_q)
     except (ValueError, DataError) as e:
-        st.warning(md(f"Time {ss['time']!r} does not fit this data set ({e}); showing the first step after the data."))
-        t_q = kg.time_axis.parse(default.time)
+        before = t_q is not None and len(kg.all_facts()) and t_q < kg.time_range[0]
+        # a time long before the data becomes its first time, not a forecast after it (walk-through 37)
+        t_q = kg.time_range[0] if before else kg.time_axis.parse(default.time)
+        st.warning(md(f"Time {ss['time']!r} does not fit this data set ({e}); showing "
+                      + (f"the data's first time, {kg.time_axis.label(t_q)}." if before else
+                         "the first step after the data.")))
     ss["time"] = kg.time_axis.label(t_q)
 
 

@@ -784,3 +784,19 @@ def test_the_timeline_marks_where_the_training_facts_end():
 
     mixed = replace(kg, splits={**kg.splits, "valid": kg.facts("train")[:5]})
     assert training_end(mixed) is None
+
+
+def test_a_time_long_before_the_data_becomes_its_first_time_not_a_forecast_after_it():
+    """Walk-through 37: a URL time of 2020-01-01 (the sample world starts in 2025) was replaced by the first step
+    after the data, turning a question before the data into a forecast after it."""
+    from helpers import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+
+    kg = load_dataset(SAMPLE_WORLD)
+    at = app({**QUESTION, "time": "2020-01-01"}).run()
+    assert not at.exception
+    first = kg.time_axis.label(kg.time_range[0])
+    assert f"showing the data's first time, {first}" in plain(at.warning)
+    assert at.session_state["time"] == first
+    at = app({**QUESTION, "time": "2031-01-01"}).run()  # long after: the first step after the data, as before
+    assert "showing the first step after the data" in plain(at.warning)
