@@ -552,6 +552,10 @@ def default_question_into_state(sel: Selection) -> None:
     showcase question (the sample world's planted rules), else the default question after the data."""
     ss = st.session_state
     kg = sel.kg
+    # a shared link may give the relation, time, setting or answer without an entity: those are kept, only what it
+    # lacks is filled in, and the page says so (they were silently replaced by the showcase question: audit 37)
+    given = {k: ss[k] for k in ("relation", "time", "direction", "setting", "answer")
+             if ss.get(k) not in (None, "", DEFAULTS.get(k))}  # the defaults a data switch leaves are not given
     examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
     if examples:
         x = next((x for x in examples if x.get("setting") == "extrapolation"), examples[0])
@@ -562,6 +566,14 @@ def default_question_into_state(sel: Selection) -> None:
     else:
         q = default_question(kg)
         ss.update(subject=q.subject, relation=q.relation, time=q.time, direction=q.direction, setting="auto")
+    if given:
+        ss.update(given)
+        st.warning(md(f"The link names no entity: the question asks about {ss['subject']} with the link's "
+                      + ", ".join(k for k in ("relation", "time", "direction", "setting", "answer") if k in given)
+                      + "."))
+        if "answer" in given:
+            ss["answer_question"] = URL_ANSWER
+            return
     ss["answer_question"] = question_key()
 
 

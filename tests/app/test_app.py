@@ -800,3 +800,16 @@ def test_a_time_long_before_the_data_becomes_its_first_time_not_a_forecast_after
     assert at.session_state["time"] == first
     at = app({**QUESTION, "time": "2031-01-01"}).run()  # long after: the first step after the data, as before
     assert "showing the first step after the data" in plain(at.warning)
+
+
+@pytest.mark.parametrize("params", [{"time": "2025-06-01"}, {"relation": "Mobilize against", "time": "2025-06-01"}])
+def test_a_link_without_an_entity_keeps_what_it_gives(params):
+    """Audit 37: a URL with a time (and a relation) but no subject was silently replaced by the showcase question;
+    what the link gives is kept, the entity filled in, and the page says so."""
+    at = app(params).run()
+    assert not at.exception
+    assert "The link names no entity" in plain(at.warning)
+    for k, v in params.items():
+        assert at.session_state[k] == v
+    at = app({}).run()  # no link: the showcase question, without a word
+    assert not at.exception and "The link names no entity" not in plain(at.warning)

@@ -56,19 +56,19 @@ class Vocabulary:
         kept = clean_name(str(name))  # as the data's names were read: NFC, invisible characters removed ('Zoë'
         if kept in self._ids:         # typed as 'e' + a combining diaeresis, as macOS input gives it)
             return kept
-        name = kept or name
+        asked, name = name, kept or name  # errors quote what was asked for
         key = _loose(name)
         same = [n for n in self.names if _loose(n) == key]
         if len(same) == 1:
             return same[0]
         if len(same) > 1:  # known, loosely, under several spellings: say so, never "unknown"
-            raise DataError(f"{kind} {quoted(name)} is ambiguous: the data has {', '.join(repr(n) for n in same[:5])}"
+            raise DataError(f"{kind} {quoted(asked)} is ambiguous: the data has {', '.join(repr(n) for n in same[:5])}"
                             + (f" and {len(same) - 5} more" if len(same) > 5 else "") + "; give the exact spelling")
         close = same or difflib.get_close_matches(str(name), self.names, n=3, cutoff=0.6)
         if not close and key:
             close = [n for n in self.names if key in _loose(n)][:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise DataError(f"unknown {kind} {quoted(name)}{hint}")
+        raise DataError(f"unknown {kind} {quoted(asked)}{hint}")
 
 
 def _loose(name: object) -> str:
