@@ -586,3 +586,20 @@ def test_a_few_times_of_day_among_dates_are_named_as_what_made_the_file_hourly(t
     assert not plain.report.time_of_day_count
     hourly = HEADER + "".join(f"E{i % 5},r,E{(i + 1) % 5},2024-01-01T{i:02d}:00\n" for i in range(20)) + "E1,r,E2,2024-01-02\n"
     assert not read_quadruple_csv(write(tmp_path / "t.csv", hourly)).report.time_of_day_count  # date-times dominate
+
+
+def test_a_quoted_cell_that_goes_on_after_its_quote_is_a_bad_row_not_a_silent_rewrite(tmp_path):
+    """Audit 37: '"The Rock" Johnson' became 'The Rock Johnson' without a word (the csv module drops the quotes);
+    now its row is dropped naming the cell and the fix. Quotes inside an unquoted cell, a doubled quote inside a
+    quoted one, and spaces after a closing quote read as before."""
+    text = (HEADER + '"The Rock" Johnson,r,E1,2024-01-05\nDwayne "The Rock" Johnson,r,E2,2024-01-05\n'
+            '"Spaced" ,r,E2,2024-01-06\n"a,b",r,"x""y",2024-01-07\n')
+    q = read_quadruple_csv(write(tmp_path / "q.csv", text), on_bad_rows="drop")
+    assert [r for r, _ in q.report.problems] == [2]
+    assert "the cell '\"The Rock\" Johnson' goes on after its closing quote" in q.report.problems[0][1]
+    assert set(q.subjects) == {'Dwayne "The Rock" Johnson', "Spaced", "a,b"} and 'x"y' in q.objects
+    tsv = read_quadruple_csv(write(tmp_path / "q.tsv", text.replace(",", "\t").replace('"a\tb"', '"a,b"')),
+                             on_bad_rows="drop")
+    assert [r for r, _ in tsv.report.problems] == [2]
+    with pytest.raises(DataError, match="row 2: the cell"):
+        read_quadruple_csv(write(tmp_path / "r.csv", text))

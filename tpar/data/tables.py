@@ -479,9 +479,16 @@ def read_quadruple_csv(path: str | Path, *, time_format: str = "auto", on_bad_ro
     # a quoted field may join many lines (an unclosed quote swallows the rest of the file, every row of it reported
     # below); one line longer than MAX_LINE_CHARS never reaches the csv reader (bounded_lines)
     allow_fields_up_to(len(text))
-    reader = csv.reader(bounded_lines(text, path, marks), delimiter=delim)
+    lines = _LastLine(bounded_lines(text, path, marks))
+    # a quoted cell that goes on after its closing quote ('"The Rock" Johnson') is a bad row, not silently rewritten
+    # ('The Rock Johnson'; audit 37): _QuoteReader checks each one-line row holding a quote strictly
+    reader = _QuoteReader(csv.reader(lines, delimiter=delim), lines, delim)
     rp = _RowProblems(path, CsvReport(file=str(path), separator=SEPARATORS[delim]), on_bad_rows)
-    pos, width = _read_header(path, next(reader), rp.report, marks)
+    try:
+        header = next(reader)
+    except csv.Error as e:
+        raise DataError(f"the header cannot be read: {e}", file=path, row=1) from None
+    pos, width = _read_header(path, header, rp.report, marks)
     recs = _read_rows(reader, pos, width, incomplete, rp, marks)
     if time_format not in ("int", "year", "month") and recs:
         recs = _dates_to_iso(path, recs, pos["time"], day_first, rp.report, rp.bad)
@@ -567,6 +574,66 @@ def wrong_width(rec: list[str], width: int, delimiter: str) -> str:
                if other else ""))
 
 
+class _LastLine:
+    """The lines fed to the csv reader, remembering the last one (to read again a row the strict reader refused)."""
+
+    def __init__(self, lines) -> None:
+        self._lines, self.last = iter(lines), ""
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        self.last = next(self._lines)
+        return self.last
+
+
+#: text after a quoted cell's closing quote, up to the separator: ("cell", what follows) -- '"The Rock" Johnson'
+_AFTER_QUOTE = {d: re.compile(r'(?:^|%s)\s*"((?:[^"]|"")*)"([^%s\r\n]*)' % (re.escape(d), re.escape(d)))
+                for d in SEPARATORS}
+
+
+class QuotedCellError(csv.Error):
+    """A quoted cell goes on after its closing quote: the csv module would drop its quotes."""
+
+
+class _QuoteReader:
+    """The csv reader, each one-line record holding a quote read again strictly: a cell that goes on after its
+    closing quote with more than spaces is a :class:`QuotedCellError` quoting the cell (the lenient reader drops
+    its quotes); spaces after a quote read as before (they are trimmed)."""
+
+    def __init__(self, reader, lines: _LastLine, delimiter: str) -> None:
+        self._reader, self._lines, self._delim = reader, lines, delimiter
+
+    @property
+    def line_num(self) -> int:
+        return self._reader.line_num
+
+    @property
+    def dialect(self):
+        return self._reader.dialect
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> list[str]:
+        before = self._reader.line_num
+        rec = next(self._reader)
+        line = self._lines.last
+        if '"' in line and self._reader.line_num == before + 1:
+            try:
+                next(csv.reader([line], delimiter=self._delim, strict=True), None)
+            except csv.Error as e:
+                junk = [(cell, after) for cell, after in _AFTER_QUOTE[self._delim].findall(line) if after.strip()] \
+                    if "expected after" in str(e) else []
+                if junk:
+                    shown = f'"{junk[0][0]}"{junk[0][1]}'
+                    raise QuotedCellError(f"the cell {shown[:80]!r} goes on after its closing quote, so its quotes "
+                                          "would be lost: quote the whole cell and double each quote inside it, e.g. "
+                                          "'\"\"\"The Rock\"\" Johnson\"'") from None
+        return rec
+
+
 def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
                rp: _RowProblems, marks: Marks) -> list[tuple[int, list[str]]]:
     """(row number, cleaned cells) of every row whose cells are well formed (times are checked later);
@@ -584,7 +651,7 @@ def _read_rows(reader, pos: dict[str, int], width: int, incomplete: str,
             break
         except csv.Error as e:  # e.g. a NUL byte: the row cannot be read at all
             report.rows_read += 1
-            bad(reader.line_num, f"unreadable row ({e})")
+            bad(reader.line_num, str(e) if isinstance(e, QuotedCellError) else f"unreadable row ({e})")
             last = reader.line_num
             continue
         first, row = last + 1, reader.line_num
