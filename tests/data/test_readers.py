@@ -64,6 +64,11 @@ def test_hyte_intervals_policy(tmp_path):
     assert kg.time_axis.label(-405) == "-405"
     assert any("dropped" in n for n in kg.notes)
     assert kg.missing_splits == ("valid", "test")
+    # a typo or a word is not an unknown year (audit 37: '199O-01-01' and 'present' dropped a bound silently)
+    for bad in ("199O-01-01", "present", "1990"):
+        write(d / "train.txt", f"0\t0\t1\t1952-##-##\t1964-03-##\n1\t1\t2\t{bad}\t2001-##-##\n")
+        with pytest.raises(DataError, match=rf"train.txt, row 2: time bound '{bad}' is not a HyTE date"):
+            load_dataset(d)
 
 
 def test_benchmark_bad_inputs(tmp_path):

@@ -185,12 +185,17 @@ def _dedup(arr: np.ndarray) -> tuple[np.ndarray, int]:
 
 _ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _YEAR = re.compile(r"^(-?[0-9#]+)-")
+#: a HyTE bound as the benchmarks write it: year, month and day of digits or '#' placeholders ("1990-##-##")
+_HYTE_BOUND = re.compile(r"^-?[0-9#]+-[0-9#]+-[0-9#]+$")
 
 
 def _hyte_year(text: str, fill: str) -> int | None:
     """Year of a HyTE bound ``YYYY-MM-DD`` with ``#`` placeholders; ``None`` if wholly unknown.
     Unknown digits of a partly known year ("19##") become ``fill`` ("0" for a start, "9" for an end),
     which widens the interval to every year the known digits allow."""
+    if not _HYTE_BOUND.match(text):  # a typo ('199O-01-01') or a word ('present') is not an unknown year
+        raise ValueError(f"time bound {text[:40]!r} is not a HyTE date (YYYY-MM-DD, '#' for each unknown digit, "
+                         "'####-##-##' for an unknown bound)")
     m = _YEAR.match(text)
     if not m or not re.search(r"[0-9]", m.group(1)):
         return None
