@@ -221,3 +221,12 @@ def describe_internal_error(error: BaseException, log: Path, ref: str) -> str:
                 f"need less. Details in {log} (error {ref}).")
     return (f"internal error ({type(error).__name__}{': ' + first if first else ''}). This is a bug, not your "
             f"input; the details are in {log} (error {ref}).")
+
+
+def check_count(name: str, value, least: int = 1) -> None:
+    """A :class:`DataError` unless ``value`` (a library argument: a number of answers, paths, steps …) is a whole
+    number at least ``least``; None passes (its default applies). A slice by -1 dropped the last answer."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise DataError(f"{name} must be a whole number of at least {least}, not {value!r}")

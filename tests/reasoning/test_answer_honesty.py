@@ -255,3 +255,23 @@ def test_an_answer_says_when_its_model_lost_to_counting_on_its_own_test_split():
     forecast = p.answer(Question("e0", "r0", "8", "object", "extrapolation"))
     assert not any("worse than counting" in w for w in forecast.warnings)  # it beat counting there
     assert any("`tpar calibrate --setting extrapolation`" in w for w in forecast.warnings)  # names the setting to fit
+
+
+def test_the_library_refuses_counts_no_question_can_mean(sample_kg, sample_checkpoint):
+    """Audit 37: top_k=-1 returned every answer but the last (a slice), 1.5 a bare TypeError, beam=-1 no paths
+    without a word, steps=0 a ValueError the pages do not catch, member=5 on a single model was ignored."""
+    from tpar.errors import DataError
+    from tpar.reasoning.explanation import Explainer
+    from tpar.reasoning.prediction import Predictor
+
+    pred = Predictor(sample_checkpoint, sample_kg, "cpu")
+    for bad in (-1, 0, 1.5, True, "3"):
+        with pytest.raises(DataError, match="top_k must be a whole number of at least 1"):
+            pred.predict("Danenn", "Meet", "2025-12-20", top_k=bad)
+    assert len(pred.predict("Danenn", "Meet", "2025-12-20", top_k=None).answers) > 10  # None: all, as documented
+    ex = Explainer(pred)
+    for kw in ({"beam": -1}, {"steps": 0}, {"num_paths": 0}, {"top_facts": -2}):
+        with pytest.raises(DataError, match=f"{next(iter(kw))} must be a whole number"):
+            ex.explain("Danenn", "Meet", "2025-12-20", "Island", **kw)
+    with pytest.raises(DataError, match="not a composite"):
+        ex.trace("Danenn", "Meet", "2025-12-20", member=5)

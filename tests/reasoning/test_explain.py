@@ -405,7 +405,9 @@ def test_integrated_importance_is_complete_and_reported(gate):
         assert nonzero_baseline > 0  # the case this test exists for: the gate's biases give f₀ ≠ 0
     with pytest.raises(ValueError):
         ex.explain(subject, relation, t, kg.entities.name(o), importance="shapley")
-    with pytest.raises(ValueError):
+    from tpar.errors import DataError
+
+    with pytest.raises(DataError, match="steps must be a whole number"):  # a message the pages show, not a bug
         ex.explain(subject, relation, t, kg.entities.name(o), importance="integrated", steps=0)
 
 

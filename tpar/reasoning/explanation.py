@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-from tpar.errors import plural
+from tpar.errors import DataError, check_count, plural
 from tpar.graph.queries import Direction, Question
 from tpar.reasoning.prediction import AnsweredQuestion, PreparedQuestion, Predictor, rank_range, rank_range_text
 from tpar.model.network import PropagationTrace
@@ -625,6 +625,10 @@ class Explainer:
         and paths walking the same facts in the same order merged (their scaled importances summed); the
         history prior's term is reported apart (:class:`HistoryShare`), and the decomposition adds the merged
         paths, every member's rest and the prior's term up to S − S₀ (:meth:`_explain_composite`)."""
+        for name, value, least in (("num_paths", num_paths, 1), ("beam", beam, 1), ("steps", steps, 1),
+                                   ("max_steps", max_steps, 1), ("top_facts", top_facts, 0),
+                                   ("measure_facts", measure_facts, 0)):
+            check_count(name, value, least)
         kw = dict(direction=direction, setting=setting, num_paths=num_paths, beam=beam, simple=simple,
                   importance=importance, steps=steps, max_steps=max_steps, top_facts=top_facts,
                   measure_facts=measure_facts, ranking=ranking)
@@ -1143,9 +1147,12 @@ class Explainer:
         from the question's entity to the answer: a link of step l whose target can still reach the
         answer in steps l+1..L, and whose attention is at least :data:`ATTENTION_FLOOR`. A composite has no single
         propagation: the trace follows its model ``member`` (0-based), and ``note`` says so."""
+        check_count("top", top, 1)
+        if self.members is None and member != 0:
+            raise DataError(f"member {member!r}: this model is not a composite; it has only model 0")
         if self.members is not None:
-            if not 0 <= member < len(self.members):
-                raise ValueError(f"member {member} is not one of the composite's {len(self.members)} models")
+            if not isinstance(member, int) or isinstance(member, bool) or not 0 <= member < len(self.members):
+                raise DataError(f"member {member!r} is not one of the composite's {len(self.members)} models")
             tr = self.members[member].trace(subject, relation, time, direction=direction, setting=setting, top=top,
                                             answer=answer)
             n = len(self.members)

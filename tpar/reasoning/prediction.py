@@ -12,7 +12,7 @@ import torch
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import grew_from, growth_text, training_range
 from tpar.data.relation_matching import as_loaded
-from tpar.errors import DataError
+from tpar.errors import DataError, check_count
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
 from tpar.evaluation.calibration import probabilities
@@ -497,6 +497,7 @@ class Predictor:
         calibrated levels, e.g. 0.9) adds the conformal answer set. ``without`` / ``extra`` answer
         a hypothetical: the same model on the data with those facts removed / added (the paths
         through a removed fact disappear; the question's own answers stay hidden in interpolation)."""
+        check_count("top_k", top_k, 1)
         facts, notes, removed, added = self._what_if(without, extra) if (without or extra) else (None, [], None, None)
         prepared = self.prepare(question, facts)
         scores, reached = self.model.scores_and_reach(prepared.batch, prepared.background)
