@@ -371,8 +371,8 @@ def cmd_retrain(args) -> int:
         if rc != 0:
             return rc
     for stage in recipe.member_stages:  # one model, or each member of a composite
-        argv = ["calibrate", "--checkpoint", str(outs[stage.name]), "--data", str(data), *recipe.calibrate_args,
-                *threads]
+        argv = ["calibrate", "--checkpoint", str(outs[stage.name]), "--data", str(data), "--replace",
+                *recipe.calibrate_args, *threads]
         print(f"calibration: tpar {shlex.join(argv)}", file=sys.stderr, flush=True)
         rc = 0 if args.dry_run else main(argv)
         if rc != 0:
@@ -654,6 +654,16 @@ def cmd_calibrate(args) -> int:
     from tpar.graph.queries import settings_of
 
     settings = [args.setting] if args.setting else settings_of(ckpt.setting)
+    available = 2 * len(kg.facts("valid")) if "valid" in kg.splits else 0  # both directions of each valid fact
+    planned = available if not args.max_queries else min(args.max_queries, available)
+    from tpar.evaluation.calibration import stored
+
+    for s in settings:  # a thin fit must not silently replace a better-founded one (audit 37: 1 question over 1,870)
+        old = stored(ckpt.extra, s)
+        if old is not None and old.queries > planned and not args.replace:
+            raise DataError(f"the checkpoint's {s} calibration was fitted on {old.queries:,} valid questions, this one "
+                            f"would rest on {planned:,}: add --replace to replace it anyway, or raise --max-queries "
+                            "(0 = all)", file=args.checkpoint)
     ranker = ModelRanker(ckpt.build_model(), args.device, micro_batch=args.micro_batch)
     fitted = {s: calibrate(kg, ranker, s, split="valid", max_queries=args.max_queries, seed=args.seed)
               for s in settings}
@@ -1546,6 +1556,8 @@ def _add_calibrate(sub) -> None:
     sp.add_argument("--micro-batch", type=BATCH, default=16, help="questions per forward pass (default 16)")
     device_arg(sp)
     sp.add_argument("--json", action="store_true", help="print the fitted calibration as JSON")
+    sp.add_argument("--replace", action="store_true",
+                    help="replace a stored calibration even when it was fitted on more valid questions than this one")
     data_args(sp)
 
 

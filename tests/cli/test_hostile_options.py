@@ -194,3 +194,24 @@ def test_a_bad_row_of_a_what_if_file_gets_no_hint_that_does_not_apply(tmp_path, 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{facts}, row 3" in err and "--drop-bad-rows" not in err
+
+
+def test_a_thin_calibration_does_not_silently_replace_a_better_founded_one(tmp_path, capsys):
+    """Audit 37: `tpar calibrate --max-queries 1` replaced a calibration fitted on 1,870 valid questions in place;
+    now it is refused (naming both counts) unless --replace, and the checkpoint is untouched."""
+    import shutil
+
+    from tpar.evaluation.calibration import stored
+    from tpar.model.checkpoint import Checkpoint
+
+    ck = tmp_path / "m.tpar"
+    shutil.copy(SAMPLE_CHECKPOINT, ck)
+    before = ck.read_bytes()
+    queries = stored(Checkpoint.load(ck).extra, "extrapolation").queries
+    argv = ["calibrate", "--checkpoint", str(ck), "--data", str(SAMPLE_WORLD), "--max-queries", "1", "--threads", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"fitted on {queries:,} valid questions, this one would rest on 1" in err and "--replace" in err
+    assert ck.read_bytes() == before
+    assert main(argv + ["--replace", "--setting", "extrapolation"]) == 0
+    assert stored(Checkpoint.load(ck).extra, "extrapolation").queries == 1
