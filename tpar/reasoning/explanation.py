@@ -663,6 +663,9 @@ class Explainer:
         extra_warnings = []
         baseline = gap = None
         used_steps = 0
+        if importance == "integrated" and not reached:  # said, as the result reports "gradient" (audit 37)
+            extra_warnings.append("integrated importance was not computed: no path reaches the answer, so there is "
+                                  "nothing to integrate (every share is 0)")
         if importance == "integrated" and reached:
             integrated = self._integrated(prepared, a, trace, steps, max_steps=max_steps, score=float(f.detach()))
             if integrated is None:
