@@ -247,4 +247,7 @@ if __name__ == "__main__":  # one measurement: argv[1] = JSON list of _measure's
     try:
         print(json.dumps(_measure(*json.loads(sys.argv[1]))))
     except Exception as e:  # reported to the parent as a row's error, never a hang
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+        from tpar.errors import DataError
+
+        # a refusal (too few questions to time, …) is said as such; anything else is a bug and names its type
+        print(json.dumps({"error": str(e) if isinstance(e, (DataError, ValueError)) else f"{type(e).__name__}: {e}"}))
