@@ -186,7 +186,11 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
                                     (d2, per_rel, "Per relation (CSV)", "tpar-evaluation-relations.csv")):
-        col.download_button(label, csv_text(frame.to_dict("records")), file_name=file, mime="text/csv")
+        # the CSV's figures are in percent, the JSON's fractions (as `tpar evaluate --json`): the headers say so
+        shown = frame.rename(columns={c: f"{c} (%)" for c in frame.columns if c.lower().startswith(("mrr", "hits@"))})
+        col.download_button(label, csv_text(shown.to_dict("records")), file_name=file, mime="text/csv")
+    st.caption("The CSV files give MRR and Hits in percent (their headers say so); the JSON file gives them as "
+               "fractions from 0 to 1, as `tpar evaluate --json` does.")
     d3.download_button("Everything (JSON)", json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2),
                        file_name="tpar-evaluation.json", mime="application/json")
 

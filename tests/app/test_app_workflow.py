@@ -348,6 +348,8 @@ def test_evaluate_next_to_baselines():
     bars = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                 if json.loads(c.proto.spec)["data"][0].get("name") == "TPAR")
     assert all(re.search(r"\(\d+\)$", x) for x in bars["data"][0]["x"]), bars["data"][0]["x"]
+    # the CSV downloads say their unit (percent), the JSON's fractions are said beside them (walk-through 37 #13)
+    assert any("in percent" in c.value and "fractions" in c.value for c in at.caption)
     assert sum(int(re.search(r"\((\d+)\)$", x).group(1)) for x in bars["data"][0]["x"]) <= 200
     assert not any("0.0 s" in c.value for c in at.caption)
     calib = next(d.value for d in at.dataframe if "ECE" in d.value.columns)  # before / after temperature scaling
