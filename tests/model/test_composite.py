@@ -477,7 +477,9 @@ def test_one_model_with_the_prior_is_a_composite_too(kg, tmp_path):
         want = want + back.prior["beta"] * torch.log1p(psi.double() / back.prior["eps"])
     assert torch.allclose(got, want, atol=1e-4, rtol=1e-5)
     assert main(["calibrate", "--checkpoint", str(path), "--data", str(SAMPLE_WORLD), "--max-queries", "100",
-                 "--threads", "1"]) == 0
+                 "--threads", "1"]) == 2  # its stored calibration rests on more questions: kept unless --replace
+    assert main(["calibrate", "--checkpoint", str(path), "--data", str(SAMPLE_WORLD), "--max-queries", "100",
+                 "--threads", "1", "--replace"]) == 0
     again = Checkpoint.load(path)
     assert again.kind == "composite" and again.extra["calibration"]["extrapolation"]["queries"] == 100
 

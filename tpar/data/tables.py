@@ -94,18 +94,18 @@ def duplicates_note(report: CsvReport) -> str:
             + (f" and {more:,} more" if more else ""))
 
 
-def time_of_day_note(report: CsvReport) -> str:
+def time_of_day_note(report: CsvReport, option: str = "--time-format date") -> str:
     """Why a file of mostly plain dates was read as date-times ("" when it was not): the rows with a time of day,
-    which make the data's time step hours (or finer) for every fact."""
+    which make the data's time step hours (or finer) for every fact; ``option``: how to read the times as dates
+    where the note is shown."""
     if not report.time_of_day_count:
         return ""
     shown = ", ".join(f"row {r:,}: {t!r}" for r, t in report.time_of_day[:3])
     n = report.time_of_day_count
     return (f"{plural(n, 'row')} {'carries' if n == 1 else 'carry'} a time of day ({shown}"
             f"{', …' if n > 3 else ''}) beside {report.dates_beside:,} plain dates, so every time is read as a "
-            "date-time and the time step is finer than a day; if the times of day are a slip, read times as dates "
-            "(--time-format date; on the Upload page, 'Read times as: date'): those rows are then named among the "
-            "dropped ones")
+            f"date-time and the time step is finer than a day; if the times of day are a slip, read times as dates "
+            f"({option}): those rows are then named among the dropped ones")
 
 
 def reading_notes(report: CsvReport, lookalikes: bool = True, time_of_day: bool = True) -> list[str]:

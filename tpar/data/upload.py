@@ -222,7 +222,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
                             "test figures on so few say little") + "; more data, or other split shares, give it more")
     info = reading_notes(q.report, lookalikes=False, time_of_day=False)  # look-alikes: a warning of their own
     if q.report.time_of_day_count:  # a few times of day made every time a date-time: to act on, not information
-        notes.append(time_of_day_note(q.report))
+        notes.append(time_of_day_note(q.report, "'Read times as: date' above"))
     if split_policy == "chronological" and len(np.unique(q.times)) < 3:
         notes.append("fewer than 3 distinct times: a chronological split cannot separate train, valid and test")
     stem = Path(file_name).stem or "upload"
