@@ -275,3 +275,28 @@ def test_the_library_refuses_counts_no_question_can_mean(sample_kg, sample_check
             ex.explain("Danenn", "Meet", "2025-12-20", "Island", **kw)
     with pytest.raises(DataError, match="not a composite"):
         ex.trace("Danenn", "Meet", "2025-12-20", member=5)
+
+
+def test_the_unreached_tie_names_the_reached_entities_that_share_it(sample_kg, sample_checkpoint, monkeypatch):
+    """Walk-through 37: '251 entities at score 0 (tied at ranks 14-276)' did not add up -- 12 reached entities with
+    scores 0 to float precision shared the tie; the text now says so."""
+    from tpar.reasoning.prediction import Predictor
+
+    pred = Predictor(sample_checkpoint, sample_kg, "cpu")
+    real = pred.model.scores_and_reach
+
+    def shaped(*a, **k):
+        scores, reached = real(*a, **k)
+        reached, scores = reached.clone(), torch.zeros_like(scores)
+        reached[..., :] = True
+        reached[..., 100:] = False           # 180 unreached at 0
+        scores[..., :10] = 5.0 + torch.arange(10, dtype=scores.dtype)  # ten clear answers
+        scores[..., 10:13] = 1e-12           # three reached, 0 to float precision
+        scores[..., 13:100] = -1.0
+        return scores, reached
+
+    monkeypatch.setattr(pred.model, "scores_and_reach", shaped)
+    p = pred.predict("Danenn", "Meet", "2025-12-20")
+    n = p.num_entities - 100
+    assert p.unreached == n and p.unreached_rank == (11, 13 + n)
+    assert p.unreached_rank_text == f"ranks 11–{13 + n}, with 3 reached entities whose scores are 0 to float precision"

@@ -12,7 +12,7 @@ import torch
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import grew_from, growth_text, training_range
 from tpar.data.relation_matching import as_loaded
-from tpar.errors import DataError, check_count
+from tpar.errors import DataError, check_count, plural
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
 from tpar.evaluation.calibration import probabilities
@@ -162,9 +162,16 @@ class Prediction(AnsweredQuestion):
 
     @property
     def unreached_rank_text(self) -> str:
-        """Where the unreached entities' tie lies: "rank 11" for one, "ranks 11–280" for several."""
+        """Where the unreached entities' tie lies: "rank 11" for one, "ranks 11–280" for several, and the reached
+        entities whose scores equal 0 up to float precision that share the tie, when any ("ranks 14–276, with 12
+        reached entities whose scores are 0 to float precision": 251 unreached alone did not add up to 263 ranks)."""
         lo, hi = self.unreached_rank
-        return f"rank {lo}" if hi <= lo else f"ranks {lo}–{hi}"
+        text = f"rank {lo}" if hi <= lo else f"ranks {lo}–{hi}"
+        shared = (hi - lo + 1) - self.unreached
+        if shared > 0:
+            text += (f", with {plural(shared, 'reached entity', 'reached entities')} whose "
+                     f"{'score is' if shared == 1 else 'scores are'} 0 to float precision")
+        return text
 
     @property
     def calibrated(self) -> bool:
