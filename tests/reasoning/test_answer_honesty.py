@@ -300,3 +300,18 @@ def test_the_unreached_tie_names_the_reached_entities_that_share_it(sample_kg, s
     n = p.num_entities - 100
     assert p.unreached == n and p.unreached_rank == (11, 13 + n)
     assert p.unreached_rank_text == f"ranks 11–{13 + n}, with 3 reached entities whose scores are 0 to float precision"
+
+
+def test_an_answer_set_whose_members_are_in_by_a_hair_says_so(sample_kg, sample_checkpoint):
+    """Walk-through 37: a '90% answer set' of 22 entities held 8.9% of the probability, its members in by the 4th
+    significant digit (0.36% against 0.353% left out); the note says membership is close to chance there, and a
+    confident set gets no such words."""
+    from tpar.reasoning.prediction import SET_MARGIN_RATIO, Predictor
+
+    pred = Predictor(sample_checkpoint, sample_kg, "cpu")
+    p = pred.predict("Faro of Corbeleth", "Mobilize against", "2025-06-15", setting="interpolation", coverage=0.9)
+    inside, outside = p.answer_set_margin
+    assert inside >= p.answer_set_threshold > outside and inside <= SET_MARGIN_RATIO * outside
+    assert "about equally likely: which entities are in is close to chance here" in p.answer_set_note()
+    sure = pred.predict("Orora Front", "Mobilize against", "2025-12-20", coverage=0.9)
+    assert "close to chance" not in sure.answer_set_note()

@@ -151,6 +151,7 @@ class Prediction(AnsweredQuestion):
     answer_set_size: int = 0
     answer_set_probability: float | None = None  # the set's probabilities summed (None: no set asked for)
     answer_set_threshold: float | None = None   # the calibration's p threshold for the set's level (None: no set)
+    answer_set_margin: tuple[float, float] | None = None  # (the set's lowest p, the highest p left out); None: none
     hypothetical: list[str] = field(default_factory=list)  # what-if changes to the data ("without (...)", "with (...)")
     unseen_changes: list[str] = field(default_factory=list)  # what-if changes the question cannot see, and why
     no_evidence: str = ""   # why the ranking carries no information ("" when it does): see NO_EVIDENCE_RATIO
@@ -210,6 +211,11 @@ class Prediction(AnsweredQuestion):
             text += (f", less than {level}: it is unsure here, and the {left:,} "
                      + ("entity left out has" if left == 1 else "entities left out share")
                      + f" the other {probability_text(1 - self.answer_set_probability)}")
+            inside, outside = self.answer_set_margin or (0.0, 0.0)
+            if outside > 0 and inside <= SET_MARGIN_RATIO * outside:  # in or out by a hair (walk-through 37)
+                text += (f". Its last member ({probability_text(inside)}) and the likeliest entity left out "
+                         f"({probability_text(outside)}) are about equally likely: which entities are in is close "
+                         "to chance here")
         return text + "."
 
     def answer_set_lead(self, elsewhere: str = "") -> str:
@@ -231,6 +237,9 @@ class Prediction(AnsweredQuestion):
         d["has_evidence"] = self.has_evidence
         return d
 
+
+#: an answer set's last member within this factor of the likeliest entity left out is in "by a hair"
+SET_MARGIN_RATIO = 1.05
 
 #: a question has no evidence when its most probable entity is at most this many times as probable as its least
 #: probable one (every entity ≈ 1/E: nothing reached, every candidate tied, or scores that differ by a hair)
@@ -639,6 +648,7 @@ class Predictor:
         probs = cal.probabilities(scores) if cal is not None else probabilities(scores, None)
         answer_set: list[str] = []
         set_size, set_probability, set_threshold = 0, None, None
+        set_margin: tuple[float, float] | None = None
         if coverage is not None:
             if cal is None:
                 raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: run "
@@ -652,6 +662,9 @@ class Predictor:
             set_size = len(members)
             answer_set = [kg.entities.name(int(e)) for e in members[:100]]
             set_probability, set_threshold = float(probs[members].sum()), float(threshold)
+            outside = probs[probs < threshold]
+            if set_size and len(outside):
+                set_margin = (float(probs[members].min()), float(outside.max()))
         sorted_scores = torch.sort(scores).values
         rank_lo, rank_hi = rank_ranges(sorted_scores, scores)
         reached_ids = torch.nonzero(reached).squeeze(1)
@@ -708,6 +721,7 @@ class Predictor:
                           temperature=temperature, calibrator=cal.method if cal is not None else "",
                           coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           answer_set_probability=set_probability, answer_set_threshold=set_threshold,
+                          answer_set_margin=set_margin,
                           no_evidence=no_evidence,
                           combines=self.checkpoint.combination_text() if self.composite else "",
                           formula=self.model.formula() if self.composite else "",
