@@ -406,12 +406,12 @@ def _model_section(path: Path) -> dict:
 def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[str]:
     """The model's test MRR beside the frequency baseline's, per tested setting, and what to do when the
     model does not beat it."""
-    from tpar.evaluation.baselines import frequency_comparison
+    from tpar.evaluation.baselines import ahead_text, frequency_comparison
 
     lines = []
     for setting, model, base in frequency_comparison(metrics, stored, kg):
         lines.append(f"{setting}: the frequency baseline scores test MRR {_pct(base).strip()}%; the model "
-                     + (f"beats it by {100 * (model - base):.2f} points" if model > base else
+                     + (ahead_text(model, base) if model > base else
                         f"does not beat it ({100 * (model - base):+.2f} points): on this data the answers repeat "
                         "earlier facts more than temporal paths explain them. If valid MRR was still rising when the "
                         "run ended, try more epochs (--epochs, --patience); else answer with `tpar baseline` here"))

@@ -26,7 +26,7 @@ from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
 from tpar.training.timing import TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
-from tpar.evaluation.baselines import frequency_comparison
+from tpar.evaluation.baselines import ahead_text, frequency_comparison
 from tpar.evaluation.chance import chance_text, figure_caveats, measured_count, test_figures
 from tpar.runtime.jobs import JobSpec, JobStatus, TrainingJob, list_jobs, start_job
 from tpar.training.snapshots import resume_path
@@ -254,8 +254,8 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
     for setting, model, base in frequency_comparison(info.checkpoint.metrics, info.checkpoint.extra.get("baseline_test")):
         if model > base:
             st.caption(f"{setting.capitalize()}: the frequency baseline (each answer scored by how often it answered "
-                       f"this question before) scores test MRR {100 * base:.2f}%; this model beats it by "
-                       f"{100 * (model - base):.2f} points.")
+                       f"this question before) scores test MRR {100 * base:.2f}%; this model "
+                       f"{ahead_text(model, base)}.")
         else:
             st.warning(f"{setting.capitalize()}: this model does not beat the frequency baseline (each answer scored "
                        f"by how often it answered this question before): test MRR {100 * model:.2f}% against "

@@ -928,3 +928,11 @@ def test_a_card_file_larger_than_a_page_is_not_read_and_the_page_says_why(tmp_pa
     assert why.startswith("big.md was not read (") and "larger than tpar reads" in why
     (tmp_path / "big.md").write_text("# Small\n" + mark + "\n")
     assert card.card_for(ck, ck_path) == ("# Small\n", "")
+
+
+def test_a_margin_over_the_frequency_baseline_within_a_tenth_of_a_point_is_level_not_a_win():
+    """Walk-through 37: 'this model beats it by 0.03 points' stood beside 'no better than a uniform guess'."""
+    from tpar.evaluation.baselines import ahead_text
+
+    assert ahead_text(0.0100, 0.0097) == "is level with it (0.03 points ahead)"
+    assert ahead_text(0.2800, 0.2250) == "beats it by 5.50 points"

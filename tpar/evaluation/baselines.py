@@ -73,6 +73,18 @@ def _direct_links(batch: QueryBatch, background: Background) -> tuple[torch.Tens
     return edges[keep], owner[keep]
 
 
+#: a model ahead of the frequency baseline by less than this (MRR points) is said to be level with it
+LEVEL_MARGIN = 0.1
+
+
+def ahead_text(model: float, base: float) -> str:
+    """How a model that scores ``model`` MRR (a fraction) above the baseline's ``base`` stands, in words: "beats it
+    by 2.31 points", or "is level with it (0.03 points ahead)" for a margin under :data:`LEVEL_MARGIN` (a
+    walk-through read "beats it by 0.03 points" beside "no better than a uniform guess")."""
+    gap = 100 * (model - base)
+    return f"is level with it ({gap:.2f} points ahead)" if gap < LEVEL_MARGIN else f"beats it by {gap:.2f} points"
+
+
 def frequency_comparison(metrics: dict, stored: dict | None = None, kg=None) -> list[tuple[str, float, float]]:
     """(setting, the model's test MRR, the frequency baseline's) for each setting a checkpoint's ``metrics`` hold a
     realistic test MRR for: the baseline's as its training run stored it (``stored``: ``extra["baseline_test"]``),

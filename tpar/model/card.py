@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tpar.data.outputs import write_text
 from tpar.errors import markdown_text, plural
-from tpar.evaluation.baselines import frequency_comparison
+from tpar.evaluation.baselines import ahead_text, frequency_comparison
 from tpar.evaluation.calibration import stored
 from tpar.evaluation.ranks import RANK_TYPES
 from tpar.model.checkpoint import Checkpoint
@@ -154,7 +154,7 @@ def _verdicts(ckpt: Checkpoint, m: dict, base: float | None) -> list[str]:
     mrr = m.get("mrr")
     if base is not None and isinstance(mrr, (int, float)):
         out.append(f"the frequency baseline scores MRR {100 * base:.2f}% on them: the model "
-                   + (f"beats it by {100 * (mrr - base):.2f} points" if mrr > base else
+                   + (ahead_text(mrr, base) if mrr > base else
                       f"does not beat it ({100 * (mrr - base):+.2f} points)"))
     if isinstance(mrr, (int, float)) and entities is not None:
         out += figure_caveats(m, entities)

@@ -597,7 +597,8 @@ class Predictor:
         stored = self.checkpoint.extra.get("baseline_test")
         for s, model, base in frequency_comparison(self.checkpoint.metrics, stored if isinstance(stored, dict) else None):
             if s == setting and model < base:
-                return [f"On its own test split this model ranks {setting} questions worse than counting: MRR "
+                worse = "no better than" if f"{100 * model:.2f}" == f"{100 * base:.2f}" else "worse than"
+                return [f"On its own test split this model ranks {setting} questions {worse} counting: MRR "
                         f"{100 * model:.2f}% against the frequency baseline's {100 * base:.2f}% (how often each answer "
                         "answered the question before). Read its answers with that in mind, or ask `tpar baseline`."]
         return []
