@@ -252,6 +252,7 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
     event = st.dataframe(
         answers[["rank_shown", "entity", "p_text", "score", "known"]], hide_index=True, on_select="rerun",
         selection_mode="single-row", key="answer_table", width="stretch",
+        height=35 * (len(answers) + 1) + 3,  # every answer asked for in view ("auto" showed 10 and scrolled the rest)
         column_config={
             "rank_shown": st.column_config.TextColumn(
                 "Rank", help="The model's rank; when answers tie (the same score), the range of ranks they share "

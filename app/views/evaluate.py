@@ -168,7 +168,8 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
             if model <= base:
                 st.warning(f"TPAR does not beat the frequency baseline on these questions (each answer scored by how "
                            f"often it answered the question before): MRR {100 * model:.2f}% against {100 * base:.2f}% "
-                           f"({100 * (model - base):+.2f} points).")
+                           + ("(the same to two decimals)." if abs(model - base) < 5e-5 else
+                              f"({100 * (model - base):+.2f} points)."))
     per_rel = pd.DataFrame(relation_rows(results))
     tpar_rows = per_rel[per_rel.method == "TPAR"]
     top = tpar_rows.sort_values("queries", ascending=False).head(20)["relation"].tolist()
@@ -181,7 +182,8 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
         fig.add_trace(go.Bar(x=[f"{ex.plot_text(r)} ({counts.get(r, 0):,})" for r in d.index], y=d["MRR"], name=name))
     fig.update_layout(barmode="group", height=420, margin=dict(l=10, r=10, t=40, b=10),
                       title=f"Realistic MRR per relation ({which}; questions in brackets)", yaxis_title="MRR %",
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})  # above: the bars keep the width
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},  # above: the bars keep the width
+                      xaxis={"tickangle": -60, "automargin": True})  # steep: slanted at 30° they overlapped at 820 px
     ex.show_chart(fig)
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),

@@ -221,6 +221,7 @@ def report_ui(report: UploadReport) -> None:
         # rows three lines high and columns of fixed width: the grid wraps a long problem or row (at a row height
         # of 70 px or more) instead of cutting it off, and both fit 820 px
         st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,
+                     height=35 + 72 * min(len(report.dropped), 10) + 3,  # up to 10 rows in view, then it scrolls
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),
                                     "problem": st.column_config.TextColumn("problem", width=220),
                                     # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
@@ -492,6 +493,7 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
         st.dataframe(pd.DataFrame([{"row": r, "problem": p, "content": content.get(r, "")}
                                    for r, p in report.dropped[:1000]]), hide_index=True,
                      width="stretch", row_height=72,  # a long problem wraps instead of being cut off
+                     height=35 + 72 * min(len(report.dropped), 10) + 3,
                      column_config={"row": st.column_config.NumberColumn("row", width="small"),
                                     "problem": st.column_config.TextColumn("problem", width=220),
                                     # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
