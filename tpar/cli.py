@@ -756,8 +756,9 @@ def cmd_predict(args) -> int:
     arrow = f"({p.subject}, {p.relation}, ?, {p.time})" if p.direction == "object" else f"(?, {p.relation}, {p.subject}, {p.time})"
     reach = ("have evidence: a temporal path of one of its models or a history prior" if p.combines
              else "reached by temporal paths")
-    print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); "
-          f"{p.reached:,} of {p.num_entities:,} entities {reach}")
+    reached = (f"{p.reached:,} of {p.num_entities:,} entities {reach}" if p.reached > 1 else
+               f"no entity but the question's own {reach}")  # "1 of 1 entities reached" beside "no path" (audit 37)
+    print(f"{arrow}  setting: {p.setting} (model trained for {p.model_setting}); {reached}")
     print(p.provenance)
     if p.combines:
         print(f"the ranking combines {p.combines}: {p.formula}")

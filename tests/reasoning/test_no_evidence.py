@@ -114,3 +114,14 @@ def test_a_showcase_forecast_inside_the_known_range_says_it_is_one(app_test):
     options = at.selectbox(key="example").options  # each named by what it shows; the caption says the setting
     assert "escalation: a threatened country mobilises against the threatener within 1-3 days" in options
     assert any(o.startswith("reciprocity:") for o in options)
+
+
+def test_a_question_that_reaches_no_other_entity_does_not_say_1_of_n_reached(capsys):
+    """Audit 37: 'tpar predict' said '1 of 1 entities reached by temporal paths' beside 'no temporal path leads from
+    the question's entity to any other entity'."""
+    assert main(ASK + ["--time", "2025-01-01", "--setting", "extrapolation"]) == 0  # the data's first day
+    out = capsys.readouterr().out
+    assert "no temporal path leads" in out
+    assert "no entity but the question's own reached by temporal paths" in out and " 1 of " not in out
+    assert main(ASK + ["--time", "2025-01-02", "--setting", "extrapolation"]) == 0  # one more entity: counted
+    assert "2 of 280 entities reached by temporal paths" in capsys.readouterr().out
