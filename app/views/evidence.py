@@ -177,7 +177,8 @@ def answer_ui(pred: Prediction, entities) -> None:
         if ss.get("answer"):
             st.warning(ex.md(f"Unknown answer {ss['answer']!r}; showing the top answer."))
         ss["answer"] = answers[0]
-    rank_of = {a.entity: a.rank_text() for a in pred.answers}  # ties as ranges, as on the Ask page
+    # ties as ranges, as on the Ask page; no rank where the question has no evidence (Ask shows no ranking then)
+    rank_of = {} if pred.no_evidence else {a.entity: a.rank_text() for a in pred.answers}
     c1, c2, c3 = st.columns([3, 1, 1.3])
     with c1:
         ex.bind(st.selectbox, "Answer to explain", "answer", options=answers,

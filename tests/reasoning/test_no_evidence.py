@@ -102,6 +102,8 @@ def test_the_ask_and_evidence_pages_say_no_evidence_instead_of_ranking(app_test)
     assert "not told apart from the others" in shown(at.info)
     said = shown(at.markdown)
     assert "not ranked, as the question has no evidence" in said and "Why " not in said  # walk-through 37 #8
+    picker = at.selectbox(key="w_answer")
+    assert not re.match(r"\d", picker.format_func(picker.value))  # no "1. Island" in the answer picker either
     at = app_test({"subject": "Danenn", "relation": "Meet", "time": "2025-12-20"}).run()
     assert "No evidence" not in shown(at.info) and at.dataframe[0].value.iloc[0]["entity"] == "Island"
 
