@@ -274,14 +274,24 @@ def time_encoding_ui(curves: TimeEncodingCurves, unit: str, per_day: float | Non
     linear = np.array(curves.linear)
     lin_traces = [go.Scatter(x=curves.dt, y=linear[:, j], mode="lines", name=f"slope {w:+.3f} per {unit}")
                   for j, w in enumerate(curves.slopes)]
-    ex.show_chart(fig_of("Periodic part (habits)", traces))
+    span = max((abs(v) for v in curves.dt), default=60.0)
+    # about two turns of the longest highlighted period in view: over the whole span the short periods drew a
+    # solid band at 820 px (walk-through 37); double-clicking the chart shows all of it
+    longest = max((curves.periods[curves.periodic_dims.index(d)] for d in curves.highlight), default=span)
+    shown = min(span, max(14.0, 1.1 * longest))
+    periodic_fig = fig_of("Periodic part (habits)", traces)
+    periodic_fig.update_xaxes(range=[-shown, shown])
+    ex.show_chart(periodic_fig)
     ex.show_chart(fig_of("Linear part (recency)", lin_traces))
+    zoom = (f" The periodic chart shows Δt within ±{shown:.0f} {unit} of the question; double-click it for the "
+            f"whole ±{span:.0f} {unit}." if shown < span else "")
     if curves.highlight:
         found = ", ".join(f"{curves.periods[curves.periodic_dims.index(d)]:.1f} {unit} (for {t * (per_day or 1):g} days)"
                           for d, t in curves.highlight.items())
         st.caption(f"Learned periods nearest a week and a month: {found}. Thick lines; the thin ones are other "
-                   f"learned periods that show as waves over the ±{int(max(abs(v) for v in curves.dt)) if len(curves.dt) else 60} "
-                   f"{unit} drawn.")
+                   f"learned periods that show as waves.{zoom}")
+    elif zoom:
+        st.caption(zoom.strip())
 
 
 def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: str) -> None:

@@ -813,3 +813,18 @@ def test_a_link_without_an_entity_keeps_what_it_gives(params):
         assert at.session_state[k] == v
     at = app({}).run()  # no link: the showcase question, without a word
     assert not at.exception and "The link names no entity" not in plain(at.warning)
+
+
+def test_the_periodic_time_encoding_is_drawn_over_about_two_turns_of_its_longest_highlighted_period():
+    """Walk-through 37: over ±60 days the short learned periods drew a solid band at 820 px; the periodic chart
+    opens on ±1.1 x the longest highlighted period (about a month here) and the caption says how to see it all."""
+    at = app(QUESTION).run()
+    at.switch_page("views/teach.py").run()
+    assert not at.exception
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    ranged = [c for c in charts if c["layout"].get("xaxis", {}).get("range")]  # show_chart sets titles apart
+    assert len(ranged) == 1 and "Periodic part (habits)" in texts(at)  # the periodic chart; the linear one whole
+    periodic = ranged[0]
+    lo, hi = periodic["layout"]["xaxis"]["range"]
+    assert lo == -hi and 14 <= hi < 60 and max(periodic["data"][0]["x"]) > hi  # the data reach further
+    assert "double-click it for the whole" in texts(at)
