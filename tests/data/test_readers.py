@@ -585,8 +585,9 @@ def test_a_few_times_of_day_among_dates_are_named_as_what_made_the_file_hourly(t
     assert q.time_axis.granularity in ("hour", "minute", "second")
     said = " ".join(reading_notes(q.report))
     assert "1 row carries a time of day (row 30: '2024-01-29T10:00:00') beside 28 plain dates" in said
-    report, _ = inspect_upload(HEADER + rows, "h.csv")
+    report, kg = inspect_upload(HEADER + rows, "h.csv")
     assert any("carries a time of day" in n for n in report.notes) and not any("time of day" in n for n in report.info)
+    assert sum("carries a time of day" in n for n in kg.notes) == 1  # the saved data set's notes say it once
     plain = read_quadruple_csv(write(tmp_path / "d.csv", HEADER + rows.replace("T10:00:00", "")))
     assert not plain.report.time_of_day_count
     hourly = HEADER + "".join(f"E{i % 5},r,E{(i + 1) % 5},2024-01-01T{i:02d}:00\n" for i in range(20)) + "E1,r,E2,2024-01-02\n"

@@ -228,7 +228,7 @@ def inspect_upload(text: str, file_name: str, *, time_format: str = "auto", spli
     stem = Path(file_name).stem or "upload"
     kg = build_kg(stem, file_name, {s: (q, idx) for s, idx in parts.items()},
                    [f"{file_name}: {plural(n, 'fact')}, time read as {q.report.time_format}"] + notes
-                   + reading_notes(q.report))
+                   + reading_notes(q.report, time_of_day=False))  # ``notes`` holds the time-of-day note already
     t = kg.all_facts()[:, 3]
     report = UploadReport(file=file_name, rows_read=q.report.rows_read, rows_kept=n, dropped=sorted(q.report.problems),
                           duplicates=q.report.duplicates, duplicate_rows=list(q.report.duplicate_rows),
