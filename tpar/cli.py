@@ -781,9 +781,9 @@ def cmd_predict(args) -> int:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {p.calibrated_elsewhere}'s valid questions; "
               "not calibrated on this data: read them as a ranking, not as frequencies")
     else:
-        fitted = pred.calibration(p.setting) if p.temperature else None
-        fitted = (f"fitted on {plural(fitted.queries, f'{fitted.split} question')}" if fitted is not None
-                  and fitted.queries else "fitted on valid")
+        cal = pred.calibration(p.setting) if p.temperature else None
+        fitted = (f"fitted on {plural(cal.queries, f'{cal.split} question')}" if cal is not None and cal.queries
+                  else "fitted on valid")
         print("probabilities: " + (f"calibrated ({p.calibrator}, {fitted})" if p.temperature
                                    else "raw softmax, not calibrated"))
     if p.coverage is not None:

@@ -211,21 +211,14 @@ def report_ui(report: UploadReport) -> None:
     for note in report.notes:
         st.warning(ex.sentence(note))
     if report.info:  # how the file was read: nothing to act on, so not amber
-        st.info("How the file was read:\n" + "\n".join(f"- {ex.md(n)}" for n in report.info))
+        info_ui(report.info)
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row')} of {ex.md(report.file)} "
                    f"{'was' if len(report.dropped) == 1 else 'were'} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,} with their row numbers, problems and content"
                       if len(report.dropped) > 1 else "; its row number, problem and content")
                    + " (row numbers are the file's lines, the header being row 1):")
-        # rows three lines high and columns of fixed width: the grid wraps a long problem or row (at a row height
-        # of 70 px or more) instead of cutting it off, and both fit 820 px
-        st.dataframe(pd.DataFrame(report.problems_table()), hide_index=True, width="stretch", row_height=72,
-                     height=35 + 72 * min(len(report.dropped), 10) + 3,  # up to 10 rows in view, then it scrolls
-                     column_config={"row": st.column_config.NumberColumn("row", width="small"),
-                                    "problem": st.column_config.TextColumn("problem", width=220),
-                                    # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
-                                    "content": st.column_config.TextColumn("content (as in the file)", width=200)})
+        dropped_table_ui(report.problems_table())
     if report.duplicate_rows:
         listed = len(report.duplicate_rows)
         with st.expander(f"Duplicates removed ({report.duplicates:,})"):
@@ -485,19 +478,29 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
     for note in report.notes:
         st.warning(ex.sentence(note))
     if report.info:  # how the file was read: nothing to act on, so not amber
-        st.info("How the file was read:\n" + "\n".join(f"- {ex.md(n)}" for n in report.info))
+        info_ui(report.info)
     if report.dropped:
         st.warning(f"{ex.plural(len(report.dropped), 'row was', 'rows were')} dropped"
                    + (f"; the first {min(len(report.dropped), 1000):,}:" if len(report.dropped) > 1 else ":"))
         content = row_texts(text, [r for r, _ in report.dropped[:1000]])  # as a new upload's table shows them
-        st.dataframe(pd.DataFrame([{"row": r, "problem": p, "content": content.get(r, "")}
-                                   for r, p in report.dropped[:1000]]), hide_index=True,
-                     width="stretch", row_height=72,  # a long problem wraps instead of being cut off
-                     height=35 + 72 * min(len(report.dropped), 10) + 3,
-                     column_config={"row": st.column_config.NumberColumn("row", width="small"),
-                                    "problem": st.column_config.TextColumn("problem", width=220),
-                                    # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
-                                    "content": st.column_config.TextColumn("content (as in the file)", width=200)})
+        dropped_table_ui([{"row": r, "problem": p, "content": content.get(r, "")} for r, p in report.dropped[:1000]])
+
+
+def info_ui(lines: list[str]) -> None:
+    """How a file was read (separator, dates, names trimmed …): information, nothing to act on, so not amber."""
+    st.info("How the file was read:\n" + "\n".join(f"- {ex.md(n)}" for n in lines))
+
+
+def dropped_table_ui(rows: list[dict]) -> None:
+    """The dropped rows (row, problem, content as in the file), for a new upload and for rows added alike: rows
+    three lines high and columns of fixed width, so the grid wraps a long problem or row (at a row height of 70 px
+    or more) instead of cutting it off, and both fit 820 px; up to 10 rows in view, then it scrolls."""
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", row_height=72,
+                 height=35 + 72 * min(len(rows), 10) + 3,
+                 column_config={"row": st.column_config.NumberColumn("row", width="small"),
+                                "problem": st.column_config.TextColumn("problem", width=220),
+                                # fixed, so it wraps too (sized to its text, it ran past the grid at 820 px)
+                                "content": st.column_config.TextColumn("content (as in the file)", width=200)})
 
 
 def save_growth_ui(source: DataSource, report: GrowthReport, grown: TemporalKG) -> None:

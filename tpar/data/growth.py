@@ -313,7 +313,8 @@ def _range_notes(kg: TemporalKG, t_new: list[int]) -> list[str]:
                    f"earliest {label(int(t.min()))}): check their dates")
     far = t > last + max(1, last - first)
     if far.any():
-        out.append(f"{plural(int(far.sum()), 'new fact')} {'lies' if int(far.sum()) == 1 else 'lie'} more than {span(max(1, last - first))} (the data set's whole "
+        n = int(far.sum())
+        out.append(f"{plural(n, 'new fact')} {'lies' if n == 1 else 'lie'} more than {span(max(1, last - first))} (the data set's whole "
                    f"span) after its last time {label(last)} (the latest {label(int(t.max()))}): check their dates")
     return out
 

@@ -575,7 +575,7 @@ def wrong_width(rec: list[str], width: int, delimiter: str) -> str:
 
 
 class _LastLine:
-    """The lines fed to the csv reader, remembering the last one (to read again a row the strict reader refused)."""
+    """The lines fed to the csv reader, remembering the last one (:class:`_QuoteReader` reads it again strictly)."""
 
     def __init__(self, lines) -> None:
         self._lines, self.last = iter(lines), ""

@@ -50,6 +50,13 @@ T_BOUNDS = (1e-3, 1e3)
 #: a top-scored one, often tied with others at the same score), which says nothing about how sure the model is on
 #: other questions -- a guessing model got "> 99.9%" on a score of 0.02 (walk-through 37); T = 1 (raw softmax) instead
 UNBOUNDED_SHARPENING = "the fit sharpened the scores without limit (T -> 0)"
+
+
+def at_lower_bound(t: float) -> bool:
+    """Whether a temperature is :data:`T_BOUNDS`' lower bound (up to the fit's last step): a fit that went there."""
+    return t <= 1.001 * T_BOUNDS[0]
+
+
 #: below this many fitting questions a calibration is reported as rough
 MIN_RELIABLE_QUERIES = 100
 #: a calibrated NLL above (1 − this) · log E (the uniform guess's) is reported as guessing
@@ -142,7 +149,7 @@ class Calibration:
                 float(d.get("top_map_gain", 0.0)), str(d.get("data_fingerprint", ""))[:64],
                 d.get("sharpening_refused", False) is True)
         c.check()
-        if c.temperature <= 1.001 * T_BOUNDS[0]:  # stored before such fits were refused: its thresholds assume it
+        if at_lower_bound(c.temperature):  # stored before such fits were refused: its thresholds assume it
             raise ValueError(f"temperature {c.temperature:g} is at its lower bound: {UNBOUNDED_SHARPENING}, which is "
                              "not trusted")
         return c
@@ -200,7 +207,7 @@ class Calibration:
             notes.append(f"On the {self.queries:,} {self.split} questions {UNBOUNDED_SHARPENING}: each answer was "
                          "among the top-scored entities, often tied with others, which says nothing about how sure "
                          "the model is elsewhere, so no temperature is applied (T = 1, the raw softmax).")
-        if self.temperature <= 1.001 * T_BOUNDS[0]:
+        if at_lower_bound(self.temperature):
             notes.append(f"Calibration sharpened the scores as far as it may (T = {self.temperature:g}, its lower "
                          "bound): the probabilities are near 0 or 1 and likely overconfident.")
         return notes
@@ -481,7 +488,7 @@ def trusted_temperature(t: float, logits: torch.Tensor, answers: torch.Tensor) -
     :data:`UNBOUNDED_SHARPENING`) when it ran to T_BOUNDS[0], or when every fitting answer scored the top score of
     its question (alone or tied): then the NLL falls all the way to T -> 0, and where the fit stopped says only how
     flat the loss got. ``logits`` (n, E), ``answers`` (n,): what ``t`` was fitted on."""
-    if t <= 1.001 * T_BOUNDS[0]:
+    if at_lower_bound(t):
         return 1.0, True
     z = logits.detach().double()
     rows = torch.isfinite(z).any(1)

@@ -111,13 +111,10 @@ def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations)
     out = [m for m in matching_checkpoints(kg, infos) if m.relations is None]
     have = {id(m.info) for m in out}
     need = set(relations)
-    ta = kg.time_axis.to_dict()
     more: list[tuple[int, Match]] = []
     for info in infos:
         c = info.checkpoint
-        if id(info) in have or not need <= set(c.relations):
-            continue
-        if (ta["granularity"], ta["step"]) != (c.time_axis.get("granularity"), c.time_axis.get("step")):
+        if id(info) in have or not need <= set(c.relations) or not _same_time_unit(kg, c):
             continue
         known = len(set(kg.relations.names) & set(c.relations))
         more.append((known, Match(info, False, [f"knows {known} of the data's {kg.num_relations} relations: facts of "
@@ -131,7 +128,11 @@ def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations)
 def time_unit_mismatches(kg: TemporalKG, infos: list[CheckpointInfo], relations) -> list[str]:
     """Names of the models that know every one of ``relations`` but count time in another unit than ``kg`` (so
     :func:`covering_checkpoints` leaves them out), e.g. a model of days for data read in hours."""
-    ta = kg.time_axis.to_dict()
     return [info.name for info in infos if set(relations) <= set(info.checkpoint.relations)
-            and (ta["granularity"], ta["step"]) != (info.checkpoint.time_axis.get("granularity"),
-                                                    info.checkpoint.time_axis.get("step"))]
+            and not _same_time_unit(kg, info.checkpoint)]
+
+
+def _same_time_unit(kg: TemporalKG, checkpoint: Checkpoint) -> bool:
+    """Whether ``checkpoint`` counts time in ``kg``'s unit (granularity and step): its Δt mean the same there."""
+    ta = kg.time_axis.to_dict()
+    return (ta["granularity"], ta["step"]) == (checkpoint.time_axis.get("granularity"), checkpoint.time_axis.get("step"))
