@@ -13,14 +13,14 @@ import datetime as dt
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
 
 from tpar.model.checkpoint import Checkpoint
 from tpar.data.catalog import checkpoint_dir
-from tpar.model.registry import Match, find_checkpoints, matching_checkpoints
+from tpar.model.registry import CheckpointProblem, Match, find_checkpoints, matching_checkpoints
 from tpar.data.catalog import DataSource, find_datasets
 from tpar.data.kg import TemporalKG
 from tpar.data.loading import load_dataset
@@ -350,6 +350,7 @@ class Selection:
     kg: TemporalKG              # for a model trained on other data: the data in its relation vocabulary
     match: Match | None
     matches: list[Match]
+    unreadable: list[CheckpointProblem] = field(default_factory=list)  # model files here that could not be loaded
 
     @property
     def data_kg(self) -> TemporalKG:
@@ -397,12 +398,17 @@ def selection(show_errors: bool = True) -> Selection | None:
         if show_errors:
             st.error(md(f"Cannot read data set {source.label!r}: {e}"))
         return None
-    infos, _ = checkpoints()
+    infos, unreadable = checkpoints()
     matches = matching_checkpoints(kg, infos)
     names = [m.info.name for m in matches]
-    if ss.get("model") and ss["model"] not in names and names and show_errors and not ss.get("_model_checked"):
+    if ss.get("model") and ss["model"] not in names and show_errors and not ss.get("_model_checked"):
         # said for a model the URL named; after a data set was chosen, its own first model is simply taken
-        st.warning(md(f"Model {ss['model']!r} is not available for this data set; showing {names[0]!r}."))
+        bad = next((p for p in unreadable if p.name == ss["model"]), None)
+        if bad is not None:  # the file is there: never say the model does not exist (hostile audit 38)
+            st.warning(md(f"Model {ss['model']!r} cannot be loaded: {bad.text}")
+                       + (md(f" Showing {names[0]!r}.") if names else ""))
+        elif names:
+            st.warning(md(f"Model {ss['model']!r} is not available for this data set; showing {names[0]!r}."))
     if show_errors:
         ss["_model_checked"] = True
     keep_valid("model", names)
@@ -410,12 +416,12 @@ def selection(show_errors: bool = True) -> Selection | None:
     if match is not None and match.relations is not None:  # a model from other data: its relation ids
         try:
             return Selection(source, fitted_kg(str(source.path), version(source.path), str(match.info.path),
-                                               version(match.info.path)), match, matches)
+                                               version(match.info.path)), match, matches, unreadable)
         except DataError as e:
             if show_errors:
                 st.error(md(f"Model {match.info.name!r} cannot serve {source.label!r}: {e}"))
             return None
-    return Selection(source, kg, match, matches)
+    return Selection(source, kg, match, matches, unreadable)
 
 
 def forget_question() -> None:
@@ -472,10 +478,23 @@ def require_model(sel: Selection | None) -> Selection:
         st.error(md(f"No checkpoint here fits data set {sel.source.label!r}") + " (a model must be trained on the "
                  "same relations and time unit). Train one on the Train page, or pick another data set on the Data "
                  "and model page.")
+        unreadable_ui(sel.unreadable)
         st.page_link("views/train.py", label="Train a model", icon=":material/model_training:")
         st.page_link("views/data_model.py", label="Data and model", icon=":material/database:")
         st.stop()
     return sel
+
+
+def unreadable_ui(problems: list[CheckpointProblem]) -> None:
+    """Name the model files here that could not be loaded, each with why (a model whose file is there but
+    unreadable must not read as one that does not exist)."""
+    if not problems:
+        return
+    one = len(problems) == 1
+    st.warning(md(f"{plural(len(problems), 'model file')} here could not be loaded, so "
+                  f"{'it is' if one else 'they are'} not offered, whatever data set {'it was' if one else 'they were'} "
+                  "trained on:") + "\n\n" + "\n".join(f"- {md(p.text)}" for p in problems[:20])
+               + (f"\n- … and {len(problems) - 20:,} more" if len(problems) > 20 else ""))
 
 
 def current_question() -> Question:

@@ -32,6 +32,7 @@ def model_ui(sel: ex.Selection) -> None:
     """The checkpoints that serve the data set, the chosen one's key figures and model card."""
     kg = sel.kg
     st.subheader("Model")
+    ex.unreadable_ui(sel.unreadable)
     if not sel.matches:
         st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations, or on "
                    f"relations whose names cover 95% of its facts, with time steps of {kg.time_axis.describe()}). "

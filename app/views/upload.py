@@ -287,7 +287,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
     with st.expander(f"The incomplete rows ({len(rows):,})"):
         st.dataframe(pd.DataFrame([{"row": r.row, "subject": r.subject or "?", "relation": r.relation,
                                     "object": r.object or "?", "time": r.time} for r in rows[:1000]]), hide_index=True)
-    infos, _ = ex.checkpoints()
+    infos, unreadable = ex.checkpoints()
     needed = sorted({r.relation for r in rows})
     matches = covering_checkpoints(kg, infos, needed)
     if not matches:
@@ -304,6 +304,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
                       "the missing entities yet. Save the complete rows, train a model on them (Train page), then "
                       "upload this file again: a model that knows those relations is then offered here, and the "
                       "proposals you accept are added to the saved data set."))
+        ex.unreadable_ui(unreadable)
         return kg
     by_label = {m.info.summary(): m for m in matches}
     label = st.selectbox("Model that proposes the missing entities", list(by_label), key="upload_complete_model",

@@ -944,3 +944,24 @@ def test_the_train_page_counts_the_data_sets_own_relations_and_facts_not_the_sel
     figures = (f"{kg.num_entities:,} entities, {kg.num_relations:,} relations, {len(kg.facts('train')):,} training "
                f"facts; valid {len(kg.facts('valid')):,}, test {len(kg.facts('test')):,}.")
     assert figures in said, said
+
+
+def test_a_model_file_that_cannot_be_loaded_is_named_where_the_model_would_be(workspace):
+    """A workspace model whose file is there but unreadable (truncated, from a newer tpar) is named with why on the
+    Data and model page, and a link naming it says it cannot be loaded, not that it does not exist (audit 38 #1)."""
+    from helpers import SAMPLE_CHECKPOINT
+
+    runs = workspace / "runs_dir"
+    runs.mkdir(parents=True)
+    (runs / "broken.tpar").write_bytes(SAMPLE_CHECKPOINT.read_bytes()[:9000])
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["model"] = "broken"
+    at.run()
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert not at.exception and "Model 'broken' cannot be loaded" in said and "broken.tpar" in said, said
+    assert "not a readable checkpoint" in said and "not available" not in said
+    assert at.query_params["model"] == "sample-world-unified"  # the data set's own model is served meanwhile
+    at.switch_page("views/data_model.py").run()
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert not at.exception and "1 model file here could not be loaded, so it is not offered" in said, said
+    assert "broken.tpar" in said

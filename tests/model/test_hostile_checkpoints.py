@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -56,7 +57,8 @@ def test_one_file_that_fails_unexpectedly_never_hides_the_others(tmp_path, monke
     monkeypatch.setattr(registry.Checkpoint, "load", load)
     infos, problems = registry.find_checkpoints([tmp_path])
     assert [i.name for i in infos] == ["good"]
-    assert len(problems) == 1 and "odd.tpar" in problems[0] and "OverflowError" in problems[0]
+    assert len(problems) == 1 and problems[0].name == "odd"
+    assert "odd.tpar" in problems[0].text and "OverflowError" in problems[0].text
 
 
 def _refused_everywhere(bad, capsys, *words) -> None:
@@ -243,3 +245,28 @@ def test_a_checkpoints_figures_of_the_wrong_type_are_refused_naming_the_file_not
     assert main(["predict", "--checkpoint", str(forged), "--data", str(SAMPLE_WORLD), *QUESTION]) == 2
     err = capsys.readouterr().err
     assert "forged.tpar" in err and said in err and "bug" not in err
+
+
+def test_a_listing_reads_each_unchanged_file_once_and_a_rewritten_one_again(tmp_path, monkeypatch):
+    """The app lists the models every few seconds: an unchanged file is not read and verified again (six large
+    models cost 24 s a page view: audit 38 #2), a rewritten or deleted one is noticed."""
+    from tpar.model import registry
+
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "a.tpar")
+    (tmp_path / "b.tpar").write_bytes(b"not a checkpoint")
+    real, calls = Checkpoint.load, []
+
+    def load(path, **kw):
+        calls.append(Path(path).name)
+        return real(path, **kw)
+    monkeypatch.setattr(registry.Checkpoint, "load", load)
+    first = registry.find_checkpoints([tmp_path])
+    second = registry.find_checkpoints([tmp_path])
+    assert sorted(calls) == ["a.tpar", "b.tpar"]  # once each, the refused file too
+    assert [i.name for i in second[0]] == ["a"] and second[0][0].checkpoint is first[0][0].checkpoint
+    assert [p.name for p in second[1]] == ["b"] and "b.tpar" in second[1][0].text
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "b.tpar")  # mended: read again, and now listed
+    assert [i.name for i in registry.find_checkpoints([tmp_path])[0]] == ["a", "b"] and calls[-1] == "b.tpar"
+    (tmp_path / "a.tpar").unlink()
+    assert [i.name for i in registry.find_checkpoints([tmp_path])[0]] == ["b"]
+    assert (tmp_path / "a.tpar").resolve() not in registry._LISTED  # a deleted model is not held on to

@@ -332,3 +332,16 @@ def test_an_upload_whose_valid_or_test_split_is_tiny_says_so():
                     "or other split shares, give it more"]
     _, ring = inspect_upload(tiny_world_csv(days=60), "ring.csv")
     assert not [n for n in ring.notes if "split holds only" in n]
+
+
+def test_a_file_in_the_way_of_the_job_or_model_folder_is_named_not_an_internal_error(world_dir, tmp_path):
+    """A workspace's ``jobs`` (or models) folder that is a file: a DataError naming it, before anything starts
+    (hostile audit 38 #3: it was FileExistsError, shown as "This is a bug")."""
+    (tmp_path / "jobs").write_text("x")
+    spec = JobSpec(data=str(world_dir), setting="unified", run=tiny_run(), out=str(tmp_path / "models" / "w.tpar"))
+    with pytest.raises(DataError, match="folder of training jobs cannot be made .a file of that name is in the way"):
+        start_job(tmp_path / "jobs", spec)
+    (tmp_path / "models").write_text("x")
+    with pytest.raises(DataError, match="folder of trained models cannot be made") as e:
+        start_job(tmp_path / "jobs2", spec)
+    assert str(tmp_path / "models") in str(e.value) and not list_jobs(tmp_path / "jobs2")  # no job started

@@ -315,7 +315,7 @@ def test_checkpoint_integrity_covers_metadata_and_bounds_sizes(world, tmp_path, 
     # one bad file never breaks the listing: the good one is listed, each bad one named with its reason
     infos, problems = find_checkpoints([tmp_path])
     assert [i.name for i in infos] == ["good"] and len(problems) == 7
-    assert all(any(name in p for p in problems)
+    assert all(any(name in p.text for p in problems)
                for name in ("act.tpar", "huge.tpar", "large.tpar", "typed.tpar", "named.tpar", "nested.tpar",
                             "bomb.tpar"))
     assert ck.config.model.activation == Checkpoint.load(good).config.model.activation

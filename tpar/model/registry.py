@@ -54,23 +54,66 @@ class Match:
         return self.relations.describe() if self.relations is not None else ""
 
 
-def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[str]]:
+@dataclass(frozen=True)
+class CheckpointProblem:
+    """A ``.tpar`` file that is there but could not be loaded: ``name`` its stem (what a link or a list would call
+    the model), ``text`` why (naming the file)."""
+    path: Path
+    name: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+#: resolved path -> ((inode, size, mtime_ns), the checkpoint or the problem): a listing reads again only what was rewritten
+_LISTED: dict[Path, tuple[tuple[int, int, int], "Checkpoint | CheckpointProblem"]] = {}
+
+
+def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
+    """``p`` loaded and verified, or why not: from :data:`_LISTED` while its inode, size and modification time are
+    those it was read at (a listing every few seconds must not read and verify every model again)."""
+    key = p.resolve()
+    try:
+        st = p.stat()
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError as e:
+        return CheckpointProblem(p, p.stem, f"{p}: not readable ({e.strerror or type(e).__name__})")
+    cached = _LISTED.get(key)
+    if cached is not None and cached[0] == stamp:
+        got = cached[1]
+        return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got.text)
+    try:
+        got = Checkpoint.load(p)
+    except DataError as e:
+        got = CheckpointProblem(p, p.stem, str(e))
+    except Exception as e:  # noqa: BLE001 -- one unreadable file must not hide every other model
+        got = CheckpointProblem(p, p.stem, f"{p}: not loaded ({type(e).__name__}: {str(e)[:160]}); this is a bug in "
+                                "tpar, please report it")
+    _LISTED[key] = (stamp, got)
+    return got
+
+
+def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[CheckpointProblem]]:
     """Loadable checkpoints in ``dirs`` (default: the shipped ones, ``$TPAR_CHECKPOINT_DIR`` or the
-    repository's ``checkpoints/``), and one problem line per file that could not be loaded (it is
-    skipped, never executed)."""
+    repository's ``checkpoints/``), and one problem per file that could not be loaded (it is
+    skipped, never executed). A file is read and verified once while it is unchanged (same inode, size
+    and modification time); a rewritten one is read again. The checkpoints are shared between listings:
+    treat them as read-only."""
     infos, problems = [], []
-    for d in dirs if dirs is not None else [checkpoint_dir()]:
-        if d is None or not Path(d).is_dir():
-            continue
-        d = Path(d)
+    folders = [Path(d) for d in (dirs if dirs is not None else [checkpoint_dir()]) if d is not None and Path(d).is_dir()]
+    seen: set[Path] = set()
+    for d in folders:
         for p in sorted(d.glob("*.tpar")):
-            try:
-                infos.append(CheckpointInfo(p, p.stem, Checkpoint.load(p)))
-            except DataError as e:
-                problems.append(str(e))
-            except Exception as e:  # noqa: BLE001 -- one unreadable file must not hide every other model
-                problems.append(f"{p}: not loaded ({type(e).__name__}: {str(e)[:160]}); this is a bug in tpar, "
-                                "please report it")
+            seen.add(p.resolve())
+            got = _load_listed(p)
+            if isinstance(got, CheckpointProblem):
+                problems.append(got)
+            else:
+                infos.append(CheckpointInfo(p, p.stem, got))
+    listed = {d.resolve() for d in folders}
+    for gone in [k for k in _LISTED if k.parent in listed and k not in seen]:
+        del _LISTED[gone]  # a deleted file's model is not held on to
     return infos, problems
 
 

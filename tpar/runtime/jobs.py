@@ -214,11 +214,26 @@ def start_job(root: str | Path, spec: JobSpec) -> TrainingJob:
     """Create the job folder and launch its worker process (detached from the caller's session)."""
     root = Path(root)
     check_name("model", spec.name or Path(spec.out).stem)
-    root.mkdir(parents=True, exist_ok=True)
+    for folder, holds in ((root, "training jobs"), (Path(spec.out).parent, "trained models")):
+        _make_folder(folder, holds)
     # the check and the new job folder under one lock: two starts at once (two browser tabs, two
     # sessions) cannot both pass the check
-    with exclusive(root / ".start.lock", "the training job list", wait=10.0):
-        return _start_job(root, spec)
+    try:
+        with exclusive(root / ".start.lock", "the training job list", wait=10.0):
+            return _start_job(root, spec)
+    except OSError as e:  # a full disk, a read-only folder: no job started, nothing saved is touched
+        raise DataError(f"cannot start the training job ({e.strerror or e})", file=root) from None
+
+
+def _make_folder(folder: Path, holds: str) -> None:
+    """``folder`` made if missing; a :class:`DataError` naming it when it cannot be (a file of that name in the
+    way, a read-only disk), before anything starts (hostile audit 38: a file in the way was an internal error)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = ("a file of that name is in the way: move or rename it" if folder.exists() and not folder.is_dir()
+               else e.strerror or str(e))
+        raise DataError(f"the folder of {holds} cannot be made ({why})", file=folder) from None
 
 
 def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
