@@ -58,7 +58,17 @@ def render() -> None:
     if not Path(path).is_file():
         compute_ui(sel, config)
         st.stop()
-    rules = read_rules(path, ex.version(path))
+    try:
+        rules = read_rules(path, ex.version(path))
+    except DataError as e:
+        if shipped and path == str(shipped):  # shipped beside the checkpoint: read-only, said as it is
+            raise
+        # the workspace's copy is a cache: an unreadable one (cut short, edited by hand) is distilled again, never a
+        # dead end (hostile audit 38 #4)
+        st.warning(ex.md(f"The rules kept in the workspace for this model could not be read ({e}). Distilling them "
+                         "again replaces that file."))
+        compute_ui(sel, config)
+        st.stop()
     m = rules.meta
     heads = rules.head_names
     if not heads:

@@ -106,6 +106,30 @@ def test_rules_are_distilled_once_with_a_progress_bar_then_read_from_the_workspa
     assert "(Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in plain(markdown(again))
 
 
+def test_an_unreadable_rules_file_in_the_workspace_is_distilled_again_not_a_dead_end(workspace, few_questions):
+    """A rules cache cut short or edited out of range: the page says so and offers to distil again, which replaces
+    the file (hostile audit 38 #4: it showed only the JSON error, for good)."""
+    at = rules_page()
+    at.button(key="rules_run").click().run()
+    cached = next((workspace / "rules").glob("rules-*.json"))
+    good = cached.read_text()
+
+    def rules_of(text: str) -> dict:  # the file less how long distilling took
+        d = json.loads(text)
+        d["meta"].pop("seconds")
+        return d
+    for damaged in (good[: len(good) // 2], re.sub(r'"score": [0-9.e-]+', '"score": -3', good, count=1)):
+        cached.write_text(damaged)
+        again = rules_page()
+        assert not again.exception and not again.error
+        said = plain(" ".join(w.value for w in again.warning))
+        assert "could not be read" in said and cached.name in said, said
+        again.button(key="rules_run").click().run()
+        assert not again.exception and not again.error
+        assert rules_of(cached.read_text()) == rules_of(good)  # distilled again: the same rules
+    assert "(Y, Threaten, X, t-3..-1) => (X, Mobilize against, Y, t)" in plain(markdown(again))
+
+
 def test_an_example_opens_on_the_evidence_page_through_its_url(workspace, few_questions):
     at = rules_page()
     at.button(key="rules_run").click().run()

@@ -270,7 +270,7 @@ class DistilledRule:
         if not isinstance(examples, list) or not all(isinstance(x, dict) for x in examples):
             raise ValueError("a rule's examples must be a list of objects")
         return cls(_typed(d, "head", str), _typed(d, "head_inverse", bool, default=False), _typed(d, "rank", int, 1),
-                   atoms, support, correct, _typed(d, "importance", float, 0.0), _typed(d, "score", float),
+                   atoms, support, correct, _typed(d, "importance", float, 0.0), _typed(d, "score", float, 0.0, most=1.0),
                    _typed(d, "questions", int, 0), [RuleExample.from_dict(x) for x in examples])
 
 
@@ -278,9 +278,10 @@ class DistilledRule:
 MAX_RULE_LENGTH = 64
 
 
-def _typed(d: dict, key: str, kind: type, least: float | None = None, *, default: object = ...) -> object:
+def _typed(d: dict, key: str, kind: type, least: float | None = None, *, most: float | None = None,
+           default: object = ...) -> object:
     """``d[key]`` when it is a ``kind`` (a bool is no int or float; an int is taken as a float; a number must be
-    finite) at least ``least``, and for ``str`` not empty; a ValueError naming ``key`` and the value else."""
+    finite) in ``least``..``most``, and for ``str`` not empty; a ValueError naming ``key`` and the value else."""
     if key not in d:
         if default is ...:
             raise ValueError(f"{key!r} is missing")
@@ -300,6 +301,8 @@ def _typed(d: dict, key: str, kind: type, least: float | None = None, *, default
             raise ValueError(f"{key!r} must be a finite {'whole ' if kind is int else ''}number, not {shown}")
         if least is not None and value < least:
             raise ValueError(f"{key!r} must be at least {least:g}, not {shown}")
+        if most is not None and value > most:
+            raise ValueError(f"{key!r} must be at most {most:g}, not {shown}")
         return float(value) if kind is float else value
     if not isinstance(value, kind):
         raise ValueError(f"{key!r} must be a {kind.__name__}, not {type(value).__name__}")
@@ -440,7 +443,7 @@ class RuleSet:
                 if not isinstance(h, dict):
                     raise ValueError("a head summary must be an object")
                 heads.append(HeadSummary(_typed(h, "head", str), _typed(h, "head_inverse", bool),
-                                         _typed(h, "questions", int, 0), _typed(h, "answered_first", float, 0.0),
+                                         _typed(h, "questions", int, 0), _typed(h, "answered_first", float, 0.0, most=1.0),
                                          _typed(h, "patterns", int, 0)))
             where = ""
             meta = d.get("meta", {})
