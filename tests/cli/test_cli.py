@@ -496,3 +496,18 @@ def test_the_readmes_explain_example_is_what_the_command_prints(capsys, monkeypa
     printed = capsys.readouterr().out.splitlines()
     shown = block.group(2).splitlines()
     assert printed[:len(shown)] == shown
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_train_on_a_file_at_too_few_times_says_why_valid_is_empty_and_what_to_do(times, tmp_path, capsys):
+    """A chronological split never cuts a time step: a file at one or two times has no valid facts, and training
+    says so with the way out (hostile audit 38 #6: it said only "a valid split is needed")."""
+    rows = [f"E{i},r,E{i + 1},2024-01-0{1 + i % times}" for i in range(12)]
+    f = tmp_path / "few.csv"
+    f.write_text("subject,relation,object,time\n" + "\n".join(rows) + "\n")
+    assert main(["train", "--data", str(f), "--setting", "unified", "--out", str(tmp_path / "m.tpar"), "--epochs", "1",
+                 "--dim", "8", "--num-layers", "2", "--threads", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    why = "all its facts share one time (2024-01-01)" if times == 1 else "its facts lie at only 2 distinct times"
+    assert why in err and "--split-policy random" in err and "internal error" not in err, err
+    assert not (tmp_path / "m.tpar").exists()

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 from tpar.data.kg import TemporalKG
 from tpar.model.config import RunConfig, apply_propagation, builtin_config
+from tpar.errors import plural
 
 #: at most this many training facts: a small data set
 SMALL_FACTS = 5_000
@@ -85,4 +86,4 @@ def defaults_for_size(train_facts: int, setting: str = "unified") -> TrainingDef
         limit = f"large: over {LARGE_FACTS:,}"
     run.model = apply_propagation(run.model, setting, "sparse")  # every size: tpar.model.config
     run = RunConfig.from_dict(run.to_dict(), "training defaults")  # validated
-    return TrainingDefaults(run, size, f"{train_facts:,} training facts ({limit})")
+    return TrainingDefaults(run, size, f"{plural(train_facts, 'training fact')} ({limit})")

@@ -238,6 +238,19 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
         release(lock)
 
 
+def no_valid_split(kg: TemporalKG) -> str:
+    """Why ``kg`` (without valid facts) cannot be trained on, and what to do: a chronological split never cuts a
+    time step, so data at fewer than 3 distinct times leaves valid empty (hostile audit 38 #6)."""
+    facts = kg.all_facts()
+    times = len(np.unique(facts[:, 3])) if len(facts) else 0
+    why = (f": all its facts share one time ({kg.time_axis.label(int(facts[0, 3]))})" if times == 1 else
+           f": its facts lie at only {times} distinct times" if times == 2 else "")
+    return (f"{kg.name}: a valid split is needed for early stopping, and it has none{why}"
+            + (", and a chronological split never cuts a time step" if why else "")
+            + ". Split it at random (`--split-policy random`; Upload page: Split, random), give the file a split "
+            "column, or add facts at later times")
+
+
 class Trainer:
     """One run: its model, optimiser and :class:`TrainerState`, fresh, warm-started or resumed.
 
@@ -250,7 +263,7 @@ class Trainer:
         if "train" in kg.missing_splits or len(kg.facts("train")) == 0:
             raise DataError(f"{kg.name}: no training facts to train on")
         if "valid" in kg.missing_splits:
-            raise DataError(f"{kg.name}: a valid split is needed for early stopping")
+            raise DataError(no_valid_split(kg))
         self.kg, self.out, self.progress, self.estimate = kg, Path(out), progress, estimate
         self.cb = callbacks or TrainingCallbacks()
         self.rpath = resume_path(self.out)
