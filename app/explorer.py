@@ -225,12 +225,18 @@ def init_state() -> None:
     for key in URL_KEYS:
         if key in st.query_params:
             value = st.query_params[key]
+            given = st.query_params.get_all(key)
+            if len(given) > 1:  # a link edited by hand: which one counts is said, not guessed silently
+                ignored.append(f"{key} given {len(given)} times ({', '.join(repr(v[:40]) for v in given[:4])}"
+                               f"{' …' if len(given) > 4 else ''}; the last is used)")
             if key in INT_RANGES:
                 lo, hi = INT_RANGES[key]
-                try:
+                try:  # ASCII digits only: int() takes '٣' as 3
+                    if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+                        raise ValueError(value)
                     value = int(value)
-                except ValueError:
-                    ignored.append(f"{key}={value!r} (not a whole number; ignored)")
+                except ValueError:  # also beyond int()'s 4,300 digits
+                    ignored.append(f"{key}={value[:80]!r} (not a whole number; ignored)")
                     continue
                 if not lo <= value <= hi:
                     ignored.append(f"{key}={value} (shown as {max(lo, min(value, hi))}: it goes from {lo} to {hi})")

@@ -342,6 +342,11 @@ def test_every_url_value_not_taken_is_named_on_the_ask_page():
     assert at.session_state["k"] == 1 and at.session_state["paths"] == 5 and at.session_state["subject"] == "Orora Front"
     at = app({**QUESTION, "paths": "1" + "0" * 23}).run()
     assert "paths=100000000000000000000000 (shown as 10: it goes from 1 to 10)" in plain(at.warning)
+    # a parameter given twice is said with the one used; digits of other scripts are no number here (audit 38 #7)
+    at = app({**QUESTION, "k": ["5", "50"], "paths": "٣"}).run()
+    said = plain(at.warning)
+    assert "k given 2 times ('5', '50'; the last is used)" in said and at.session_state["k"] == 50, said
+    assert "paths='٣' (not a whole number; ignored)" in said and at.session_state["paths"] == 5
 
 
 def test_the_url_warning_outlives_a_page_that_reruns_on_its_first_run(monkeypatch):
