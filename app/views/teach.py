@@ -198,7 +198,7 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
     if x.step == 0:
         return
     layer = tr.layers[x.step - 1]
-    ex.show_chart(score_bars(layer.scores, answer, x.step, L), key="teach_bars")
+    ex.show_chart(score_bars(layer.scores, answer, x.step, L, layer.answer_rank_range), key="teach_bars")
     new = (f"; newly reached: {', '.join(layer.new_entities[:8])}" + (", …" if len(layer.new_entities) > 8 else "")
            if layer.new_entities else "")
     st.markdown(ex.md(f"Step {x.step}: {ex.plural(layer.entities_reached, 'entity', 'entities')} reached, "
@@ -230,16 +230,20 @@ def stepper(steps: list[WalkStep], tr: ReasoningTrace, answer: str, ticking: boo
 MIN_SPAN = 0.01
 
 
-def score_bars(scores: dict[str, float], answer: str, step: int, L: int) -> go.Figure:
+def score_bars(scores: dict[str, float], answer: str, step: int, L: int,
+               answer_rank: tuple[int, int] | None = None) -> go.Figure:
     """The highest w·h after ``step`` (at most 12 entities) and, wherever it stands, the answer being explained (in
-    orange, with its rank when below them); the axis fits the values, negative ones included."""
+    orange, with its rank among every entity reached when below them: ``answer_rank``, the trace's, since ``scores``
+    holds only the top and the answer); the axis fits the values, negative ones included."""
     ranked = sorted(((v, n) for n, v in scores.items()), reverse=True)
     top = ranked[:12]
     labels = [ex.plot_text(n) for _, n in top]
     if answer in scores and all(n != answer for _, n in top):  # followed at every step, not only once on top
-        rank = 1 + sum(v > scores[answer] for v, _ in ranked)
+        # the rank among all reached (the text's and the table's), never among the bars (walk-through 38 #1: the
+        # chart said rank 13 where the text said 77)
+        rank = (f" (rank {rank_range_text(*answer_rank)})" if answer_rank else "")
         top.append((scores[answer], answer))
-        labels.append(ex.plot_text(f"{answer} (rank {rank})"))
+        labels.append(ex.plot_text(f"{answer}{rank}"))
     vals = [v for v, _ in top] or [0.0]
     lo, hi = min(0.0, min(vals)), max(0.0, max(vals))
     if hi - lo < MIN_SPAN:  # scores that differ by float noise must not fill the chart as if they mattered

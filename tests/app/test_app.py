@@ -833,3 +833,15 @@ def test_the_periodic_time_encoding_is_drawn_over_about_two_turns_of_its_longest
     lo, hi = periodic["layout"]["xaxis"]["range"]
     assert lo == -hi and 14 <= hi < 60 and max(periodic["data"][0]["x"]) > hi  # the data reach further
     assert "double-click it for the whole" in texts(at)
+
+
+def test_the_teaching_chart_gives_the_answer_below_the_bars_its_rank_among_every_entity_reached(monkeypatch):
+    """The step's scores hold only the top 12 and the answer: the answer's label takes the trace's rank (the text's),
+    not its place among the bars (walk-through 38 #1: "rank 13" beside a text saying rank 77)."""
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    from views.teach import score_bars
+
+    scores = {f"E{i}": 1.0 - 0.01 * i for i in range(12)} | {"Answer": -0.011}
+    assert score_bars(scores, "Answer", 1, 3, (77, 77)).data[0].y[-1] == "Answer (rank 77)"
+    assert score_bars(scores, "Answer", 1, 3, (76, 78)).data[0].y[-1] == "Answer (rank 76–78)"
+    assert score_bars(scores | {"Answer": 2.0}, "Answer", 1, 3, (1, 1)).data[0].y[0] == "Answer"  # on top: no rank
