@@ -796,7 +796,11 @@ def cmd_predict(args) -> int:
 
         cal = pred.calibration(p.setting)
         sizes = cal.set_sizes.get(f"{p.coverage:g}") if cal else None
-        if sizes:
+        if sizes and p.calibrated_elsewhere:  # among another data set's entities
+            print(f"  on the {cal.queries:,} {cal.split} questions of {p.calibrated_elsewhere} the calibration was "
+                  f"fitted on, such sets held {set_size_text(sizes, 0, 'entities')} of that data (nothing of set sizes "
+                  "here)")
+        elif sizes:
             print(f"  on the {cal.queries:,} {cal.split} questions the calibration was fitted on, such sets held "
                   f"{set_size_text(sizes, p.num_entities, 'entities')}")
     return 0

@@ -213,7 +213,12 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
         else:
             st.info(f"{lead}{names}\n\n{ex.md(pred.answer_set_note())}")
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
-        if sizes:  # what such sets are like, beside what they promise
+        if sizes and pred.calibrated_elsewhere:  # sizes among another data set's entities: no measure of these
+            # (walk-through 38 #2: "median 280 entities (of 22)" and "far smaller than most")
+            st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions of {ex.md(pred.calibrated_elsewhere)} "
+                       f"the calibration was fitted on, {100 * pred.coverage:g}% sets held "
+                       f"{set_size_text(sizes, 0, 'entities')} of that data; they say nothing of set sizes here.")
+        elif sizes:  # what such sets are like, beside what they promise
             typical = sizes.get("median")
             small = (f" This one is far smaller than most: the {100 * pred.coverage:g}% holds on average over "
                      "questions, not for this one alone." if isinstance(typical, (int, float))

@@ -61,6 +61,11 @@ def test_a_foreign_checkpoint_is_offered_with_its_coverage_and_answers_say_so(re
     assert "Probabilities are calibrated on chronological, the data the calibration was fitted on, not on renamed" \
         in plain(at.warning)
     assert "are right about 70% of the time" not in captions
+    # the set sizes it stores are of the other data's entities: said as such, with no comparison to this set
+    # (walk-through 38 #2: "median 280 ... entities (of 22)", "far smaller than most")
+    assert "questions of chronological the calibration was fitted on, 90% sets held median" in captions, captions
+    assert "of that data; they say nothing of set sizes here" in captions
+    assert "far smaller than most" not in captions and " (of " not in captions.split("sets held")[1][:80]
 
 
 def test_the_other_pages_show_all_of_the_data_and_what_the_foreign_model_can_be_asked(renamed_data):
