@@ -74,7 +74,8 @@ def render() -> None:
     if not heads:
         st.info("No rules: no question of this data set was asked.")
         st.stop()
-    default = ss.get("relation") if ss.get("relation") in heads else (planted_heads(sel, heads) or heads)[0]
+    default = ss.get("relation") if ss.get("relation") in heads else (planted_heads(sel, heads) or
+                                                                        working_heads(rules) or heads)[0]
     if ss.get("rules_head") not in heads:
         ss["rules_head"] = default
     c1, c2 = st.columns([3, 2])
@@ -122,6 +123,16 @@ def compute_ui(sel: ex.Selection, config: RuleConfig) -> None:
         st.error(ex.md(e))
         return
     st.rerun()
+
+
+def working_heads(rules: RuleSet) -> list[str]:
+    """The head relations with a rule that ended at a true answer at least once, best rule first: the page opens on
+    one of them, not on a relation whose only rule is always wrong (walk-through 38 #3)."""
+    best: dict[str, float] = {}
+    for r in rules.rules:
+        if r.correct:
+            best[r.head] = max(best.get(r.head, 0.0), r.score)
+    return sorted(best, key=lambda h: -best[h])
 
 
 def planted_heads(sel: ex.Selection, heads: list[str]) -> list[str]:
@@ -173,12 +184,19 @@ def planted_rules(sel: ex.Selection, head: str, learned: list[DistilledRule], ru
 
 
 def reading_ui(first: DistilledRule, rules: RuleSet) -> None:
-    """How to read the rule notation, with the best rule in words."""
+    """How to read the rule notation, with the best rule in words -- or, when even the best never ended at a true
+    answer, that the patterns kept are where the model looked, not a rule that works (walk-through 38 #3)."""
     scale = rules.scale
+    best = (f"Rule {first.rank} reads: {first.words(scale)}." if first.correct else "")
     st.markdown(ex.keep_together(ex.md(f"How to read a rule: X is the question's entity, Y the answer, Z1, Z2 the entities a path passes "
                       f"on the way; t is the question's time, and {scale.text(1)} means {scale.words(1)} "
                       f"({scale.text(4)}: {scale.words(4)}; a + for after t, which only interpolation can use). "
-                      f"Rule {first.rank} reads: {first.words(scale)}.")))
+                      f"{best}")))
+    if not first.correct:
+        st.warning(ex.md(f"No pattern kept for {first.head} ({'subject' if first.head_inverse else 'object'} "
+                         "questions) ended at a true answer in the questions asked (confidence 0% for each): they "
+                         "show where the model looked, not a rule it has learned that works. The model has no "
+                         "working rule for this relation here."))
 
 
 #: characters of a rule's body in a chart label (the bar's hover shows the whole rule)

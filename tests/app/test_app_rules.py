@@ -204,3 +204,39 @@ def test_the_page_opens_on_a_relation_a_planted_rule_concludes(sample_kg):
     planted = {parse_atom(p["head"])[1] for p in PlantedRules.find(SAMPLE_WORLD).rules.values()}
     assert head in planted and head != "Accuse"
     assert "★ planted rule" in plain(markdown(at))
+
+
+def _rule(head: str, rank: int, correct: int, score: float):
+    from tpar.reasoning.distilled_rules import BodyAtom, DistilledRule
+
+    return DistilledRule(head, False, rank, [BodyAtom("Supply", False, 3)], 2, correct, 0.1, score, 10)
+
+
+def test_a_head_whose_rules_never_end_at_a_true_answer_is_not_read_as_a_learned_rule(monkeypatch):
+    """Walk-through 38 #3: the page opened on a relation whose only rule had confidence 0% and read it out as
+    "Rule 1 reads: if ..."; it now opens on a relation with a working rule, and says the 0% patterns are no rule."""
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    from views.rules import working_heads
+    from tpar.reasoning.distilled_rules import GapScale, RuleSet
+
+    rules = RuleSet([_rule("Hire staff from", 1, 0, 0.0), _rule("Supply", 1, 2, 0.4), _rule("Meet with", 1, 1, 0.6)],
+                    [], GapScale("d", 1.0, True), {})
+    assert working_heads(rules) == ["Meet with", "Supply"]
+
+    def page(rule_args):
+        import sys
+
+        sys.path.insert(0, rule_args[0])
+        from views.rules import reading_ui
+        from tpar.reasoning.distilled_rules import BodyAtom, DistilledRule, GapScale, RuleSet
+
+        first = DistilledRule("Hire staff from", False, 1, [BodyAtom("Supply", False, 3)], 2, rule_args[1], 0.1,
+                              0.0, 10)
+        reading_ui(first, RuleSet([first], [], GapScale("d", 1.0, True), {}))
+
+    for correct, reads in ((0, False), (1, True)):
+        at = AppTest.from_function(page, args=([str(Path(APP).parent), correct],), default_timeout=60).run()
+        assert not at.exception
+        text = plain(" ".join(m.value for m in at.markdown) + " ".join(w.value for w in at.warning))
+        assert ("Rule 1 reads: if X Supply Y" in text) is reads, text
+        assert ("not a rule it has learned that works" in text) is not reads
