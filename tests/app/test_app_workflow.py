@@ -965,3 +965,36 @@ def test_a_model_file_that_cannot_be_loaded_is_named_where_the_model_would_be(wo
     said = " ".join(w.value for w in at.warning).replace("\\", "")
     assert not at.exception and "1 model file here could not be loaded, so it is not offered" in said, said
     assert "broken.tpar" in said
+
+
+def _two_relations_csv() -> str:
+    """'meets' repeats one pair (frequency gets it), 'visits' meets a new entity each day (frequency cannot)."""
+    return "subject,relation,object,time\n" + "".join(f"A,meets,B,2024-02-{d:02d}\nC,visits,D{d},2024-02-{d:02d}\n"
+                                                      for d in range(1, 29))
+
+
+def test_evaluate_draws_a_uniform_guess_on_the_per_relation_chart_and_names_the_relations_below_it():
+    """Walk-through 38 #4: 4 of 6 relations scored below a uniform guess and the chart had no line to show it; the
+    headline's lead came from one relation."""
+    def page(text: str) -> None:
+        from views.evaluate import results_ui
+
+        from tpar.data.upload import inspect_upload
+        from tpar.evaluation.baselines import FrequencyBaseline
+        from tpar.evaluation.protocol import evaluate
+
+        _, kg = inspect_upload(text, "two.csv")
+        res = evaluate(kg, FrequencyBaseline(), "extrapolation", "test", progress=False)
+        results_ui({"TPAR": res}, "test", "extrapolation", 0, entities=kg.num_entities)
+
+    at = AppTest.from_function(page, args=(_two_relations_csv(),), default_timeout=60).run()
+    assert not at.exception, at.exception
+    from tpar.evaluation.chance import uniform_mrr
+
+    chance = 100 * uniform_mrr(31)  # A, B, C and D1..D28
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    lines = [s for s in spec["layout"]["shapes"] if s.get("type") == "line"]
+    assert len(lines) == 1 and abs(lines[0]["y0"] - chance) < 1e-9
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "TPAR scores below a uniform guess (MRR 13.0%, the dotted line) on 1 of 2 relations (visits): 4 of the 8 " \
+           "questions" in said, said
