@@ -309,10 +309,19 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
     rule = planted.rule_of(subj, pred.relation, obj, pred.time)
     if rule is None:
-        st.info(ex.md(f"The fact ({subj}, {pred.relation}, {obj}, {pred.time})") + " was not produced by a "
-                "planted rule (it is not in the data, or it is a seed or noise fact). Pick an example question on "
-                "the Ask page.")
-        return
+        made = planted.answers_of(pred.subject, pred.relation, pred.time, pred.direction)
+        if not made:
+            st.info(ex.md(f"The fact ({subj}, {pred.relation}, {obj}, {pred.time})") + " was not produced by a "
+                    "planted rule (it is not in the data, or it is a seed or noise fact). Pick an example question on "
+                    "the Ask page.")
+            return
+        # a question whose answer a rule made, the model following another one (a showcase question shared without
+        # its answer): the rule's answer is set beside the model's path to it (walk-through 38 #5)
+        answer, rule = made[0]
+        subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
+        st.info(ex.md(f"The answer followed above was not made by a planted rule; the answer a rule made is "
+                      f"{answer}: ({subj}, {pred.relation}, {obj}, {pred.time}). Below, the model's most important "
+                      f"path to {answer} beside that rule."))
     e = ex.current_explanation(sel, answer, 3)
     c1, c2 = st.columns(2)
     with c1:

@@ -410,6 +410,25 @@ def test_teaching_page_puts_the_rule_beside_the_path():
     assert not any("has not learned" in w.value for w in at.warning)
 
 
+@pytest.mark.slow
+def test_teaching_page_sets_the_rules_answer_beside_the_model_when_it_follows_another():
+    """A showcase question shared without its answer (the model's first answer is not the one a rule made): section 3
+    sets the rule's answer and the model's path to it side by side, not "pick an example question" (walk-through 38
+    #5: the aid-repetition example, the rule's answer ranked 2nd)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"subject": "Lumfaeth", "relation": "Provide aid to", "time": "2025-12-18",
+                 "setting": "extrapolation"}.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("views/teach.py").run()
+    assert not at.exception and not at.error
+    said = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "Pick an example question" not in said
+    assert "the answer a rule made is Orenn: (Lumfaeth, Provide aid to, Orenn, 2025-12-18)" in said, said
+    assert any("Planted rule" in m.value for m in at.markdown)
+    assert any("has not learned" in w.value and "ranks the rule's answer 2" in w.value for w in at.warning)
+
+
 def test_teaching_page_walks_through_the_steps_with_one_control():
     """The page opens at the question (nothing reached yet); Next, Back and the step control move one
     stop; Play moves the same control on, step by step, and stops at the last step, where the model's

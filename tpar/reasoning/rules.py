@@ -249,6 +249,15 @@ class PlantedRules:
         rid = self.provenance.get((subject, relation, obj, time))
         return self.rules.get(rid) if rid else None
 
+    def answers_of(self, entity: str, relation: str, time: str, direction: str) -> list[tuple[str, dict]]:
+        """(answer, rule) of every fact a planted rule made that answers the question (``entity``, ``relation``, ?,
+        ``time``) (``direction`` "object"; "subject": (?, ``relation``, ``entity``, ``time``)), in name order."""
+        out = []
+        for (s, r, o, t), rid in self.provenance.items():
+            if r == relation and t == time and rid in self.rules and (s if direction == "object" else o) == entity:
+                out.append((o if direction == "object" else s, self.rules[rid]))
+        return sorted(out, key=lambda ar: ar[0])
+
 
 def path_follows(path_links: list[dict] | list, body: Iterable[str], head: str, direction: str) -> bool:
     """Whether a path (``TemporalPath.links`` or their dicts) walks the rule's body (relations and
