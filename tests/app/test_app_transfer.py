@@ -97,3 +97,8 @@ def test_the_other_pages_show_all_of_the_data_and_what_the_foreign_model_can_be_
     assert not at.exception and not at.error
     assert "Probabilities are calibrated on chronological" in plain(at.warning)
     assert "applied to renamed" in plain(at.caption) + plain(at.warning)
+    # Learned rules: the rules are the model's behaviour on data it never saw, said before anything is distilled
+    at.switch_page("views/rules.py").run()
+    assert not at.exception and not at.error
+    said = plain(at.info)
+    assert "applied to renamed: 20 of 21 relations matched" in said and "trained on chronological" in said, said
