@@ -536,7 +536,10 @@ def cmd_evaluate(args) -> int:
             print(calibration_text(res.calibration))
             for caveat in collector.calibration.caveats():
                 print(f"note: {caveat}")
-            for caveat in held_out_caveats(held, kg.num_entities, args.split):
+            from tpar.reasoning.prediction import calibrated_elsewhere
+
+            for caveat in held_out_caveats(held, kg.num_entities, args.split,
+                                           calibrated_elsewhere(ckpt, kg, collector.calibration)):
                 print(f"note: {caveat}")
         if args.json:
             res.write_json(args.json)

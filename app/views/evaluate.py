@@ -22,6 +22,7 @@ from tpar.evaluation.chance import chance_text, ranking_caveats, uniform_mrr
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
+from tpar.reasoning.prediction import calibrated_elsewhere
 from tpar.model.ranker import ModelRanker
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
@@ -85,7 +86,9 @@ def render() -> None:
         ss["eval_results"] = {"key": key, "results": results, "calibration": report,
                               "calibration_source": collector.source if collector is not None else "",
                               "calibration_note": note,
-                              "calibration_caveats": collector.calibration.caveats() if collector is not None else []}
+                              "calibration_caveats": collector.calibration.caveats() if collector is not None else [],
+                              "calibration_fitted_on": calibrated_elsewhere(ck, kg, collector.calibration)
+                              if collector is not None else ""}
     done = ss.get("eval_results")
     if not done or done["key"] != key:
         st.info("Choose the options and run the evaluation.")
@@ -95,7 +98,7 @@ def render() -> None:
         text = rm.all_question_metrics(done["results"]["TPAR"], split)["text"]
         st.info(ex.md(text[:1].upper() + text[1:] + "."))
     calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""),
-                   done.get("calibration_caveats", []), split, kg.num_entities)
+                   done.get("calibration_caveats", []), split, kg.num_entities, done.get("calibration_fitted_on", ""))
 
 
 def options_ui(kg: TemporalKG, ck: Checkpoint, splits: list[str],
@@ -211,7 +214,7 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
 
 
 def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", caveats: list[str] = (),
-                   split: str = "test", entities: int = 0) -> None:
+                   split: str = "test", entities: int = 0, fitted_on: str = "") -> None:
     """How often TPAR's probabilities are right: a reliability diagram, ECE / Brier / NLL before and
     after temperature scaling, and the answer sets' coverage (or why there are none: ``note``); what limits them
     (the calibration's ``caveats``: fitted on few questions, a model that guesses; and a ``split`` too small to
@@ -223,7 +226,7 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", ca
         return
     for caveat in caveats:
         st.warning(ex.md(caveat))
-    for caveat in held_out_caveats(report, entities, split):
+    for caveat in held_out_caveats(report, entities, split, fitted_on):  # fitted_on: other data's name, or ""
         st.warning(ex.sentence(caveat))
     measured = report.after.queries
     if measured < MIN_RELIABLE_QUERIES:

@@ -31,13 +31,34 @@ def test_evaluate_on_other_data_states_the_match_and_both_metrics(renamed, tmp_p
     assert rc == 0, cap.err
     assert "applied to renamed: 20 of 21 relations matched, 99.9% of facts" in cap.err  # 6 of ~10k facts out
     assert "unmatched: 'Invented relation' (6 facts)" in cap.err
-    assert "metrics above are over the 40 sampled answerable questions" in cap.out
+    # every test question is about a matched relation: nothing to count as a miss, and no second figure
+    assert "none is counted as a miss, and the metrics above are over a sample of 40 of them" in cap.out
     d = json.loads(out.read_text())
     assert d["num_queries"] == 40 and d["params"]["subset"] == {"queries": 40, "seed": 1}
     assert d["params"]["relation_match"]["unmatched"][0]["data_relation"] == "Invented relation"
     allq = d["params"]["all_questions"]
     assert allq["answerable_questions"] == allq["all_questions"]         # the invented facts are train facts
     assert allq["answerable"]["mrr"] == pytest.approx(d["realistic"]["mrr"])
+
+
+def test_evaluate_counts_test_questions_of_an_unmatched_relation_as_misses_in_its_second_figure(renamed, tmp_path,
+                                                                                                 capsys):
+    import csv
+    import shutil
+
+    data = tmp_path / "renamed2"
+    shutil.copytree(renamed, data)
+    rows = list(csv.DictReader((data / "test.csv").open(encoding="utf-8")))
+    with (data / "test.csv").open("a", newline="", encoding="utf-8") as f:
+        csv.DictWriter(f, fieldnames=list(rows[0])).writerows([dict(rows[i], relation="Invented relation")
+                                                                for i in range(2)])
+    rc = main(["evaluate", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(data), "--setting", "extrapolation",
+               "--max-queries", "40", "--seed", "1", "--threads", "1", "--no-calibration", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    total = 2 * len(rows) + 4
+    assert (f"metrics above are over the 40 sampled answerable questions; over all {total:,} test questions, the 4 "
+            "with an unmatched relation counted as misses (scaled by the split's answerable share): MRR ") in out, out
 
 
 def test_below_the_minimum_coverage_is_refused(renamed, capsys):

@@ -47,3 +47,7 @@ def test_a_calibration_that_fails_on_test_is_said_to():
     assert said[1].startswith(f"test NLL 2.421 is above a uniform guess's (ln 11 = {math.log(11):.3f})")
     assert said[2] == "the 90% answer sets held the answer for only 76.2% of the 42 test questions, below their level"
     assert len(said) == 3  # 85.7% of 42 for the 80% sets is within sampling error
+    # another data set's calibration: named as such, not blamed on too few valid questions (walk-through 38 #7)
+    elsewhere = held_out_caveats(bad, 11, fitted_on="chronological")[0]
+    assert elsewhere.startswith("the temperature, fitted on the valid questions of chronological, other data than "
+                                "these, made NLL and ECE worse on test") and "too few" not in elsewhere

@@ -584,15 +584,20 @@ class HeldOutReport:
                 "mean_set_size": self.mean_set_size, "set_sizes": self.set_sizes}
 
 
-def held_out_caveats(report: HeldOutReport, entities: int, split: str = "test") -> list[str]:
+def held_out_caveats(report: HeldOutReport, entities: int, split: str = "test", fitted_on: str = "") -> list[str]:
     """What the held-out figures of a calibration say against it, each a sentence without its full stop: scaling
-    (fitted on valid) made NLL or ECE worse on ``split``; NLL above a uniform guess's ln(``entities``); an answer
-    set's coverage below its level by more than two standard errors of its ``split`` questions."""
+    (fitted on valid; on ``fitted_on``'s valid when it names other data) made NLL or ECE worse on ``split``; NLL above
+    a uniform guess's ln(``entities``); an answer set's coverage below its level by more than two standard errors of
+    its ``split`` questions."""
     b, a, n = report.before, report.after, report.after.queries
     notes = []
     worse = [f"{name} {x:.4f} -> {y:.4f}" for name, x, y in (("NLL", b.nll, a.nll), ("ECE", b.ece, a.ece))
              if y > x + (1e-4 if name == "NLL" else 0.01)]
-    if worse:
+    if worse and fitted_on:  # another data set's calibration: no wonder, and not "too few" (walk-through 38 #7)
+        notes.append(f"the temperature, fitted on the valid questions of {fitted_on}, other data than these, made "
+                     f"{' and '.join(w.split()[0] for w in worse)} worse on {split} ({'; '.join(worse)}): a "
+                     "calibration does not carry over to other data")
+    elif worse:
         notes.append(f"the temperature, fitted on valid, made {' and '.join(w.split()[0] for w in worse)} worse on "
                      f"{split} ({'; '.join(worse)}): the valid questions it was fitted on were too few or unlike "
                      f"these")

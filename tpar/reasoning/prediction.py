@@ -296,6 +296,18 @@ def _where(file: str | None, row: int | None, i: int) -> str:
     return f"{file}, row {row}" if file is not None else f"fact {i}"
 
 
+def calibrated_elsewhere(checkpoint: Checkpoint, kg: TemporalKG, cal) -> str:
+    """The name of the data calibration ``cal`` (of ``checkpoint``) was fitted on when that is neither ``kg`` nor data
+    ``kg`` grew from ("" when it is, or when nothing is recorded to tell): its probabilities then describe that data,
+    not this one, and are no more than a ranking here."""
+    data = as_loaded(kg)
+    fitted_on = cal.data_fingerprint or checkpoint.data_fingerprint
+    if not fitted_on or grew_from(fitted_on, data):
+        return ""
+    return (checkpoint.data_name or "the model's training data") if fitted_on == checkpoint.data_fingerprint \
+        else "other data"
+
+
 class Predictor:
     """Answers "(subject, relation, ?, time)" questions on a data set with a checkpoint.
 
@@ -582,11 +594,7 @@ class Predictor:
         """The name of the data calibration ``cal`` was fitted on when that is neither this data nor data this one
         grew from ("" when it is, or when nothing is recorded to tell): its probabilities then describe that data,
         not this one, and are no more than a ranking here."""
-        ck, data = self.checkpoint, as_loaded(self.kg)
-        fitted_on = cal.data_fingerprint or ck.data_fingerprint
-        if not fitted_on or grew_from(fitted_on, data):
-            return ""
-        return (ck.data_name or "the model's training data") if fitted_on == ck.data_fingerprint else "other data"
+        return calibrated_elsewhere(self.checkpoint, self.kg, cal)
 
     def baseline_warnings(self, setting: str) -> list[str]:
         """The training run's own test verdict for ``setting``, when it recorded one and the model lost: the
