@@ -248,8 +248,9 @@ def calibration_ui(report: HeldOutReport | None, source: str, note: str = "", ca
     fig.add_trace(go.Bar(x=mids, y=counts, width=width * 0.9, name="questions in the bin", marker_color=palette.METRIC,
                          text=[f"{c:,}" for c in counts], textposition="outside", cliponaxis=False,
                          hovertemplate="confidence %{x:.2f}<br>%{y:,} questions<extra></extra>"), row=2, col=1)
-    fig.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", yanchor="top",
-                                                                                   y=-0.16))
+    # the legend above the charts: below them it sat on the lower x-axis title at 1400 px (walk-through 38 #8)
+    fig.update_layout(height=440, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", yanchor="bottom",
+                                                                                   y=1.02, x=0))
     fig.update_xaxes(range=[0, 1])
     fig.update_xaxes(title_text="top-1 probability (after scaling)", row=2, col=1)
     fig.update_yaxes(title_text="share right", range=[0, 1.05], tickvals=[0, 0.25, 0.5, 0.75, 1], row=1, col=1)

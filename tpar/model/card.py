@@ -187,8 +187,9 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes
     cal = ckpt.extra.get("calibration") or {}
     if cal:
         lines += ["## Calibration (fitted on valid; `tpar calibrate`)", "",
-                  "| setting | calibrator | ECE before → after | Brier before → after | NLL before → after | "
-                  "answer-set thresholds |", "|---|---|---|---|---|---|"]
+                  "| setting | calibrator | ECE before → after | Brier before → after | NLL before → after |",
+                  "|---|---|---|---|---|"]
+        sets = []  # the answer-set thresholds below the table: a sixth column was cut off at 820 px (walk-through 38)
         for setting, c in cal.items():
             try:
                 b, a = c["before"], c["after"]
@@ -196,10 +197,12 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes
                 knots = len(c.get("top_map") or [])
                 how = f"T = {c['temperature']:.3f}" + (f" + top-answer map ({knots} knots)" if knots else "")
                 lines.append(f"| {_text(setting)} | {how} | {b['ece']:.4f} → {a['ece']:.4f} | "
-                             f"{b['brier']:.4f} → {a['brier']:.4f} | {b['nll']:.3f} → {a['nll']:.3f} | {thr} |")
+                             f"{b['brier']:.4f} → {a['brier']:.4f} | {b['nll']:.3f} → {a['nll']:.3f} |")
+                if thr:
+                    sets.append(f"- answer-set thresholds, {_text(setting)}: {thr}")
             except (KeyError, TypeError, ValueError):
-                lines.append(f"| {_text(setting)} | unreadable | | | | |")
-        lines.append("")
+                lines.append(f"| {_text(setting)} | unreadable | | | |")
+        lines += [""] + (sets + [""] if sets else [])
         caveats = []
         for setting in cal:
             c = stored(ckpt.extra, setting)
