@@ -12,6 +12,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch, share_text
 from tpar.errors import DataError, defuse_markdown
 from tpar.model.card import card_for
+from tpar.model.registry import not_offered
 from tpar.model.checkpoint import Checkpoint
 from tpar.training.timing import duration
 
@@ -33,6 +34,11 @@ def model_ui(sel: ex.Selection) -> None:
     kg = sel.kg
     st.subheader("Model")
     ex.unreadable_ui(sel.unreadable)
+    left_out = not_offered(sel.data_kg, ex.checkpoints()[0], sel.matches)
+    if left_out:  # why a model is not offered, so a user trying one on new data is not left guessing
+        with st.expander(f"Models not offered for this data set ({len(left_out):,})"):
+            st.markdown("\n".join(f"- **{ex.md(n)}**: {ex.md(why)}" for n, why in left_out[:50])
+                        + (f"\n- … and {len(left_out) - 50:,} more" if len(left_out) > 50 else ""))
     if not sel.matches:
         st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations, or on "
                    f"relations whose names cover 95% of its facts, with time steps of {kg.time_axis.describe()}). "

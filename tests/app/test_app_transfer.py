@@ -102,3 +102,28 @@ def test_the_other_pages_show_all_of_the_data_and_what_the_foreign_model_can_be_
     assert not at.exception and not at.error
     said = plain(at.info)
     assert "applied to renamed: 20 of 21 relations matched" in said and "trained on chronological" in said, said
+
+
+def test_data_and_model_says_why_a_model_is_not_offered(tmp_path, monkeypatch):
+    """Walk-through 38 #10: a model left out for a data set was left out without a word; the page now names it with
+    how few of the data's relations it knows (or its time unit)."""
+    from helpers import tiny_world_csv
+    from tpar.data.upload import inspect_upload, save_dataset
+
+    _, kg = inspect_upload(tiny_world_csv(), "world.csv")
+    save_dataset(kg, tmp_path / "data" / "user", "tiny")
+    monkeypatch.setenv("TPAR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    import explorer
+
+    explorer.datasets.clear()
+    explorer.checkpoints.clear()
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["data"] = "benchmark: user/tiny"
+    at.run()
+    at.switch_page("views/data_model.py").run()
+    assert not at.exception
+    assert any(e.label.startswith("Models not offered for this data set (") for e in at.expander)
+    said = plain(at.markdown)
+    assert "- **sample-world-unified**: 0 of the data's 2 relations match the model's 20, 0.0% of the facts (95% needed)" \
+        in said, said

@@ -145,6 +145,40 @@ def matching_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo],
     return out
 
 
+def not_offered(kg: TemporalKG, infos: list[CheckpointInfo], matches: list[Match],
+                min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[tuple[str, str]]:
+    """(name, why) of each checkpoint in ``infos`` that :func:`matching_checkpoints` left out for ``kg``: its time
+    unit, too few of the data's facts in relations it knows, or what :meth:`Checkpoint.check_fits` refused -- so a
+    user trying a model on new data learns why it is not offered (walk-through 38 #10)."""
+    offered = {m.info.path for m in matches}
+    out = []
+    for info in infos:
+        if info.path in offered:
+            continue
+        ck = info.checkpoint
+        why = ck.time_unit_problem(kg)
+        if why:
+            ta = ck.time_axis
+            why = (f"it counts time in steps of {ta.get('step')} {ta.get('granularity')}, the data in "
+                   f"{kg.time_axis.describe()}")
+        elif list(ck.relations) == list(kg.relations.names):
+            try:
+                ck.check_fits(kg)
+                why = "it was not offered"  # not reached: a fitting model is offered
+            except DataError as e:
+                why = e.problem
+        else:
+            try:
+                rm = ck.match(kg, min_coverage=min_coverage)
+                why = (f"{len(rm.matched)} of the data's {len(rm.data_relations)} relations match the model's "
+                       f"{len(ck.relations)}, {100 * rm.fact_coverage:.1f}% of the facts ({100 * min_coverage:g}% "
+                       "needed)")
+            except DataError as e:
+                why = e.problem
+        out.append((info.name, why))
+    return out
+
+
 def covering_checkpoints(kg: TemporalKG, infos: list[CheckpointInfo], relations) -> list[Match]:
     """Checkpoints that can complete rows of ``relations`` on ``kg``: :func:`matching_checkpoints` first, then
     any other whose relations include every one of ``relations`` and whose time unit is ``kg``'s (``kg`` is
