@@ -224,6 +224,11 @@ def test_a_top_answer_that_is_the_questions_own_entity_is_said_to_be_no_evidence
     assert said == ["Answer 2, 'Corquenovia', is the question's own subject, and no fact of the data links it to "
                     "itself: its score comes from staying there (self-loops) and from walks that leave and come "
                     "back, not from evidence for such a fact."]
+    # far down and less likely than a uniform guess, it is no answer anyone takes for one: no warning about it
+    # (walk-through 38 #11: a warning box for answer 7 at 0.003%)
+    far = p.answer(Question("Aristan", "Criticize", "2025-12-18", "object", "extrapolation"), top_k=20)
+    own = next(a for a in far.answers if a.entity == "Aristan")
+    assert own.probability < 1 / p.kg.num_entities and not any("question's own" in w for w in far.warnings)
 
 
 def test_no_own_entity_note_where_a_fact_links_the_entity_to_itself():
