@@ -578,8 +578,8 @@ class Predictor:
                             + f", answering over {data.name} (facts {label(first)} to {label(last)}"
                             + (f"; {growth_text(data.lineage, ck.data_fingerprint)}" if data.lineage else "") + ")")
         if until is None:
-            where = (f"how far {label(t)} lies past the model's training facts is not known (the checkpoint does not "
-                     "record their time range and this data is not known to have grown from them)")
+            where = (f"the checkpoint does not record when its training facts on {ck.data_name} end, and this data is "
+                     f"not known to have grown from them, so how far {label(t)} lies past them cannot be said")
         elif t > until:
             where = f"{label(t)} lies {span(t - until)} past its training facts"
         elif start is None:
