@@ -356,6 +356,8 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                 fact = (subj, rel, obj, kg.time_axis.label(t))
                 if fact not in ss["whatif_added"]:
                     ss["whatif_added"] = ss["whatif_added"] + [fact]
+                else:  # typed in another form, the same fact: said, not silently nothing (walk-through 38 #12)
+                    st.info(ex.md(f"Already added: {fact_label(fact)}."))
         for i, fact in enumerate(ss["whatif_added"]):  # each added fact with its own way out
             a, b = st.columns([5, 1], vertical_alignment="center")
             a.markdown(f"Added: {ex.md(fact_label(fact))}")
@@ -380,9 +382,16 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
             note = unreached_note(pred, e.answer)
             where += f" — {note}" if note else ""
             st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank_text()} on the real data) would be at {where}.")
-            top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity, "Probability": probability_text(a.probability)}
-                                for a in pred.answers[:5]])
-            st.dataframe(top, hide_index=True, width="stretch")
+            if pred.no_evidence:  # as Ask: a ranking would present a guess as an answer (walk-through 38 #12)
+                st.info(ex.md(f"No evidence with these changes: {pred.no_evidence}. No ranking is shown."))
+            else:
+                top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity,
+                                     "Probability": probability_text(a.probability)} for a in pred.answers[:5]])
+                st.dataframe(top, hide_index=True, width="stretch")
+                st.caption("Probabilities as on the Ask page (the same calibration and its caveats), for the data as "
+                           "changed here." + (" Nearly uniform: the changes leave the model unsure." if
+                                              pred.answers and pred.answers[0].probability < 3 / max(pred.num_entities, 1)
+                                              else ""))
     if e.rank == 1 and st.button("Find the fewest facts whose removal changes the top answer", key="whatif_cf"):
         ss["whatif_cf_for"] = key + (e.answer,)
     if ss.get("whatif_cf_for") == key + (e.answer,):

@@ -319,6 +319,14 @@ def test_evidence_what_if_and_counterfactual():
     # without the threat the planted answer leaves rank 1 (the rank itself depends on the shipped model)
     moved = re.search(r"\*\*Hugo of Zanistan\*\* \(rank 1 on the real data\) would be at rank ([\d–]+)", said)
     assert moved and int(moved.group(1).split("–")[0]) > 1, said  # a range where it ties
+    assert any("Probabilities as on the Ask page" in c.value for c in at.caption)  # what the figures are
+    # the same hypothetical fact typed twice: said, not silently nothing (walk-through 38)
+    for when in ("2025-12-17", " 2025-12-17 "):
+        at.text_input(key="whatif_t").set_value(when)
+        at.button(key="whatif_add").click().run()
+    assert not at.exception and sum(m.value.startswith("Added:") for m in at.markdown) == 1
+    assert any("Already added" in i.value for i in at.info), [e.value for e in at.error]
+    at.button(key="whatif_rm_0").click().run()
     at.button(key="whatif_cf").click().run()
     cf = next(i.value.replace("\\", "") for i in at.info if "Counterfactual" in i.value)
     assert "Counterfactual: without 1 fact —" in cf
