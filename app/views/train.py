@@ -362,6 +362,9 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
              "done": f"finished ({STOPPED_TEXT.get(s.message, s.message)})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
     st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {progress_time(s)}"))
+    trained_on = s.spec.get("data_label", "")
+    if trained_on and trained_on != ss.get("data"):  # the form above may be on another data set (walk-through 38 #13)
+        st.caption(ex.md(f"This job trains on {trained_on}, not on the data set chosen above ({ss.get('data')})."))
     if s.steps or s.epochs_done:
         fig = make_subplots(specs=[[{"secondary_y": True}]])
         if s.steps:
