@@ -34,11 +34,6 @@ def model_ui(sel: ex.Selection) -> None:
     kg = sel.kg
     st.subheader("Model")
     ex.unreadable_ui(sel.unreadable)
-    left_out = not_offered(sel.data_kg, ex.checkpoints()[0], sel.matches)
-    if left_out:  # why a model is not offered, so a user trying one on new data is not left guessing
-        with st.expander(f"Models not offered for this data set ({len(left_out):,})"):
-            st.markdown("\n".join(f"- **{ex.md(n)}**: {ex.md(why)}" for n, why in left_out[:50])
-                        + (f"\n- … and {len(left_out) - 50:,} more" if len(left_out) > 50 else ""))
     if not sel.matches:
         st.warning(f"No checkpoint fits this data set (none was trained on its {kg.num_relations} relations, or on "
                    f"relations whose names cover 95% of its facts, with time steps of {kg.time_axis.describe()}). "
@@ -94,6 +89,17 @@ def model_ui(sel: ex.Selection) -> None:
             # a checkpoint's strings were chosen by whoever wrote it: no link, image, LaTeX or colour acts
             text = re.sub(r"(?m)^(#{1,4}) ", lambda h: "#" * min(6, len(h.group(1)) + 3) + " ", text)
             st.markdown(defuse_markdown(text))
+    not_offered_ui(sel)
+
+
+def not_offered_ui(sel: ex.Selection) -> None:
+    """The models left out for this data set, each with why, so a user trying one on new data is not left guessing
+    (walk-through 38 #10)."""
+    left_out = not_offered(sel.data_kg, ex.checkpoints()[0], sel.matches)
+    if left_out:
+        with st.expander(f"Models not offered for this data set ({len(left_out):,})"):
+            st.markdown("\n".join(f"- **{ex.md(n)}**: {ex.md(why)}" for n, why in left_out[:50])
+                        + (f"\n- … and {len(left_out) - 50:,} more" if len(left_out) > 50 else ""))
 
 
 def relation_coverage_ui(rm: RelationMatch) -> None:
