@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+from urllib.parse import urlparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,6 +252,30 @@ def init_state() -> None:
         ss["answer_question"] = URL_ANSWER
     ss["url_ignored"] = ignored
     ss["_initialised"] = True
+
+
+def unknown_page(url: str, served: str, paths: list[str], base: str = "") -> str:
+    """The page path the browser asked for at ``url`` when no page has it (Streamlit then serves the default page:
+    ``served`` ""), else "". ``paths``: the pages' url paths; ``base``: the server's base URL path."""
+    path = urlparse(url).path.strip("/")
+    base = base.strip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        path = path[len(base):].strip("/")
+    return "" if served or not path or path in paths else path
+
+
+def note_unknown_page(served: str, paths: list[str]) -> None:
+    """On a session's first run: a page address that no page has (mistyped, or an old link) is named among the URL
+    values not taken, with the pages there are (walk-through 38 #14: it showed Ask without a word)."""
+    ss = st.session_state
+    if ss.get("_page_checked"):
+        return
+    ss["_page_checked"] = True
+    path = unknown_page(st.context.url or "", served, paths, str(st.get_option("server.baseUrlPath") or ""))
+    if path:
+        known = ", ".join(["/"] + [f"/{p}" for p in paths if p])
+        ss.setdefault("url_ignored", []).append(f"the page '/{path[:80]}' (no such page; showing Ask; the pages are "
+                                                f"{known})")
 
 
 def url_ignored_ui() -> None:

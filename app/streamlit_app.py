@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import WORKSPACE, init_state, md, url_ignored_seen, url_ignored_ui
+from explorer import WORKSPACE, init_state, md, note_unknown_page, url_ignored_seen, url_ignored_ui
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from tpar.errors import DataError, describe_internal_error, log_internal_error
@@ -72,6 +72,9 @@ pages = {
     ],
 }
 nav = st.navigation(pages)
+# a mistyped page address opens Ask: said, with the pages there are (walk-through 38 #14)
+note_unknown_page(nav.url_path, [p.url_path for group in pages.values() for p in group
+                                 if getattr(p, "visibility", "visible") != "hidden"])
 # A table's own "Download as CSV" (Streamlit's grid toolbar) writes cells as they are: a name such as
 # '=HYPERLINK(...)' from an upload would run as a formula in a spreadsheet. Every table a user may want as a file
 # has its own download button (formula-safe: tpar.textfile.csv_text); the grid's is hidden.

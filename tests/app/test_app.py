@@ -853,3 +853,16 @@ def test_the_teaching_chart_gives_the_answer_below_the_bars_its_rank_among_every
     assert score_bars(scores, "Answer", 1, 3, (77, 77)).data[0].y[-1] == "Answer (rank 77)"
     assert score_bars(scores, "Answer", 1, 3, (76, 78)).data[0].y[-1] == "Answer (rank 76–78)"
     assert score_bars(scores | {"Answer": 2.0}, "Answer", 1, 3, (1, 1)).data[0].y[0] == "Answer"  # on top: no rank
+
+
+def test_a_page_address_no_page_has_is_named_not_silently_ask(monkeypatch):
+    """Walk-through 38 #14: /data_model (the page is /data) showed Ask without a word."""
+    monkeypatch.syspath_prepend(str(Path(APP).parent))
+    from explorer import unknown_page
+
+    pages = ["", "evidence", "data"]
+    assert unknown_page("http://localhost:8501/data_model", "", pages) == "data_model"
+    assert unknown_page("http://localhost:8501/data", "data", pages) == ""          # served: a page has it
+    assert unknown_page("http://localhost:8501/", "", pages) == ""                  # the default page itself
+    assert unknown_page("http://host/tpar/", "", pages, base="/tpar") == ""          # the base path is no page path
+    assert unknown_page("http://host/tpar/evidnce", "", pages, base="tpar") == "evidnce"
