@@ -269,4 +269,29 @@ def test_a_listing_reads_each_unchanged_file_once_and_a_rewritten_one_again(tmp_
     assert [i.name for i in registry.find_checkpoints([tmp_path])[0]] == ["a", "b"] and calls[-1] == "b.tpar"
     (tmp_path / "a.tpar").unlink()
     assert [i.name for i in registry.find_checkpoints([tmp_path])[0]] == ["b"]
-    assert (tmp_path / "a.tpar").resolve() not in registry._LISTED  # a deleted model is not held on to
+    assert (tmp_path / "a.tpar").absolute() not in registry._LISTED  # a deleted model is not held on to
+
+
+def test_a_listing_tries_again_after_an_os_error_and_names_a_link_to_nothing(tmp_path, monkeypatch):
+    """Only verdicts on a file's bytes are kept: a permission or I/O error is tried again at the next listing (chmod
+    changes no content), and a dangling link is named as such, not as 'not readable' (review 38)."""
+    from tpar.model import registry
+
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "m.tpar")
+    (tmp_path / "dangling.tpar").symlink_to(tmp_path / "gone.tpar")
+    real, denied = Checkpoint.load, [True]
+
+    def load(path, **kw):
+        if Path(path).name == "m.tpar" and denied[0]:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, **kw)
+    monkeypatch.setattr(registry.Checkpoint, "load", load)
+    infos, problems = registry.find_checkpoints([tmp_path])
+    said = {p.name: p.text for p in problems}
+    assert not infos and "not readable (Permission denied)" in said["m"] and "bug" not in said["m"]
+    assert "symbolic link to nothing" in said["dangling"], said
+    denied[0] = False  # the permissions mended: listed at once, no restart
+    assert [i.name for i in registry.find_checkpoints([tmp_path])[0]] == ["m"]
+    shutil.rmtree(tmp_path)  # the folder itself gone: its models are let go
+    registry.find_checkpoints([tmp_path])
+    assert not any(k.parent == tmp_path.absolute() for k in registry._LISTED)

@@ -9,6 +9,7 @@ fingerprint) comes first, then those with the data's own relations, then the mat
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,54 +67,72 @@ class CheckpointProblem:
         return self.text
 
 
-#: resolved path -> ((inode, size, mtime_ns), the checkpoint or the problem): a listing reads again only what was rewritten
-_LISTED: dict[Path, tuple[tuple[int, int, int], "Checkpoint | CheckpointProblem"]] = {}
+#: the path as listed -> (its stamp, the checkpoint or why it was refused): a listing reads again only what changed
+_LISTED: dict[Path, tuple[tuple[int, ...], "Checkpoint | str"]] = {}
+_LISTED_LOCK = threading.Lock()  # listings in several threads (the app's sessions, a library caller's)
+
+
+def _stamp(p: Path) -> tuple[int, ...]:
+    """What changes whenever the file (through a link: its target) is rewritten, replaced or has its permissions
+    changed: device, inode, size, modification and status-change times (user space cannot set the last)."""
+    st = p.stat()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
-    """``p`` loaded and verified, or why not: from :data:`_LISTED` while its inode, size and modification time are
-    those it was read at (a listing every few seconds must not read and verify every model again)."""
-    key = p.resolve()
+    """``p`` loaded and verified, or why not: from :data:`_LISTED` while its :func:`_stamp` is the one it was read
+    at (a listing every few seconds must not read and verify every model again). Only verdicts on the file's bytes
+    are kept (a checkpoint, a refusal); an OS error (permissions, I/O) or an unexpected failure is tried again at
+    the next listing."""
+    key = p.absolute()
     try:
-        st = p.stat()
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    except OSError as e:
-        return CheckpointProblem(p, p.stem, f"{p}: not readable ({e.strerror or type(e).__name__})")
-    cached = _LISTED.get(key)
-    if cached is not None and cached[0] == stamp:
-        got = cached[1]
-        return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got.text)
+        stamp: tuple[int, ...] | None = _stamp(p)
+    except OSError:  # a link to nothing, a file gone meanwhile: Checkpoint.load below names it
+        stamp = None
+    if stamp is not None:
+        with _LISTED_LOCK:
+            cached = _LISTED.get(key)
+        if cached is not None and cached[0] == stamp:
+            got = cached[1]
+            return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got)
     try:
         got = Checkpoint.load(p)
     except DataError as e:
-        got = CheckpointProblem(p, p.stem, str(e))
+        got = str(e)
+    except OSError as e:
+        return CheckpointProblem(p, p.stem, f"{p}: not readable ({e.strerror or type(e).__name__})")
     except Exception as e:  # noqa: BLE001 -- one unreadable file must not hide every other model
-        got = CheckpointProblem(p, p.stem, f"{p}: not loaded ({type(e).__name__}: {str(e)[:160]}); this is a bug in "
-                                "tpar, please report it")
-    _LISTED[key] = (stamp, got)
-    return got
+        return CheckpointProblem(p, p.stem, f"{p}: not loaded ({type(e).__name__}: {str(e)[:160]}); this is a bug "
+                                 "in tpar, please report it")
+    if stamp is not None:
+        with _LISTED_LOCK:
+            _LISTED[key] = (stamp, got)
+    return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got)
 
 
 def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[CheckpointProblem]]:
     """Loadable checkpoints in ``dirs`` (default: the shipped ones, ``$TPAR_CHECKPOINT_DIR`` or the
     repository's ``checkpoints/``), and one problem per file that could not be loaded (it is
-    skipped, never executed). A file is read and verified once while it is unchanged (same inode, size
-    and modification time); a rewritten one is read again. The checkpoints are shared between listings:
-    treat them as read-only."""
+    skipped, never executed). A file is read and verified once while it is unchanged (:func:`_stamp`); a
+    rewritten one is read again, and a file gone from a listed folder (or the folder itself) is let go. The
+    checkpoints are shared between listings: treat them as read-only."""
     infos, problems = [], []
-    folders = [Path(d) for d in (dirs if dirs is not None else [checkpoint_dir()]) if d is not None and Path(d).is_dir()]
+    asked = [Path(d).absolute() for d in (dirs if dirs is not None else [checkpoint_dir()]) if d is not None]
     seen: set[Path] = set()
-    for d in folders:
+    for d in asked:
+        if not d.is_dir():
+            continue
         for p in sorted(d.glob("*.tpar")):
-            seen.add(p.resolve())
+            seen.add(p.absolute())
             got = _load_listed(p)
             if isinstance(got, CheckpointProblem):
                 problems.append(got)
             else:
                 infos.append(CheckpointInfo(p, p.stem, got))
-    listed = {d.resolve() for d in folders}
-    for gone in [k for k in _LISTED if k.parent in listed and k not in seen]:
-        del _LISTED[gone]  # a deleted file's model is not held on to
+    folders = set(asked)
+    with _LISTED_LOCK:
+        for gone in [k for k in _LISTED if k.parent in folders and k not in seen]:
+            _LISTED.pop(gone, None)  # a deleted file's model is not held on to
     return infos, problems
 
 
