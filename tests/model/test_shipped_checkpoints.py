@@ -98,3 +98,23 @@ def test_cards_say_the_time_axis_and_path_order_in_words():
     # "interpolation" means on a chronological split
     assert "scored with the C++ kernel" in shipped and "a forecast with a gap rather than gap filling" in shipped
     assert "- a note" in render(ck, "x", notes=["a note"]) and "- a note" not in render(ck, "x")
+
+
+def _calibration_section(text: str) -> str | None:
+    """A card's "## Calibration" section, up to the next heading or the card's closing mark."""
+    i = text.find("## Calibration")
+    if i < 0:
+        return None
+    ends = [j for j in (text.find("\n## ", i + 1), text.find("\n<!--", i)) if j >= 0]
+    return text[i:min(ends, default=len(text))].strip()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_cards_calibration_is_what_the_card_writer_gives_now(path):
+    """The page shows the shipped card file, not one written now: its calibration section must follow the writer
+    (review 38: the five-column table of walk-through 38 #9 reached no shipped card)."""
+    from tpar.model.card import render
+
+    shipped = _calibration_section(path.with_suffix(".md").read_text(encoding="utf-8"))
+    assert shipped == _calibration_section(render(Checkpoint.load(path), path.stem))
+    assert shipped is None or "answer-set thresholds |" not in shipped  # no sixth column to cut off at 820 px
