@@ -511,3 +511,18 @@ def test_train_on_a_file_at_too_few_times_says_why_valid_is_empty_and_what_to_do
     why = "all its facts share one time (2024-01-01)" if times == 1 else "its facts lie at only 2 distinct times"
     assert why in err and "--split-policy random" in err and "internal error" not in err, err
     assert not (tmp_path / "m.tpar").exists()
+
+
+def test_train_on_a_folder_without_a_valid_file_says_to_add_one(tmp_path, capsys):
+    """A folder of split files: tpar split nothing, so the way out is a valid file, not a random split (review 38)."""
+    from helpers import SAMPLE_WORLD
+
+    data = tmp_path / "noval"
+    shutil.copytree(SAMPLE_WORLD, data)
+    for f in data.glob("valid.*"):
+        f.unlink()
+    assert main(["train", "--data", str(data), "--setting", "unified", "--out", str(tmp_path / "m.tpar"), "--epochs",
+                 "1", "--dim", "8", "--num-layers", "2", "--threads", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"add a valid file (valid.txt or valid.csv, as its train file) to {data}" in err, err
+    assert "--split-policy" not in err

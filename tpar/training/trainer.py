@@ -240,15 +240,22 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
 
 def no_valid_split(kg: TemporalKG) -> str:
     """Why ``kg`` (without valid facts) cannot be trained on, and what to do: a chronological split never cuts a
-    time step, so data at fewer than 3 distinct times leaves valid empty (hostile audit 38 #6)."""
+    time step, so a file at fewer than 3 distinct times leaves valid empty (hostile audit 38 #6); a folder of
+    split files needs a valid file (review 38)."""
     facts = kg.all_facts()
     times = len(np.unique(facts[:, 3])) if len(facts) else 0
-    why = (f": all its facts share one time ({kg.time_axis.label(int(facts[0, 3]))})" if times == 1 else
-           f": its facts lie at only {times} distinct times" if times == 2 else "")
-    return (f"{kg.name}: a valid split is needed for early stopping, and it has none{why}"
-            + (", and a chronological split never cuts a time step" if why else "")
-            + ". Split it at random (`--split-policy random`; Upload page: Split, random), give the file a split "
-            "column, or add facts at later times")
+    folder = Path(kg.source).is_dir() if kg.source else False
+    head = f"{kg.name}: a valid split is needed for early stopping, and it has none"
+    if folder:  # the split files are the user's: tpar split nothing
+        return f"{head}: add a valid file (valid.txt or valid.csv, as its train file) to {kg.source}"
+    if times <= 2:
+        why = (f"all its facts share one time ({kg.time_axis.label(int(facts[0, 3]))})" if times == 1 else
+               f"its facts lie at only {times} distinct times" if times == 2 else "it has no facts")
+        return (f"{head}: {why}, and a chronological split never cuts a time step. Split it at random "
+                "(`--split-policy random`; Upload page: Split, random), give the file a split column, or add facts "
+                "at later times")
+    return (f"{head}. Give the file a split column with valid rows, or split it otherwise (`--split-policy`; Upload "
+            "page: Split and its shares)")
 
 
 class Trainer:
