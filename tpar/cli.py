@@ -493,7 +493,7 @@ def cmd_evaluate(args) -> int:
     print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
                                      else f" (the model was trained and selected with {trained})"), file=sys.stderr)
     from tpar.evaluation.calibration import held_out_caveats, held_out_collector
-    from tpar.evaluation.chance import ranking_caveats
+    from tpar.evaluation.chance import below_chance_relations, ranking_caveats
     from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
@@ -524,6 +524,10 @@ def cmd_evaluate(args) -> int:
         print(res.summary())
         for caveat in ranking_caveats(res.metrics("realistic").mrr, kg.num_entities, res.num_queries, "the model"):
             print(f"note: {caveat}")
+        below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count)
+                                        for r, m in res.by_relation().items()}, kg.num_entities)
+        if below:
+            print(f"note: {below}")
         print(f"scored with {res.params['kernel']}", file=sys.stderr)
         if match is not None:
             res.params["all_questions"] = match.all_question_metrics(res, args.split)

@@ -18,7 +18,7 @@ from tpar.errors import DataError
 from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
 from tpar.evaluation.calibration import (MIN_RELIABLE_QUERIES, HeldOutReport, held_out_caveats, held_out_collector,
                                         set_size_text)
-from tpar.evaluation.chance import chance_text, ranking_caveats, uniform_mrr
+from tpar.evaluation.chance import below_chance_relations, chance_text, ranking_caveats, uniform_mrr
 from tpar.evaluation.protocol import EvaluationResult, compare
 from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
@@ -192,15 +192,11 @@ def results_ui(results: dict[str, EvaluationResult], split: str, setting: str, l
         fig.add_hline(y=chance, line_dash="dot", line_color="grey",
                       annotation_text=f"uniform guess {chance:.1f}", annotation_position="top left")
     ex.show_chart(fig)
-    if chance and "TPAR" in results:
-        below = tpar_rows[tpar_rows["MRR"] < chance]
-        if len(below):
-            q_below, q_all = int(below["queries"].sum()), int(tpar_rows["queries"].sum())
-            names = ", ".join(ex.md(r) for r in below.sort_values("queries", ascending=False)["relation"].head(5))
-            st.warning(f"TPAR scores below a uniform guess (MRR {chance:.1f}%, the dotted line) on "
-                       f"{len(below)} of {ex.plural(len(tpar_rows), 'relation')} ({names}"
-                       f"{' …' if len(below) > 5 else ''}): {q_below:,} of the {q_all:,} questions. Its overall "
-                       "figure comes from the other relations; on these its answers do no better than a guess.")
+    if "TPAR" in results:
+        below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count)
+                                        for r, m in results["TPAR"].by_relation().items()}, entities, "TPAR")
+        if below:
+            st.warning(ex.sentence(below))
     d1, d2, d3 = st.columns(3)
     for col, frame, label, file in ((d1, table, "Metrics (CSV)", "tpar-evaluation.csv"),
                                     (d2, per_rel, "Per relation (CSV)", "tpar-evaluation-relations.csv")):

@@ -51,3 +51,19 @@ def test_a_calibration_that_fails_on_test_is_said_to():
     elsewhere = held_out_caveats(bad, 11, fitted_on="chronological")[0]
     assert elsewhere.startswith("the temperature, fitted on the valid questions of chronological, other data than "
                                 "these, made NLL and ECE worse on test") and "too few" not in elsewhere
+
+
+def test_relations_below_a_uniform_guess_are_named_and_every_relation_below_is_said_as_such():
+    """Review 38 #4: when every relation lay below, the note still said the overall figure came from the others."""
+    from tpar.evaluation.chance import below_chance_relations, uniform_mrr
+
+    chance = uniform_mrr(20)  # about 18%
+    some = below_chance_relations({"Supply": (1.0, 26), "Meet with": (0.075, 12), "Invest in": (0.054, 2)}, 20, "TPAR")
+    assert some == ("TPAR scores below a uniform guess (MRR about 18.0%) on 2 of 3 relations (Meet with, Invest in): "
+                    "14 of the 40 questions. Its overall figure comes from the other relations; on these its answers "
+                    "do no better than a guess")
+    every = below_chance_relations({"a": (0.01, 3), "b": (0.02, 5)}, 20)
+    assert every.startswith("the model scores below a uniform guess") and "every one of its 2 relations (8 questions)" \
+        in every and "other relations" not in every
+    assert "its only relation (1 question)" in below_chance_relations({"a": (0.01, 1)}, 20)
+    assert below_chance_relations({"a": (chance, 3)}, 20) == "" and below_chance_relations({"a": (0.0, 3)}, 1) == ""

@@ -75,6 +75,29 @@ def ranking_caveats(mrr: float, entities: int, questions: int | None = None, wha
     return notes
 
 
+def below_chance_relations(by_relation: dict[str, tuple[float, int]], entities: int,
+                           what: str = "the model") -> str:
+    """A sentence without its full stop when ``what`` scores below a uniform guess among ``entities`` on some
+    relations (``by_relation``: relation -> (realistic MRR as a fraction, questions)), naming the largest of them and
+    their share of the questions; "" when on none. A headline carried by a few relations otherwise hides that on
+    the rest the model does no better than a guess (walk-through 38 #4)."""
+    if entities < 2 or not by_relation:
+        return ""
+    chance = uniform_mrr(entities)
+    below = sorted(((q, r) for r, (mrr, q) in by_relation.items() if mrr < chance), key=lambda qr: (-qr[0], qr[1]))
+    if not below:
+        return ""
+    q_below, q_all = sum(q for q, _ in below), sum(q for _, q in by_relation.values())
+    lead = f"{what} scores below a uniform guess (MRR about {100 * chance:.1f}%) on "
+    if len(below) == len(by_relation):
+        return (lead + ("its only relation" if len(below) == 1 else f"every one of its {len(below):,} relations")
+                + f" ({plural(q_all, 'question')}): on these questions its answers do no better than a guess")
+    names = ", ".join(r for _, r in below[:5]) + (" …" if len(below) > 5 else "")
+    return (lead + f"{len(below):,} of {plural(len(by_relation), 'relation')} ({names}): {q_below:,} of the "
+            f"{plural(q_all, 'question')}. Its overall figure comes from the other relations; on these its answers do "
+            "no better than a guess")
+
+
 def test_figures(metrics: dict) -> dict[str, dict]:
     """setting -> the realistic test figures a checkpoint's ``metrics`` hold for it: each ``test_<setting>`` entry
     whose realistic MRR is a number from 0 to 1 (``count``, when recorded, the questions measured)."""
