@@ -80,8 +80,8 @@ def render() -> None:
     if not heads:
         st.info("No rules: no question of this data set was asked.")
         st.stop()
-    default = ss.get("relation") if ss.get("relation") in heads else (planted_heads(sel, heads) or
-                                                                        working_heads(rules) or heads)[0]
+    default = ss.get("relation") if ss.get("relation") in heads else (
+        planted_heads(sel, heads) or working_heads(rules, ss.get("rules_direction", "object") == "subject") or heads)[0]
     if ss.get("rules_head") not in heads:
         ss["rules_head"] = default
     c1, c2 = st.columns([3, 2])
@@ -131,12 +131,13 @@ def compute_ui(sel: ex.Selection, config: RuleConfig) -> None:
     st.rerun()
 
 
-def working_heads(rules: RuleSet) -> list[str]:
-    """The head relations with a rule that ended at a true answer at least once, best rule first: the page opens on
-    one of them, not on a relation whose only rule is always wrong (walk-through 38 #3)."""
+def working_heads(rules: RuleSet, inverse: bool = False) -> list[str]:
+    """The head relations with a rule of ``inverse``'s questions (object questions by default, where the page opens)
+    that ended at a true answer at least once, best rule first: the page opens on one of them, not on a relation
+    whose shown rules are always wrong (walk-through 38 #3)."""
     best: dict[str, float] = {}
     for r in rules.rules:
-        if r.correct:
+        if r.correct and r.head_inverse == inverse:
             best[r.head] = max(best.get(r.head, 0.0), r.score)
     return sorted(best, key=lambda h: -best[h])
 
@@ -199,10 +200,10 @@ def reading_ui(first: DistilledRule, rules: RuleSet) -> None:
                       f"({scale.text(4)}: {scale.words(4)}; a + for after t, which only interpolation can use). "
                       f"{best}")))
     if not first.correct:
-        st.warning(ex.md(f"No pattern kept for {first.head} ({'subject' if first.head_inverse else 'object'} "
-                         "questions) ended at a true answer in the questions asked (confidence 0% for each): they "
-                         "show where the model looked, not a rule it has learned that works. The model has no "
-                         "working rule for this relation here."))
+        kind = "subject" if first.head_inverse else "object"
+        st.warning(ex.md(f"No pattern kept for {first.head} ({kind} questions) ended at a true answer in the "
+                         "questions asked (confidence 0% for each): they show where the model looked, not a rule it "
+                         f"has learned that works. The model has no working rule for these {kind} questions here."))
 
 
 #: characters of a rule's body in a chart label (the bar's hover shows the whole rule)

@@ -222,6 +222,11 @@ def test_a_head_whose_rules_never_end_at_a_true_answer_is_not_read_as_a_learned_
     rules = RuleSet([_rule("Hire staff from", 1, 0, 0.0), _rule("Supply", 1, 2, 0.4), _rule("Meet with", 1, 1, 0.6)],
                     [], GapScale("d", 1.0, True), {})
     assert working_heads(rules) == ["Meet with", "Supply"]
+    # a head whose working rules are all of subject questions is no head to open object questions on (review 38)
+    subject_only = _rule("Accuse", 1, 5, 0.9)
+    subject_only.head_inverse = True
+    both = RuleSet(rules.rules + [subject_only, _rule("Accuse", 2, 0, 0.0)], [], GapScale("d", 1.0, True), {})
+    assert working_heads(both) == ["Meet with", "Supply"] and working_heads(both, inverse=True) == ["Accuse"]
 
     def page(rule_args):
         import sys
@@ -240,3 +245,4 @@ def test_a_head_whose_rules_never_end_at_a_true_answer_is_not_read_as_a_learned_
         text = plain(" ".join(m.value for m in at.markdown) + " ".join(w.value for w in at.warning))
         assert ("Rule 1 reads: if X Supply Y" in text) is reads, text
         assert ("not a rule it has learned that works" in text) is not reads
+        assert ("no working rule for these object questions" in text) is not reads
