@@ -127,3 +127,4 @@ def test_data_and_model_says_why_a_model_is_not_offered(tmp_path, monkeypatch):
     said = plain(at.markdown)
     assert "- **sample-world-unified**: 0 of the data's 2 relations match the model's 20, 0.0% of the facts (95% needed)" \
         in said, said
+    assert "- **yago11k-interpolation**: it counts time in calendar years, the data in day steps from 2024-01-01" in said

@@ -9,6 +9,7 @@ fingerprint) comes first, then those with the data's own relations, then the mat
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 from tpar.data.catalog import checkpoint_dir
 from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import DEFAULT_MIN_COVERAGE, RelationMatch
-from tpar.errors import DataError
+from tpar.errors import DataError, plural
+from tpar.data.timeaxis import TimeAxis
 from tpar.model.checkpoint import Checkpoint
 
 @dataclass
@@ -177,9 +179,11 @@ def not_offered(kg: TemporalKG, infos: list[CheckpointInfo], matches: list[Match
         ck = info.checkpoint
         why = ck.time_unit_problem(kg)
         if why:
-            ta = ck.time_axis
-            why = (f"it counts time in steps of {ta.get('step')} {ta.get('granularity')}, the data in "
-                   f"{kg.time_axis.describe()}")
+            try:
+                unit = TimeAxis.from_dict(ck.time_axis).describe()
+            except (KeyError, TypeError, ValueError):
+                unit = "another unit"
+            why = f"it counts time in {unit}, the data in {kg.time_axis.describe()}"
         elif list(ck.relations) == list(kg.relations.names):
             try:
                 ck.check_fits(kg)
@@ -189,9 +193,10 @@ def not_offered(kg: TemporalKG, infos: list[CheckpointInfo], matches: list[Match
         else:
             try:
                 rm = ck.match(kg, min_coverage=min_coverage)
-                why = (f"{len(rm.matched)} of the data's {len(rm.data_relations)} relations match the model's "
-                       f"{len(ck.relations)}, {100 * rm.fact_coverage:.1f}% of the facts ({100 * min_coverage:g}% "
-                       "needed)")
+                # floored: 94.96% is no "95.0% of the facts (95% needed)"
+                share = math.floor(1000 * rm.fact_coverage) / 10
+                why = (f"{len(rm.matched)} of the data's {plural(len(rm.data_relations), 'relation')} match the "
+                       f"model's {len(ck.relations)}, {share:.1f}% of the facts ({100 * min_coverage:g}% needed)")
             except DataError as e:
                 why = e.problem
         out.append((info.name, why))
