@@ -229,7 +229,7 @@ def init_state() -> None:
             given = st.query_params.get_all(key)
             if len(given) > 1:  # a link edited by hand: which one counts is said, not guessed silently
                 ignored.append(f"{key} given {len(given)} times ({', '.join(repr(v[:40]) for v in given[:4])}"
-                               f"{' …' if len(given) > 4 else ''}; the last is used)")
+                               f"{' …' if len(given) > 4 else ''}; the last counts)")
             if key in INT_RANGES:
                 lo, hi = INT_RANGES[key]
                 try:  # ASCII digits only: int() takes '٣' as 3

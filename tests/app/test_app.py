@@ -353,7 +353,7 @@ def test_every_url_value_not_taken_is_named_on_the_ask_page():
     # a parameter given twice is said with the one used; digits of other scripts are no number here (audit 38 #7)
     at = app({**QUESTION, "k": ["5", "50"], "paths": "٣"}).run()
     said = plain(at.warning)
-    assert "k given 2 times ('5', '50'; the last is used)" in said and at.session_state["k"] == 50, said
+    assert "k given 2 times ('5', '50'; the last counts)" in said and at.session_state["k"] == 50, said
     assert "paths='٣' (not a whole number; ignored)" in said and at.session_state["paths"] == 5
 
 

@@ -259,8 +259,12 @@ def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
     with open(folder / "worker.log", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tpar.runtime.jobs", str(folder)], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    (folder / "pid").write_text(str(proc.pid))
-    _workers.append(proc)
+    _workers.append(proc)  # reaped whatever happens below
+    try:
+        (folder / "pid").write_text(str(proc.pid))
+    except OSError:  # a job nobody can follow or cancel must not run on: stopped, so "cannot start" stays true
+        proc.terminate()
+        raise
     reap_workers()
     return TrainingJob(folder)
 
