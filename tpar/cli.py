@@ -799,14 +799,12 @@ def cmd_predict(args) -> int:
         print(f"{p.answer_set_lead(p.calibrated_elsewhere)}{shown}\n  " + (
             f"on {p.calibrated_elsewhere} such sets held the answer {100 * p.coverage:g}% of the time; on this data "
             "their level is not known" if p.calibrated_elsewhere else p.answer_set_note()))
-        from tpar.evaluation.calibration import set_size_text
+        from tpar.evaluation.calibration import set_size_text, set_sizes_elsewhere_text
 
         cal = pred.calibration(p.setting)
         sizes = cal.set_sizes.get(f"{p.coverage:g}") if cal else None
         if sizes and p.calibrated_elsewhere:  # among another data set's entities
-            print(f"  on the {cal.queries:,} {cal.split} questions of {p.calibrated_elsewhere} the calibration was "
-                  f"fitted on, such sets held {set_size_text(sizes, 0, 'entities')} of that data (nothing of set sizes "
-                  "here)")
+            print(f"  {set_sizes_elsewhere_text(cal, p.coverage, p.calibrated_elsewhere)}")
         elif sizes:
             print(f"  on the {cal.queries:,} {cal.split} questions the calibration was fitted on, such sets held "
                   f"{set_size_text(sizes, p.num_entities, 'entities')}")

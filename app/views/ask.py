@@ -11,7 +11,7 @@ import streamlit as st
 import explorer as ex
 import palette
 from tpar.data.kg import TemporalKG
-from tpar.evaluation.calibration import Calibration, set_size_text
+from tpar.evaluation.calibration import Calibration, set_size_text, set_sizes_elsewhere_text
 from tpar.evaluation.reports import csv_text
 from tpar.graph.queries import Question
 from tpar.reasoning.prediction import Prediction, probability_text
@@ -215,9 +215,7 @@ def answer_set_ui(pred: Prediction, calibrated: Calibration | None) -> None:
         sizes = calibrated.set_sizes.get(f"{pred.coverage:g}")
         if sizes and pred.calibrated_elsewhere:  # sizes among another data set's entities: no measure of these
             # (walk-through 38 #2: "median 280 entities (of 22)" and "far smaller than most")
-            st.caption(f"On the {calibrated.queries:,} {calibrated.split} questions of {ex.md(pred.calibrated_elsewhere)} "
-                       f"the calibration was fitted on, {100 * pred.coverage:g}% sets held "
-                       f"{set_size_text(sizes, 0, 'entities')} of that data; they say nothing of set sizes here.")
+            st.caption(ex.sentence(set_sizes_elsewhere_text(calibrated, pred.coverage, pred.calibrated_elsewhere)))
         elif sizes:  # what such sets are like, beside what they promise
             typical = sizes.get("median")
             small = (f" This one is far smaller than most: the {100 * pred.coverage:g}% holds on average over "

@@ -381,10 +381,12 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
                      else pred.unreached_rank_text)
             note = unreached_note(pred, e.answer)
             where += f" — {note}" if note else ""
-            st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank_text()} on the real data) would be at {where}.")
             if pred.no_evidence:  # as Ask: a ranking would present a guess as an answer (walk-through 38 #12)
-                st.info(ex.md(f"No evidence with these changes: {pred.no_evidence}. No ranking is shown."))
+                st.info(ex.md(f"No evidence with these changes: {pred.no_evidence}. No ranking is shown: "
+                              f"{e.answer} (rank {e.rank_text()} on the real data) would be no answer the model "
+                              "can tell from the others."))
             else:
+                st.markdown(f"**{ex.md(e.answer)}** (rank {e.rank_text()} on the real data) would be at {where}.")
                 top = pd.DataFrame([{"Rank": a.rank_text(), "Answer": a.entity,
                                      "Probability": probability_text(a.probability)} for a in pred.answers[:5]])
                 st.dataframe(top, hide_index=True, width="stretch")

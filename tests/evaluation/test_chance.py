@@ -51,6 +51,8 @@ def test_a_calibration_that_fails_on_test_is_said_to():
     elsewhere = held_out_caveats(bad, 11, fitted_on="chronological")[0]
     assert elsewhere.startswith("the temperature, fitted on the valid questions of chronological, other data than "
                                 "these, made NLL and ECE worse on test") and "too few" not in elsewhere
+    unnamed = held_out_caveats(bad, 11, fitted_on="other data")[0]
+    assert unnamed.startswith("the temperature, fitted on the valid questions of other data, made NLL")
 
 
 def test_relations_below_a_uniform_guess_are_named_and_every_relation_below_is_said_as_such():

@@ -465,6 +465,15 @@ def set_size_text(stats: dict[str, float], entities: int = 0, unit: str = "", ev
             f"{' ' + unit if unit else ''}{of}{every}")
 
 
+def set_sizes_elsewhere_text(cal: "Calibration", level: float, elsewhere: str) -> str:
+    """What the stored set sizes of a calibration fitted on other data (``elsewhere``) say, without a full stop: of
+    that data's entities, nothing of this data's (walk-through 38 #2: "median 280 entities (of 22)")."""
+    sizes = cal.set_sizes.get(f"{level:g}") or {}
+    return (f"on the {cal.queries:,} {cal.split} questions of {elsewhere} the calibration was fitted on, "
+            f"{100 * level:g}% sets held {set_size_text(sizes, 0, 'entities')} of that data; they say nothing of set "
+            "sizes here")
+
+
 def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: str = "valid", max_queries: int = 2000,
               seed: int = 0, levels: tuple[float, ...] = LEVELS) -> Calibration:
     """Fit the temperature and the conformal thresholds of ``setting`` on ``split``."""
@@ -594,7 +603,8 @@ def held_out_caveats(report: HeldOutReport, entities: int, split: str = "test", 
     worse = [f"{name} {x:.4f} -> {y:.4f}" for name, x, y in (("NLL", b.nll, a.nll), ("ECE", b.ece, a.ece))
              if y > x + (1e-4 if name == "NLL" else 0.01)]
     if worse and fitted_on:  # another data set's calibration: no wonder, and not "too few" (walk-through 38 #7)
-        notes.append(f"the temperature, fitted on the valid questions of {fitted_on}, other data than these, made "
+        of = fitted_on + (", other data than these" if fitted_on != "other data" else "")
+        notes.append(f"the temperature, fitted on the valid questions of {of}, made "
                      f"{' and '.join(w.split()[0] for w in worse)} worse on {split} ({'; '.join(worse)}): a "
                      "calibration does not carry over to other data")
     elif worse:
