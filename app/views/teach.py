@@ -317,11 +317,14 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
             return
         # a question whose answer a rule made, the model following another one (a showcase question shared without
         # its answer): the rule's answer is set beside the model's path to it (walk-through 38 #5)
-        answer, rule = made[0]
+        order = {a.entity: i for i, a in enumerate(pred.answers)}  # the rule-made answer the model ranks best
+        answer, rule = min(made, key=lambda ar: (order.get(ar[0], len(order)), ar[0]))
         subj, obj = (pred.subject, answer) if pred.direction == "object" else (answer, pred.subject)
-        st.info(ex.md(f"The answer followed above was not made by a planted rule; the answer a rule made is "
-                      f"{answer}: ({subj}, {pred.relation}, {obj}, {pred.time}). Below, the model's most important "
-                      f"path to {answer} beside that rule."))
+        which = ("the answer a rule made is" if len(made) == 1 else
+                 f"of the {len(made)} answers rules made, the one the model ranks best is")
+        st.info(ex.md(f"The answer followed above was not made by a planted rule; {which} {answer}: ({subj}, "
+                      f"{pred.relation}, {obj}, {pred.time}). Below, the model's most important path to {answer} "
+                      "beside that rule."))
     e = ex.current_explanation(sel, answer, 3)
     c1, c2 = st.columns(2)
     with c1:
