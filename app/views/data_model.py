@@ -12,8 +12,7 @@ from tpar.data.kg import TemporalKG
 from tpar.data.relation_matching import RelationMatch, share_text
 from tpar.errors import DataError, defuse_markdown
 from tpar.model.card import card_for
-from tpar.model.registry import not_offered
-from tpar.model.checkpoint import Checkpoint
+from tpar.model.registry import listed_checkpoint, not_offered
 from tpar.training.timing import duration
 
 
@@ -54,8 +53,8 @@ def model_ui(sel: ex.Selection) -> None:
         for w in m.warnings:
             st.info(ex.sentence(w))
         ex.unfinished_warning(sel)
-        try:  # fresh from disk: a model retrained under this name replaces the file (the listing is cached)
-            ck = Checkpoint.load(m.info.path)
+        try:  # as on disk now: a model retrained under this name replaces the file (re-read only when it changed)
+            ck = listed_checkpoint(m.info.path)
         except DataError as e:
             st.error(ex.md(e))
             return

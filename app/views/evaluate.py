@@ -24,6 +24,7 @@ from tpar.evaluation.reports import csv_text, metrics_rows, relation_rows
 from tpar.model.checkpoint import Checkpoint
 from tpar.reasoning.prediction import calibrated_elsewhere
 from tpar.model.ranker import ModelRanker
+from tpar.model.registry import listed_checkpoint
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
 
@@ -41,7 +42,7 @@ def render() -> None:
     if not splits:
         st.error("This data set has no valid or test facts to evaluate on.")
         st.stop()
-    ck = Checkpoint.load(sel.checkpoint_path)  # fresh from disk (a retrained model replaces the file)
+    ck = listed_checkpoint(sel.checkpoint_path)  # as on disk now (a retrained model replaces the file)
     for note in ck.load_notes:  # e.g. a stored calibration set aside: calibrated on valid now instead
         st.warning(ex.md(note))
     if ck.kind == "composite":

@@ -112,6 +112,16 @@ def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
     return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got)
 
 
+def listed_checkpoint(path: str | Path) -> Checkpoint:
+    """The checkpoint at ``path`` as it is on disk now -- read and verified only when it changed since it was last
+    listed or asked for (:func:`_load_listed`); a :class:`DataError` saying why when it cannot be loaded. Shared:
+    treat it as read-only."""
+    got = _load_listed(Path(path))
+    if isinstance(got, CheckpointProblem):
+        raise DataError(got.text)
+    return got
+
+
 def find_checkpoints(dirs: list[Path] | None = None) -> tuple[list[CheckpointInfo], list[CheckpointProblem]]:
     """Loadable checkpoints in ``dirs`` (default: the shipped ones, ``$TPAR_CHECKPOINT_DIR`` or the
     repository's ``checkpoints/``), and one problem per file that could not be loaded (it is
