@@ -329,7 +329,8 @@ def rule_ui(sel: ex.Selection, planted: PlantedRules, pred: Prediction, answer: 
     c1, c2 = st.columns(2)
     with c1:
         kind = f" ({ex.md(rule['kind'])})" if rule["kind"] != rule["id"] else ""  # not the name twice
-        st.markdown(f"**Planted rule** `{rule['id']}`{kind}: {ex.md(rule['description'])}")
+        # the id is the data folder's text: escaped, not put in a code span a backtick in it could end
+        st.markdown(f"**Planted rule** *{ex.md(rule['id'])}*{kind}: {ex.md(rule['description'])}")
         st.code("  ∧  ".join(rule["body"]) + f"\n  ⇒  {rule['head']}", language=None, wrap_lines=True)
     with c2:
         if e.paths:
