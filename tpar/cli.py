@@ -452,6 +452,15 @@ def train_summary(result) -> str:
     return "\n".join(lines)
 
 
+def _unfinished_warning(ckpt) -> None:
+    """Say, on every command that answers with ``ckpt``, that it comes from a cancelled or interrupted run (the app
+    marks such a model UNFINISHED everywhere; the CLI said nothing: new-user walk 38)."""
+    why = ckpt.unfinished()
+    if why:
+        print(f"warning: this model is UNFINISHED ({why}): its answers and figures come from a model that did not "
+              "finish training", file=sys.stderr)
+
+
 def _checkpoint_and_data(args, warn: bool = True):
     """The checkpoint and the data, the data's relations matched to the model's when they differ
     (``--relation-map``, ``--min-coverage``): the match's report goes to stderr, and (``warn``) what limits the
@@ -460,6 +469,7 @@ def _checkpoint_and_data(args, warn: bool = True):
     from tpar.model.checkpoint import Checkpoint
 
     ckpt = Checkpoint.load(args.checkpoint)
+    _unfinished_warning(ckpt)
     kg = _load(args)
     rmap = read_relation_map(args.relation_map) if getattr(args, "relation_map", None) else None
     kg = ckpt.fit(kg, rmap, getattr(args, "min_coverage", 0.95))
@@ -490,8 +500,9 @@ def cmd_evaluate(args) -> int:
     used = "; ".join(m.cfg.propagation for m in (model.members if ckpt.kind == "composite" else [model]))
     if ckpt.kind == "composite":
         print(f"model: {ckpt.describe()}, chosen on valid: {model.formula()}", file=sys.stderr)
-    print(f"propagation: {used}" + (" (as trained and selected)" if used == trained
-                                     else f" (the model was trained and selected with {trained})"), file=sys.stderr)
+    how = "trained" if ckpt.unfinished() else "trained and selected"  # an unfinished run selected nothing
+    print(f"propagation: {used}" + (f" (as {how})" if used == trained
+                                     else f" (the model was {how} with {trained})"), file=sys.stderr)
     from tpar.evaluation.calibration import held_out_caveats, held_out_collector
     from tpar.evaluation.chance import below_chance_relations, ranking_caveats
     from tpar.training.distributed import current, evaluate_everywhere
@@ -824,6 +835,7 @@ def cmd_complete(args) -> int:
         raise DataError(f"--precision {args.precision} is not between 0 (excluded) and 1")
     _output(args.out, "completed CSV")
     ckpt, kg = Checkpoint.load(args.checkpoint), _load(args)
+    _unfinished_warning(ckpt)
     rmap = read_relation_map(args.relation_map) if args.relation_map else None
     if rmap is not None or not set(kg.relations.names) <= set(ckpt.relations):
         kg = ckpt.fit(kg, rmap, args.min_coverage)  # other relations: matched by name, refused below the coverage

@@ -526,3 +526,23 @@ def test_train_on_a_folder_without_a_valid_file_says_to_add_one(tmp_path, capsys
     err = capsys.readouterr().err
     assert f"add a valid file (valid.txt or valid.csv, as its train file) to {data}" in err, err
     assert "--split-policy" not in err
+
+
+def test_every_command_answering_with_an_unfinished_model_says_so(tmp_path, capsys):
+    """An interrupted, never-validated run's model: predict, explain and evaluate each warn, as the app marks it
+    UNFINISHED everywhere (new-user walk 38: the CLI answered from it without a word)."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
+
+    def interrupted(meta):
+        meta["extra"].update(stopped="interrupted", epochs_trained=0.56, best_epoch=-1)
+
+    cut = rewrite_checkpoint(tmp_path / "cut.tpar", interrupted)
+    data = ["--checkpoint", str(cut), "--data", str(SAMPLE_WORLD)]
+    question = ["--subject", "Orora Front", "--relation", "Mobilize against", "--time", "2025-12-20"]
+    for argv in (["predict", *data, *question], ["explain", *data, *question, "--answer", "Hugo of Zanistan"],
+                 ["evaluate", *data, "--setting", "extrapolation", "--max-queries", "20", "--no-calibration",
+                  "--threads", "1", "--quiet"]):
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert "warning: this model is UNFINISHED (interrupted after 0.56 of " in err and "never validated" in err, err
+        assert "trained and selected" not in err
