@@ -31,6 +31,7 @@ _EXPORTS = {
     "FrequencyBaseline": "tpar.evaluation.baselines", "RecurrencyBaseline": "tpar.evaluation.baselines",
     "fit_recurrency": "tpar.evaluation.baselines",
     "ModelConfig": "tpar.model.config", "TrainConfig": "tpar.model.config", "RunConfig": "tpar.model.config",
+    "config_for_new_model": "tpar.model.config",
     "TPAR": "tpar.model.network", "Checkpoint": "tpar.model.checkpoint", "ModelRanker": "tpar.model.ranker",
     "train": "tpar.training.trainer", "TrainResult": "tpar.training.trainer",
     "Predictor": "tpar.reasoning.prediction", "Prediction": "tpar.reasoning.prediction",

@@ -222,7 +222,7 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
     paper's for ``kg_name``), a warm start's own, or the defaults sized to ``kg`` -- with the command
     line's overrides and the propagation choice applied and validated. Returns (run, description of
     where it came from). Needs no data unless neither a config nor a warm start is given."""
-    from tpar.model.config import RunConfig, apply_propagation, names_propagation, paper_config_path
+    from tpar.model.config import RunConfig, apply_propagation, config_for_new_model, paper_config_path
     from tpar.training.defaults import training_defaults
 
     config_file = None
@@ -231,10 +231,12 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
         if config_file is None:
             raise DataError(f"no paper configuration for {kg_name!r} ({args.setting}); the paper's are for its "
                             "benchmarks (tpar/configs/paper/)")
-        run, source = RunConfig.load(config_file), str(config_file)
     elif args.config:
         config_file = Path(args.config)
-        run, source = RunConfig.load(args.config), args.config
+    if config_file is not None:  # a new model: as the Python API reads it (its propagation, else the sparse default)
+        run, sparse = (config_for_new_model(config_file, args.setting) if init is None
+                       else (RunConfig.load(config_file), False))  # a warm start keeps the file as written
+        source = str(config_file)
     elif init is not None:  # a warm start continues with the checkpoint's own configuration
         run, source = RunConfig.from_dict(init.config.to_dict(), str(args.init)), f"{args.init} (warm start)"
     else:
@@ -243,12 +245,15 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
         defaults = training_defaults(kg, args.setting)
         run, source = defaults.run, f"defaults for a {defaults.size} data set: {defaults.reason}"
     run.train.setting = args.setting
-    # propagation: --propagation, else the config file's own choice, else (a new model) the sparse default
+    # propagation: --propagation, else the config file's own choice (config_for_new_model applied the sparse
+    # default where it names none), else (a new model from the defaults) the sparse default
     choice = args.propagation
-    if choice is None and init is None and not (config_file and names_propagation(_model_section(config_file))):
+    if choice is None and init is None and config_file is None:
         choice = "sparse"
     if choice is not None:
         run.model = apply_propagation(run.model, args.setting, choice)
+    elif config_file is not None and sparse:
+        choice = "sparse"
     for key in TRAIN_OVERRIDES:
         val = getattr(args, key, None)
         if val is not None:
@@ -393,14 +398,6 @@ def cmd_retrain(args) -> int:
     print(f"{recipe.name}: retrained into {final} (compare: tpar evaluate --checkpoint {final} --data {data} "
           "--split test)")
     return 0
-
-
-def _model_section(path: Path) -> dict:
-    """The ``model`` section of a config file already read (and validated) by RunConfig.load."""
-    from tpar.data.textfile import read_small_json
-
-    section = read_small_json(path, "configuration").get("model", {})
-    return section if isinstance(section, dict) else {}
 
 
 def baseline_comparison(kg, metrics: dict, stored: dict | None = None) -> list[str]:

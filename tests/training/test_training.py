@@ -181,6 +181,14 @@ def test_cli_train_propagation_default(world, tmp_path, capsys):
     assert "the sparse default" in got["default_said"] and got["default"].propagation in got["default_said"]
     assert got["exact"].propagation == "exact" and got["named"].propagation == "exact"
     assert got["refined"].link_cap == 4 and got["refined"].exact_steps == want["exact_steps"]
+    # the Python API reads a config file as the CLI does (new-user walk 38: RunConfig.load + train() trained exact)
+    from tpar.model.config import config_for_new_model
+
+    for file, model in ((cfg, got["default"]), (named, got["named"])):
+        api, _ = config_for_new_model(file, "extrapolation")
+        from dataclasses import replace  # the data's sizes are filled in by training
+
+        assert replace(api.model, num_relations=model.num_relations, time_span=model.time_span) == model, file.name
 
 
 def test_cli_train_evaluate_predict(world, tmp_path, capsys):

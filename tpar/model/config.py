@@ -303,6 +303,21 @@ class RunConfig:
         return cls.from_dict(read_small_json(p, "configuration"), str(p))  # from_dict checks its shape
 
 
+def config_for_new_model(path: str | Path, setting: str) -> tuple[RunConfig, bool]:
+    """(the run, whether the sparse default was applied): a config file as ``tpar train --config`` reads it for a new
+    model of ``setting`` -- its own propagation where its ``model`` section names one, else the sparse default. The
+    Python API and the CLI train the same model from the same file (new-user walk 38: the API trained it exact)."""
+    from tpar.data.textfile import read_small_json
+
+    run = RunConfig.load(path)
+    run.train.setting = setting
+    section = read_small_json(Path(path), "configuration").get("model", {})
+    if isinstance(section, dict) and names_propagation(section):
+        return run, False
+    run.model = apply_propagation(run.model, setting, "sparse")
+    return run, True
+
+
 def _build(cls, d: dict, source: str):
     names = {f.name for f in fields(cls)}
     unknown = set(d) - names
