@@ -825,6 +825,7 @@ def cmd_complete(args) -> int:
     from tpar.data.relation_matching import read_relation_map
     from tpar.reasoning.completion import (apply_thresholds, complete_with_checkpoint, fit_thresholds,
                                            model_view, write_completed_csv)
+    from tpar.reasoning.prediction import probability_text
 
     if args.min_probability is not None and not 0.0 <= args.min_probability <= 1.0:
         raise DataError(f"--min-probability {args.min_probability} is not between 0 and 1")
@@ -897,7 +898,7 @@ def cmd_complete(args) -> int:
     if any(c.entity for c in comps) and not any(c.calibrated for c in comps if c.entity):
         print("warning: probabilities are the raw softmax of the scores, not calibrated: run `tpar calibrate`")
     for c in comps[: args.show]:
-        alt = ", ".join(f"{a.entity} {100 * a.probability:.2g}%" for a in c.alternatives)
+        alt = ", ".join(f"{a.entity} {probability_text(a.probability)}" for a in c.alternatives)
         state = "" if c.entity is None else "filled: " if c.accepted() else "left empty, best guess "
         said = c.note() if c.entity is None else f"row {c.row.row}: {state}{c.note()}"  # a problem names its row
         print(f"  {said}" + (f"  (then: {alt})" if alt else ""))

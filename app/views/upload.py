@@ -20,6 +20,7 @@ from tpar.model.checkpoint import Checkpoint
 from tpar.model.registry import covering_checkpoints, time_unit_mismatches
 from tpar.reasoning.completion import (Completion, apply_thresholds, complete_with_checkpoint, fit_thresholds,
                                        with_completions)
+from tpar.reasoning.prediction import probability_text
 
 #: incomplete rows proposed for in one go (each is a model query)
 MAX_COMPLETIONS = 5000
@@ -373,7 +374,7 @@ def completion_ui(text: str, name: str, options: tuple, exclude: bool, report: U
                                            f"ties with {c.ties}" if c.ties else "",
                                            f"{ex.plural(c.known_answers, 'known answer')} excluded" if c.known_answers else "",
                                            "" if calibrated else "uncalibrated") if x) or "–",
-        "alternatives": ", ".join(f"{a.entity} ({100 * a.probability:.2g}%)" for a in c.alternatives)}
+        "alternatives": ", ".join(f"{a.entity} ({probability_text(a.probability)})" for a in c.alternatives)}
         for c in proposed])
     edited = st.data_editor(table, hide_index=True, disabled=[c for c in table.columns if c != "accept"],
                             key=f"upload_complete_table_{precision}", width="stretch",

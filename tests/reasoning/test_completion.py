@@ -137,6 +137,26 @@ def test_masked_rows_never_reach_the_background_and_known_answers_are_not_propos
         assert kg.entities.id(c.entity) != top_by_spy
 
 
+def test_the_rows_own_entity_is_never_proposed_where_no_fact_links_an_entity_to_itself(planted):
+    """New-user walk 38: 'Fernholt, Impose sanctions, Fernholt' was filled at 99.9998% from a candidate predict gave
+    < 0.0001%: the row's own entity, which the model scores by staying there. It is not proposed, and the note says
+    what was left out and that the probability is over the others."""
+    kg = planted["kg"]
+    assert not any(a == b for a, _, b, _ in kg.all_facts().tolist())  # no self-facts in this data
+
+    class SelfFirst:
+        def score(self, batch, background):
+            out = torch.arange(background.num_entities, dtype=torch.float32).repeat(len(batch), 1)
+            out[torch.arange(len(batch)), batch.subject] = 1e3  # the question's own entity far on top
+            return out
+
+    row = IncompleteRow(7, "P1", "calls", None, "2024-01-05")
+    (c,) = complete(kg, SelfFirst(), [row])
+    assert c.own_left_out and c.entity not in (None, "P1")
+    assert "the row's own entity of the same question not proposed (the probability is over the other entities)" \
+        in c.note(), c.note()
+
+
 def test_unknown_names_and_ties_give_no_proposal(planted):
     kg = planted["kg"]
 

@@ -74,6 +74,12 @@ def split_overlap_notes(kg: "TemporalKG") -> list[str]:
     return out
 
 
+def _percent(p: float) -> str:
+    """A model's probability as a percentage that never prints 1e+02 nor claims 100%."""
+    pct = 100 * p
+    return "> 99.9%" if pct >= 99.95 else f"{pct:.3g}%" if pct >= 10 else f"{pct:.2g}%"
+
+
 @dataclass
 class TemporalKG:
     """Facts ``(subject, relation, object, time step)`` per split, with vocabularies and a time axis.
@@ -170,7 +176,7 @@ class TemporalKG:
         if key not in self.inferred:
             return ""
         p = self.inferred[key]
-        return "inferred by a model" + ("" if p != p else f" (p = {100 * p:.2g}%)") + ", not observed"
+        return "inferred by a model" + ("" if p != p else f" (p = {_percent(p)})") + ", not observed"
 
     # -- identity -------------------------------------------------------------------------------
     @cached_property

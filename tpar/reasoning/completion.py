@@ -34,7 +34,7 @@ from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
 from tpar.evaluation.calibration import Calibration, probabilities
 from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time, resolve_setting
-from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL
+from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL, probability_text
 
 #: how many runner-up proposals a completion lists
 ALTERNATIVES = 3
@@ -60,6 +60,7 @@ class Completion:
     ties: int = 0                    # other entities whose score equals the proposal's (float noise)
     alternatives: list[Proposal] = field(default_factory=list)
     known_answers: int = 0           # entities known to answer the same question: not proposed
+    own_left_out: bool = False       # the row's own entity, which no fact of the data links to itself: not proposed
     calibrated: bool = False
     problem: str = ""
     threshold: float = 0.0           # the probability a proposal needs to be filled in (fitted: apply_thresholds)
@@ -83,12 +84,15 @@ class Completion:
         if self.entity is None:
             return self.problem
         parts = [f"{self.row.missing} = {self.entity}"
-                 + (f" ({100 * self.probability:.2g}%{'' if self.calibrated else ', uncalibrated'})"
+                 + (f" ({probability_text(self.probability)}{'' if self.calibrated else ', uncalibrated'})"
                     if self.probability is not None else "")]
         if self.ties:
             parts.append(f"ties with {self.ties} other entit{'y' if self.ties == 1 else 'ies'}")
-        if self.known_answers:
-            parts.append(f"{plural(self.known_answers, 'known answer')} of the same question not proposed")
+        left = ([plural(self.known_answers, 'known answer')] if self.known_answers else []) + \
+            (["the row's own entity"] if self.own_left_out else [])
+        if left:  # the probability is over the others: said, so a lifted runner-up is not read as the model's first
+            parts.append(f"{' and '.join(left)} of the same question not proposed (the probability is over the "
+                         "other entities)")
         return "; ".join(parts)
 
 
@@ -132,6 +136,8 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
         rel = relation if r.missing == "object" else relation + R
         todo.setdefault(s, []).append((i, entity, rel, t, OBJECT if r.missing == "object" else SUBJECT))
     known = TimeAwareFilter(kg.all_facts(), kg.num_entities, R)
+    every = kg.all_facts()
+    self_linked = set(every[every[:, 0] == every[:, 2], 0].tolist())  # entities some fact links to themselves
     total, done = sum(len(v) for v in todo.values()), 0
     for s, items in todo.items():
         background = Background.from_facts(facts, kg.num_entities, R, s)
@@ -141,7 +147,15 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
             cols = torch.tensor([x[1:] for x in part], dtype=torch.int64).T.contiguous()
             batch = QueryBatch(cols[0], cols[1], cols[2], torch.full((len(part),), -1), cols[3])
             scores = ranker.score(batch, background).double()
-            _fill(kg, [out[x[0]] for x in part], scores, known.pairs(batch), cal, alternatives)
+            rows, ents = known.pairs(batch)
+            # the row's own entity, where no fact of the data links an entity to itself: no answer to propose (a
+            # self-fact filled at 99.9998% from a runner-up at < 0.0001%: new-user walk 38)
+            own = [b for b, x in enumerate(part) if x[1] not in self_linked]
+            for b in own:
+                out[part[b][0]].own_left_out = True
+            rows = torch.cat([rows, torch.tensor(own, dtype=rows.dtype)])
+            ents = torch.cat([ents, torch.tensor([part[b][1] for b in own], dtype=ents.dtype)])
+            _fill(kg, [out[x[0]] for x in part], scores, (rows, ents), cal, alternatives)
             done += len(part)
             if on_progress:
                 on_progress(done, total)
@@ -285,7 +299,7 @@ def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: 
     masked[rows, ents] = float("-inf")
     probs = cal.probabilities(masked) if cal is not None else probabilities(masked, None)
     for b, c in enumerate(comps):
-        c.known_answers = int((rows == b).sum())
+        c.known_answers = int((rows == b).sum()) - int(c.own_left_out)  # the own entity is masked too, not known
         c.calibrated = cal is not None
         candidates = torch.isfinite(masked[b])
         if not candidates.any():

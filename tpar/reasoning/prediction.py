@@ -87,7 +87,7 @@ def probability_text(p: float) -> str:
     """A probability as a percentage with enough digits to tell small values apart
     ("41.2%", "0.38%", "0.0021%", "< 0.0001%")."""
     pct = 100.0 * p
-    if pct >= 99.95 and p < 1.0:
+    if pct >= 99.95:  # 1.0 too: a softmax rounds to exactly 1 long before anything is certain (new-user walk 38)
         return "> 99.9%"
     if pct >= 10:
         return f"{pct:.1f}%"
