@@ -546,3 +546,25 @@ def test_every_command_answering_with_an_unfinished_model_says_so(tmp_path, caps
         err = capsys.readouterr().err
         assert "warning: this model is UNFINISHED (interrupted after 0.56 of " in err and "never validated" in err, err
         assert "trained and selected" not in err
+
+
+def test_an_extrapolation_model_asked_to_interpolate_is_shown_the_way_to_ask_it_as_a_forecast(tmp_path, capsys):
+    """New-user walk 38 #4: the warning and the answer-set error pointed only to `tpar calibrate`, never to
+    `--setting extrapolation`, the setting the model knows."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD, rewrite_checkpoint
+
+    def extrapolation_only(meta):
+        meta["setting"] = "extrapolation"
+        meta["config"]["train"]["setting"] = "extrapolation"
+        meta["extra"]["calibration"].pop("interpolation")
+
+    ck = rewrite_checkpoint(tmp_path / "ex.tpar", extrapolation_only)
+    ask = ["predict", "--checkpoint", str(ck), "--data", str(SAMPLE_WORLD), "--subject", "Orora Front", "--relation",
+           "Mobilize against", "--time", "2025-12-20", "--setting", "interpolation"]
+    assert main(ask) == 0
+    cap = capsys.readouterr()
+    assert "Or ask it as a forecast (`--setting extrapolation`" in cap.out + cap.err
+    assert main(ask + ["--coverage", "0.9"]) == 2
+    err = capsys.readouterr().err
+    assert "no calibration for interpolation questions: ask it as extrapolation (`--setting extrapolation`)" in err, err
+    assert "`tpar calibrate --setting interpolation`" in err

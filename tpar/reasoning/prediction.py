@@ -622,7 +622,10 @@ class Predictor:
             out.append(f"This model was trained for {trained} only ({how}); it answers this {asked} question "
                        "outside its training setting, so expect lower accuracy than its test figures. "
                        + ("A unified or interpolation model fits this question better." if asked == "interpolation"
-                          else "A unified or extrapolation model fits this question better."))
+                          else "A unified or extrapolation model fits this question better.")
+                       # a forecast can be asked at any time: the way to ask within the model's setting (walk 38)
+                       + (" Or ask it as a forecast (`--setting extrapolation`; on the Ask page: Setting), the "
+                          "setting this model knows." if trained == "extrapolation" else ""))
         out += self.baseline_warnings(asked)
         t_min, t_max = self.kg.time_range
         span = max(1, t_max - t_min)
@@ -660,8 +663,12 @@ class Predictor:
         set_margin: tuple[float, float] | None = None
         if coverage is not None:
             if cal is None:
-                raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: run "
-                                "`tpar calibrate` to add answer sets")
+                trained = self.checkpoint.setting
+                within = (f"ask it as {trained} (`--setting {trained}`), the setting it was trained and calibrated "
+                          "for, or " if trained not in (prepared.setting.value, "unified") and
+                          self.calibration(trained) is not None else "")
+                raise DataError(f"this checkpoint has no calibration for {prepared.setting.value} questions: {within}run "
+                                f"`tpar calibrate --setting {prepared.setting.value}` to add answer sets")
             try:
                 threshold = cal.threshold(coverage)
             except KeyError as e:
