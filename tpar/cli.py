@@ -909,7 +909,7 @@ def cmd_complete(args) -> int:
 
 def cmd_explain(args) -> int:
     from tpar.reasoning.explanation import RANKING_TEXT, Explainer
-    from tpar.reasoning.prediction import Predictor
+    from tpar.reasoning.prediction import Predictor, probability_text
 
     ckpt, kg = _checkpoint_and_data(args)
     ex = Explainer(Predictor(ckpt, kg, args.device))
@@ -919,8 +919,15 @@ def cmd_explain(args) -> int:
                      top=args.top_links) if args.trace else None
     cf = ex.counterfactual(args.subject, args.relation, args.time, args.answer, direction=args.direction,
                            setting=args.setting) if args.counterfactual else None
+    # what `tpar predict` says of the same question: its warnings, the answer's probability, no evidence (new-user
+    # walk 38: explain gave a rank where predict refused one, and no probability)
+    pred = ex.predictor.predict(args.subject, args.relation, args.time, direction=args.direction,
+                                setting=args.setting, top_k=None)
+    mine = next((a for a in pred.answers if a.entity == e.answer), None)
+    probability = None if pred.no_evidence else (mine.probability if mine else pred.unreached_probability)
     if args.json:
         d = e.to_dict()
+        d.update(probability=probability, no_evidence=pred.no_evidence, warnings=list(pred.warnings))
         if trace is not None:
             d["trace"] = trace.to_dict()
         if cf is not None:
@@ -928,8 +935,11 @@ def cmd_explain(args) -> int:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     q = f"({e.subject}, {e.relation}, ?, {e.time})" if e.direction == "object" else f"(?, {e.relation}, {e.subject}, {e.time})"
-    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, rank {e.rank_text()}; "
-          f"{e.importance} importance")
+    for w in pred.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    sure = (f"no evidence, no rank ({pred.no_evidence})" if pred.no_evidence else
+            f"rank {e.rank_text()}, probability {probability_text(probability)}")
+    print(f"{q} -> {e.answer}   setting: {e.setting}; score {e.score:.4f}, {sure}; {e.importance} importance")
     if e.importance != "integrated":  # the app's Evidence page explains with integrated gradients by default
         print("  (the app's Evidence page weighs paths by integrated gradients, --importance integrated: its paths "
               "and shares can differ from these)")

@@ -568,3 +568,19 @@ def test_an_extrapolation_model_asked_to_interpolate_is_shown_the_way_to_ask_it_
     err = capsys.readouterr().err
     assert "no calibration for interpolation questions: ask it as extrapolation (`--setting extrapolation`)" in err, err
     assert "`tpar calibrate --setting interpolation`" in err
+
+
+def test_explain_gives_the_answers_probability_and_predicts_warnings_and_no_rank_without_evidence(capsys):
+    """New-user walk 38 #5: explain gave no probability, dropped predict's warnings and ranked an answer predict
+    refused to rank (no evidence, a forecast 60 days past the data)."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+
+    base = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject", "Orora Front",
+            "--relation", "Mobilize against", "--answer", "Hugo of Zanistan", "--setting", "extrapolation"]
+    assert main(base + ["--time", "2026-03-01"]) == 0
+    cap = capsys.readouterr()
+    assert "warning: 2026-03-01 lies 60 days after the last known fact" in cap.err
+    assert "no evidence, no rank (" in cap.out and ", rank " not in cap.out.splitlines()[0]
+    assert main(base + ["--time", "2025-12-20", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert 0.9 < d["probability"] < 1 and d["no_evidence"] == "" and isinstance(d["warnings"], list)
