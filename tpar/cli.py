@@ -1364,11 +1364,11 @@ def subset_arg(sp) -> None:
     count_arg(sp, "--max-queries", 0, "rank a random subset of N questions, drawn with --seed (default 0: all)")
 
 
-def run_args(sp, json_help: str) -> None:
+def run_args(sp, json_help: str, quiet_help: str = "no progress bars") -> None:
     """A long run on one data set: threads, ``--json`` (printing ``json_help``), progress bars, the data's reading."""
     threads_arg(sp)
     sp.add_argument("--json", action="store_true", help=json_help)
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    sp.add_argument("--quiet", action="store_true", help=quiet_help)
     data_args(sp)
 
 
@@ -1512,7 +1512,9 @@ def _add_train(sub) -> None:
     device_arg(sp, default=None)
     sp.add_argument("--train-seed", type=int, help="training seed (default: the config's)")
     sp.add_argument("--eval-test", action="store_true", help="evaluate the best model on the test split at the end")
-    run_args(sp, json_help="print the run's history and metrics as JSON")
+    run_args(sp, json_help="print the run's history and metrics as JSON",
+             quiet_help="no progress bars and no time estimate before the first step (timing one costs a few "
+                        "seconds; without --quiet it is printed first)")
 
 
 def _add_evaluate(sub) -> None:
