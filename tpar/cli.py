@@ -1139,24 +1139,29 @@ def cmd_grow(args) -> int:
 
     data = Path(args.data)
     csv_folder = data.is_dir() and any((data / f"{s}.csv").is_file() for s in SPLITS)
-    if not args.out and not args.dry_run and not csv_folder:
-        raise DataError("only a folder of train/valid/test.csv is grown in place (a benchmark folder or a single file "
-                        "is never rewritten): give --out FOLDER for the grown copy", file=data)
-    if args.out:
+    refusal = None  # what the real run refuses: before any work, or (a dry run) after its report
+    if not args.out and not csv_folder:
+        refusal = DataError("only a folder of train/valid/test.csv is grown in place (a benchmark folder or a single "
+                            "file is never rewritten): give --out FOLDER for the grown copy", file=data)
+    elif args.out:
         _check_grown_out(Path(args.out), data, args.replace)
-    elif csv_folder and not args.dry_run:
+    else:
         lost = in_place_losses(data)
         if lost:
-            raise DataError("growing in place rewrites the folder as tpar saves a data set (train/valid/test.csv and "
-                            f"{LINEAGE_FILE} only), which would lose " + ", ".join(lost[:5])
-                            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-                            + ": give --out FOLDER for the grown copy", file=data)
+            refusal = DataError("growing in place rewrites the folder as tpar saves a data set (train/valid/test.csv "
+                                f"and {LINEAGE_FILE} only), which would lose " + ", ".join(lost[:5])
+                                + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+                                + ": give --out FOLDER for the grown copy", file=data)
+    if refusal is not None and not args.dry_run:
+        raise refusal
     kg = load_dataset(data)
     rows = Path(args.rows)
     report, grown = grow(kg, read_text(rows, mark_bad_bytes=True), str(rows), split=args.split, day_first=args.day_first)
     print("\n".join(report.lines()))
     if args.dry_run:
         print("dry run: nothing written")
+        if refusal is not None:  # the dry run says what the real run would do (new-user walk 38 #8)
+            raise DataError(f"without --dry-run this would be refused: {refusal.problem}", file=data)
         return 0
     if not report.changes:
         print("nothing to add: the data set is unchanged")

@@ -182,6 +182,11 @@ def test_cli_grow_in_place_into_a_copy_dry_run_and_refusals(ring, tmp_path, caps
     single.write_text(tiny_world_csv(), encoding="utf-8")
     assert main(["grow", "--data", str(single), "--rows", str(rows)]) == 2
     assert "never rewritten" in capsys.readouterr().err
+    # a dry run reports, then says what the real run would refuse (new-user walk 38 #8: it said only 'nothing written')
+    assert main(["grow", "--data", str(single), "--rows", str(rows), "--dry-run"]) == 2
+    cap = capsys.readouterr()
+    assert "dry run: nothing written" in cap.out and "without --dry-run this would be refused" in cap.err
+    assert "never rewritten" in cap.err
 
 
 def test_checkpoints_record_the_time_range_of_their_training_facts(ring):
