@@ -139,6 +139,18 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _ranking_notes(result, kg, what: str) -> None:
+    """What limits a ranking's figures (a uniform guess, few questions, relations below chance), printed as notes
+    after its table, as `tpar evaluate` prints them for a model (new-user walk 38: baseline and rules gave none)."""
+    from tpar.evaluation.chance import below_chance_relations, ranking_caveats
+
+    notes = ranking_caveats(result.metrics("realistic").mrr, kg.num_entities, result.num_queries, what)
+    below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count)
+                                    for r, m in result.by_relation().items()}, kg.num_entities, what)
+    for note in notes + ([below] if below else []):
+        print(f"note: {note}")
+
+
 def cmd_baseline(args) -> int:
     from tpar.evaluation.baselines import FrequencyBaseline, fit_recurrency
     from tpar.evaluation.protocol import evaluate
@@ -168,6 +180,7 @@ def cmd_baseline(args) -> int:
     result = evaluate(kg, ranker, args.setting, args.split, progress=progress, params=ranker.params(),
                       max_queries=args.max_queries, seed=args.seed)
     print(result.summary())
+    _ranking_notes(result, kg, f"the {args.method} baseline")
     if getattr(kg, "match", None) is not None:
         result.params["relation_match"] = kg.match.to_dict()
         result.params["all_questions"] = kg.match.all_question_metrics(result, args.split)
@@ -501,7 +514,6 @@ def cmd_evaluate(args) -> int:
     print(f"propagation: {used}" + (f" (as {how})" if used == trained
                                      else f" (the model was {how} with {trained})"), file=sys.stderr)
     from tpar.evaluation.calibration import held_out_caveats, held_out_collector
-    from tpar.evaluation.chance import below_chance_relations, ranking_caveats
     from tpar.training.distributed import current, evaluate_everywhere
 
     dist = current()
@@ -530,12 +542,7 @@ def cmd_evaluate(args) -> int:
                                   **({"on_scores": collector.keep} if collector is not None else {}))
         res.params["kernel"] = ranker.kernel_text()
         print(res.summary())
-        for caveat in ranking_caveats(res.metrics("realistic").mrr, kg.num_entities, res.num_queries, "the model"):
-            print(f"note: {caveat}")
-        below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count)
-                                        for r, m in res.by_relation().items()}, kg.num_entities)
-        if below:
-            print(f"note: {below}")
+        _ranking_notes(res, kg, "the model")
         print(f"scored with {res.params['kernel']}", file=sys.stderr)
         if match is not None:
             res.params["all_questions"] = match.all_question_metrics(res, args.split)
@@ -1059,6 +1066,7 @@ def cmd_rules(args) -> int:
         res = evaluate(kg, ranker, setting, args.evaluate, progress=not args.quiet, params=ranker.params(),
                        max_queries=args.max_queries, seed=args.seed, batch_size=64)
         print(res.summary())
+        _ranking_notes(res, kg, "the rules")
         if args.metrics_json:
             res.write_json(args.metrics_json)
             print(f"wrote {args.metrics_json}")
