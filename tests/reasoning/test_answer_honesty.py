@@ -320,3 +320,17 @@ def test_an_answer_set_whose_members_are_in_by_a_hair_says_so(sample_kg, sample_
     assert "about equally likely: which entities are in is close to chance here" in p.answer_set_note()
     sure = pred.predict("Orora Front", "Mobilize against", "2025-12-20", coverage=0.9)
     assert "close to chance" not in sure.answer_set_note()
+
+
+def test_an_unknown_name_with_nothing_close_lists_the_few_names_there_are():
+    """New-user walk 38: 'unknown relation Invade' with 20 relations gave no way on; a few names are listed, many are
+    not (a did-you-mean stays the answer where something is close)."""
+    few = Vocabulary(("Supply", "Meet with", "Invest in"))
+    with pytest.raises(DataError, match=r"unknown relation 'Invade'; the data's relations are 'Invest in', 'Meet "
+                                        r"with', 'Supply'$"):
+        few.resolve("Invade", "relation")
+    with pytest.raises(DataError, match=r"did you mean 'Supply'\?$"):
+        few.resolve("Suply", "relation")
+    many = Vocabulary(tuple(f"E{i}" for i in range(40)))
+    with pytest.raises(DataError, match=r"^unknown entity 'Nobody'$"):
+        many.resolve("Nobody", "entity")

@@ -10,6 +10,10 @@ from typing import Sequence
 from tpar.errors import DataError, quoted
 
 
+#: up to this many names, an unknown one with no close match is answered with the list of them all
+FEW_NAMES = 30
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """An ordered list of unique names; the position of a name is its id."""
@@ -68,6 +72,9 @@ class Vocabulary:
         if not close and key:
             close = [n for n in self.names if key in _loose(n)][:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        if not close and 0 < len(self.names) <= FEW_NAMES:  # nothing close, and few to choose from: all of them
+            kinds = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
+            hint = f"; the data's {kinds} are {', '.join(repr(n[:60]) for n in sorted(self.names, key=str.casefold))}"
         raise DataError(f"unknown {kind} {quoted(asked)}{hint}")
 
 
