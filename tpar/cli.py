@@ -47,8 +47,8 @@ def _keep_existing(path: str, what: str, replace: bool, resume: bool | None = No
                             "overwrite: add --resume to continue it, or --replace to start over", file=path)
     if replace or resume or not Path(path).exists():
         return
-    also = ", or --resume to continue its interrupted run" if resume is not None else ""
-    raise DataError(f"a {what} is already there and is kept: choose another --out, add --replace to replace it{also}",
+    # no progress file beside it (checked above): nothing to --resume, so that is not offered (new-user walk 38)
+    raise DataError(f"a {what} is already there and is kept: choose another --out, or add --replace to replace it",
                     file=path)
 
 
