@@ -139,14 +139,15 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _ranking_notes(result, kg, what: str) -> None:
-    """What limits a ranking's figures (a uniform guess, few questions, relations below chance), printed as notes
-    after its table, as `tpar evaluate` prints them for a model (new-user walk 38: baseline and rules gave none)."""
+def _ranking_notes(result, kg, what: str, per_relation: bool = True) -> None:
+    """What limits a ranking's figures (a uniform guess, few questions, and with ``per_relation`` the relations
+    below chance), printed as notes after its table, as `tpar evaluate` prints them for a model (new-user walk 38:
+    baseline and rules gave none)."""
     from tpar.evaluation.chance import below_chance_relations, ranking_caveats
 
     notes = ranking_caveats(result.metrics("realistic").mrr, kg.num_entities, result.num_queries, what)
-    below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count)
-                                    for r, m in result.by_relation().items()}, kg.num_entities, what)
+    below = below_chance_relations({r: (m["realistic"].mrr, m["realistic"].count) for r, m in
+                                    result.by_relation().items()}, kg.num_entities, what) if per_relation else ""
     for note in notes + ([below] if below else []):
         print(f"note: {note}")
 
@@ -1066,7 +1067,7 @@ def cmd_rules(args) -> int:
         res = evaluate(kg, ranker, setting, args.evaluate, progress=not args.quiet, params=ranker.params(),
                        max_queries=args.max_queries, seed=args.seed, batch_size=64)
         print(res.summary())
-        _ranking_notes(res, kg, "the rules")
+        _ranking_notes(res, kg, "the rules", per_relation=False)  # the coverage notes name relations without rules
         if args.metrics_json:
             res.write_json(args.metrics_json)
             print(f"wrote {args.metrics_json}")
