@@ -932,7 +932,8 @@ def cmd_explain(args) -> int:
     pred = ex.predictor.predict(args.subject, args.relation, args.time, direction=args.direction,
                                 setting=args.setting, top_k=None)
     mine = next((a for a in pred.answers if a.entity == e.answer), None)
-    probability = None if pred.no_evidence else (mine.probability if mine else pred.unreached_probability)
+    unreached = max(1, kg.num_entities - pred.reached)  # unreached_probability is their sum; one gets its share
+    probability = None if pred.no_evidence else (mine.probability if mine else pred.unreached_probability / unreached)
     if args.json:
         d = e.to_dict()
         d.update(probability=probability, no_evidence=pred.no_evidence, warnings=list(pred.warnings))
@@ -1067,7 +1068,7 @@ def cmd_rules(args) -> int:
         res = evaluate(kg, ranker, setting, args.evaluate, progress=not args.quiet, params=ranker.params(),
                        max_queries=args.max_queries, seed=args.seed, batch_size=64)
         print(res.summary())
-        _ranking_notes(res, kg, "the rules", per_relation=False)  # the coverage notes name relations without rules
+        _ranking_notes(res, kg, "the rule ranking", per_relation=False)  # the coverage notes name relations without rules
         if args.metrics_json:
             res.write_json(args.metrics_json)
             print(f"wrote {args.metrics_json}")

@@ -331,6 +331,8 @@ def test_an_unknown_name_with_nothing_close_lists_the_few_names_there_are():
         few.resolve("Invade", "relation")
     with pytest.raises(DataError, match=r"did you mean 'Supply'\?$"):
         few.resolve("Suply", "relation")
+    with pytest.raises(DataError, match=r"the data's only relation is 'Supply'$"):
+        Vocabulary(("Supply",)).resolve("Invade", "relation")
     many = Vocabulary(tuple(f"E{i}" for i in range(40)))
     with pytest.raises(DataError, match=r"^unknown entity 'Nobody'$"):
         many.resolve("Nobody", "entity")

@@ -72,9 +72,12 @@ class Vocabulary:
         if not close and key:
             close = [n for n in self.names if key in _loose(n)][:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        if not close and 0 < len(self.names) <= FEW_NAMES:  # nothing close, and few to choose from: all of them
+        if not close and 0 < len(self.names) <= FEW_NAMES and sum(map(len, self.names)) <= 30 * 60:
+            # nothing close, and few to choose from: all of them, whole (a cut name could not be copied)
             kinds = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
-            hint = f"; the data's {kinds} are {', '.join(repr(n[:60]) for n in sorted(self.names, key=str.casefold))}"
+            names = ", ".join(repr(n) for n in sorted(self.names, key=str.casefold))
+            hint = (f"; the data's only {kind} is {names}" if len(self.names) == 1 else
+                    f"; the data's {kinds} are {names}")
         raise DataError(f"unknown {kind} {quoted(asked)}{hint}")
 
 

@@ -228,13 +228,19 @@ def filtered_logits(scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
 
 
 def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, *, max_queries: int = 0,
-            seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+            seed: int = 0, self_linked: set[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(filtered scores (n, E) float64, answers (n,)) of ``split``'s queries (a seeded subset of
-    ``max_queries`` when > 0), the same queries the evaluation protocol ranks."""
+    ``max_queries`` when > 0), the same queries the evaluation protocol ranks. With ``self_linked`` (the entities
+    some fact links to themselves), each question's own entity outside it is left out too, as completion leaves
+    it out (:func:`tpar.reasoning.completion.complete`)."""
     logits, answers = [], []
 
     def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
-        logits.append(filtered_logits(scores, rows, cols))
+        z = filtered_logits(scores, rows, cols)
+        if self_linked is not None:
+            own = [b for b, e in enumerate(batch.subject.tolist()) if e not in self_linked]
+            z[own, batch.subject[own]] = float("-inf")
+        logits.append(z)
         answers.append(batch.answer.clone())
 
     evaluate(kg, ranker, setting, split, progress=False, batch_size=64, max_queries=max_queries, seed=seed,

@@ -88,11 +88,10 @@ class Completion:
                     if self.probability is not None else "")]
         if self.ties:
             parts.append(f"ties with {self.ties} other entit{'y' if self.ties == 1 else 'ies'}")
-        left = ([plural(self.known_answers, 'known answer')] if self.known_answers else []) + \
-            (["the row's own entity"] if self.own_left_out else [])
+        left = ([f"{plural(self.known_answers, 'known answer')} of the same question"] if self.known_answers else []) \
+            + (["the row's own entity"] if self.own_left_out else [])
         if left:  # the probability is over the others: said, so a lifted runner-up is not read as the model's first
-            parts.append(f"{' and '.join(left)} of the same question not proposed (the probability is over the "
-                         "other entities)")
+            parts.append(f"{' and '.join(left)} not proposed (the probability is over the other entities)")
         return "; ".join(parts)
 
 
@@ -136,8 +135,7 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
         rel = relation if r.missing == "object" else relation + R
         todo.setdefault(s, []).append((i, entity, rel, t, OBJECT if r.missing == "object" else SUBJECT))
     known = TimeAwareFilter(kg.all_facts(), kg.num_entities, R)
-    every = kg.all_facts()
-    self_linked = set(every[every[:, 0] == every[:, 2], 0].tolist())  # entities some fact links to themselves
+    self_linked = self_linked_entities(kg)
     total, done = sum(len(v) for v in todo.values()), 0
     for s, items in todo.items():
         background = Background.from_facts(facts, kg.num_entities, R, s)
@@ -160,6 +158,12 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
             if on_progress:
                 on_progress(done, total)
     return out
+
+
+def self_linked_entities(kg: TemporalKG) -> set[int]:
+    """The entities some fact of ``kg`` links to themselves: only these are ever proposed for their own row."""
+    every = kg.all_facts()
+    return set(every[every[:, 0] == every[:, 2], 0].tolist())
 
 
 def check_row_limit(n: int, file: str | None = None) -> None:
@@ -274,7 +278,9 @@ def fit_thresholds(checkpoint, kg: TemporalKG, settings: Sequence[str], precisio
             out[s] = PrecisionThreshold(s, precision, float("inf"), float("nan"), 0, 0)
             continue
         ranker = ranker or _ranker(checkpoint, device)
-        logits, answers = collect(view, ranker, s, "valid", max_queries=max_queries, seed=seed)
+        # the row's own entity out, as complete() leaves it out: the threshold holds for the proposals made (review)
+        logits, answers = collect(view, ranker, s, "valid", max_queries=max_queries, seed=seed,
+                                  self_linked=self_linked_entities(view))
         cal = stored(checkpoint.extra, s)
         out[s] = precision_threshold(logits, answers, cal.temperature if cal else 1.0, precision, setting=s,
                                      top_map=cal.top_map if cal else None)
@@ -303,7 +309,8 @@ def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: 
         c.calibrated = cal is not None
         candidates = torch.isfinite(masked[b])
         if not candidates.any():
-            c.problem = f"row {c.row.row}: every entity already answers this question"
+            c.problem = (f"row {c.row.row}: every entity already answers this question"
+                         + (" or is the row's own" if c.own_left_out else ""))
             continue
         order = torch.argsort(masked[b], descending=True, stable=True)
         top = float(masked[b, order[0]])
