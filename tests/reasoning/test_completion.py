@@ -360,10 +360,8 @@ def test_cli_complete_fills_only_proposals_above_the_threshold_fitted_on_valid(p
     fit = d["thresholds"]["interpolation"]
     ck = Checkpoint.load(planted["checkpoint"])
     # fitted as the proposals are made: each question's own entity left out (no fact links an entity to itself)
-    from tpar.reasoning.completion import self_linked_entities
-
     logits, answers = collect(planted["kg"], ModelRanker(ck.build_model("cpu"), "cpu"), "interpolation", "valid",
-                              self_linked=self_linked_entities(planted["kg"]))
+                              self_linked=planted["kg"].self_linked())
     want = precision_threshold(logits, answers, stored(ck.extra, "interpolation").temperature, 0.9)
     assert fit["threshold"] == pytest.approx(want.threshold) and fit["questions"] == len(answers)
     for r in d["rows"]:

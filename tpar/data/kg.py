@@ -149,6 +149,12 @@ class TemporalKG:
         parts = [self.facts(s) for s in SPLITS]
         return np.unique(np.concatenate(parts), axis=0) if sum(map(len, parts)) else empty_facts()
 
+    def self_linked(self) -> frozenset[int]:
+        """The entities some known fact links to themselves (subject = object): a path (and a history prior) can
+        lead back there, and only these are proposed as their own question's answer."""
+        every = self.all_facts()
+        return frozenset(every[every[:, 0] == every[:, 2], 0].tolist())
+
     @cached_property
     def time_range(self) -> tuple[int, int]:
         """(first, last) time step over all known facts; (0, 0) for a graph without facts."""

@@ -227,8 +227,17 @@ def filtered_logits(scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
     return out
 
 
+def mask_own_entities(z: torch.Tensor, entities: torch.Tensor, self_linked: frozenset[int]) -> list[int]:
+    """In place: -inf at each row's own entity (``entities`` (B,), the questions' entities) outside ``self_linked``
+    (:meth:`~tpar.data.kg.TemporalKG.self_linked`), in ``z`` (B, E); the rows masked. No fact links such an entity
+    to itself, so it is no answer to propose (its score comes from staying there)."""
+    own = [b for b, e in enumerate(entities.tolist()) if e not in self_linked]
+    z[own, entities[own]] = float("-inf")
+    return own
+
+
 def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, *, max_queries: int = 0,
-            seed: int = 0, self_linked: set[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            seed: int = 0, self_linked: frozenset[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(filtered scores (n, E) float64, answers (n,)) of ``split``'s queries (a seeded subset of
     ``max_queries`` when > 0), the same queries the evaluation protocol ranks. With ``self_linked`` (the entities
     some fact links to themselves), each question's own entity outside it is left out too, as completion leaves
@@ -238,8 +247,7 @@ def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, 
     def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
         z = filtered_logits(scores, rows, cols)
         if self_linked is not None:
-            own = [b for b, e in enumerate(batch.subject.tolist()) if e not in self_linked]
-            z[own, batch.subject[own]] = float("-inf")
+            mask_own_entities(z, batch.subject, self_linked)
         logits.append(z)
         answers.append(batch.answer.clone())
 

@@ -245,5 +245,4 @@ def time_unit_mismatches(kg: TemporalKG, infos: list[CheckpointInfo], relations)
 
 def _same_time_unit(kg: TemporalKG, checkpoint: Checkpoint) -> bool:
     """Whether ``checkpoint`` counts time in ``kg``'s unit (granularity and step): its Δt mean the same there."""
-    ta = kg.time_axis.to_dict()
-    return (ta["granularity"], ta["step"]) == (checkpoint.time_axis.get("granularity"), checkpoint.time_axis.get("step"))
+    return checkpoint.time_unit_problem(kg) is None

@@ -32,7 +32,7 @@ from tpar.data.vocab import Vocabulary
 from tpar.errors import DataError, plural
 from tpar.evaluation.filtering import TimeAwareFilter
 from tpar.graph.background import Background
-from tpar.evaluation.calibration import Calibration, probabilities
+from tpar.evaluation.calibration import Calibration, mask_own_entities, probabilities
 from tpar.graph.queries import OBJECT, SUBJECT, QueryBatch, Setting, check_question_time, resolve_setting
 from tpar.reasoning.prediction import TIE_ATOL, TIE_RTOL, probability_text
 
@@ -135,7 +135,7 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
         rel = relation if r.missing == "object" else relation + R
         todo.setdefault(s, []).append((i, entity, rel, t, OBJECT if r.missing == "object" else SUBJECT))
     known = TimeAwareFilter(kg.all_facts(), kg.num_entities, R)
-    self_linked = self_linked_entities(kg)
+    self_linked = kg.self_linked()
     total, done = sum(len(v) for v in todo.values()), 0
     for s, items in todo.items():
         background = Background.from_facts(facts, kg.num_entities, R, s)
@@ -145,25 +145,14 @@ def complete(kg: TemporalKG, ranker, rows: Sequence[IncompleteRow], *, setting: 
             cols = torch.tensor([x[1:] for x in part], dtype=torch.int64).T.contiguous()
             batch = QueryBatch(cols[0], cols[1], cols[2], torch.full((len(part),), -1), cols[3])
             scores = ranker.score(batch, background).double()
-            rows, ents = known.pairs(batch)
-            # the row's own entity, where no fact of the data links an entity to itself: no answer to propose (a
-            # self-fact filled at 99.9998% from a runner-up at < 0.0001%: new-user walk 38)
-            own = [b for b, x in enumerate(part) if x[1] not in self_linked]
-            for b in own:
-                out[part[b][0]].own_left_out = True
-            rows = torch.cat([rows, torch.tensor(own, dtype=rows.dtype)])
-            ents = torch.cat([ents, torch.tensor([part[b][1] for b in own], dtype=ents.dtype)])
-            _fill(kg, [out[x[0]] for x in part], scores, (rows, ents), cal, alternatives)
+            # the row's own entity is left out where no fact links an entity to itself (a self-fact was filled at
+            # 99.9998% from a runner-up at < 0.0001%: new-user walk 38)
+            _fill(kg, [out[x[0]] for x in part], scores, known.pairs(batch), cal, alternatives,
+                  own=(batch.subject, self_linked))
             done += len(part)
             if on_progress:
                 on_progress(done, total)
     return out
-
-
-def self_linked_entities(kg: TemporalKG) -> set[int]:
-    """The entities some fact of ``kg`` links to themselves: only these are ever proposed for their own row."""
-    every = kg.all_facts()
-    return set(every[every[:, 0] == every[:, 2], 0].tolist())
 
 
 def check_row_limit(n: int, file: str | None = None) -> None:
@@ -280,7 +269,7 @@ def fit_thresholds(checkpoint, kg: TemporalKG, settings: Sequence[str], precisio
         ranker = ranker or _ranker(checkpoint, device)
         # the row's own entity out, as complete() leaves it out: the threshold holds for the proposals made (review)
         logits, answers = collect(view, ranker, s, "valid", max_queries=max_queries, seed=seed,
-                                  self_linked=self_linked_entities(view))
+                                  self_linked=view.self_linked())
         cal = stored(checkpoint.extra, s)
         out[s] = precision_threshold(logits, answers, cal.temperature if cal else 1.0, precision, setting=s,
                                      top_map=cal.top_map if cal else None)
@@ -297,15 +286,18 @@ def apply_thresholds(completions: Sequence[Completion], thresholds: dict) -> Non
 
 
 def _fill(kg: TemporalKG, comps: list[Completion], scores: torch.Tensor, known: tuple[torch.Tensor, torch.Tensor],
-          cal: Calibration | None, alternatives: int) -> None:
-    """Proposals from (B, E) scores: known answers out, the calibrated probabilities over the rest (raw
-    softmax without a calibration), ties counted."""
+          cal: Calibration | None, alternatives: int, own: tuple[torch.Tensor, frozenset[int]]) -> None:
+    """Proposals from (B, E) scores: known answers out, and each row's own entity (``own``: the rows' entities (B,)
+    and :meth:`~tpar.data.kg.TemporalKG.self_linked`, :func:`~tpar.evaluation.calibration.mask_own_entities`), the
+    calibrated probabilities over the rest (raw softmax without a calibration), ties counted."""
     rows, ents = known
     masked = scores.clone()
     masked[rows, ents] = float("-inf")
+    for b in mask_own_entities(masked, *own):
+        comps[b].own_left_out = True
     probs = cal.probabilities(masked) if cal is not None else probabilities(masked, None)
     for b, c in enumerate(comps):
-        c.known_answers = int((rows == b).sum()) - int(c.own_left_out)  # the own entity is masked too, not known
+        c.known_answers = int((rows == b).sum())
         c.calibrated = cal is not None
         candidates = torch.isfinite(masked[b])
         if not candidates.any():

@@ -331,7 +331,7 @@ class Predictor:
         self._facts = facts
         self._known = {tuple(x) for x in facts.tolist()}
         #: entities some fact links to themselves (subject = object): a path (and a history prior) can lead there
-        self.self_linked = {int(e) for e in facts[facts[:, 0] == facts[:, 2], 0].tolist()}
+        self.self_linked = kg.self_linked()
         self.last_time = int(facts[:, 3].max()) if len(facts) else 0
         self._hidden: tuple[tuple[int, int, int], Background] | None = None
 
