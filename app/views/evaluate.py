@@ -50,11 +50,9 @@ def render() -> None:
                       f"{ck.combination_text()} ({ck.build_model().formula()}), chosen on valid."))
     rm = sel.match.relations  # a model from other data: the questions about an unmatched relation cannot be asked
     if rm is not None:
-        described = rm.describe()
-        st.info(ex.md(f"{described[:1].upper()}{described[1:]}. Questions about a relation the model does not "
-                      "know cannot be asked: the "
-                      "evaluation ranks the answerable ones, and below the metrics also reports them over all the "
-                      "split's questions, the others counted as misses."))
+        st.info(ex.sentence(f"{rm.describe()}. Questions about a relation the model does not know cannot be asked: "
+                            "the evaluation ranks the answerable ones, and below the metrics also reports them over "
+                            "all the split's questions, the others counted as misses"))
     split, setting, limit, with_freq, with_rec = options_ui(kg, ck, splits, rm)
     key = (*sel.keys, split, setting, limit, with_freq, with_rec)
     if st.button("Run evaluation", type="primary", key="eval_run"):
@@ -96,8 +94,7 @@ def render() -> None:
         st.stop()
     results_ui(done["results"], split, setting, limit, kg.num_entities)
     if rm is not None and "TPAR" in done["results"]:
-        text = rm.all_question_metrics(done["results"]["TPAR"], split)["text"]
-        st.info(ex.md(text[:1].upper() + text[1:] + "."))
+        st.info(ex.sentence(rm.all_question_metrics(done["results"]["TPAR"], split)["text"]))
     calibration_ui(done.get("calibration"), done.get("calibration_source", ""), done.get("calibration_note", ""),
                    done.get("calibration_caveats", []), split, kg.num_entities, done.get("calibration_fitted_on", ""))
 

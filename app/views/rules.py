@@ -49,10 +49,9 @@ def render() -> None:
     ex.unfinished_warning(sel)
     rm = sel.match.relations
     if rm is not None:  # zero-shot: the rules are the model's behaviour on data it never saw (walk-through 38 #6)
-        described = rm.describe()
-        st.info(ex.md(f"{described[:1].upper()}{described[1:]}. These rules are how the model, trained on "
-                      f"{sel.match.info.checkpoint.data_name}, reasons on this data it never saw; questions "
-                      "about a relation it does not know are not asked."))
+        st.info(ex.sentence(f"{rm.describe()}. These rules are how the model, trained on "
+                            f"{sel.match.info.checkpoint.data_name}, reasons on this data it never saw; questions "
+                            "about a relation it does not know are not asked"))
     if config.source not in kg.splits or not len(kg.facts(config.source)):
         st.info(ex.md(f"Data set {sel.source.label!r} has no {config.source} split to ask questions from; "
                       "`tpar rules --from train` samples training facts."))
