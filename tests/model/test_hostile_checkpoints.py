@@ -295,3 +295,32 @@ def test_a_listing_tries_again_after_an_os_error_and_names_a_link_to_nothing(tmp
     shutil.rmtree(tmp_path)  # the folder itself gone: its models are let go
     registry.find_checkpoints([tmp_path])
     assert not any(k.parent == tmp_path.absolute() for k in registry._LISTED)
+
+
+def test_a_listing_holds_its_models_metadata_not_their_weights(tmp_path, sample_composite):
+    """Six 387 MB models listed took 2.7 GB (audit 38 #2): a listed checkpoint keeps its weights in the file and
+    reads them, verified again, when a model is built from it; a file changed since it was listed is refused by
+    name, never built with weights the listing did not verify."""
+    from tpar.model import registry
+    from tpar.model.checkpoint import WeightsOnDisk
+
+    shutil.copy(SAMPLE_CHECKPOINT, tmp_path / "single.tpar")
+    shutil.copy(sample_composite, tmp_path / "composite.tpar")
+    infos, problems = registry.find_checkpoints([tmp_path])
+    assert not problems and [i.name for i in infos] == ["composite", "single"]
+    for info in infos:
+        ck, direct = info.checkpoint, Checkpoint.load(info.path)
+        held = [ck, *ck.member_checkpoints]
+        assert all(isinstance(m.weights, WeightsOnDisk) for m in held)
+        assert not any(isinstance(v, torch.Tensor) for m in held for v in vars(m).values())
+        assert sorted(ck.weights) == sorted(direct.weights)  # names known without reading
+        built, want = ck.build_model().state_dict(), direct.build_model().state_dict()
+        assert built.keys() == want.keys() and all(torch.equal(built[k], want[k]) for k in want)
+    single = next(i for i in infos if i.name == "single").checkpoint
+    shutil.copy(sample_composite, tmp_path / "other.tpar")
+    (tmp_path / "other.tpar").replace(tmp_path / "single.tpar")  # replaced after the listing, not listed again
+    with pytest.raises(DataError, match="changed since it was listed") as e:
+        single.build_model()
+    assert "single.tpar" in str(e.value)
+    again = registry.listed_checkpoint(tmp_path / "single.tpar")  # listed again: the new file's model
+    assert again.kind == "composite" and again.build_model() is not None

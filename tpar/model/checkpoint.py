@@ -18,6 +18,7 @@ import pickle
 import platform
 import re
 import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,8 +221,8 @@ def flat_warm_start(record: dict) -> dict:
 
 def weights_digest(state: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()
-    for k in sorted(state):
-        t = state[k].detach().cpu().contiguous()
+    for k, t in sorted(state.items()):  # items(): one read of weights kept on disk (:class:`WeightsOnDisk`)
+        t = t.detach().cpu().contiguous()
         h.update(k.encode() + b"\x00" + str(t.dtype).encode() + str(tuple(t.shape)).encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # 0-dim too
     return h.hexdigest()
@@ -233,6 +234,51 @@ def hardware() -> dict:
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
+
+
+class WeightsOnDisk(Mapping[str, torch.Tensor]):
+    """The weights of a checkpoint file that was loaded and verified once, left on disk rather than held in memory
+    (a listing of many models holds only their metadata: :mod:`tpar.model.registry`). Its names are known without
+    reading; the tensors are read when asked for: each :meth:`read` loads and verifies the file again
+    (:meth:`Checkpoint.load`) and checks that its sha256 is still ``digest``, so weights of a file changed since it
+    was listed are never mixed with the metadata listed. ``member``: one composite model's member (0-based).
+    ``items()`` and ``values()`` read the file once; ``w[name]`` reads it each time (use ``dict(w.items())``)."""
+
+    def __init__(self, path: Path, digest: str, names: list[str], member: int | None = None) -> None:
+        self.path, self.digest, self.names, self.member = Path(path), digest, list(names), member
+
+    def read(self) -> dict[str, torch.Tensor]:
+        """The weights as the file holds them now; a :class:`DataError` naming the file when it is gone, cannot
+        be loaded, or was changed since it was listed."""
+        ck = Checkpoint.load(self.path)
+        if ck.digest != self.digest:
+            raise DataError("the model file changed since it was listed (its sha256 differs): list the models "
+                            "again (in the app: reload the page)", file=self.path)
+        if self.member is not None:
+            ck = ck.member_checkpoints[self.member]
+        return ck.weights
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.read()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def items(self):  # type: ignore[override]  -- one read, not one per name
+        return self.read().items()
+
+    def values(self):  # type: ignore[override]
+        return self.read().values()
+
+    def __repr__(self) -> str:
+        return f"WeightsOnDisk({str(self.path)!r}, {len(self.names)} tensors" + (
+            f", member {self.member})" if self.member is not None else ")")
 
 
 @dataclass
@@ -262,10 +308,10 @@ class Checkpoint:
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> TPAR:
         """The model with its weights; ``exact_propagation``: with every pruning switched off instead of
         the propagation it was trained with (a learned top-K priority is then unused)."""
-        self._check_shapes()  # before allocating anything the config asks for
+        weights = dict(self.weights.items())  # one read of weights kept on disk (:class:`WeightsOnDisk`)
+        self._check_shapes(weights)  # before allocating anything the config asks for
         cfg = self.config.model.with_exact_propagation() if exact_propagation else self.config.model
         model = TPAR(cfg)
-        weights = self.weights
         if exact_propagation:
             weights = {k: v for k, v in weights.items() if not k.startswith("priority.")}
         missing, unexpected = model.load_state_dict(weights, strict=False)
@@ -273,10 +319,10 @@ class Checkpoint:
             raise DataError(f"checkpoint weights do not match the model: missing {missing[:3]}, unexpected {unexpected[:3]}")
         return model.to(device).eval()
 
-    def _check_shapes(self) -> None:
-        """The config must describe the stored weights (d, d_a, L, R), so that a config altered to ask
-        for a huge model is refused before that model is built."""
-        m, w = self.config.model, self.weights
+    def _check_shapes(self, weights: dict[str, torch.Tensor] | None = None) -> None:
+        """The config must describe the stored weights (``weights``, default this checkpoint's: d, d_a, L, R), so
+        that a config altered to ask for a huge model is refused before that model is built."""
+        m, w = self.config.model, (self.weights if weights is None else weights)
         layers = {k.split(".")[1] for k in w if k.startswith("layers.")}
         got = {"dim": tuple(w["score.weight"].shape) if "score.weight" in w else None, "layers": len(layers),
                "relations": tuple(w["layers.0.rel_emb.weight"].shape) if "layers.0.rel_emb.weight" in w else None,
@@ -526,6 +572,17 @@ class Checkpoint:
     def member_checkpoints(self) -> list["Checkpoint"]:
         """The trained models whose scores the ranking uses: this one (a composite: each of its members)."""
         return [self]
+
+    def keep_weights_on_disk(self, path: str | Path) -> "Checkpoint":
+        """This checkpoint, loaded from ``path`` and verified, with its weights (a composite's: each member's too)
+        left in the file (:class:`WeightsOnDisk`): read again only when a model is built from it. Returns itself."""
+        path = Path(path)
+        members = self.member_checkpoints
+        for i, m in enumerate(members):
+            if m is not self:
+                m.weights = WeightsOnDisk(path, self.digest, list(m.weights), member=i)
+        self.weights = WeightsOnDisk(path, self.digest, list(self.weights))
+        return self
 
     @property
     def num_layers(self) -> int:

@@ -215,10 +215,13 @@ def _file_meta(m: Checkpoint) -> dict | None:
     """``m``'s metadata as the file it was loaded from holds it, when that still describes ``m`` (nothing changed
     since: the same weights, and the same metadata once read again); None else."""
     mm = m.source_meta
-    if mm is None or not mm.get("sha256") or content_digest(mm, m.weights) != mm["sha256"]:
+    if mm is None or not mm.get("sha256"):
+        return None
+    weights = dict(m.weights.items())  # one read of weights kept on disk
+    if content_digest(mm, weights) != mm["sha256"]:
         return None
     try:
-        again = Checkpoint.from_meta(json.loads(json.dumps(mm)), m.weights)
+        again = Checkpoint.from_meta(json.loads(json.dumps(mm)), weights)
     except (DataError, KeyError, TypeError, ValueError):
         return None
     return mm if again.meta() == m.meta() else None
@@ -365,8 +368,8 @@ class CompositeCheckpoint(Checkpoint):
         return CompositeModel([m.build_model(device, exact_propagation=exact_propagation) for m in self.members],
                               self.temperatures, self.history_prior(), self.member_weights).eval()
 
-    def _check_shapes(self) -> None:
-        for m in self.members:
+    def _check_shapes(self, weights: dict[str, torch.Tensor] | None = None) -> None:
+        for m in self.members:  # each member's own weights (``weights``, all of them, is not split again here)
             m._check_shapes()
 
     def describe(self) -> str:

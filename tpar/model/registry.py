@@ -85,7 +85,9 @@ def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
     """``p`` loaded and verified, or why not: from :data:`_LISTED` while its :func:`_stamp` is the one it was read
     at (a listing every few seconds must not read and verify every model again). Only verdicts on the file's bytes
     are kept (a checkpoint, a refusal); an OS error (permissions, I/O) or an unexpected failure is tried again at
-    the next listing."""
+    the next listing. A checkpoint is kept without its weights, which stay in the file and are read (and verified
+    again) when a model is built from it (:class:`~tpar.model.checkpoint.WeightsOnDisk`): the listing's memory is
+    its models' metadata, however many and large the files."""
     key = p.absolute()
     try:
         stamp: tuple[int, ...] | None = _stamp(p)
@@ -98,7 +100,7 @@ def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
             got = cached[1]
             return got if isinstance(got, Checkpoint) else CheckpointProblem(p, p.stem, got)
     try:
-        got = Checkpoint.load(p)
+        got = Checkpoint.load(p).keep_weights_on_disk(key)  # listed: only the metadata is held (memory bounded)
     except DataError as e:
         got = str(e)
     except OSError as e:
@@ -115,7 +117,7 @@ def _load_listed(p: Path) -> "Checkpoint | CheckpointProblem":
 def listed_checkpoint(path: str | Path) -> Checkpoint:
     """The checkpoint at ``path`` as it is on disk now -- read and verified only when it changed since it was last
     listed or asked for (:func:`_load_listed`); a :class:`DataError` saying why when it cannot be loaded. Shared:
-    treat it as read-only."""
+    treat it as read-only. Its weights are read from the file when a model is built from it."""
     got = _load_listed(Path(path))
     if isinstance(got, CheckpointProblem):
         raise DataError(got.text)
