@@ -587,3 +587,27 @@ def test_explain_gives_the_answers_probability_and_predicts_warnings_and_no_rank
     assert main(base + ["--time", "2025-12-20", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert 0.9 < d["probability"] < 1 and d["no_evidence"] == "" and isinstance(d["warnings"], list)
+
+
+def test_explain_gives_an_unreached_answer_its_share_of_the_unreached_probability(capsys):
+    """An answer no path reaches is one of the tied unreached entities: explain gives it their probability shared
+    out (review 38b), not their sum, and says so in words."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.prediction import Predictor
+
+    kg = load_dataset(SAMPLE_WORLD)
+    q = dict(subject="Orora Front", relation="Mobilize against", time="2025-01-06", setting="extrapolation")
+    pred = Predictor(Checkpoint.load(SAMPLE_CHECKPOINT), kg, "cpu").predict(**q, top_k=None)
+    assert not pred.no_evidence and "Arovia" not in {a.entity for a in pred.answers}  # reached: 11 of 280
+    unreached = kg.num_entities - pred.reached
+    assert unreached > 100 and pred.unreached_probability > 0.5
+    argv = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject", q["subject"],
+            "--relation", q["relation"], "--time", q["time"], "--setting", q["setting"], "--answer", "Arovia"]
+    assert main(argv + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["probability"] == pytest.approx(pred.unreached_probability / unreached, rel=1e-9)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"probability {d['probability']:.2%}" in out and "no temporal path of length ≤ 3 reaches 'Arovia'" in out
