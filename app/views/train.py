@@ -24,7 +24,7 @@ from tpar.model.registry import CheckpointInfo
 from tpar.training.defaults import TrainingDefaults, defaults_for_size
 from tpar.errors import DataError
 from tpar.data.names import NAME_RULE, is_valid_name, suggest_name
-from tpar.training.timing import TrainingEstimate, about, duration, time_left
+from tpar.training.timing import FINISH_PHASES, TrainingEstimate, about, duration, time_left
 from tpar.training.estimate import estimate_training
 from tpar.evaluation.baselines import ahead_text, frequency_comparison
 from tpar.evaluation.chance import chance_text, figure_caveats, measured_count, test_figures
@@ -202,7 +202,10 @@ def progress_time(s: JobStatus, now: float | None = None) -> str:
 
 def job_label(s: JobStatus) -> str:
     started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "starting"
-    state = {"cancelled": " — cancelled, UNFINISHED", "failed": " — failed"}.get(s.state, "")
+    state = {"cancelled": " — cancelled" if s.kept else " — cancelled, UNFINISHED", "failed": " — failed",
+             "broken": " — cannot be read"}.get(s.state, "")
+    if s.state == "done" and s.message == "interrupted":  # stopped by SIGTERM (a shutdown): the CLI can resume it
+        state = " — interrupted, UNFINISHED"
     return f"{s.name} ({started}; {s.id}){state}"
 
 
@@ -397,8 +400,17 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
         ex.show_chart(fig, key=f"chart-{job_id}")
     if not s.finished:
         if st.button("Cancel training", key=f"cancel-{job_id}"):
-            job.cancel()
-            st.info("Cancelling: the model so far will be saved.")
+            try:
+                job.cancel()
+            except DataError as e:
+                st.error(ex.md(e))
+            else:
+                st.info("The run is finishing: its model is chosen and is being calibrated or tested; it ends as soon "
+                        "as that is done." if s.phase in FINISH_PHASES else
+                        "Cancelling: the model so far will be saved (before the first validation, a model this run "
+                        "was to replace is kept instead).")
+    elif s.kept:
+        st.info(ex.md(s.message + "; nothing of this run was saved over it."))
     else:
         if s.state == "done" or (s.state == "cancelled" and s.checkpoint):
             if job_id not in ss.setdefault("jobs_seen_finished", set()):

@@ -45,7 +45,7 @@ def test_job_runs_in_its_own_process_and_reports(world_dir, tmp_path):
     out = tmp_path / "models" / "w.tpar"
     job = start_job(tmp_path / "jobs", JobSpec(data=str(world_dir), setting="unified", run=tiny_run(epochs=2),
                                                out=str(out), name="w", eval_test=True))
-    assert int((job.dir / "pid").read_text()) != os.getpid()
+    assert int((job.dir / "pid").read_text().split(":")[0]) != os.getpid()
     s = wait(job)
     assert s.state == "done", s.message
     assert s.progress == 1.0 and len(s.epochs_done) == 2 and s.steps
@@ -85,7 +85,7 @@ def test_two_jobs_never_share_an_output(world_dir, tmp_path):
     assert other.dir != first.dir
     assert wait(other).state == "done"
     # a worker that dies without a word is reported, not shown as running forever
-    pid = int((first.dir / "pid").read_text())
+    pid = int((first.dir / "pid").read_text().split(":")[0])
     while not first.status().steps:
         time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)

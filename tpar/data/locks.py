@@ -1,6 +1,8 @@
 """Exclusive reservations of a name on disk (a data set being saved, a checkpoint being trained), so
 two processes never write the same place at once: a lock file created with O_EXCL (atomic on one
-file system) holding the owner's pid; a lock whose process is gone is stale and taken over."""
+file system) holding the owner's pid and its start time (:func:`process_token`); a lock whose process is gone
+is stale and taken over -- also when its pid now belongs to another process (pids are reused, in a container
+from 1 up: hostile audit 39 #6)."""
 
 from __future__ import annotations
 
@@ -13,28 +15,66 @@ from typing import Iterator
 from tpar.errors import DataError
 
 
-#: a lock file holds one pid: anything longer or other is a user's file under that name, never deleted
+#: a lock file holds one process token: anything longer or other is a user's file under that name, never deleted
 MAX_LOCK_BYTES = 32
 
 
-def _owner(lock: Path) -> int | None:
-    """The pid in ``lock``; None when the file is gone (released meanwhile). A file that is not a lock of ours
-    (not a regular file, longer than a pid, not a pid: a user's file that happens to bear the name) raises
-    :class:`DataError`: taking it over as stale would delete it."""
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22), None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[19] if len(fields) > 19 and fields[19].isdigit() else None
+    except (OSError, IndexError):
+        return None
+
+
+def process_token(pid: int | None = None) -> str:
+    """What names a process for good: "<pid>:<start time>" (a pid alone where the start time is unknown); this
+    process's by default."""
+    pid = os.getpid() if pid is None else pid
+    start = _start_time(pid)
+    return f"{pid}:{start}" if start else str(pid)
+
+
+def parse_token(text: str) -> tuple[int, str | None] | None:
+    """(pid, start time or None) of a :func:`process_token`'s text, None when it is not one."""
+    pid, _, start = text.strip().partition(":")
+    if not pid.isdigit() or (start and not start.isdigit()) or len(pid) > 12:
+        return None
+    return int(pid), (start or None)
+
+
+def token_alive(token: tuple[int, str | None]) -> bool:
+    """Whether the process a token names still runs: its pid exists and, where the token records it, started
+    when the token says (else the pid was reused by another process)."""
+    pid, start = token
+    if not pid_alive(pid):
+        return False
+    if start is None:
+        return True
+    now = _start_time(pid)
+    return now is None or now == start
+
+
+def _owner(lock: Path) -> tuple[int, str | None] | None:
+    """The process token in ``lock``; None when the file is gone (released meanwhile). A file that is not a lock
+    of ours (not a regular file, longer than a token, not a token: a user's file that happens to bear the name)
+    raises :class:`DataError`: taking it over as stale would delete it."""
     import stat
 
     try:
         st = os.lstat(lock)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_LOCK_BYTES:
             raise ValueError
-        text = lock.read_text().strip()
-        if not text.isdigit():
+        token = parse_token(lock.read_text())
+        if token is None:
             raise ValueError
-        return int(text)
+        return token
     except FileNotFoundError:
         return None
     except (OSError, ValueError, UnicodeDecodeError):
-        raise DataError("exists and is not a tpar lock file (one process id): it is left as it is; move it, or "
+        raise DataError("exists and is not a tpar lock file (one process id and start time): it is left as it is; move it, or "
                         "choose another output name", file=lock) from None
 
 
@@ -70,7 +110,7 @@ def acquire(lock: str | Path, what: str, wait: float = 0.0) -> Path:
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         tmp = lock.with_name(f"{lock.name}.{os.getpid()}.{id(lock)}.{time.monotonic_ns()}.tmp")
-        tmp.write_text(str(os.getpid()))
+        tmp.write_text(process_token())
     except OSError as e:
         raise DataError(f"{what}: cannot reserve it here ({e.strerror or e})", file=lock.parent) from None
     deadline = time.monotonic() + max(0.0, wait)
@@ -87,12 +127,13 @@ def acquire(lock: str | Path, what: str, wait: float = 0.0) -> Path:
                     if tries > 1000:
                         raise DataError(f"{what}: could not reserve {lock.name}", file=lock.parent) from None
                     continue
-                if pid_alive(owner):
+                if token_alive(owner):
                     if time.monotonic() < deadline:
                         time.sleep(0.05)
                         continue
-                    raise DataError(f"{what} is in use by another process (pid {owner}); try again when it "
-                                    f"has finished", file=lock.parent) from None
+                    raise DataError(f"{what} is in use by another process (pid {owner[0]}); try again when it has "
+                                    f"finished (if no tpar process is at work there, remove this lock file)",
+                                    file=lock) from None
                 lock.unlink(missing_ok=True)  # stale: its process died without releasing it
     finally:
         tmp.unlink(missing_ok=True)
@@ -102,7 +143,7 @@ def release(lock: str | Path) -> None:
     """Remove ``lock`` if this process holds it."""
     lock = Path(lock)
     try:
-        if lock.read_text().strip() == str(os.getpid()):
+        if lock.read_text().strip() == process_token():
             lock.unlink()
     except OSError:
         pass

@@ -9,7 +9,8 @@ A job is a folder ``<root>/<job id>/`` holding
   (epoch, batch, batches, loss, q/s), ``epoch`` (history entry with validation metrics), then one of
   ``done`` (checkpoint path, seconds, how it stopped), ``cancelled``, ``failed`` (message);
 * ``cancel`` -- created to ask the worker to stop (it saves what it has and exits);
-* ``pid`` -- the worker's process id, to tell a crashed worker from a running one;
+* ``pid`` -- the worker's process id and start time (:func:`tpar.data.locks.process_token`), to tell a crashed
+  worker from a running one;
 * ``worker.log`` -- the worker's stdout/stderr.
 
     job = start_job(root, JobSpec(data="sample_data/world/chronological", setting="unified",
@@ -29,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tpar.data.locks import exclusive
+from tpar.data.locks import exclusive, parse_token, process_token, token_alive
 from tpar.data.names import check_name
 from tpar.errors import DataError
 from tpar.training.snapshots import resume_path
@@ -74,6 +75,7 @@ class JobStatus:
     phase_started: float = 0.0    # when the current phase began (for the finish: the first finish phase)
     ended: float = 0.0            # when it finished (done, cancelled or failed), 0 before
     entities: int = 0             # candidate answers of the data (the loss of a uniform guess is ln of it), 0 before read
+    kept: bool = False            # cancelled before its first validation: the model it was to replace is kept as it was
 
     @property
     def finished(self) -> bool:
@@ -125,23 +127,33 @@ class TrainingJob:
         out = []
         for line in f.read_text(encoding="utf-8").splitlines():
             try:
-                out.append(json.loads(line))
+                e = json.loads(line)
             except ValueError:  # a line being written right now
                 break
+            if not isinstance(e, dict):
+                raise ValueError(f"an event is {type(e).__name__}, not an object")
+            out.append(e)
         return out
 
     def cancel(self) -> None:
-        (self.dir / "cancel").touch()
+        """Ask the worker to stop (it saves what it has); a :class:`DataError` when the job's folder is gone."""
+        try:
+            (self.dir / "cancel").touch()
+        except OSError as e:
+            raise DataError(f"the job cannot be cancelled: its folder cannot be written ({e.strerror or e})",
+                            file=self.dir) from None
 
     def _alive(self) -> bool:
+        """Whether the worker runs: the process its ``pid`` file names (pid and start time, so a pid reused by
+        another process after the worker died does not count: hostile audit 39 #6), and not a zombie."""
         try:
-            pid = int((self.dir / "pid").read_text())
+            text = (self.dir / "pid").read_text()[:64]
         except (OSError, ValueError):
             return False
-        try:
-            os.kill(pid, 0)
-        except OSError:
+        token = parse_token(text)
+        if token is None or not token_alive(token):
             return False
+        pid = token[0]
         try:  # a zombie (exited, not yet reaped by its parent) is not alive
             with open(f"/proc/{pid}/stat") as f:
                 return f.read().split(")")[-1].split()[0] != "Z"
@@ -149,11 +161,22 @@ class TrainingJob:
             return True
 
     def status(self) -> JobStatus:
-        """Where the job stands, from its files; a job whose spec cannot be read is ``broken``."""
+        """Where the job stands, from its files; a job whose spec or events cannot be read or interpreted (another
+        tpar's, edited, damaged) is ``broken``, with why: one such folder never hides or blocks the others
+        (hostile audit 39 #7)."""
         try:
             spec = self.spec()
         except DataError as e:
             return JobStatus(self.id, self.id, "broken", 0.0, 0, 0, message=str(e))
+        try:
+            return self._status(spec)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as e:
+            # UnicodeDecodeError is a ValueError
+            return JobStatus(self.id, spec.name or self.id, "broken", 0.0, 0, 0, spec=asdict(spec),
+                             message=f"{self.dir / 'events.jsonl'}: its progress cannot be read ({type(e).__name__}: "
+                                     f"{str(e)[:160]})")
+
+    def _status(self, spec: JobSpec) -> JobStatus:
         ev = self.events()
         epochs = int(spec.run.get("train", {}).get("epochs", 1))
         st = JobStatus(self.id, spec.name or self.id, "starting", 0.0, 0, epochs, spec=asdict(spec))
@@ -191,6 +214,7 @@ class TrainingJob:
                 st.message = e.get("message", "")
                 st.checkpoint = e.get("checkpoint", "")
                 st.seconds = e.get("seconds", st.seconds)
+                st.kept = e.get("kept") is True
                 if kind == "done":
                     st.progress = 1.0
         if not st.finished and ev and not self._alive():
@@ -261,7 +285,7 @@ def _start_job(root: Path, spec: JobSpec) -> TrainingJob:
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     _workers.append(proc)  # reaped whatever happens below
     try:
-        (folder / "pid").write_text(str(proc.pid))
+        (folder / "pid").write_text(process_token(proc.pid))
     except OSError:  # a job nobody can follow or cancel must not run on: stopped, so "cannot start" stays true
         proc.terminate()
         raise
@@ -337,10 +361,15 @@ def run_job(folder: str | Path) -> int:
                        callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch,
                                                    on_phase=lambda phase: emit("phase", phase=phase)))
         try:
-            write_card(result.path)
+            if not result.kept:  # a kept model's card is its own
+                write_card(result.path)
         except (OSError, DataError) as e:  # the card is a convenience; the checkpoint is what matters
             print(f"warning: no model card written: {e}", flush=True)
-        if result.stopped == "cancelled":
+        if result.kept:  # cancelled before its first validation: the model it was to replace is kept as it was
+            emit("cancelled", checkpoint=str(result.path), seconds=result.seconds, kept=True,
+                 message=f"cancelled before the first validation: the model that was there, {result.path.name}, is "
+                         "kept as it was")
+        elif result.stopped == "cancelled":
             emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
                  message="cancelled: the model so far was saved")
         else:
