@@ -17,6 +17,7 @@ import json
 import pickle
 import platform
 import re
+import shutil
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -468,15 +469,18 @@ class Checkpoint:
     def unfinished(self) -> str:
         """Why this model is not a finished training run, in a few words; "" when it is one. A run
         cancelled or interrupted before its planned epochs is unfinished, e.g. "cancelled after 0.1 of 4
-        epochs, never validated (best epoch -1)"."""
+        epochs, never validated (best epoch -1)"; so is the best model so far of a run still going on or killed
+        outright (``stopped: "running"``, until the run records how it ended)."""
         stopped = self.extra.get("stopped")
-        if stopped not in ("cancelled", "interrupted"):
+        if stopped not in ("cancelled", "interrupted", "running"):
             return ""
         done = self.extra.get("epochs_trained")
         done = f"{done:.2g}" if isinstance(done, (int, float)) else f"{len(self.history)}"
         best = self.extra.get("best_epoch")
         checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
                    else f"never validated (best epoch {best})")
+        if stopped == "running":  # the best model so far, written while its run went on (Trainer._save_best)
+            stopped = "still training, or its run was killed before it finished,"
         return f"{stopped} after {done} of {plural(self.config.train.epochs, 'epoch')}, {checked}"
 
     def meta(self) -> dict:
@@ -746,11 +750,21 @@ def atomic_torch_save(obj, path: str | Path) -> None:
     with writing(p, "checkpoint") as tmp:
         try:
             torch.save(obj, tmp)
-        except RuntimeError as e:  # torch's writer reports a failed open or write (disk full ...) so
+        except RuntimeError as e:  # torch's writer reports a failed open or write (disk full ...) so; the object
+            # is plain data of ours, so its failure is the file's (a full disk: "unexpected pos 128 vs 0", audit 39 #8)
             msg = str(e)
-            if "failed" not in msg and "writ" not in msg.lower():
+            try:
+                free = shutil.disk_usage(p.parent).free
+            except OSError:
+                free = None
+            if free is not None and free < 2 ** 20:
+                why = f"no space left on the device: {free / 2 ** 10:,.0f} kB free"
+            elif "strerror:" in msg:
+                why = msg.split("strerror:", 1)[1].strip()
+            elif any(w in msg for w in ("failed", "writ", "inline_container", "unexpected pos")):
+                why = msg.splitlines()[0][:160]
+            else:
                 raise
-            why = msg.split("strerror:", 1)[1].strip() if "strerror:" in msg else msg.splitlines()[0][:160]
             raise OSError(0, why) from None
 
 
