@@ -294,6 +294,42 @@ def train_run_config(args, kg_name: str, kg=None, init=None):
     return run, source + (f"; from the command line: {', '.join(overridden)}" if overridden else "")
 
 
+def _resumed_run(args, kg, run, source: str):
+    """(the configuration a ``--resume`` runs: the interrupted run's, from its resume file; where it came from),
+    with a note on stderr naming what this command asked otherwise, which is not used (hostile audit 39 #3: the
+    printed configuration was the command line's, the one that ran the resume file's). An unreadable or missing
+    resume file: ``run`` as it is (the trainer then says why it cannot resume)."""
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.model.config import PROPAGATION_FIELDS
+    from tpar.training.plan import model_config_for
+    from tpar.training.snapshots import resume_path
+
+    rpath = resume_path(Path(args.out))
+    try:
+        resumed = Checkpoint.load(rpath, with_state=True)[0].config
+    except (DataError, OSError):
+        return run, source
+    asked, kept = model_config_for(kg, run).to_dict(), resumed.to_dict()
+    flags = [("train", k, k) for k in TRAIN_OVERRIDES if getattr(args, k, None) is not None and k != "device"]
+    flags += [("model", k, k) for k in MODEL_OVERRIDES if getattr(args, k, None) is not None]
+    flags += [("train", "seed", "train_seed")] * (args.train_seed is not None) + [("train", "setting", "setting")]
+    flags += [("model", k, "propagation") for k in PROPAGATION_FIELDS if args.propagation is not None]
+    differ = list(dict.fromkeys(  # the options this command gives that the run does not have, as typed
+        f"--{flag.replace('_', '-')} " + (str(getattr(args, flag)) if flag != "propagation" else args.propagation)
+        + ("" if flag == "propagation" else f" (the run's: {kept[part][k]})")
+        for part, k, flag in flags if asked[part].get(k) != kept[part].get(k)))
+    if args.config and any(asked[part] != kept[part] for part in ("model", "train")) and not differ:
+        differ.append(f"--config {args.config}")
+    if args.init:
+        differ.append(f"--init {args.init} (a resume goes on from its own weights)")
+    if differ:
+        print(f"note: --resume continues the interrupted run as it was configured, so this command's "
+              f"{'; '.join(differ)} {'is' if len(differ) == 1 else 'are'} not used (to train with "
+              f"{'it' if len(differ) == 1 else 'them'}, start a new run: --replace, or another --out)", file=sys.stderr)
+    resumed.train.device = run.train.device  # where it runs is this command's (Trainer._restore does the same)
+    return resumed, f"the interrupted run's own, from {rpath}"
+
+
 def _train(args, reserved: bool) -> int:
     from tpar.training.defaults import describe_run
     from tpar.training.trainer import train
@@ -304,6 +340,8 @@ def _train(args, reserved: bool) -> int:
         from tpar.model.checkpoint import Checkpoint
         init = Checkpoint.load(args.init)
     run, source = train_run_config(args, kg.name, kg, init)
+    if args.resume:  # the interrupted run goes on as it was configured: say so, and what of this command is unused
+        run, source = _resumed_run(args, kg, run, source)
     # the whole configuration, before any time is spent (on stderr: --json output stays clean)
     print(describe_run(run, source), file=sys.stderr, flush=True)
     if init is not None and not args.resume and init.data_fingerprint != kg.fingerprint:
@@ -321,14 +359,32 @@ def _train(args, reserved: bool) -> int:
 
         estimate = estimate_training(kg, run, eval_test=args.eval_test)
         print(describe_estimate(estimate), file=sys.stderr, flush=True)
-    result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
-                   init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved,
-                   estimate=estimate)
+    from tpar.training.snapshots import resume_path
+
+    again = args.continue_hint or "continue with the same command and --resume"
+    try:
+        result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
+                       init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved,
+                       estimate=estimate)
+    except DataError as e:  # a write that failed mid-run (a full disk): what is kept, and how to go on
+        rpath = resume_path(Path(args.out))
+        if e.problem.startswith("cannot write") and rpath.is_file():
+            raise DataError(f"{e.problem}; the last resume file, {rpath}, is kept: free space, then {again}",
+                            file=e.file) from None
+        raise
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, the last resume file is what is left
+        rpath = resume_path(Path(args.out))
+        print(f"interrupted at once: the last resume file, {rpath}, is kept: {again}" if rpath.is_file()
+              else "interrupted", file=sys.stderr)
+        return 130
+    if result.kept:
+        print(f"{result.stopped} before its first validation: {result.path} (the model it was to replace) is kept as "
+              f"it was; this run's progress is in {resume_path(result.path)}: {again}", file=sys.stderr)
+        return 130 if result.stopped == "interrupted" else 1
     if result.checkpoint is None:  # a rank > 0 of a distributed run: rank 0 reports
         return 0
     if result.stopped == "interrupted":
-        print(f"interrupted: the model so far is in {result.path}; continue with the same command and --resume",
-              file=sys.stderr)
+        print(f"interrupted: the model so far is in {result.path}; {again}", file=sys.stderr)
         return 130
     if args.json:
         print(json.dumps({"stopped": result.stopped, "best_epoch": result.best_epoch, "seconds": result.seconds,
@@ -352,7 +408,7 @@ def cmd_retrain(args) -> int:
     import shlex
 
     from tpar.data.benchmarks import find_data_dir
-    from tpar.training.recipes import load_recipe, stage_outputs
+    from tpar.training.recipes import load_recipe, stage_outputs, stage_train_args
     from tpar.training.snapshots import resume_path
 
     from tpar.data.outputs import check_output_folder
@@ -372,12 +428,14 @@ def cmd_retrain(args) -> int:
         data = root / recipe.data
     outs = stage_outputs(recipe, Path(args.out_dir))
     threads = ["--threads", str(args.threads)] if args.threads is not None else []
+    again = ["retrain", str(args.recipe), "--out-dir", str(args.out_dir), *(["--data", str(data)] if args.data else []),
+             *threads]  # this command, to continue after an interruption
     for i, stage in enumerate(recipe.stages):
         out = outs[stage.name]
         if out.is_file() and not resume_path(out).exists():
             print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
             continue
-        argv = ["train", "--data", str(data), "--out", str(out), *stage.train_args, *threads]
+        argv = ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage), *threads]
         if stage.init:
             argv += ["--init", str(outs[stage.init])]
         if resume_path(out).exists():
@@ -386,7 +444,8 @@ def cmd_retrain(args) -> int:
               + (f"  ({stage.note})" if stage.note else ""), file=sys.stderr, flush=True)
         if args.dry_run:
             continue
-        rc = main(argv)
+        rc = main(argv + ["--continue-hint", f"rerun `tpar {shlex.join(again)}` to continue (a stage with a "
+                                             "resume file goes on from it)"])
         if rc != 0:
             return rc
     for stage in recipe.member_stages:  # one model, or each member of a composite
@@ -609,11 +668,20 @@ def _ensemble(args) -> int:
     if any(same_file(a, b) for i, a in enumerate(given) for b in given[i + 1:]):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
+    twin = next(((i, j) for i, a in enumerate(cks) for j, b in enumerate(cks[i + 1:], start=i + 1)
+                 if a.digest and a.digest == b.digest), None)
+    if twin is not None:  # a byte copy under another name: the composite file would be refused when loaded (audit 39)
+        raise DataError(f"{args.checkpoints[twin[1]]} is a copy of {args.checkpoints[twin[0]]} (one sha256): a "
+                        "composite averages different models")
     kg = _load(args)
     setting = args.setting or cks[0].setting
     if setting == "unified":
         raise DataError("the checkpoints are unified models: choose the setting the composite is chosen for "
                         "(--setting extrapolation or interpolation)")
+    for p, ck in zip(args.checkpoints, cks):  # a member trained for the other kind of question (hostile audit 39)
+        if ck.setting not in (setting, "unified"):
+            print(f"warning: {p} was trained for {ck.setting} questions; the composite answers {setting} ones "
+                  "(expect lower accuracy from it: the weight search on valid may leave it out)", file=sys.stderr)
     for p, ck in zip(args.checkpoints, cks):
         for note in ck.load_notes:
             print(f"warning: {p}: {note}", file=sys.stderr)
@@ -1484,6 +1552,7 @@ def _add_train(sub) -> None:
     sp.add_argument("--out", required=True, help="checkpoint file to write (the best model)")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.resume")
     sp.add_argument("--replace", action="store_true", help="replace a checkpoint already at --out (refused without)")
+    sp.add_argument("--continue-hint", help=argparse.SUPPRESS)  # tpar retrain: how to go on after an interruption
     sp.add_argument("--init", metavar="CHECKPOINT",
                     help="warm start: begin with this checkpoint's weights (same model configuration, but "
                          "--propagation may change it; without --config its configuration is used) and a fresh "

@@ -605,8 +605,9 @@ def test_a_cancelled_run_is_marked_unfinished_wherever_it_is_listed(world, tmp_p
 
 def test_an_existing_checkpoint_is_never_read_back_as_this_runs_model(world, tmp_path, capsys):
     """``tpar train --out`` onto an existing file is refused (nothing read, nothing written) without --replace; a
-    replacing run cancelled before its first validation writes its own model and record, never the old file's
-    weights under the new run's record (the old model was what the cancelled run stamped before)."""
+    replacing run cancelled before its first validation keeps the old model as it was (hostile audit 39 #2: a
+    cancel had cost the user the model), never stamps the old weights with the new run's record, and its
+    progress is in the resume file; an earlier never-validated attempt there is replaced by the new one."""
     kg = load_dataset(world)
     old = tmp_path / "old.tpar"
     train(kg, tiny_run("extrapolation", epochs=1, seed=1), old, progress=False)
@@ -620,11 +621,22 @@ def test_an_existing_checkpoint_is_never_read_back_as_this_runs_model(world, tmp
         assert "already there and is kept" in err and "--replace" in err and target.read_bytes() == before
     assert main(["ensemble", "--checkpoints", str(old), "--data", str(world), "--prior", "--out", str(notes)]) == 2
     assert "already there and is kept" in capsys.readouterr().err and notes.read_text() == "my notes\n"
-    old_weights = {k: v.clone() for k, v in Checkpoint.load(old).build_model().state_dict().items()}
+    before = old.read_bytes()
     res = train(kg, tiny_run("extrapolation", epochs=3, seed=7), old, progress=False,
                 callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 1))
-    assert res.stopped == "cancelled" and res.best_epoch == -1
-    ck = Checkpoint.load(old)
+    assert res.stopped == "cancelled" and res.best_epoch == -1 and res.kept and res.checkpoint is None
+    assert old.read_bytes() == before and (tmp_path / "old.tpar.resume").is_file()
+    (tmp_path / "old.tpar.resume").unlink()
+    attempt = tmp_path / "attempt.tpar"  # a cancelled, never-validated first attempt: the next attempt replaces it
+    res = train(kg, tiny_run("extrapolation", epochs=3, seed=5), attempt, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 1))
+    assert not res.kept and Checkpoint.load(attempt).unfinished().startswith("cancelled")
+    (tmp_path / "attempt.tpar.resume").unlink()
+    old_weights = {k: v.clone() for k, v in Checkpoint.load(attempt).build_model().state_dict().items()}
+    res = train(kg, tiny_run("extrapolation", epochs=3, seed=7), attempt, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 1))
+    assert not res.kept and res.stopped == "cancelled"
+    ck = Checkpoint.load(attempt)
     assert ck.config.train.seed == 7 and ck.config.train.epochs == 3 and ck.metrics == {}
     new = ck.build_model().state_dict()
     assert any(not torch.equal(new[k], old_weights[k]) for k in old_weights)

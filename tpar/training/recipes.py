@@ -30,13 +30,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tpar.data.names import NAME_RULE, is_valid_name
 from tpar.errors import DataError
 from tpar.model.config import RunConfig
 
 #: the shipped recipes, one per checkpoint in checkpoints/
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "configs" / "shipped"
 #: options a stage's ``train_args`` may not hold (the recipe sets them)
-RESERVED_ARGS = ("--data", "--out", "--init", "--resume")
+RESERVED_ARGS = ("--data", "--out", "--init", "--resume", "--replace")
 #: options the ``ensemble`` section's ``args`` may not hold (the recipe sets them)
 RESERVED_ENSEMBLE_ARGS = ("--checkpoints", "--data", "--out")
 
@@ -111,6 +112,11 @@ class Recipe:
             where = f"stage {i + 1}"
             if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not s["name"]:
                 raise DataError(f"{where} needs a name", file=source)
+            if not is_valid_name(s["name"]):  # it names the stage's file: never a path (hostile audit 39 #10)
+                raise DataError(f"{where}: name {s['name'][:80]!r}: {NAME_RULE}", file=source)
+            if s["name"] in seen:
+                raise DataError(f"{where}: name {s['name']!r} is an earlier stage's (each stage writes its own "
+                                "file)", file=source)
             args = s.get("train_args", [])
             if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
                 raise DataError(f"{where}: train_args must be a list of strings", file=source)
@@ -128,6 +134,8 @@ class Recipe:
             seen.add(s["name"])
         if not isinstance(d.get("name"), str) or not isinstance(d.get("data"), str):
             raise DataError("a recipe needs a 'name' and a 'data' folder", file=source)
+        if not is_valid_name(d["name"]):  # it names the recipe's folder under --out-dir
+            raise DataError(f"recipe name {d['name'][:80]!r}: {NAME_RULE}", file=source)
         if ensemble is not None:
             members, args = (ensemble.get("members"), ensemble.get("args", [])) if isinstance(ensemble, dict) else (0, 0)
             if not isinstance(members, list) or not members or not all(m in seen for m in members):
@@ -166,6 +174,35 @@ def load_recipe(name_or_path: str | Path, folder: Path = SHIPPED_DIR) -> Recipe:
     if not isinstance(d, dict):
         raise DataError("a recipe is a JSON object", file=path)
     return Recipe.from_dict(d, str(path))
+
+
+#: the package's folder: a recipe names its config files as in the repository ("tpar/configs/cpu/x.json")
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def stage_train_args(stage: Stage) -> list[str]:
+    """``stage.train_args`` with a config file named as in the repository (``--config tpar/configs/...``) given
+    by its place in the installed package, so that ``tpar retrain`` runs from any folder (hostile audit 39 #9)."""
+    out, args = [], list(stage.train_args)
+    for i, a in enumerate(args):
+        flag, eq, value = a.partition("=")
+        if flag == "--config" and eq:
+            out.append(f"--config={_package_config(value)}")
+        elif i > 0 and args[i - 1] == "--config":
+            out.append(_package_config(a))
+        else:
+            out.append(a)
+    return out
+
+
+def _package_config(value: str) -> str:
+    """``value`` as written where it names the package's own file from here (run in the repository), else the
+    package's file by its whole path."""
+    prefix = "tpar/configs/"
+    if not value.startswith(prefix):
+        return value
+    packaged = PACKAGE_DIR / "configs" / value.removeprefix(prefix)
+    return value if Path(value).resolve() == packaged.resolve() else str(packaged)
 
 
 def stage_outputs(recipe: Recipe, out_dir: Path) -> dict[str, Path]:

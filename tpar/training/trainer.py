@@ -82,6 +82,10 @@ class TrainResult:
     best_epoch: int
     seconds: float
     stopped: str  # "completed", "early-stopping", "cancelled", "interrupted" (SIGINT/SIGTERM; resume file kept)
+    #: stopped before its first validation, with a model at ``path`` that the run was to replace: that model is
+    #: kept as it was (a cancel never costs the user a model), ``checkpoint`` is None and the progress is in the
+    #: resume file only
+    kept: bool = False
 
 
 @dataclass
@@ -294,6 +298,19 @@ class Trainer:
         self.main = self.dist is None or self.dist.main
         self.t_run = time.perf_counter()
         self._start_epoch, self._start_seconds = self.state.epoch, self.state.seconds  # what a resume began with
+        if resume and self.main:
+            self._check_best_is_there()
+
+    def _check_best_is_there(self) -> None:
+        """The best model so far lives at ``out`` (the resume file holds the latest weights, not the best): a run
+        whose best epoch was validated cannot go on when that file is gone, or its result would label other
+        weights as the best epoch's (hostile audit 39 #4)."""
+        best = self.state.stopping.best_epoch
+        if best >= 1 and not self.out.is_file():
+            raise DataError(f"the best model of this run so far (epoch {best}, valid MRR "
+                            f"{100 * self.state.stopping.best_mrr:.2f}) was written to {self.out.name}, which is gone: "
+                            f"put it back to continue from {self.rpath.name}, or start again with --replace",
+                            file=self.out)
 
     @property
     def cfg(self):
@@ -330,10 +347,14 @@ class Trainer:
             self.cb.on_checkpoint(self.rpath)
 
     def _save_best(self, val: dict) -> None:
+        """Write the best model so far to ``out``, marked as a run in progress (``stopped: "running"``) until
+        :meth:`finish` records how the run ended: a run killed outright (SIGKILL, out of memory, a dead worker)
+        leaves a model that says it is unfinished (hostile audit 39 #1)."""
         if self.main:
             from_model(self.model, self.run, self.kg, self.setting, history=self.state.history,
                        metrics={"valid_subset": val},
-                       extra=self._extra(best_epoch=self.state.stopping.best_epoch,
+                       extra=self._extra(best_epoch=self.state.stopping.best_epoch, stopped="running",
+                                         epochs_trained=round(self.state.epochs_trained, 3),
                                          ranks=self.dist.world if self.dist else 1)).save(self.out)
 
     def _agree(self, *flags: bool) -> tuple[bool, ...]:
@@ -344,6 +365,8 @@ class Trainer:
     def fit(self) -> str:
         """Run the remaining epochs; returns why the run stopped: ``completed``, ``early-stopping``,
         ``cancelled`` or ``interrupted`` (the resume file then holds the last step)."""
+        if self.state.history and self.state.stopping.should_stop and self.state.epoch < self.cfg.epochs:
+            return "early-stopping"  # resumed after early stopping had ended it (killed while finishing)
         with deferred_signals() as received:
             try:
                 for epoch in range(self.state.epoch, self.cfg.epochs):
@@ -459,9 +482,14 @@ class Trainer:
         st = self.state
         if not self.main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
             return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
-        if st.stopping.best_epoch < 1 or not self.out.is_file():
+        if st.stopping.best_epoch >= 1:
+            self._check_best_is_there()  # removed while the run went on
+        else:
             # never validated (cancelled or interrupted before the first validation): the model as it stands; a
-            # file already at ``out`` was not written by this run (one it replaces) and is never read back
+            # file already at ``out`` was not written by this run (one it replaces) and is never read back, and a
+            # model there that is worth more than an unvalidated one is kept (hostile audit 39 #2)
+            if stopped in ("cancelled", "interrupted") and self._keeps_replaced_model():
+                return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped, kept=True)
             from_model(self.model, self.run, self.kg, self.setting, history=st.history,
                        extra=self._extra()).save(self.out)
         best = Checkpoint.load(self.out)
@@ -475,6 +503,18 @@ class Trainer:
         if stopped not in ("cancelled", "interrupted") and self.rpath.exists():
             self.rpath.unlink()
         return TrainResult(best, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
+
+    def _keeps_replaced_model(self) -> bool:
+        """``out`` holds a model this never-validated run would replace, worth keeping: any readable model but an
+        unfinished, never-validated one (an earlier attempt of this very run, whose progress the resume file holds)."""
+        if not self.out.is_file():
+            return False
+        try:
+            old = Checkpoint.load(self.out)
+        except DataError:  # unreadable: nothing to keep
+            return False
+        best = old.extra.get("best_epoch")
+        return not (old.unfinished() and not (isinstance(best, int) and best >= 1))
 
     def _calibrate_and_test(self, best: Checkpoint, eval_test: bool) -> None:
         cfg, kinds = self.cfg, settings_of(self.setting)
