@@ -84,6 +84,9 @@ def _spare_inputs(args) -> None:
             inputs["--data-dir"] = [f for d in sorted(root.glob("*/*")) if d.is_dir() for f in dataset_files(d)]
     outputs = {flag: getattr(args, attr) for attr, flag in OUTPUT_ARGS.items()
                if isinstance(getattr(args, attr, None), str)}
+    empty = next((flag for flag, value in outputs.items() if not value.strip()), None)
+    if empty is not None:  # an empty name is no file (it was an internal error: hostile audit 39)
+        raise DataError(f"{empty} is empty: give the file to write")
     if args.command in ("train", "calibrate"):  # the files written beside a checkpoint: its resume file and lock
         from tpar.data.locks import lock_path
         from tpar.training.snapshots import resume_path
@@ -413,7 +416,8 @@ def cmd_retrain(args) -> int:
 
     from tpar.data.outputs import check_output_folder
 
-    check_output_folder(args.out_dir, "retrain folder")  # before any work
+    if not args.dry_run:  # a dry run writes nothing, not even the folder (hostile audit 39)
+        check_output_folder(args.out_dir, "retrain folder")  # before any work
     recipe = load_recipe(args.recipe)
     if args.data:
         data = Path(args.data)
@@ -426,6 +430,8 @@ def cmd_retrain(args) -> int:
             raise DataError(f"the recipe trains on {recipe.data!r} under the benchmarks folder, which is not here: "
                             "set $TPAR_DATA_DIR or give --data")
         data = root / recipe.data
+    if not data.exists():  # the real run would stop at its first stage: the dry run says so too
+        raise DataError("no such data set (file or folder)", file=data)
     outs = stage_outputs(recipe, Path(args.out_dir))
     threads = ["--threads", str(args.threads)] if args.threads is not None else []
     again = ["retrain", str(args.recipe), "--out-dir", str(args.out_dir), *(["--data", str(data)] if args.data else []),

@@ -165,7 +165,7 @@ def test_a_job_whose_pid_was_reused_is_not_running_and_a_damaged_job_blocks_noth
         TrainingJob(root / "2-bad-types").cancel()
 
 
-def test_a_recipe_cannot_write_outside_its_folder_and_retrain_runs_from_any_folder(tmp_path, monkeypatch):
+def test_a_recipe_cannot_write_outside_its_folder_and_retrain_runs_from_any_folder(tmp_path, monkeypatch, capsys):
     """Stage names were joined into paths unchecked, --replace was allowed, names could repeat; the shipped
     recipes named their config files relative to the repository root (#9, #10)."""
     from tpar.training.recipes import Recipe, load_recipe, stage_train_args
@@ -185,6 +185,11 @@ def test_a_recipe_cannot_write_outside_its_folder_and_retrain_runs_from_any_fold
     config = args[args.index("--config") + 1]
     assert os.path.isabs(config) and os.path.isfile(config) and config.startswith(str(ROOT / "tpar" / "configs"))
     assert main(["retrain", "sample-world-unified", "--out-dir", str(tmp_path / "rt"), "--dry-run"]) == 0
+    assert not (tmp_path / "rt").exists()  # a dry run writes nothing
+    assert main(["retrain", "sample-world-unified", "--data", str(tmp_path / "none"), "--dry-run"]) == 2
+    assert main(["train", "--data", str(tmp_path / "none"), "--setting", "unified", "--out", ""]) == 2
+    err = capsys.readouterr().err
+    assert "none: no such data set" in err and "error: --out is empty: give the file to write" in err
 
 
 def test_a_full_disk_while_saving_is_named_as_such_not_a_bug(tmp_path, monkeypatch):
