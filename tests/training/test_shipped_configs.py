@@ -148,3 +148,20 @@ def test_retrain_of_a_composite_recipe_trains_each_member_then_combines_them(tmp
         Recipe.from_dict({**d, "ensemble": {"members": ["a"], "args": ["--out", "x"]}}, "x")
     with pytest.raises(DataError, match="only the first stage trains from scratch"):
         Recipe.from_dict({k: v for k, v in d.items() if k != "ensemble"}, "x")
+
+
+def test_the_paper_configs_train_the_papers_exact_model():
+    """``tpar train --config paper`` trained the sparse default while the files said "Propagation: exact" (paper
+    fidelity review 39 F1): each file names its propagation, exact as in the paper (Eqs. 4 and 8 over every
+    temporal path), with the hyper-parameters of Appendix E."""
+    from tpar.model.config import config_for_new_model, paper_config_path
+
+    folder = Path(__file__).resolve().parents[2] / "tpar" / "configs" / "paper"
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == 8
+    for f in files:
+        data, setting = f.stem.rsplit("-", 1)
+        assert paper_config_path(data, setting) == f
+        run, sparse = config_for_new_model(f, setting)
+        assert not sparse and run.model.propagation == "exact", f
+        assert run.model.num_layers == 5 and run.model.attn_dim == 5 and run.model.dropout == 0.2, f
