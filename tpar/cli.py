@@ -1039,6 +1039,10 @@ def cmd_explain(args) -> int:
         print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
     if e.decomposition is not None:
         print(f"  {e.decomposition.text()}")
+        d = e.decomposition
+        if d.method == "gradient" and abs(d.residual) > 0.5 * abs(d.target) > 0:  # fidelity review 39 F2
+            print("  note: the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even "
+                  "their signs, can mislead here; --importance integrated attributes all of it")
         if e.stays_note():
             print(f"  {e.stays_note()}")
     for w in e.warnings:
@@ -1730,9 +1734,10 @@ def _add_explain(sub) -> None:
     question_args(sp)
     sp.add_argument("--answer", required=True, help="the answer entity to explain")
     sp.add_argument("--paths", type=within(1, 1000), default=5, help="number of paths (default 5, at most 1000)")
-    sp.add_argument("--importance", default="gradient", choices=["gradient", "integrated"],
-                    help="path importance: the gradient of Eq. 14 (one backward pass) or integrated gradients "
-                         "(16 passes; complete: they sum to the score)")
+    sp.add_argument("--importance", default="integrated", choices=["gradient", "integrated"],
+                    help="path importance: integrated gradients (the default, as on the app's Evidence page; 16 "
+                         "passes or more; complete: they sum to the score) or the gradient of Eq. 14 (one backward "
+                         "pass; it can leave most of the score unattributed and give a decisive fact the wrong sign)")
     sp.add_argument("--trace", action="store_true", help="also show the per-layer reasoning trace")
     sp.add_argument("--counterfactual", action="store_true",
                     help="also the smallest set of evidence facts whose removal takes the answer off rank 1")

@@ -611,3 +611,21 @@ def test_explain_gives_an_unreached_answer_its_share_of_the_unreached_probabilit
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"probability {d['probability']:.2%}" in out and "no temporal path of length ≤ 3 reaches 'Arovia'" in out
+
+
+def test_explain_integrates_by_default_and_warns_when_the_gradient_leaves_most_unattributed(capsys):
+    """Fidelity review 39 F2: the first-order gradient (Eq. 14) can leave most of f − f₀ unattributed and give a
+    decisive fact the wrong sign; the CLI now explains as the Evidence page does, and says so where the gradient
+    is asked for and leaves more than half."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+
+    base = ["explain", "--checkpoint", str(SAMPLE_CHECKPOINT), "--data", str(SAMPLE_WORLD), "--subject", "Orora Front",
+            "--relation", "Mobilize against", "--time", "2025-12-20", "--answer", "Hugo of Zanistan",
+            "--setting", "extrapolation"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith("; integrated importance") and "note: the first-order gradient" not in out
+    assert main(base + ["--importance", "gradient"]) == 0
+    out = capsys.readouterr().out
+    assert "note: the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even their " \
+           "signs, can mislead here" in out
