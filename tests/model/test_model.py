@@ -936,3 +936,34 @@ def test_a_margin_over_the_frequency_baseline_within_a_tenth_of_a_point_is_level
 
     assert ahead_text(0.0100, 0.0097) == "is level with it (0.03 points ahead)"
     assert ahead_text(0.2800, 0.2250) == "beats it by 5.50 points"
+
+
+def test_the_window_admits_its_edges_both_sides_in_interpolation_and_the_past_only_in_extrapolation():
+    """Fidelity review 39 F4: with W = 2 and t_q = 5, links at t_q ± W are in, those at t_q ± (W + 1) out; the
+    upper edge (t_q + W) was never exercised (an off-by-one there passed every test)."""
+    facts = np.array([[0, 0, 1, 3], [0, 0, 2, 2], [0, 0, 3, 7], [0, 0, 4, 8], [5, 1, 6, 5]])
+    query = make_queries(np.array([[0, 1, 6, 5]]), R, "object")  # (0, r1, ?, 5): not a fact of the background
+    model = pruned(small_model("tanh", seed=1), history_window=2)
+    for setting, want in (("interpolation", {3, 7}), ("extrapolation", {3})):
+        tr = PropagationTrace()
+        with torch.no_grad():
+            model(query, Background.from_facts(facts, E, R, setting), trace=tr)
+        assert {int(t) for t in tr.links[0][:, 4]} == want, setting
+
+
+def test_the_loss_is_eq_10_and_dropout_acts_in_training_only():
+    """Fidelity review 39 F5: Eq. 10's multi-class log-loss, -f(q, a) + log Σ_e exp f(q, e) (averaged over the
+    questions), written out here; dropout changes a training forward pass and never an evaluation one."""
+    torch.manual_seed(0)
+    scores, answers = torch.randn(4, 7, dtype=torch.float64), torch.tensor([0, 3, 6, 2])
+    by_hand = (-scores[torch.arange(4), answers] + torch.log(torch.exp(scores).sum(1))).mean()
+    assert torch.allclose(multiclass_log_loss(scores, answers), by_hand)
+    kg = small_kg(13)
+    model = TPAR(dataclasses.replace(small_model("tanh", seed=2).cfg, dropout=0.5)).double()
+    model.load_state_dict(small_model("tanh", seed=2).state_dict())
+    batch, bg = make_queries(kg.facts("test"), R), Background.for_evaluation(kg, "interpolation")
+    with torch.no_grad():
+        evaluated = [model.eval()(batch, bg) for _ in range(2)]
+        torch.manual_seed(1)
+        trained = model.train()(batch, bg)
+    assert torch.equal(evaluated[0], evaluated[1]) and not torch.allclose(trained, evaluated[0])

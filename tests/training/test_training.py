@@ -785,3 +785,40 @@ def test_a_run_whose_patience_ends_with_its_last_epoch_ran_every_epoch(world, tm
     res = train(load_dataset(world), tiny_run("extrapolation", epochs=epochs), tmp_path / "m.tpar", progress=False)
     assert res.stopped == stopped and len(res.history) == ran
     assert STOPPED_TEXT[res.stopped] in ("every epoch ran, up to the epoch limit", "stopped early: valid MRR stopped improving")
+
+
+def _index_facts(bg) -> set[tuple[int, int, int, int]]:
+    """The facts a training background holds, from its index's forward links (relation < R)."""
+    ix = bg.index
+    fwd = ix.rel < ix.num_relations
+    return set(zip(ix.src[fwd].tolist(), ix.rel[fwd].tolist(), ix.dst[fwd].tolist(), ix.time[fwd].tolist()))
+
+
+def test_training_questions_see_training_facts_only_and_never_their_own(world):
+    """Fidelity review 39 F3: the split discipline of training (paper Appendix D.1) had no test. On data split at
+    random (valid and test facts lie between training facts in time), an extrapolation run's history is the
+    training facts only; an interpolation epoch splits train into a background and the questions, disjoint
+    and together all of train, each question asked both ways."""
+    from tpar.training.plan import EpochPlan, extrapolation_background
+
+    kg = load_dataset(world, split_policy="random", seed=3)
+    facts = {s: {tuple(map(int, f)) for f in kg.facts(s)} for s in ("train", "valid", "test")}
+    assert facts["valid"] and facts["test"]
+    assert max(t for *_, t in facts["valid"] | facts["test"]) > min(t for *_, t in facts["train"])  # interleaved
+    run = tiny_run("unified")
+    ex_bg = extrapolation_background(kg, "unified")
+    assert _index_facts(ex_bg) == facts["train"]
+    for epoch in (0, 1):
+        plan = EpochPlan(kg, run, epoch, ex_bg)
+        assert plan.backgrounds["extrapolation"] is ex_bg
+        bg = _index_facts(plan.backgrounds["interpolation"])
+        q = plan.queries["interpolation"]
+        R = kg.num_relations
+        asked = {(int(s), int(r), int(a), int(t)) if r < R else (int(a), int(r) - R, int(s), int(t))
+                 for s, r, a, t in zip(q.subject, q.relation, q.answer, q.time)}
+        assert not bg & asked and bg | asked == facts["train"], "the background and the questions must split train"
+        assert len(q) == 2 * len(asked)  # both directions of each question's fact
+        assert abs(len(bg) - round(run.train.background_fraction * len(facts["train"]))) <= 1
+        eq = plan.queries["extrapolation"]
+        assert {(int(s), int(r), int(a), int(t)) for s, r, a, t in zip(eq.subject, eq.relation, eq.answer, eq.time)
+                if r < R} <= facts["train"]

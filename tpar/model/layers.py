@@ -12,6 +12,13 @@ method per equation (:meth:`~TPARLayer.message` Eq. 5, :meth:`~TPARLayer.attenti
 :meth:`~tpar.model.attention.AttentionTerms.alpha` Eqs. 6-7, :meth:`~TPARLayer.aggregate` Eq. 8). The
 network (:mod:`tpar.model.network`) loops over the L layers; the kernels (:mod:`tpar.model.kernels`)
 evaluate Eqs. 5, 7 and Eq. 8's sum for millions of links at once with exactly this maths.
+
+Where the code goes beyond the equations as printed (each documented where it is made, and switchable where it
+changes what is computed): Eq. 7 carries two biases, W_α's and w_α's, α = σ(w_αᵀ ReLU(W_α U + b_α) + b), the
+last initialised to ``ModelConfig.attention_bias_init`` (-5: every link starts nearly closed); each entity keeps
+its state through a self-loop; ``ModelConfig.gate`` adds a GRU-style gate between steps (off by default); the
+propagation can be pruned (:mod:`tpar.model.propagation`; ``--propagation exact`` walks every link, as Eqs. 4
+and 8 do).
 """
 
 from __future__ import annotations
