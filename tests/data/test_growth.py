@@ -453,3 +453,24 @@ def test_completions_growth_adds_only_the_inferred_facts_and_refuses_other_names
     _, other = inspect_upload(tiny_world_csv().replace("P0", "Q0"), "other.csv")
     with pytest.raises(DataError, match="other names"):
         completions_growth(kg, other, "other.csv")
+
+
+def test_a_save_killed_between_its_two_renames_loses_no_data_set(ring, tmp_path):
+    """Replacing a data set moves the old folder aside, then the new one in: a kill between the two left no data set
+    under the name and a misleading error (hostile audit 39 #15). Loading names the copy left aside; the next save
+    of the name puts it back (under the name's lock) before anything else."""
+    import subprocess
+    import sys
+
+    kg = load_dataset(ring)
+    save_dataset(kg, tmp_path, "ds")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    aside = tmp_path / f".old-ds-{dead.stdout.strip()}"
+    (tmp_path / "ds").rename(aside)  # what the killed save left
+    with pytest.raises(DataError, match=r"an interrupted save left its previous copy in .*\.old-ds-\d+: the next save"):
+        load_dataset(tmp_path / "ds")
+    with pytest.raises(DataError, match="already exists"):  # put back first: never replaced without --replace
+        kg = load_dataset(ring)
+    save_dataset(kg, tmp_path, "ds")
+    assert not aside.exists() and load_dataset(tmp_path / "ds").fingerprint == load_dataset(tmp_path / "ds").fingerprint
+    assert len(load_dataset(tmp_path / "ds").all_facts()) == len(ring.all_facts())

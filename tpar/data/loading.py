@@ -3,6 +3,7 @@ or one CSV/TSV file."""
 
 from __future__ import annotations
 
+from glob import escape as glob_escape
 from pathlib import Path
 
 from tpar.data.benchmarks import load_benchmark
@@ -24,7 +25,12 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
         raise DataError("no data given: the data set's path is empty")
     p = Path(path)
     if not p.exists():
-        raise DataError(link_problem(p) or "no such file or directory", file=p)
+        why = link_problem(p) or "no such file or directory"
+        aside = sorted(p.parent.glob(f".old-{glob_escape(p.name)}-*")) if p.name and p.parent.is_dir() else []
+        if aside:  # a replacing save killed between its two renames (tpar.data.upload.restore_interrupted_save)
+            why += (f"; an interrupted save left its previous copy in {aside[0]}: the next save of this name puts "
+                    f"it back, or rename it to {p.name}")
+        raise DataError(why, file=p)
     if p.is_dir():
         if any((p / f"{s}.csv").exists() for s in SPLITS):
             return load_csv_folder(p, time_format=time_format, on_bad_rows=on_bad_rows, day_first=day_first)

@@ -14,6 +14,7 @@ import re
 import shutil
 import stat
 from collections.abc import Callable, Iterable
+from glob import escape as glob_escape
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,11 +361,36 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
     try:
         root.mkdir(parents=True, exist_ok=True)
         with exclusive(root / f".{name}.lock", f"data set {name!r}"):  # one save of a name at a time
+            restore_interrupted_save(root, name)
             if unchanged is not None:
                 unchanged(root / name)
             return _save_locked(kg, root, name, overwrite, extra_files or {})
     except OSError as e:  # a full disk, a read-only folder: earlier data sets are untouched
         raise DataError(f"cannot save data set {name!r} ({e.strerror or e})", file=root) from None
+
+
+def interrupted_saves(root: Path, name: str) -> list[Path]:
+    """The previous copies of data set ``name`` that a replacing save moved aside (``.old-<name>-<pid>``) and whose
+    process is gone: a save killed between its two renames left one, and no folder under the name."""
+    from tpar.data.locks import pid_alive
+
+    found = []
+    for old in sorted(root.glob(f".old-{glob_escape(name)}-*")):
+        pid = old.name[len(f".old-{name}-"):]
+        if pid.isdigit() and old.is_dir() and not old.is_symlink() and not pid_alive(int(pid)):
+            found.append(old)
+    return found
+
+
+def restore_interrupted_save(root: Path, name: str) -> None:
+    """Under the name's lock: put back the previous copy of ``name`` that a killed replacing save left aside when
+    nothing is under the name (hostile audit 39 #15: the data set had vanished), and remove such copies once the
+    name holds a data set again."""
+    for old in interrupted_saves(root, name):
+        if not (root / name).exists():
+            old.rename(root / name)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def unsaved_entries(folder: Path, extra_files: Iterable[str] = ()) -> list[str]:
