@@ -470,7 +470,5 @@ def test_a_save_killed_between_its_two_renames_loses_no_data_set(ring, tmp_path)
     with pytest.raises(DataError, match=r"an interrupted save left its previous copy in .*\.old-ds-\d+: the next save"):
         load_dataset(tmp_path / "ds")
     with pytest.raises(DataError, match="already exists"):  # put back first: never replaced without --replace
-        kg = load_dataset(ring)
-    save_dataset(kg, tmp_path, "ds")
-    assert not aside.exists() and load_dataset(tmp_path / "ds").fingerprint == load_dataset(tmp_path / "ds").fingerprint
-    assert len(load_dataset(tmp_path / "ds").all_facts()) == len(ring.all_facts())
+        save_dataset(kg, tmp_path, "ds")
+    assert not aside.exists() and load_dataset(tmp_path / "ds").fingerprint == kg.fingerprint
