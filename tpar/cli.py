@@ -436,9 +436,28 @@ def cmd_retrain(args) -> int:
     threads = ["--threads", str(args.threads)] if args.threads is not None else []
     again = ["retrain", str(args.recipe), "--out-dir", str(args.out_dir), *(["--data", str(data)] if args.data else []),
              *threads]  # this command, to continue after an interruption
+    fingerprint: list[str] = []  # the data's, loaded once and only when a finished stage is to be skipped
+
+    def trained_here(out: Path) -> None:
+        """A finished stage's model is skipped only when it was trained on this data (hostile audit 39: a rerun into
+        the same --out-dir with other data skipped every stage, then failed in calibration)."""
+        from tpar.model.checkpoint import Checkpoint
+
+        if not fingerprint:
+            from tpar.data.loading import load_dataset
+
+            fingerprint.append(load_dataset(data).fingerprint)  # as each stage's `tpar train --data` reads it
+        ck = Checkpoint.load(out)
+        if ck.data_fingerprint != fingerprint[0]:
+            raise DataError(f"is a finished stage's model trained on other data ({ck.data_name}, fingerprint "
+                            f"{ck.data_fingerprint[:12]}), not on {data}: remove it, or give another --out-dir",
+                            file=out)
+
     for i, stage in enumerate(recipe.stages):
         out = outs[stage.name]
         if out.is_file() and not resume_path(out).exists():
+            if not args.dry_run:
+                trained_here(out)
             print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
             continue
         argv = ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage), *threads]

@@ -229,3 +229,16 @@ def test_a_composite_of_a_byte_copy_is_refused_before_any_work(tmp_path, capsys)
                  "--setting", "extrapolation", "--out", str(tmp_path / "e.tpar")]) == 2
     err = capsys.readouterr().err
     assert f"{copy} is a copy of {SAMPLE_CHECKPOINT} (one sha256)" in err and not (tmp_path / "e.tpar").exists()
+
+
+def test_retrain_never_skips_a_stage_trained_on_other_data(tmp_path, capsys):
+    """A rerun into the same --out-dir with other data skipped every stage as done, then failed in calibration with
+    a self-contradicting message (hostile audit 39)."""
+    from helpers import SAMPLE_WORLD
+
+    done = tmp_path / "rt" / "sample-world-unified" / "sample-world-unified.tpar"
+    done.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "checkpoints" / "icews14-unified.tpar", done)
+    assert main(["retrain", "sample-world-unified", "--data", str(SAMPLE_WORLD), "--out-dir", str(tmp_path / "rt")]) == 2
+    err = capsys.readouterr().err
+    assert f"{done}: is a finished stage's model trained on other data (ICEWS14" in err and "calibrat" not in err
