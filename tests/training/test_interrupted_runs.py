@@ -242,3 +242,11 @@ def test_retrain_never_skips_a_stage_trained_on_other_data(tmp_path, capsys):
     assert main(["retrain", "sample-world-unified", "--data", str(SAMPLE_WORLD), "--out-dir", str(tmp_path / "rt")]) == 2
     err = capsys.readouterr().err
     assert f"{done}: is a finished stage's model trained on other data (ICEWS14" in err and "calibrat" not in err
+
+
+def test_a_folder_where_the_resume_file_goes_is_refused_before_any_work(world, tmp_path, capsys):
+    """It was found at the first snapshot, after the data was loaded and steps were run (hostile audit 39)."""
+    (tmp_path / "x.tpar.resume").mkdir()
+    assert main(["train", "--data", str(world), "--setting", "extrapolation", "--out", str(tmp_path / "x.tpar"),
+                 "--replace", "--quiet", "--epochs", "1"]) == 2
+    assert "x.tpar.resume: is in the way of the run's resume file (it is not a file)" in capsys.readouterr().err

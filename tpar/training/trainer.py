@@ -221,6 +221,10 @@ def train(kg: TemporalKG, run: RunConfig, out: str | Path, *, resume: bool = Fal
     ``reserved``: the caller already holds that lock (``tpar train`` takes it before loading the data)."""
     out = Path(out)
     check_output_folder(out)
+    rpath = resume_path(out)
+    if (rpath.exists() or rpath.is_symlink()) and not rpath.is_file():  # found before any work, not at the first snapshot
+        raise DataError("is in the way of the run's resume file (it is not a file): move it, or choose another --out",
+                        file=rpath)
     dist = current_dist()
 
     def run_it(show: bool, cb: TrainingCallbacks | None) -> TrainResult:
