@@ -1916,6 +1916,10 @@ def _run(args, torchrun: bool) -> int:
             if args.command not in ("train", "evaluate"):
                 raise DataError(f"`tpar {args.command}` runs in one process; under torchrun only train and evaluate do")
             dist = init_from_env()
+            if getattr(args, "threads", None):  # asked (N > 0): each rank's own; else the cores / the local ranks
+                import torch
+
+                torch.set_num_threads(args.threads)
             if not dist.main:  # one voice: rank 0 prints, the others stay silent unless they fail
                 sys.stdout = open(os.devnull, "w")
         elif getattr(args, "threads", None) is not None and args.command != "bench":  # bench: per measurement
