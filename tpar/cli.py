@@ -364,7 +364,8 @@ def _train(args, reserved: bool) -> int:
         print(describe_estimate(estimate), file=sys.stderr, flush=True)
     from tpar.training.snapshots import resume_path
 
-    again = args.continue_hint or "continue with the same command and --resume"
+    again = args.continue_hint or ("continue with the same command, --resume in place of --replace" if args.replace
+                                   else "continue with the same command and --resume")
     try:
         result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
                        init=init, init_name=Path(args.init).name if args.init else "", reserved=reserved,
@@ -372,7 +373,8 @@ def _train(args, reserved: bool) -> int:
     except DataError as e:  # a write that failed mid-run (a full disk): what is kept, and how to go on
         rpath = resume_path(Path(args.out))
         if e.problem.startswith("cannot write") and rpath.is_file():
-            raise DataError(f"{e.problem}; the last resume file, {rpath}, is kept: free space, then {again}",
+            fix = "free space" if "space" in e.problem.lower() or "quota" in e.problem.lower() else "mend that"
+            raise DataError(f"{e.problem}; the last resume file, {rpath}, is kept: {fix}, then {again}",
                             file=e.file) from None
         raise
     except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, the last resume file is what is left
@@ -693,10 +695,13 @@ def _ensemble(args) -> int:
     if any(same_file(a, b) for i, a in enumerate(given) for b in given[i + 1:]):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
-    twin = next(((i, j) for i, a in enumerate(cks) for j, b in enumerate(cks[i + 1:], start=i + 1)
-                 if a.digest and a.digest == b.digest), None)
-    if twin is not None:  # a byte copy under another name: the composite file would be refused when loaded (audit 39)
-        raise DataError(f"{args.checkpoints[twin[1]]} is a copy of {args.checkpoints[twin[0]]} (one sha256): a "
+    from tpar.model.checkpoint import weights_digest
+
+    digests = [weights_digest(ck.weights) if ck.kind == "single" else ck.digest for ck in cks]
+    twin = next(((i, j) for i, a in enumerate(digests) for j, b in enumerate(digests[i + 1:], start=i + 1)
+                 if a == b), None)
+    if twin is not None:  # a copy under another name (audit 39: the composite written was refused when loaded)
+        raise DataError(f"{args.checkpoints[twin[1]]} holds the same weights as {args.checkpoints[twin[0]]}: a "
                         "composite averages different models")
     kg = _load(args)
     setting = args.setting or cks[0].setting
@@ -750,7 +755,7 @@ def _ensemble(args) -> int:
     if edges:
         print(f"note: the chosen prior's {' and '.join(edges)}: a value beyond it may do better on valid "
               "(--betas / --eps widen the grids)")
-    print(f"{composite.describe()}; {composite.build_model().formula()}")
+    print(f"{composite.describe()}; {composite.formula()}")
     print(f"wrote {args.out}")
     return 0
 
@@ -1058,10 +1063,6 @@ def cmd_explain(args) -> int:
         print(f"  integrated over {e.integration_steps} points (gap {e.completeness_gap:+.2g})")
     if e.decomposition is not None:
         print(f"  {e.decomposition.text()}")
-        d = e.decomposition
-        if d.method == "gradient" and abs(d.residual) > 0.5 * abs(d.target) > 0:  # fidelity review 39 F2
-            print("  note: the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even "
-                  "their signs, can mislead here; --importance integrated attributes all of it")
         if e.stays_note():
             print(f"  {e.stays_note()}")
     for w in e.warnings:

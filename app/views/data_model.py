@@ -64,7 +64,7 @@ def model_ui(sel: ex.Selection) -> None:
         secs = ck.extra.get("seconds")
         if ck.kind == "composite":
             st.info(ex.md(f"A composite model: the ranking combines {ck.combination_text()}, chosen on valid: "
-                          f"{ck.build_model().formula()}. Its models were trained apart; the card lists each."))
+                          f"{ck.formula()}. Its models were trained apart; the card lists each."))
             cols[1].metric("Models combined", f"{len(ck.members)}" + (" + history prior" if ck.prior else ""))
             cols[2].metric("Layers L · dimension d", "; ".join(f"{m.config.model.num_layers} · {m.config.model.dim}"
                                                                for m in ck.members))

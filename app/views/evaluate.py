@@ -47,7 +47,7 @@ def render() -> None:
         st.warning(ex.md(note))
     if ck.kind == "composite":
         st.info(ex.md(f"TPAR below is the composite {sel.match.info.name}: its ranking combines "
-                      f"{ck.combination_text()} ({ck.build_model().formula()}), chosen on valid."))
+                      f"{ck.combination_text()} ({ck.formula()}), chosen on valid."))
     rm = sel.match.relations  # a model from other data: the questions about an unmatched relation cannot be asked
     if rm is not None:
         st.info(ex.sentence(f"{rm.describe()}. Questions about a relation the model does not know cannot be asked: "

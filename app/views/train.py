@@ -206,6 +206,8 @@ def job_label(s: JobStatus) -> str:
              "broken": " — cannot be read"}.get(s.state, "")
     if s.state == "done" and s.message == "interrupted":  # stopped by SIGTERM (a shutdown): the CLI can resume it
         state = " — interrupted, UNFINISHED"
+    if s.kept:
+        state = f" — {'cancelled' if s.state == 'cancelled' else 'interrupted'}, the model there kept"
     return f"{s.name} ({started}; {s.id}){state}"
 
 

@@ -2,7 +2,8 @@
 two processes never write the same place at once: a lock file created with O_EXCL (atomic on one
 file system) holding the owner's pid and its start time (:func:`process_token`); a lock whose process is gone
 is stale and taken over -- also when its pid now belongs to another process (pids are reused, in a container
-from 1 up: hostile audit 39 #6)."""
+from 1 up: hostile audit 39 #6). The start time comes from /proc (Linux); where there is none (macOS, Windows) a
+token is the pid alone and a reused pid still counts as the owner (the message then names the lock to remove)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,24 @@ from tpar.errors import DataError
 MAX_LOCK_BYTES = 32
 
 
-def _start_time(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22), None where unknown."""
+def proc_stat(pid: int) -> tuple[str, str | None] | None:
+    """(state, start time) of process ``pid`` from /proc/<pid>/stat: its state letter ("Z": a zombie) and when it
+    started (clock ticks since boot, field 22); None where /proc does not show it (no such process, or a system
+    without /proc: macOS, Windows)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return fields[19] if len(fields) > 19 and fields[19].isdigit() else None
     except (OSError, IndexError):
         return None
+    if not fields:
+        return None
+    return fields[0], (fields[19] if len(fields) > 19 and fields[19].isdigit() else None)
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (:func:`proc_stat`), None where unknown."""
+    got = proc_stat(pid)
+    return got[1] if got else None
 
 
 def process_token(pid: int | None = None) -> str:
@@ -84,7 +95,7 @@ def pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # none, or no pid at all
         return False
     except PermissionError:
         return True

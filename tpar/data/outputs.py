@@ -175,22 +175,20 @@ def _sync(path: Path) -> None:
 
 def _remove_orphans(p: Path) -> None:
     """Remove the temporary files of :func:`writing` that a killed process left beside ``p`` (SIGKILL mid-write:
-    hostile audit 39 #14); a file whose process is alive is left alone (it is being written now)."""
+    hostile audit 39 #14); a file whose process is alive is left alone (it is being written now). POSIX only (on
+    Windows a liveness probe by signal would send one)."""
+    from tpar.data.locks import pid_alive
+
+    if os.name != "posix":
+        return
     try:
         olds = list(p.parent.glob(f".{glob_escape(p.name)}.*.tmp"))
     except OSError:
         return
     for old in olds:
         parts = old.name[len(p.name) + 2:].split(".")
-        if len(parts) != 3 or not parts[0].isdigit():
-            continue
-        try:
-            os.kill(int(parts[0]), 0)
-            continue  # alive (or another user's): not ours to remove
-        except ProcessLookupError:
-            pass
-        except (OSError, OverflowError, ValueError):
-            continue
+        if len(parts) != 3 or not parts[0].isdigit() or len(parts[0]) > 12 or pid_alive(int(parts[0])):
+            continue  # not one of ours, or its writer is alive (or another user's): not ours to remove
         try:
             old.unlink()
         except OSError:

@@ -248,13 +248,18 @@ class WeightsOnDisk(Mapping[str, torch.Tensor]):
     def __init__(self, path: Path, digest: str, names: list[str], member: int | None = None) -> None:
         self.path, self.digest, self.names, self.member = Path(path), digest, list(names), member
 
-    def read(self) -> dict[str, torch.Tensor]:
-        """The weights as the file holds them now; a :class:`DataError` naming the file when it is gone, cannot
-        be loaded, or was changed since it was listed."""
+    def checkpoint(self) -> "Checkpoint":
+        """The whole file's checkpoint as it is now, loaded and verified; a :class:`DataError` naming the file when
+        it is gone, cannot be loaded, or was changed since it was listed."""
         ck = Checkpoint.load(self.path)
         if ck.digest != self.digest:
             raise DataError("the model file changed since it was listed (its sha256 differs): list the models "
                             "again (in the app: reload the page)", file=self.path)
+        return ck
+
+    def read(self) -> dict[str, torch.Tensor]:
+        """The weights as the file holds them now (see :meth:`checkpoint`)."""
+        ck = self.checkpoint()
         if self.member is not None:
             ck = ck.member_checkpoints[self.member]
         return ck.weights
@@ -323,7 +328,7 @@ class Checkpoint:
     def _check_shapes(self, weights: dict[str, torch.Tensor] | None = None) -> None:
         """The config must describe the stored weights (``weights``, default this checkpoint's: d, d_a, L, R), so
         that a config altered to ask for a huge model is refused before that model is built."""
-        m, w = self.config.model, (self.weights if weights is None else weights)
+        m, w = self.config.model, (dict(self.weights.items()) if weights is None else weights)  # one read at most
         layers = {k.split(".")[1] for k in w if k.startswith("layers.")}
         got = {"dim": tuple(w["score.weight"].shape) if "score.weight" in w else None, "layers": len(layers),
                "relations": tuple(w["layers.0.rel_emb.weight"].shape) if "layers.0.rel_emb.weight" in w else None,
@@ -480,7 +485,9 @@ class Checkpoint:
         checked = (f"best epoch {best} of {len(self.history)} validated" if isinstance(best, int) and best >= 1
                    else f"never validated (best epoch {best})")
         if stopped == "running":  # the best model so far, written while its run went on (Trainer._save_best)
-            stopped = "still training, or its run was killed before it finished,"
+            return (f"the best model so far (epoch {best}; {len(self.history)} of at most "
+                    f"{plural(self.config.train.epochs, 'epoch')} validated when it was saved) of a run still "
+                    "training, or killed before it finished")
         return f"{stopped} after {done} of {plural(self.config.train.epochs, 'epoch')}, {checked}"
 
     def meta(self) -> dict:
@@ -491,10 +498,11 @@ class Checkpoint:
     # -- io ---------------------------------------------------------------------------------------
     def save(self, path: str | Path, *, optimizer: dict | None = None, position: dict | None = None) -> None:
         meta = self.meta()
-        meta["sha256"] = content_digest(meta, self.weights)
+        weights = dict(self.weights.items())  # one read of weights left on disk (:class:`WeightsOnDisk`)
+        meta["sha256"] = content_digest(meta, weights)
         self.digest = meta["sha256"]
         payload: dict = {"format": FORMAT, "meta": json.dumps(meta),
-                         "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}
+                         "weights": {k: v.detach().cpu() for k, v in weights.items()}}
         if optimizer is not None:
             payload["optimizer"] = optimizer
         if position is not None:

@@ -50,9 +50,9 @@ from tpar.evaluation.baselines import RecurrencyBaseline
 from tpar.evaluation.calibration import T_BOUNDS
 from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
-from tpar.model.checkpoint import (Checkpoint, _check_meta_schema, atomic_torch_save, check_finite_weights,
-                                   checked_weights, content_digest, number_problems, out_of_range, parse_meta,
-                                   stored_number_problems)
+from tpar.model.checkpoint import (Checkpoint, WeightsOnDisk, _check_meta_schema, atomic_torch_save,
+                                   check_finite_weights, checked_weights, content_digest, number_problems,
+                                   out_of_range, parse_meta, stored_number_problems)
 from tpar.model.network import TPAR
 
 #: the composite's file format: "tpar-composite-v<N>"; version 2 adds member weights (written only by a composite
@@ -293,18 +293,24 @@ class CompositeModel(nn.Module):
         return self.scores_and_reach(batch, background, trace)[0]
 
     def formula(self) -> str:
-        """S in symbols with its numbers, e.g. "S = f₁/(2·0.958) + f₂/(2·0.972) + 0.4·log(1 + ψ/0.01)", or with
-        weights chosen on valid "S = 0.25·f₁/0.958 + 0.75·f₂/0.972 + …"."""
-        n = len(self.temperatures)
-        sub = "₁₂₃₄₅₆₇₈₉"
-        name = [f"f{sub[i] if i < 9 else i + 1}" for i in range(n)]
-        if self.weights is None:
-            parts = [f"{f}/({n}·{t:.3g})" for f, t in zip(name, self.temperatures)]
-        else:
-            parts = [f"{w:.3g}·{f}/{t:.3g}" for f, w, t in zip(name, self.weights, self.temperatures)]
-        if self.prior is not None:
-            parts.append(f"{self.prior.beta:g}·log(1 + ψ/{self.prior.eps:g})")
-        return "S = " + " + ".join(parts)
+        """S in symbols with its numbers (:func:`composite_formula`)."""
+        return composite_formula(self.temperatures, self.weights, self.prior)
+
+
+def composite_formula(temperatures, weights, prior: HistoryPrior | None) -> str:
+    """S in symbols with its numbers, e.g. "S = f₁/(2·0.958) + f₂/(2·0.972) + 0.4·log(1 + ψ/0.01)", or with
+    weights chosen on valid "S = 0.25·f₁/0.958 + 0.75·f₂/0.972 + …" -- from the numbers alone, so a listed
+    composite says it without building its models."""
+    n = len(temperatures)
+    sub = "₁₂₃₄₅₆₇₈₉"
+    name = [f"f{sub[i] if i < 9 else i + 1}" for i in range(n)]
+    if weights is None:
+        parts = [f"{f}/({n}·{t:.3g})" for f, t in zip(name, temperatures)]
+    else:
+        parts = [f"{w:.3g}·{f}/{t:.3g}" for f, w, t in zip(name, weights, temperatures)]
+    if prior is not None:
+        parts.append(f"{prior.beta:g}·log(1 + ψ/{prior.eps:g})")
+    return "S = " + " + ".join(parts)
 
 
 @dataclass
@@ -364,12 +370,23 @@ class CompositeCheckpoint(Checkpoint):
         return HistoryPrior.from_dict(self.prior, len(self.relations)) if self.prior is not None else None
 
     def build_model(self, device: str | torch.device = "cpu", *, exact_propagation: bool = False) -> CompositeModel:
-        """The :class:`CompositeModel` (each member built as :meth:`Checkpoint.build_model` builds it)."""
-        return CompositeModel([m.build_model(device, exact_propagation=exact_propagation) for m in self.members],
+        """The :class:`CompositeModel` (each member built as :meth:`Checkpoint.build_model` builds it; weights left
+        on disk, :class:`~tpar.model.checkpoint.WeightsOnDisk`, are read once for all members)."""
+        return CompositeModel([m.build_model(device, exact_propagation=exact_propagation) for m in self._held()],
                               self.temperatures, self.history_prior(), self.member_weights).eval()
 
+    def formula(self) -> str:
+        """S in symbols with its numbers (:func:`composite_formula`), without building a model."""
+        return composite_formula(self.temperatures, self.member_weights, self.history_prior())
+
+    def _held(self) -> list[Checkpoint]:
+        """The members with their weights in memory: these, or those of one verified read of the file."""
+        if isinstance(self.weights, WeightsOnDisk):
+            return self.weights.checkpoint().member_checkpoints
+        return self.members
+
     def _check_shapes(self, weights: dict[str, torch.Tensor] | None = None) -> None:
-        for m in self.members:  # each member's own weights (``weights``, all of them, is not split again here)
+        for m in self._held():  # each member's own weights (``weights``, all of them, is not split again here)
             m._check_shapes()
 
     def describe(self) -> str:
@@ -415,11 +432,12 @@ class CompositeCheckpoint(Checkpoint):
         if optimizer is not None or position is not None:
             raise ValueError("a composite model is not trained: it has no optimiser state to resume")
         meta = self.meta()
-        meta["sha256"] = content_digest(meta, self.weights)
+        weights = dict(self.weights.items())  # one read of weights left on disk
+        meta["sha256"] = content_digest(meta, weights)
         self.digest = meta["sha256"]
         fmt = COMPOSITE_FORMAT if self.member_weights is not None else COMPOSITE_FORMATS[0]  # readers of v1 too
         atomic_torch_save({"format": fmt, "meta": json.dumps(meta),
-                           "weights": {k: v.detach().cpu() for k, v in self.weights.items()}}, path)
+                           "weights": {k: v.detach().cpu() for k, v in weights.items()}}, path)
 
     @classmethod
     def from_payload(cls, payload: dict, p: Path) -> "CompositeCheckpoint":

@@ -197,6 +197,14 @@ class Decomposition:
     prior: float = 0.0         # a composite: the history prior's term β·log(1 + ψ/ε) of the score (0 for one model)
     models: int = 1            # a composite: the models whose scaled shares are summed here
 
+    def caveat(self) -> str:
+        """A warning when the first-order gradient leaves more than half of f − f₀ unattributed (fidelity review 39
+        F2: it then gave a decisive fact the wrong sign on the sample world), else ""."""
+        if self.method == "gradient" and abs(self.residual) > 0.5 * abs(self.target) > 0:
+            return ("the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even their "
+                    "signs, can mislead here; integrated gradients (--importance integrated) attribute all of it")
+        return ""
+
     @property
     def rest(self) -> float:
         """Everything not on the listed paths: other links, stays and the residual."""
@@ -708,6 +716,7 @@ class Explainer:
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
+        warnings += [decomposition.caveat()] if decomposition.caveat() else []
         return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
                            time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
                            rank=rank, rank_low=low, rank_high=high, reached=reached, paths=paths,
@@ -782,6 +791,7 @@ class Explainer:
                    for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
                                                                       runs, decs))]
         first = runs[0][0]
+        warnings += [decomposition.caveat()] if decomposition.caveat() and decomposition.caveat() not in warnings else []
         return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
                            time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
                            rank_low=low, rank_high=high, reached=reached, paths=paths,

@@ -7,7 +7,9 @@ A job is a folder ``<root>/<job id>/`` holding
 * ``spec.json`` -- what to train (data folder, setting, run config, output checkpoint);
 * ``events.jsonl`` -- one JSON object per line, appended by the worker: ``start``, ``step``
   (epoch, batch, batches, loss, q/s), ``epoch`` (history entry with validation metrics), then one of
-  ``done`` (checkpoint path, seconds, how it stopped), ``cancelled``, ``failed`` (message);
+  ``done`` (checkpoint path, seconds, how it stopped), ``cancelled``, ``failed`` (message); ``kept: true`` on
+  ``done`` / ``cancelled`` when the run stopped before its first validation and the model it was to replace is
+  kept as it was;
 * ``cancel`` -- created to ask the worker to stop (it saves what it has and exits);
 * ``pid`` -- the worker's process id and start time (:func:`tpar.data.locks.process_token`), to tell a crashed
   worker from a running one;
@@ -30,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tpar.data.locks import exclusive, parse_token, process_token, token_alive
+from tpar.data.locks import exclusive, parse_token, proc_stat, process_token, token_alive
 from tpar.data.names import check_name
 from tpar.errors import DataError
 from tpar.training.snapshots import resume_path
@@ -153,12 +155,8 @@ class TrainingJob:
         token = parse_token(text)
         if token is None or not token_alive(token):
             return False
-        pid = token[0]
-        try:  # a zombie (exited, not yet reaped by its parent) is not alive
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().split(")")[-1].split()[0] != "Z"
-        except OSError:
-            return True
+        stat = proc_stat(token[0])
+        return stat is None or stat[0] != "Z"  # a zombie (exited, not yet reaped by its parent) is not alive
 
     def status(self) -> JobStatus:
         """Where the job stands, from its files; a job whose spec or events cannot be read or interpreted (another
@@ -365,10 +363,12 @@ def run_job(folder: str | Path) -> int:
                 write_card(result.path)
         except (OSError, DataError) as e:  # the card is a convenience; the checkpoint is what matters
             print(f"warning: no model card written: {e}", flush=True)
-        if result.kept:  # cancelled before its first validation: the model it was to replace is kept as it was
-            emit("cancelled", checkpoint=str(result.path), seconds=result.seconds, kept=True,
-                 message=f"cancelled before the first validation: the model that was there, {result.path.name}, is "
-                         "kept as it was")
+        if result.kept:  # stopped before its first validation: the model it was to replace is kept as it was
+            emit("cancelled" if result.stopped == "cancelled" else "done", checkpoint=str(result.path),
+                 seconds=result.seconds, kept=True,
+                 message=f"{result.stopped} before the first validation: the model that was there, "
+                         f"{result.path.name}, is kept as it was (this run's progress is in "
+                         f"{resume_path(result.path).name}, for `tpar train --resume`)")
         elif result.stopped == "cancelled":
             emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
                  message="cancelled: the model so far was saved")
@@ -378,6 +378,10 @@ def run_job(folder: str | Path) -> int:
     except DataError as e:
         emit("failed", message=str(e))
         return 2
+    except KeyboardInterrupt:  # a second SIGTERM / SIGINT: stopped at once (tpar.training.signals)
+        emit("failed", message="stopped at once by a second signal; the last resume file is kept (`tpar train "
+                               "--resume` continues the run)")
+        return 130
     except Exception as e:  # report, never hang the front end
         emit("failed", message=f"{type(e).__name__}: {e}")
         raise

@@ -181,8 +181,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def stage_train_args(stage: Stage) -> list[str]:
-    """``stage.train_args`` with a config file named as in the repository (``--config tpar/configs/...``) given
-    by its place in the installed package, so that ``tpar retrain`` runs from any folder (hostile audit 39 #9)."""
+    """``stage.train_args`` with a config file named as in the repository (``--config tpar/configs/...``) and not
+    found from here given by its place in the installed package, so that ``tpar retrain`` runs from any folder
+    (hostile audit 39 #9)."""
     out, args = [], list(stage.train_args)
     for i, a in enumerate(args):
         flag, eq, value = a.partition("=")
@@ -196,13 +197,12 @@ def stage_train_args(stage: Stage) -> list[str]:
 
 
 def _package_config(value: str) -> str:
-    """``value`` as written where it names the package's own file from here (run in the repository), else the
-    package's file by its whole path."""
+    """``value`` as written where a file is there from here (run in the repository, or a user's own edited copy:
+    what the recipe names, as ``tpar train --config`` reads it), else the package's file by its whole path."""
     prefix = "tpar/configs/"
-    if not value.startswith(prefix):
+    if not value.startswith(prefix) or Path(value).is_file():
         return value
-    packaged = PACKAGE_DIR / "configs" / value.removeprefix(prefix)
-    return value if Path(value).resolve() == packaged.resolve() else str(packaged)
+    return str(PACKAGE_DIR / "configs" / value.removeprefix(prefix))
 
 
 def stage_outputs(recipe: Recipe, out_dir: Path) -> dict[str, Path]:

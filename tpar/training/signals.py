@@ -37,8 +37,10 @@ def deferred_signals() -> Iterator[list[int]]:
         received.append(signum)
         if len(received) > 1:
             raise KeyboardInterrupt
+        text = FIRST_SIGNAL_TEXT if signum == signal.SIGINT else FIRST_SIGNAL_TEXT.replace(
+            "press Ctrl-C again to stop at once", "a second SIGTERM stops it at once")
         try:
-            sys.stderr.write(FIRST_SIGNAL_TEXT)
+            sys.stderr.write(text)
             sys.stderr.flush()
         except (OSError, ValueError, RuntimeError):  # stderr closed, or busy in this very thread (reentrant write)
             pass

@@ -76,7 +76,7 @@ STOPPED_TEXT = {"completed": "every epoch ran, up to the epoch limit",
 
 @dataclass
 class TrainResult:
-    checkpoint: Checkpoint | None  # None on the ranks > 0 of a distributed run (rank 0 writes the model)
+    checkpoint: Checkpoint | None  # None on the ranks > 0 of a distributed run (rank 0 writes the model), or ``kept``
     path: Path
     history: list[dict]
     best_epoch: int
@@ -313,7 +313,8 @@ class Trainer:
         if best >= 1 and not self.out.is_file():
             raise DataError(f"the best model of this run so far (epoch {best}, valid MRR "
                             f"{100 * self.state.stopping.best_mrr:.2f}) was written to {self.out.name}, which is gone: "
-                            f"put it back to continue from {self.rpath.name}, or start again with --replace",
+                            f"put it back to continue from {self.rpath.name}, or remove {self.rpath.name} to start "
+                            "again",
                             file=self.out)
 
     @property
@@ -482,7 +483,8 @@ class Trainer:
     # -- after the loop ----------------------------------------------------------------------------
     def finish(self, stopped: str, eval_test: bool) -> TrainResult:
         """Calibrate the selected model on valid (and test it when ``eval_test``), record how the run
-        went and write it; a finished run's resume file goes."""
+        went and write it; a finished run's resume file goes. A run stopped before its first validation writes
+        nothing over a model worth keeping at ``out`` (``TrainResult.kept``)."""
         st = self.state
         if not self.main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
             return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
