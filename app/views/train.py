@@ -58,8 +58,10 @@ def render() -> None:
         st.info("No training jobs yet.")
         st.stop()
     ids = [j.id for j in jobs]
-    ex.keep_valid("job", ids)
     names = {j.id: j.status() for j in jobs}  # names and start times only: the state is drawn live below
+    if ss.get("job") not in ids:  # a new session opens on the newest job that can be shown (walk-through 39)
+        ss["job"] = next((i for i in ids if names[i].state != "broken"), ids[0])
+    ex.keep_valid("job", ids)
     ex.bind(st.selectbox, "Job", "job", options=ids, format_func=lambda i: job_label(names[i]))
     follow(next(j for j in jobs if j.id == ss["job"]))
     ex.sync_url(("data",))
@@ -187,6 +189,8 @@ def progress_time(s: JobStatus, now: float | None = None) -> str:
     start's estimate, weighted against the pace measured so far), with the whole run's length it adds up to."""
     now = dt.datetime.now().timestamp() if now is None else now
     so_far = max(0.0, now - s.started) if s.started else s.seconds
+    if s.state == "broken":
+        return "nothing known of its progress"
     if s.finished:
         wall = f"{duration(s.ended - s.started)} in all, " if s.ended and s.started else ""
         return f"{wall}{duration(s.seconds)} of it optimiser steps"
@@ -201,7 +205,8 @@ def progress_time(s: JobStatus, now: float | None = None) -> str:
 
 
 def job_label(s: JobStatus) -> str:
-    started = f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else "starting"
+    started = (f"started {dt.datetime.fromtimestamp(s.started):%H:%M}" if s.started else
+               "its files cannot be read" if s.state == "broken" else "starting")
     state = {"cancelled": " — cancelled" if s.kept else " — cancelled, UNFINISHED", "failed": " — failed",
              "broken": " — cannot be read"}.get(s.state, "")
     if s.state == "done" and s.message == "interrupted":  # stopped by SIGTERM (a shutdown): the CLI can resume it
@@ -231,8 +236,9 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
     tests = {k[len("test_"):]: v.get("realistic", {}) for k, v in (info.checkpoint.metrics if info else {}).items()
              if k.startswith("test_") and isinstance(v, dict)}
     if not tests:
-        st.caption("Not evaluated on the test split (not asked for, or the data set has none): the figures below "
-                   "are on valid, which chose the model.")
+        why = ("the run stopped before its end, and only a finished run is tested" if info and
+               info.checkpoint.unfinished() else "not asked for, or the data set has none")
+        st.caption(f"Not evaluated on the test split ({why}): the figures below are on valid, which chose the model.")
         return
 
     def pct(m: dict, key: str) -> float | None:
@@ -366,6 +372,8 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     label = {"starting": "starting…", "running": running,
              "done": f"finished ({STOPPED_TEXT.get(s.message, s.message)})", "cancelled": f"cancelled ({s.message})", "failed": f"failed: {s.message}",
              "broken": f"cannot be shown: {s.message}"}[s.state]
+    if s.kept:  # the panel's message below says the rest
+        label = f"{'cancelled' if s.state == 'cancelled' else 'interrupted'} before its first validation"
     st.progress(s.progress, text=ex.md(f"{s.name}: {label} — {progress_time(s)}"))
     trained_on = s.spec.get("data_label", "")
     if trained_on and trained_on != ss.get("data"):  # the form above may be on another data set (walk-through 38 #13)

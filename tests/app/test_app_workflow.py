@@ -516,10 +516,16 @@ def test_a_corrupt_job_or_checkpoint_in_the_workspace_breaks_nothing(workspace):
     (jobs / "20260101-000000-aaaaaa" / "spec.json").write_text('{"data": "x", "run": {"train": ')
     (jobs / "20260101-000001-bbbbbb").mkdir()
     (jobs / "20260101-000001-bbbbbb" / "spec.json").write_text('[' * 50_000 + ']' * 50_000)
+    (jobs / "20251231-000000-cccccc").mkdir()  # a readable spec, and a damaged line amid its events (walk 39)
+    (jobs / "20251231-000000-cccccc" / "spec.json").write_text(json.dumps(
+        {"data": "x.csv", "setting": "unified", "run": {}, "out": str(workspace / "x.tpar")}))
+    (jobs / "20251231-000000-cccccc" / "events.jsonl").write_text(
+        '{"type": "start", "time": 1}\nnot json\n{"type": "done", "time": 2}\n')
     (workspace / "runs_dir").mkdir(parents=True)
     (workspace / "runs_dir" / "garbage.tpar").write_bytes(b"PK\x03\x04 not really a zip")
     states = [j.status() for j in list_jobs(jobs)]
-    assert [s.state for s in states] == ["broken", "broken"] and all("spec.json" in s.message for s in states)
+    assert [s.state for s in states] == ["broken"] * 3
+    assert all("spec.json" in s.message for s in states[:2]) and "line 2 is not a JSON event" in states[2].message
     assert running_outputs(jobs) == set()
     at = AppTest.from_file(APP, default_timeout=120).run()
     assert not at.exception and not at.error  # Ask still answers with the shipped model
@@ -528,6 +534,8 @@ def test_a_corrupt_job_or_checkpoint_in_the_workspace_breaks_nothing(workspace):
         assert not at.exception and not at.error, page
     at.switch_page("views/train.py").run()
     assert "cannot be shown" in " ".join(str(p.proto.text) for p in at.get("progress"))
+    labels = next(b for b in at.selectbox if b.label == "Job").options
+    assert all("(its files cannot be read; " in x and x.endswith(" — cannot be read") for x in labels), labels
 
 
 def ask_on_own_data(workspace, setting: str, params: dict, spread: float = 100.0) -> AppTest:
@@ -814,6 +822,8 @@ def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
     assert not at.exception and not at.success
     warned = shown(at)
     assert "an UNFINISHED model (cancelled after 0.1 of 4 epochs, never validated (best epoch -1))" in warned
+    said = " ".join(c.value for c in at.caption)  # the reason no test figures are shown (walk-through 39)
+    assert "Not evaluated on the test split (the run stopped before its end, and only a finished run is tested)" in said
     label = at.selectbox(key="w_job")
     assert label.format_func(label.value).endswith("cancelled, UNFINISHED")
     use = at.button(key="use-20260101-000000-cccccc")

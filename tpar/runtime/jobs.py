@@ -127,11 +127,14 @@ class TrainingJob:
         if not f.is_file():
             return []
         out = []
-        for line in f.read_text(encoding="utf-8").splitlines():
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
             try:
                 e = json.loads(line)
-            except ValueError:  # a line being written right now
-                break
+            except ValueError:
+                if i == len(lines) - 1:  # the last line, being written right now
+                    break
+                raise ValueError(f"line {i + 1} is not a JSON event") from None
             if not isinstance(e, dict):
                 raise ValueError(f"an event is {type(e).__name__}, not an object")
             out.append(e)
