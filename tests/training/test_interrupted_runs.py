@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, tiny_world_csv
 from tpar.cli import main
 from tpar.data.loading import load_dataset
 from tpar.errors import DataError
@@ -26,14 +26,8 @@ from tpar.training.trainer import TrainingCallbacks, train
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    d = tmp_path_factory.mktemp("world")
-    rows = ["subject,relation,object,time"]
-    for day in range(60):
-        a, b = f"P{day % 6}", f"P{(day + 1) % 6}"
-        date = f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}"
-        rows += [f"{a},meets,{b},{date}", f"{b},calls,{a},{date}"]
-    p = d / "world.csv"
-    p.write_text("\n".join(rows) + "\n")
+    p = tmp_path_factory.mktemp("world") / "world.csv"
+    p.write_text(tiny_world_csv())
     return p
 
 
