@@ -378,7 +378,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
     trained_on = s.spec.get("data_label", "")
     if trained_on and trained_on != ss.get("data"):  # the form above may be on another data set (walk-through 38 #13)
         st.caption(ex.md(f"This job trains on {trained_on}, not on the data set chosen above ({ss.get('data')})."))
-    if s.steps or s.epochs_done:
+    if len(s.steps) >= 2 or s.epochs_done:  # one step is no curve (walk-through 39: a lone dot on odd axes)
         fig = make_subplots(specs=[[{"secondary_y": True}]])
         if s.steps:
             steps = pd.DataFrame(s.steps)
@@ -420,7 +420,7 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                         "Cancelling: the model so far will be saved (before the first validation, a model this run "
                         "was to replace is kept instead).")
     elif s.kept:
-        st.info(ex.md(s.message + "; nothing of this run was saved over it."))
+        st.info(ex.sentence(s.message + "; nothing of this run was saved over it"))
     else:
         if s.state == "done" or (s.state == "cancelled" and s.checkpoint):
             if job_id not in ss.setdefault("jobs_seen_finished", set()):

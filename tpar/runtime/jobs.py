@@ -371,7 +371,7 @@ def run_job(folder: str | Path) -> int:
                  seconds=result.seconds, kept=True,
                  message=f"{result.stopped} before the first validation: the model that was there, "
                          f"{result.path.name}, is kept as it was (this run's progress is in "
-                         f"{resume_path(result.path).name}, for `tpar train --resume`)")
+                         f"{resume_path(result.path).name}: tpar train --resume continues it)")
         elif result.stopped == "cancelled":
             emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
                  message="cancelled: the model so far was saved")
@@ -382,8 +382,8 @@ def run_job(folder: str | Path) -> int:
         emit("failed", message=str(e))
         return 2
     except KeyboardInterrupt:  # a second SIGTERM / SIGINT: stopped at once (tpar.training.signals)
-        emit("failed", message="stopped at once by a second signal; the last resume file is kept (`tpar train "
-                               "--resume` continues the run)")
+        emit("failed", message="stopped at once by a second signal; the last resume file is kept (tpar train "
+                               "--resume continues the run)")
         return 130
     except Exception as e:  # report, never hang the front end
         emit("failed", message=f"{type(e).__name__}: {e}")
