@@ -835,7 +835,8 @@ def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
     for page in ("views/data_model.py", "views/evaluate.py"):
         at.switch_page(page).run()
         box = at.selectbox(key="w_model")
-        assert "UNFINISHED: cancelled after 0.1 of 4 epochs" in box.format_func("cut"), page
+        said = box.format_func("cut")
+        assert said.startswith("cut — UNFINISHED") and "cancelled after 0.1 of 4 epochs" in said, page
         assert "UNFINISHED" not in box.format_func("sample-world-unified"), page
 
 

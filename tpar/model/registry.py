@@ -33,9 +33,12 @@ class CheckpointInfo:
 
     def summary(self) -> str:
         """E.g. "icews14-extrapolation-sparse (extrapolation, L=3, d=64, cap=24+..., trained on ICEWS14)"; a composite
-        says what it combines."""
+        says what it combines. An unfinished model says so right after its name (a list cut at a narrow width
+        still shows it: walk-through 39) and why at the end: "cut — UNFINISHED (…): cancelled after …"."""
         ck = self.checkpoint
-        return f"{self.name} ({self.setting}, {ck.describe()}, trained on {ck.data_name})" + self.marker()
+        why = ck.unfinished()
+        return (f"{self.name}{' — UNFINISHED' if why else ''} ({self.setting}, {ck.describe()}, trained on "
+                f"{ck.data_name})" + (f": {why}" if why else ""))
 
     def marker(self) -> str:
         """" — UNFINISHED: <why>" for a model from a cancelled or interrupted run (its answers come from
