@@ -365,6 +365,7 @@ def _train(args, reserved: bool) -> int:
     from tpar.training.snapshots import resume_path
 
     again = args.continue_hint or ("continue with the same command, --resume in place of --replace" if args.replace
+                                   else "continue with the same command" if args.resume
                                    else "continue with the same command and --resume")
     try:
         result = train(kg, run, args.out, resume=args.resume, progress=not args.quiet, eval_test=args.eval_test,
@@ -373,7 +374,8 @@ def _train(args, reserved: bool) -> int:
     except DataError as e:  # a write that failed mid-run (a full disk): what is kept, and how to go on
         rpath = resume_path(Path(args.out))
         if e.problem.startswith("cannot write") and rpath.is_file():
-            fix = "free space" if "space" in e.problem.lower() or "quota" in e.problem.lower() else "mend that"
+            fix = ("free space" if "space" in e.problem.lower() or "quota" in e.problem.lower()
+                   else "mend the cause in brackets")
             raise DataError(f"{e.problem}; the last resume file, {rpath}, is kept: {fix}, then {again}",
                             file=e.file) from None
         raise
@@ -438,19 +440,23 @@ def cmd_retrain(args) -> int:
     threads = ["--threads", str(args.threads)] if args.threads is not None else []
     again = ["retrain", str(args.recipe), "--out-dir", str(args.out_dir), *(["--data", str(data)] if args.data else []),
              *threads]  # this command, to continue after an interruption
-    fingerprint: list[str] = []  # the data's, loaded once and only when a finished stage is to be skipped
+    fingerprints: dict[tuple, str] = {}  # the data's, per way of reading it, loaded only to skip a finished stage
 
-    def trained_here(out: Path) -> None:
-        """A finished stage's model is skipped only when it was trained on this data (hostile audit 39: a rerun into
-        the same --out-dir with other data skipped every stage, then failed in calibration)."""
+    def trained_here(out: Path, stage_argv: list[str]) -> None:
+        """A finished stage's model is skipped only when it was trained on this data, read as the stage reads it
+        (its --split-policy, --time-format ...: hostile audit 39 and review 39b: a rerun into the same --out-dir with
+        other data skipped every stage, then failed in calibration)."""
+        from tpar.data.loading import load_dataset
         from tpar.model.checkpoint import Checkpoint
 
-        if not fingerprint:
-            from tpar.data.loading import load_dataset
-
-            fingerprint.append(load_dataset(data).fingerprint)  # as each stage's `tpar train --data` reads it
+        t = build_parser().parse_args(stage_argv)
+        how = (t.time_format, t.split_policy, t.seed, t.drop_bad_rows, t.day_first)
+        if how not in fingerprints:
+            fingerprints[how] = load_dataset(data, time_format=t.time_format, split_policy=t.split_policy,
+                                             seed=t.seed, on_bad_rows="drop" if t.drop_bad_rows else "raise",
+                                             day_first=t.day_first).fingerprint
         ck = Checkpoint.load(out)
-        if ck.data_fingerprint != fingerprint[0]:
+        if ck.data_fingerprint != fingerprints[how]:
             raise DataError(f"is a finished stage's model trained on other data ({ck.data_name}, fingerprint "
                             f"{ck.data_fingerprint[:12]}), not on {data}: remove it, or give another --out-dir",
                             file=out)
@@ -459,7 +465,7 @@ def cmd_retrain(args) -> int:
         out = outs[stage.name]
         if out.is_file() and not resume_path(out).exists():
             if not args.dry_run:
-                trained_here(out)
+                trained_here(out, ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage)])
             print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
             continue
         argv = ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage), *threads]

@@ -472,3 +472,24 @@ def test_a_save_killed_between_its_two_renames_loses_no_data_set(ring, tmp_path)
     with pytest.raises(DataError, match="already exists"):  # put back first: never replaced without --replace
         save_dataset(kg, tmp_path, "ds")
     assert not aside.exists() and load_dataset(tmp_path / "ds").fingerprint == kg.fingerprint
+
+
+def test_a_copy_left_aside_is_its_own_data_sets_whoever_has_its_pid_now(ring, tmp_path):
+    """Review 39b: the copy of ``a`` left aside was not put back when its pid was alive again (pids are reused), and
+    data set ``a``'s hint named ``a-b``'s copy."""
+    import os
+
+    kg = load_dataset(ring)
+    for name in ("a", "a-b"):
+        save_dataset(kg, tmp_path, name)
+    (tmp_path / "a-b").rename(tmp_path / ".old-a-b-999999")  # a-b's, not a's
+    with pytest.raises(DataError) as e:
+        load_dataset(tmp_path / "a-b")
+    assert ".old-a-b-999999" in str(e.value)
+    (tmp_path / "a").rename(tmp_path / f".old-a-{os.getpid()}")  # a live pid: still a killed save's copy
+    with pytest.raises(DataError) as e:
+        load_dataset(tmp_path / "a")
+    assert f".old-a-{os.getpid()}" in str(e.value) and ".old-a-b" not in str(e.value)
+    with pytest.raises(DataError, match="already exists"):
+        save_dataset(kg, tmp_path, "a")
+    assert (tmp_path / "a").is_dir() and (tmp_path / ".old-a-b-999999").is_dir()  # a-b's copy is a-b's to restore

@@ -661,3 +661,23 @@ def test_paths_that_explain_little_of_the_score_say_so():
 
     assert replace(d, paths=0.6, rest_links=0.4249).paths_note() == ""  # the paths carry most of it
     assert replace(d, rest_links=0.1, stays=0.7867).paths_note() == ""  # self-loops carry it: stays_note's case
+
+
+def test_the_gradients_caveat_is_an_explanation_warning_said_once_even_for_a_composite(sample_composite):
+    """Fidelity review 39 F2 and review 39b: where the first-order gradient leaves most of f − f₀ unattributed, the
+    library's explanation says so (the app and the CLI show its warnings), once for a composite (not once per model
+    and again for the whole), in words that name no CLI flag; integrated importance gives no such warning."""
+    from helpers import SAMPLE_CHECKPOINT, SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import Checkpoint
+
+    kg = load_dataset(SAMPLE_WORLD)
+    q = ("Orora Front", "Mobilize against", "2025-12-20", "Hugo of Zanistan")
+    head = "the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even their signs"
+    for path in (SAMPLE_CHECKPOINT, sample_composite):
+        ex = Explainer(Predictor(Checkpoint.load(path), kg, "cpu"))
+        said = ex.explain(*q, setting="extrapolation", importance="gradient").warnings
+        assert sum(head in w for w in said) == 1, (path, said)
+        assert next(w for w in said if head in w).endswith("; integrated importance attributes all of it")
+        assert not any("--importance" in w for w in said)
+        assert not any(head in w for w in ex.explain(*q, setting="extrapolation", importance="integrated").warnings)

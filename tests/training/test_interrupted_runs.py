@@ -253,3 +253,17 @@ def test_a_folder_where_the_resume_file_goes_is_refused_before_any_work(world, t
     assert main(["train", "--data", str(world), "--setting", "extrapolation", "--out", str(tmp_path / "x.tpar"),
                  "--replace", "--quiet", "--epochs", "1"]) == 2
     assert "x.tpar.resume: is in the way of the run's resume file (it is not a file)" in capsys.readouterr().err
+
+
+def test_retrain_skips_its_own_finished_stages_read_as_they_read_the_data(world, tmp_path, capsys):
+    """Review 39b: the check that a finished stage was trained on this data read the data with the default options,
+    so a recipe whose stage splits at random refused its own stages on every rerun."""
+    recipe = tmp_path / "tiny.json"
+    recipe.write_text(json.dumps({"name": "tiny", "data": "x", "stages": [{"name": "s1", "init": None, "train_args": [
+        "--setting", "extrapolation", "--split-policy", "random", "--dim", "8", "--num-layers", "2", "--epochs", "1",
+        "--max-train-queries", "40", "--max-valid-queries", "20", "--quiet"]}]}))
+    argv = ["retrain", str(recipe), "--data", str(world), "--out-dir", str(tmp_path / "rt"), "--threads", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "stage 1/1 s1: done (" in capsys.readouterr().err

@@ -26,7 +26,8 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
     p = Path(path)
     if not p.exists():
         why = link_problem(p) or "no such file or directory"
-        aside = sorted(p.parent.glob(f".old-{glob_escape(p.name)}-*")) if p.name and p.parent.is_dir() else []
+        aside = [a for a in sorted(p.parent.glob(f".old-{glob_escape(p.name)}-*")) if a.name[len(p.name) + 6:].isdigit()
+                 ] if p.name and p.parent.is_dir() else []
         if aside:  # a replacing save killed between its two renames (tpar.data.upload.restore_interrupted_save)
             why += (f"; an interrupted save left its previous copy in {aside[0]}: the next save of this name puts "
                     f"it back, or rename it to {p.name}")

@@ -370,16 +370,13 @@ def save_dataset(kg: TemporalKG, folder: str | Path, name: str, *, overwrite: bo
 
 
 def interrupted_saves(root: Path, name: str) -> list[Path]:
-    """The previous copies of data set ``name`` that a replacing save moved aside (``.old-<name>-<pid>``) and whose
-    process is gone: a save killed between its two renames left one, and no folder under the name."""
-    from tpar.data.locks import pid_alive
-
-    found = []
-    for old in sorted(root.glob(f".old-{glob_escape(name)}-*")):
-        pid = old.name[len(f".old-{name}-"):]
-        if pid.isdigit() and old.is_dir() and not old.is_symlink() and not pid_alive(int(pid)):
-            found.append(old)
-    return found
+    """The previous copies of data set ``name`` that a replacing save moved aside (``.old-<name>-<pid>``, the rest
+    of the name digits only: ``.old-a-b-7`` is data set ``a-b``'s): a save killed between its two renames left one,
+    and no folder under the name. Taken under the name's lock, every such copy is a killed save's (a live save holds
+    the lock), whoever now has its pid."""
+    prefix = f".old-{name}-"
+    return [old for old in sorted(root.glob(f"{glob_escape(prefix)}*"))
+            if old.name[len(prefix):].isdigit() and old.is_dir() and not old.is_symlink()]
 
 
 def restore_interrupted_save(root: Path, name: str) -> None:

@@ -197,12 +197,14 @@ class Decomposition:
     prior: float = 0.0         # a composite: the history prior's term β·log(1 + ψ/ε) of the score (0 for one model)
     models: int = 1            # a composite: the models whose scaled shares are summed here
 
-    def caveat(self) -> str:
+    def caveat(self, integrated_tried: bool = False) -> str:
         """A warning when the first-order gradient leaves more than half of f − f₀ unattributed (fidelity review 39
-        F2: it then gave a decisive fact the wrong sign on the sample world), else ""."""
+        F2: it then gave a decisive fact the wrong sign on the sample world), else ""; it points to integrated
+        importance unless that was asked for and could not be used (``integrated_tried``)."""
         if self.method == "gradient" and abs(self.residual) > 0.5 * abs(self.target) > 0:
             return ("the first-order gradient leaves most of f − f₀ unattributed: the paths' importances, even their "
-                    "signs, can mislead here; integrated gradients (--importance integrated) attribute all of it")
+                    "signs, can mislead here" + ("" if integrated_tried else
+                                                 "; integrated importance attributes all of it"))
         return ""
 
     @property
@@ -716,7 +718,8 @@ class Explainer:
         if paths and not any(path.meaningful for path in paths):
             warnings.append(f"no meaningful evidence for {answer!r}: every path found has |importance| below "
                             f"{floor:.1g}, so no path explains its score")
-        warnings += [decomposition.caveat()] if decomposition.caveat() else []
+        caveat = decomposition.caveat(integrated_tried=importance == "integrated")
+        warnings += [caveat] if caveat else []
         return Explanation(subject=subject, relation=relation, direction=direction, time=prepared.time_label,
                            time_step=t, setting=prepared.setting.value, answer=answer, score=float(f.detach()),
                            rank=rank, rank_low=low, rank_high=high, reached=reached, paths=paths,
@@ -772,8 +775,9 @@ class Explainer:
             runs[0][0].importance if len({e.importance for e, _, _ in runs}) == 1 else "mixed",
             prior=prior_part, models=len(runs))
         warnings = list(p.warnings)
-        for i, (e, _, _) in enumerate(runs, start=1):
-            warnings += [f"model {i}: {w}" for w in e.warnings if w not in p.warnings]
+        for i, (e, _, _) in enumerate(runs, start=1):  # the gradient's caveat is said once, of the whole score
+            warnings += [f"model {i}: {w}" for w in e.warnings
+                         if w not in p.warnings and w != e.decomposition.caveat(integrated_tried=importance == "integrated")]
         mismatch = sum(c * x for c, x in zip(coef, f)) + prior_part - score
         if abs(mismatch) > 1e-4 * max(1.0, abs(score)):  # the parts must add up to what ranked the answer
             warnings.append(f"the models' scaled scores and the prior add up to {score + mismatch:.6g}, not the "
@@ -791,7 +795,8 @@ class Explainer:
                    for i, (name, t, c, (e, _, _), d) in enumerate(zip(self._member_names(), model.temperatures, coef,
                                                                       runs, decs))]
         first = runs[0][0]
-        warnings += [decomposition.caveat()] if decomposition.caveat() and decomposition.caveat() not in warnings else []
+        caveat = decomposition.caveat(integrated_tried=importance == "integrated")
+        warnings += [caveat] if caveat else []
         return Explanation(subject=first.subject, relation=first.relation, direction=direction, time=first.time,
                            time_step=first.time_step, setting=first.setting, answer=answer, score=score, rank=rank,
                            rank_low=low, rank_high=high, reached=reached, paths=paths,

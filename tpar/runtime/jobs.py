@@ -334,6 +334,7 @@ def run_job(folder: str | Path) -> int:
         events.flush()
 
     last = [0.0]
+    spec: JobSpec | None = None
     try:
         spec = job.spec()
         from tpar.runtime.threads import apply_threads
@@ -382,8 +383,9 @@ def run_job(folder: str | Path) -> int:
         emit("failed", message=str(e))
         return 2
     except KeyboardInterrupt:  # a second SIGTERM / SIGINT: stopped at once (tpar.training.signals)
-        emit("failed", message="stopped at once by a second signal; the last resume file is kept (tpar train "
-                               "--resume continues the run)")
+        kept = spec is not None and resume_path(Path(spec.out)).is_file()
+        emit("failed", message="stopped at once by a second signal" + (
+            "; the last resume file is kept (tpar train --resume continues the run)" if kept else ""))
         return 130
     except Exception as e:  # report, never hang the front end
         emit("failed", message=f"{type(e).__name__}: {e}")
