@@ -415,7 +415,7 @@ class CompositeCheckpoint(Checkpoint):
     # -- io -----------------------------------------------------------------------------------------
     def meta(self) -> dict:
         members = []
-        for m in self.members:  # as its file holds it (its sha256 the file's), else as it is now
+        for m in self._held():  # as its file holds it (its sha256 the file's), else as it is now; one read on disk
             mm = _file_meta(m)
             if mm is None:
                 mm = m.meta()
