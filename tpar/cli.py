@@ -446,15 +446,12 @@ def cmd_retrain(args) -> int:
         """A finished stage's model is skipped only when it was trained on this data, read as the stage reads it
         (its --split-policy, --time-format ...: hostile audit 39 and review 39b: a rerun into the same --out-dir with
         other data skipped every stage, then failed in calibration)."""
-        from tpar.data.loading import load_dataset
         from tpar.model.checkpoint import Checkpoint
 
         t = build_parser().parse_args(stage_argv)
         how = (t.time_format, t.split_policy, t.seed, t.drop_bad_rows, t.day_first)
         if how not in fingerprints:
-            fingerprints[how] = load_dataset(data, time_format=t.time_format, split_policy=t.split_policy,
-                                             seed=t.seed, on_bad_rows="drop" if t.drop_bad_rows else "raise",
-                                             day_first=t.day_first).fingerprint
+            fingerprints[how] = _load(t).fingerprint  # as the stage's `tpar train` reads it
         ck = Checkpoint.load(out)
         if ck.data_fingerprint != fingerprints[how]:
             raise DataError(f"is a finished stage's model trained on other data ({ck.data_name}, fingerprint "

@@ -3,7 +3,6 @@ or one CSV/TSV file."""
 
 from __future__ import annotations
 
-from glob import escape as glob_escape
 from pathlib import Path
 
 from tpar.data.benchmarks import load_benchmark
@@ -25,9 +24,10 @@ def load_dataset(path: str | Path, *, time_format: str = "auto", split_policy: s
         raise DataError("no data given: the data set's path is empty")
     p = Path(path)
     if not p.exists():
+        from tpar.data.upload import interrupted_saves
+
         why = link_problem(p) or "no such file or directory"
-        aside = [a for a in sorted(p.parent.glob(f".old-{glob_escape(p.name)}-*")) if a.name[len(p.name) + 6:].isdigit()
-                 ] if p.name and p.parent.is_dir() else []
+        aside = interrupted_saves(p.parent, p.name) if p.name and p.parent.is_dir() else []
         if aside:  # a replacing save killed between its two renames (tpar.data.upload.restore_interrupted_save)
             why += (f"; an interrupted save left its previous copy in {aside[0]}: the next save of this name puts "
                     f"it back, or rename it to {p.name}")
