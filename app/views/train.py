@@ -236,8 +236,10 @@ def tested_figures_ui(path: str, entities: int = 0) -> None:
     tests = {k[len("test_"):]: v.get("realistic", {}) for k, v in (info.checkpoint.metrics if info else {}).items()
              if k.startswith("test_") and isinstance(v, dict)}
     if not tests:
+        cut = info.checkpoint.extra.get("cut") if info else None
         why = ("the run stopped before its end, and only a finished run is tested" if info and
-               info.checkpoint.unfinished() else "not asked for, or the data set has none")
+               info.checkpoint.unfinished() else f"the run was cancelled while {cut}" if cut in FINISH_PHASES else
+               "not asked for, or the data set has none")
         st.caption(f"Not evaluated on the test split ({why}): the figures below are on valid, which chose the model.")
         return
 
@@ -415,8 +417,8 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
             except DataError as e:
                 st.error(ex.md(e))
             else:
-                st.info("The run is finishing: its model is chosen and is being calibrated or tested; it ends as soon "
-                        "as that is done." if s.phase in FINISH_PHASES else
+                st.info("Cancelling: the model is chosen; its calibration or test stops at the next batch, and the "
+                        "model is saved without the figures that were not finished." if s.phase in FINISH_PHASES else
                         "Cancelling: the model so far will be saved (before the first validation, a model this run "
                         "was to replace is kept instead).")
     elif s.kept:
@@ -427,12 +429,15 @@ def job_panel(job: TrainingJob, s: JobStatus) -> None:
                 ss["jobs_seen_finished"].add(job_id)
                 ex.checkpoints.clear()  # once per finished job: the new model joins the lists
             model = s.spec.get("out", "")
-            why = unfinished(model) or ("cancelled" if s.state == "cancelled" else "")
+            # a cancel while calibrating or testing (s.cut) came after training had finished: the model is whole
+            why = unfinished(model) or ("cancelled" if s.state == "cancelled" and not s.cut else "")
             if why:  # offered only with the warning: its answers come from a model that did not finish training
                 st.warning(ex.md(f"Saved {model}: an UNFINISHED model ({why}). Its answers and probabilities come "
                                  "from a model that did not finish training; every model list marks it so."))
             else:
                 st.success(ex.md(f"Saved {model}."))
+            if s.cut:
+                st.info(ex.sentence(s.message))
             tested_figures_ui(model, s.entities)
             if st.button("Use this unfinished model in Ask" if why else "Use this model in Ask", key=f"use-{job_id}"):
                 ss["data"] = s.spec.get("data_label") or ss.get("data")

@@ -840,6 +840,48 @@ def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
         assert "UNFINISHED" not in box.format_func("sample-world-unified"), page
 
 
+def test_a_run_cancelled_while_testing_is_a_finished_model_whose_missing_test_figures_are_explained(workspace):
+    """Cancel while calibrating or testing stops that pass (the job's event names the phase): the model finished
+    training, so the page offers it without the UNFINISHED warning, says what the cancel cut, and says why no test
+    figures are shown."""
+    from helpers import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+    from tpar.training.trainer import cut_text
+
+    kg = load_dataset(SAMPLE_WORLD)
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
+    out = workspace / "runs_dir" / "untested.tpar"
+    out.parent.mkdir(parents=True)
+    torch.manual_seed(0)
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=2)), kg, "unified",
+               history=[{"epoch": 1, "loss": 3.0, "valid_mrr": 0.2}, {"epoch": 2, "loss": 2.0, "valid_mrr": 0.3}],
+               extra={"stopped": "completed", "best_epoch": 2, "epochs_trained": 2.0,
+                      "cut": "evaluating on test"}).save(out)
+    job = workspace / "jobs_dir" / "20260101-000000-dddddd"
+    job.mkdir(parents=True)
+    (job / "spec.json").write_text(json.dumps({"data": str(SAMPLE_WORLD), "setting": "unified",
+                                              "run": {"train": {"epochs": 2}}, "out": str(out), "name": "untested",
+                                              "data_label": "sample world (chronological)"}))
+    (job / "events.jsonl").write_text(
+        json.dumps({"type": "start", "time": 1.0}) + "\n"
+        + json.dumps({"type": "cancelled", "time": 9.0, "checkpoint": str(out), "seconds": 8.0,
+                      "cut": "evaluating on test", "message": cut_text("evaluating on test")}) + "\n")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/train.py").run()
+    assert not at.exception
+    text = shown(at)
+    assert "UNFINISHED" not in text and at.success and "Saved" in at.success[0].value
+    assert "Cancelled while evaluating on test: the model it chose is saved, without test figures" in \
+        " ".join(i.value for i in at.info).replace("\\", "")
+    said = " ".join(c.value for c in at.caption)
+    assert "Not evaluated on the test split (the run was cancelled while evaluating on test)" in said
+    assert at.button(key="use-20260101-000000-dddddd").label == "Use this model in Ask"
+
+
 def test_the_training_form_takes_the_new_data_sets_defaults_when_the_data_set_changes_on_its_page():
     """Switching the data set on the Train page itself (the browser sends the form's last values with that rerun)
     gives the form the new data set's defaults, as its caption says -- it kept the sample world's epochs."""

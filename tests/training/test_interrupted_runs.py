@@ -35,7 +35,7 @@ def tiny_run(**kw):
     return RunConfig(ModelConfig(dim=8, attn_dim=3, num_layers=2, dropout=0.1),
                      TrainConfig(setting="extrapolation", lr=5e-3, batch_size=8, micro_batch=4,
                                  epochs=kw.pop("epochs", 3), patience=kw.pop("patience", 5), max_valid_queries=0,
-                                 checkpoint_every=1e9, seed=0, **kw))
+                                 checkpoint_every=1e9, seed=kw.pop("seed", 0), **kw))
 
 
 def test_the_best_model_so_far_says_it_is_unfinished_until_its_run_records_how_it_ended(world, tmp_path):
@@ -76,6 +76,26 @@ def test_a_resume_whose_best_model_is_gone_is_refused_not_labelled_with_other_we
         train(kg, tiny_run(epochs=3), out, resume=True, progress=False)
     assert resume_path(out).is_file() and not out.exists()  # nothing lost, nothing written
     (tmp_path / "moved.tpar").rename(out)
+    assert train(kg, tiny_run(epochs=3), out, resume=True, progress=False).stopped == "completed"
+
+
+def test_a_resume_whose_best_model_was_replaced_by_another_or_damaged_is_refused(world, tmp_path):
+    """Only the best file's existence was checked: another model put in its place (another run's, a copy of a
+    later epoch) would be kept or labelled as this run's best epoch. Its epoch, valid MRR and data must be this
+    run's; a damaged file is named as such. Nothing is lost either way, and the real file lets the run go on."""
+    kg, out = load_dataset(world), tmp_path / "c.tpar"
+    train(kg, tiny_run(epochs=3), out, progress=False, callbacks=TrainingCallbacks(on_epoch=lambda e: True))
+    shutil.copy(out, tmp_path / "real.tpar")
+    train(kg, tiny_run(epochs=2, seed=1), tmp_path / "other.tpar", progress=False)
+    shutil.copy(tmp_path / "other.tpar", out)
+    with pytest.raises(DataError, match=r"best model of this run so far \(epoch 1, valid MRR [0-9.]+\) was written "
+                                        r"to c.tpar, but the model there now is another one \(epoch \d, valid MRR"):
+        train(kg, tiny_run(epochs=3), out, resume=True, progress=False)
+    out.write_bytes(b"not a model")
+    with pytest.raises(DataError, match=r"which is no longer readable \(.*\): put it back to continue"):
+        train(kg, tiny_run(epochs=3), out, resume=True, progress=False)
+    assert resume_path(out).is_file()
+    shutil.copy(tmp_path / "real.tpar", out)
     assert train(kg, tiny_run(epochs=3), out, resume=True, progress=False).stopped == "completed"
 
 
@@ -267,3 +287,39 @@ def test_retrain_skips_its_own_finished_stages_read_as_they_read_the_data(world,
     capsys.readouterr()
     assert main(argv) == 0
     assert "stage 1/1 s1: done (" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cut_after", ["calibrating on valid", "evaluating on test"])
+def test_a_cancel_while_calibrating_or_testing_stops_that_phase_and_saves_the_chosen_model_without_its_figures(
+        tmp_path, cut_after):
+    """Cancel during the finishing passes did nothing until they ended (hostile audit 39, LOW): now the pass stops
+    at its next batch, the chosen model is saved with what finished whole (never a part of a phase), the resume file
+    goes (training is over) and the card says why test figures are missing."""
+    from tpar.model.card import render
+    from tpar.training.trainer import cut_text
+
+    big = tmp_path / "world.csv"
+    big.write_text(tiny_world_csv(days=300))  # valid and test of several batches: a stop mid-phase is visible
+    kg, out, phases, polls = load_dataset(big), tmp_path / "f.tpar", [], []
+
+    def poll():
+        polls.append(phases[-1])
+        return phases[-1] == cut_after  # at the phase's first batch
+
+    res = train(kg, tiny_run(epochs=2, max_train_queries=100), out, progress=False, eval_test=True,
+                callbacks=TrainingCallbacks(on_phase=phases.append, cancel_requested=poll))
+    assert res.cut == cut_after and res.stopped in ("completed", "early-stopping")
+    assert phases[-1] == cut_after and polls.count(cut_after) == 1  # it stopped at once, not at the phase's end
+    ck = Checkpoint.load(out)
+    assert ck.extra["cut"] == cut_after and not ck.unfinished() and len(ck.history) == 2
+    assert not any(k.startswith("test_") for k in ck.metrics) and "baseline_test" not in ck.extra
+    assert ("calibration" in ck.extra) == (cut_after == "evaluating on test")  # a whole calibration is kept
+    assert not resume_path(out).exists()
+    assert f"No test metrics recorded: its run was cancelled while {cut_after}." in render(ck, out.name)
+    assert cut_text(cut_after).startswith(f"cancelled while {cut_after}: the model it chose is saved")
+    # without a cancel the same run finishes both passes
+    seen = []
+    whole = train(kg, tiny_run(epochs=2, max_train_queries=100), tmp_path / "g.tpar", progress=False, eval_test=True,
+                  callbacks=TrainingCallbacks(on_phase=seen.append, cancel_requested=lambda: seen.append("poll") or False))
+    assert seen[seen.index(cut_after) + 1:][:2] == ["poll", "poll"]  # the phase has batches after the first
+    assert whole.cut == "" and "calibration" in whole.checkpoint.extra and "test_extrapolation" in whole.checkpoint.metrics

@@ -105,6 +105,35 @@ def test_cancel_then_resume_equals_uninterrupted(world, tmp_path):
     assert full.weights and full.weights.keys() == res2.checkpoint.weights.keys()
     for k in full.weights:
         assert torch.allclose(full.weights[k], res2.checkpoint.weights[k], atol=1e-6), k
+    # the interrupted epoch's mean loss is of all its steps, the 3 before the resume too (it was of the steps
+    # after the resume only), and its seconds count the time before the resume
+    assert [h["loss"] for h in res2.history] == pytest.approx([h["loss"] for h in full.history], abs=1e-6)
+    epoch1 = [s.loss for s in full_steps if s.epoch == 0]
+    assert res2.history[0]["loss"] == pytest.approx(sum(epoch1) / len(epoch1), abs=1e-6)
+    assert sum(s.loss for s in full_steps[3:len(epoch1)]) / (len(epoch1) - 3) != pytest.approx(
+        res2.history[0]["loss"], abs=1e-6)  # the old figure differs: the test can tell the two apart
+    assert res2.history[0]["seconds"] > 0
+
+
+def test_a_resume_file_of_an_older_version_without_the_epochs_loss_still_resumes(world, tmp_path):
+    """Resume files written before the epoch's loss and time were kept read those as 0: such a run resumes, and
+    its interrupted epoch's loss is the mean of the steps after the resume (all it can know)."""
+    from tpar.model.checkpoint import Checkpoint
+
+    kg, out = load_dataset(world), tmp_path / "old.tpar"
+    res = train(kg, tiny_run("extrapolation", epochs=1), out, progress=False,
+                callbacks=TrainingCallbacks(on_step=lambda info: info.batch == 2))
+    assert res.stopped == "cancelled"
+    ck, state, pos = Checkpoint.load(resume_path(out), with_state=True)
+    assert pos["loss_steps"] == 2 and pos["loss_sum"] > 0 and pos["epoch_seconds"] > 0
+    for key in ("loss_sum", "loss_steps", "epoch_seconds"):
+        del pos[key]
+    ck.save(resume_path(out), optimizer=state, position=pos)
+    after = []
+    res2 = train(kg, tiny_run("extrapolation", epochs=1), out, resume=True, progress=False,
+                 callbacks=TrainingCallbacks(on_step=lambda info: after.append(info.loss)))
+    assert res2.stopped == "completed"
+    assert res2.history[0]["loss"] == pytest.approx(sum(after) / len(after), abs=1e-6)
 
 
 def test_resume_keeps_the_interrupted_runs_setting(world, tmp_path):
@@ -745,6 +774,9 @@ def test_a_resume_file_altered_field_by_field_is_refused_by_name(world, tmp_path
         (position(best_mrr=None), "best_mrr is 'None'"),
         (position(epoch=-5), "epoch is '-5'"),
         (position(seconds=float("nan")), "seconds is 'nan'"),
+        (position(loss_steps=99), "loss_steps is '99', not a whole number from 0 to its batch"),
+        (position(loss_sum=-1.0), "loss_sum is '-1.0', not a finite loss"),
+        (position(epoch_seconds="x"), "epoch_seconds is 'x', not a duration"),
         (lambda p: p.__setitem__("position", "[" * 100_000), "position is not readable"),
         (lambda p: p["optimizer"].__setitem__("torch_rng", torch.zeros(3, dtype=torch.uint8)), "random-number state"),
         (lambda p: p.__setitem__("optimizer", None), "holds no optimiser state"),

@@ -237,11 +237,13 @@ def mask_own_entities(z: torch.Tensor, entities: torch.Tensor, self_linked: froz
 
 
 def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, *, max_queries: int = 0,
-            seed: int = 0, self_linked: frozenset[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            seed: int = 0, self_linked: frozenset[int] | None = None,
+            on_batch: Callable[[int, int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(filtered scores (n, E) float64, answers (n,)) of ``split``'s queries (a seeded subset of
     ``max_queries`` when > 0), the same queries the evaluation protocol ranks. With ``self_linked`` (the entities
     some fact links to themselves), each question's own entity outside it is left out too, as completion leaves
-    it out (:func:`tpar.reasoning.completion.complete`)."""
+    it out (:func:`tpar.reasoning.completion.complete`). ``on_batch(done, total)`` after each batch (it may raise
+    to stop, e.g. a cancelled training run's calibration)."""
     logits, answers = [], []
 
     def keep(batch: QueryBatch, scores: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> None:
@@ -252,7 +254,7 @@ def collect(kg: TemporalKG, ranker: Ranker, setting: Setting | str, split: str, 
         answers.append(batch.answer.clone())
 
     evaluate(kg, ranker, setting, split, progress=False, batch_size=64, max_queries=max_queries, seed=seed,
-             on_scores=keep)
+             on_scores=keep, on_batch=on_batch)
     return torch.cat(logits), torch.cat(answers)
 
 
@@ -489,10 +491,12 @@ def set_sizes_elsewhere_text(cal: "Calibration", level: float, elsewhere: str) -
 
 
 def calibrate(kg: TemporalKG, ranker: Ranker, setting: Setting | str, *, split: str = "valid", max_queries: int = 2000,
-              seed: int = 0, levels: tuple[float, ...] = LEVELS) -> Calibration:
-    """Fit the temperature and the conformal thresholds of ``setting`` on ``split``."""
+              seed: int = 0, levels: tuple[float, ...] = LEVELS,
+              on_batch: Callable[[int, int], None] | None = None) -> Calibration:
+    """Fit the temperature and the conformal thresholds of ``setting`` on ``split`` (``on_batch``: as
+    :func:`collect`'s)."""
     setting = Setting.parse(setting)
-    logits, answers = collect(kg, ranker, setting, split, max_queries=max_queries, seed=seed)
+    logits, answers = collect(kg, ranker, setting, split, max_queries=max_queries, seed=seed, on_batch=on_batch)
     t, refused = trusted_temperature(fit_temperature(logits, answers), logits, answers)
     gain = cross_fitted_gain(logits, answers, t, seed)
     top_map = fit_top_map(*_top(probabilities(logits, t), answers)) if gain >= TOP_MAP_GAIN else []

@@ -167,7 +167,9 @@ def _results(ckpt: Checkpoint, baselines: dict | None, paper: dict | None, notes
     lines: list[str] = []
     tests = {k[len("test_"):]: v for k, v in ckpt.metrics.items() if k.startswith("test_")}
     if not tests:
-        lines += ["No test metrics recorded.", ""]
+        cut = ckpt.extra.get("cut")
+        lines += ["No test metrics recorded" + (f": its run was cancelled while {_text(cut)}." if cut in (
+            "calibrating on valid", "evaluating on test") else "."), ""]
     bases = {s: base for s, _, base in frequency_comparison(ckpt.metrics, ckpt.extra.get("baseline_test"))}
     for setting, modes in tests.items():
         lines += [f"**{setting}**", "", "| tie mode | MRR / H@1 / H@3 / H@10 |", "|---|---|"]

@@ -78,6 +78,7 @@ class JobStatus:
     ended: float = 0.0            # when it finished (done, cancelled or failed), 0 before
     entities: int = 0             # candidate answers of the data (the loss of a uniform guess is ln of it), 0 before read
     kept: bool = False            # cancelled before its first validation: the model it was to replace is kept as it was
+    cut: str = ""                 # cancelled while finishing: the phase cut short (TrainResult.cut); training ran whole
 
     @property
     def finished(self) -> bool:
@@ -216,6 +217,7 @@ class TrainingJob:
                 st.checkpoint = e.get("checkpoint", "")
                 st.seconds = e.get("seconds", st.seconds)
                 st.kept = e.get("kept") is True
+                st.cut = e["cut"] if e.get("cut") in FINISH_PHASES else ""
                 if kind == "done":
                     st.progress = 1.0
         if not st.finished and ev and not self._alive():
@@ -323,7 +325,7 @@ def run_job(folder: str | Path) -> int:
     from tpar.data.loading import load_dataset
     from tpar.model.card import write_card
     from tpar.runtime.memory import bound_heap_growth
-    from tpar.training.trainer import TrainingCallbacks, train
+    from tpar.training.trainer import TrainingCallbacks, cut_text, train
 
     bound_heap_growth()
     job = TrainingJob(folder)
@@ -361,7 +363,8 @@ def run_job(folder: str | Path) -> int:
         Path(spec.out).parent.mkdir(parents=True, exist_ok=True)
         result = train(kg, run, spec.out, progress=False, eval_test=spec.eval_test,
                        callbacks=TrainingCallbacks(on_step=on_step, on_epoch=on_epoch,
-                                                   on_phase=lambda phase: emit("phase", phase=phase)))
+                                                   on_phase=lambda phase: emit("phase", phase=phase),
+                                                   cancel_requested=cancel.exists))
         try:
             if not result.kept:  # a kept model's card is its own
                 write_card(result.path)
@@ -373,6 +376,9 @@ def run_job(folder: str | Path) -> int:
                  message=f"{result.stopped} before the first validation: the model that was there, "
                          f"{result.path.name}, is kept as it was (this run's progress is in "
                          f"{resume_path(result.path).name}: tpar train --resume continues it)")
+        elif result.cut:  # trained and chosen; cancelled while calibrating or testing
+            emit("cancelled", checkpoint=str(result.path), seconds=result.seconds, cut=result.cut,
+                 message=cut_text(result.cut))
         elif result.stopped == "cancelled":
             emit("cancelled", checkpoint=str(result.path), seconds=result.seconds,
                  message="cancelled: the model so far was saved")

@@ -41,17 +41,23 @@ def check_output_folder(out: Path) -> None:
 @dataclass
 class ResumePoint:
     """Where a snapshot was taken: ``epoch`` in progress (0-based), its next ``batch``, the early-stopping
-    state and the optimiser-step seconds so far."""
+    state and the optimiser-step seconds so far; for the epoch in progress, the summed loss of its ``loss_steps``
+    steps and its wall seconds so far (so that an epoch interrupted and resumed reports the mean loss and the time
+    of all its steps, not only those after the resume; resume files written before these fields read as 0)."""
 
     epoch: int
     batch: int
     stopping: EarlyStopping
     seconds: float
+    loss_sum: float = 0.0
+    loss_steps: int = 0
+    epoch_seconds: float = 0.0
 
     def position(self) -> dict:
         return {"epoch": self.epoch, "batch": self.batch, "best_mrr": self.stopping.best_mrr,
                 "best_epoch": self.stopping.best_epoch, "bad_epochs": self.stopping.bad_epochs,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "loss_sum": self.loss_sum, "loss_steps": self.loss_steps,
+                "epoch_seconds": self.epoch_seconds}
 
 
 def save_resume(path: Path, ckpt: Checkpoint, optimizer: torch.optim.Optimizer, point: ResumePoint) -> None:
@@ -103,7 +109,17 @@ def _checked_position(pos: object, patience: int, path: Path) -> ResumePoint:
         raise DataError(f"the resume file's best_mrr is {str(best)[:40]!r}, not a share from 0 to 1", file=path)
     if not number_in(seconds, 0.0):
         raise DataError(f"the resume file's seconds is {str(seconds)[:40]!r}, not a duration", file=path)
-    return ResumePoint(epoch, batch, EarlyStopping(patience, float(best), best_epoch, bad), float(seconds))
+    steps = pos.get("loss_steps", 0)
+    if not number_in(steps, 0, batch, whole=True):
+        raise DataError(f"the resume file's loss_steps is {str(steps)[:40]!r}, not a whole number from 0 to its "
+                        f"batch ({batch})", file=path)
+    loss_sum, epoch_seconds = pos.get("loss_sum", 0.0), pos.get("epoch_seconds", 0.0)
+    if not number_in(loss_sum, 0.0):
+        raise DataError(f"the resume file's loss_sum is {str(loss_sum)[:40]!r}, not a finite loss", file=path)
+    if not number_in(epoch_seconds, 0.0):
+        raise DataError(f"the resume file's epoch_seconds is {str(epoch_seconds)[:40]!r}, not a duration", file=path)
+    return ResumePoint(epoch, batch, EarlyStopping(patience, float(best), best_epoch, bad), float(seconds),
+                       float(loss_sum), int(steps), float(epoch_seconds))
 
 
 def restore_optimizer(optimizer: torch.optim.Optimizer, adam_state: dict, path: Path) -> None:

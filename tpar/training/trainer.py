@@ -65,6 +65,9 @@ class TrainingCallbacks:
     on_epoch: Callable[[dict], bool | None] | None = None
     on_checkpoint: Callable[[Path], None] | None = None
     on_phase: Callable[[str], None] | None = None   # "validating", "calibrating on valid", "evaluating on test"
+    #: polled after each batch of the finishing passes (calibration on valid, the test), which have no steps: True
+    #: stops them, and the chosen model is saved without what was not finished (``TrainResult.cut``)
+    cancel_requested: Callable[[], bool] | None = None
 
 
 
@@ -72,6 +75,15 @@ class TrainingCallbacks:
 STOPPED_TEXT = {"completed": "every epoch ran, up to the epoch limit",
                 "early-stopping": "stopped early: valid MRR stopped improving",
                 "cancelled": "cancelled", "interrupted": "interrupted (its resume file kept)"}
+
+
+def cut_text(cut: str) -> str:
+    """What a run cancelled while finishing (``TrainResult.cut``) saved, in words."""
+    if cut == "calibrating on valid":
+        return ("cancelled while calibrating on valid: the model it chose is saved, without a calibration or test "
+                "figures (tpar calibrate and tpar evaluate add them)")
+    return "cancelled while evaluating on test: the model it chose is saved, without test figures (tpar evaluate " \
+           "--split test gives them)"
 
 
 @dataclass
@@ -86,6 +98,9 @@ class TrainResult:
     #: kept as it was (a cancel never costs the user a model), ``checkpoint`` is None and the progress is in the
     #: resume file only
     kept: bool = False
+    #: cancelled while finishing (``cancel_requested``): the phase cut short, "calibrating on valid" or "evaluating
+    #: on test"; the selected model is saved without that phase's figures (calibration, test metrics), "" otherwise
+    cut: str = ""
 
 
 @dataclass
@@ -101,6 +116,11 @@ class TrainerState:
     epochs_trained: float = 0.0  # epochs of optimiser steps (0.1: a tenth of the first)
     validations: int = 0         # validation passes run by this process (not before a resume)
     validation_seconds: float = 0.0
+    # the epoch in progress, before this process took it up (a resume): its steps' summed loss, how many, and
+    # its wall seconds; all 0 at the start of an epoch
+    loss_sum: float = 0.0
+    loss_steps: int = 0
+    epoch_seconds: float = 0.0
 
 
 def validate(model: TPAR, kg: TemporalKG, run: RunConfig, device: torch.device, progress: bool,
@@ -310,11 +330,24 @@ class Trainer:
         whose best epoch was validated cannot go on when that file is gone, or its result would label other
         weights as the best epoch's (hostile audit 39 #4)."""
         best = self.state.stopping.best_epoch
-        if best >= 1 and not self.out.is_file():
-            raise DataError(f"the best model of this run so far (epoch {best}, valid MRR "
-                            f"{100 * self.state.stopping.best_mrr:.2f}) was written to {self.out.name}, which is gone: "
-                            f"put it back to continue from {self.rpath.name}, or remove {self.rpath.name} to start "
-                            "again",
+        if best < 1:
+            return
+        what = (f"the best model of this run so far (epoch {best}, valid MRR {100 * self.state.stopping.best_mrr:.2f}) "
+                f"was written to {self.out.name}")
+        fix = f"put it back to continue from {self.rpath.name}, or remove {self.rpath.name} to start again"
+        if not self.out.is_file():
+            raise DataError(f"{what}, which is gone: {fix}", file=self.out)
+        try:  # the file there must be that model, not another one put in its place (a copy, another run's)
+            there = Checkpoint.load(self.out)
+        except DataError as e:
+            raise DataError(f"{what}, which is no longer readable ({e.problem}): {fix}", file=self.out) from None
+        mrr = (there.metrics.get("valid_subset") or {}).get("mrr")
+        if there.data_fingerprint != self.kg.fingerprint or there.extra.get("best_epoch") != best or \
+                mrr != self.state.stopping.best_mrr:
+            got = f"epoch {there.extra.get('best_epoch')}, valid MRR " + (
+                f"{100 * mrr:.2f}" if isinstance(mrr, float) else "unknown")
+            raise DataError(f"{what}, but the model there now is another one ({got}"
+                            f"{', other data' if there.data_fingerprint != self.kg.fingerprint else ''}): {fix}",
                             file=self.out)
 
     @property
@@ -334,7 +367,8 @@ class Trainer:
         restore_optimizer(self.opt, opt_state["adam"], self.rpath)
         torch.set_rng_state(opt_state["torch_rng"])
         self.state = TrainerState(point.stopping, point.epoch, point.batch, ck.history, point.seconds,
-                                  float(point.epoch))
+                                  float(point.epoch), loss_sum=point.loss_sum, loss_steps=point.loss_steps,
+                                  epoch_seconds=point.epoch_seconds)
         self.warm = ck.extra.get("warm_start")
 
     # -- files -------------------------------------------------------------------------------------
@@ -347,7 +381,12 @@ class Trainer:
         if not self.main:
             return
         ck = from_model(self.model, self.run, self.kg, self.setting, history=self.state.history, extra=self._extra())
-        save_resume(self.rpath, ck, self.opt, ResumePoint(epoch, batch, self.state.stopping, self.state.seconds))
+        st = self.state
+        in_epoch = batch > 0  # a snapshot inside an epoch carries that epoch's loss and time so far
+        save_resume(self.rpath, ck, self.opt, ResumePoint(
+            epoch, batch, st.stopping, st.seconds, st.loss_sum if in_epoch else 0.0,
+            st.loss_steps if in_epoch else 0,
+            st.epoch_seconds + time.perf_counter() - self._t_epoch if in_epoch else 0.0))
         if self.cb.on_checkpoint:
             self.cb.on_checkpoint(self.rpath)
 
@@ -390,13 +429,17 @@ class Trainer:
         first = self.state.batch if epoch == self.state.epoch else 0
         bar = tqdm(total=nb, initial=first, desc=f"epoch {epoch + 1}/{self.cfg.epochs}", unit="batch",
                    disable=not (self.progress and self.main), mininterval=1.0)
-        t_epoch, n_q, losses = time.perf_counter(), 0, []
+        if first == 0:  # a fresh epoch (a resume keeps the loss and time of the steps run before it)
+            self.state.loss_sum, self.state.loss_steps, self.state.epoch_seconds = 0.0, 0, 0.0
+        t_epoch = self._t_epoch = time.perf_counter()
+        n_q = 0
         last_save = time.perf_counter()
         for i in range(first, nb):
             kind, batch = plan.batch(i, self.cfg.batch_size)
             loss = self._step(batch, self._on_device(plan.backgrounds[kind]), epoch, i, nb)
             n_q += len(batch)
-            losses.append(loss)
+            self.state.loss_sum += loss
+            self.state.loss_steps += 1
             qps = n_q / max(time.perf_counter() - t_epoch, 1e-9)
             self.state.epochs_trained = epoch + (i + 1) / nb
             bar.update(1)
@@ -413,7 +456,7 @@ class Trainer:
                 raise TrainingInterrupted()
         bar.close()
         self.state.batch = 0
-        return self._validate_epoch(epoch, plan, t_epoch, losses, received)
+        return self._validate_epoch(epoch, plan, t_epoch, received)
 
     def _step(self, batch, bg: Background, epoch: int, i: int, nb: int) -> float:
         """One optimiser step on ``batch`` (Eq. 10 summed over its micro-batches); returns its loss."""
@@ -441,8 +484,7 @@ class Trainer:
         self.state.seconds += time.perf_counter() - t0
         return total
 
-    def _validate_epoch(self, epoch: int, plan: EpochPlan, t_epoch: float, losses: list[float],
-                        received: list[int]) -> bool:
+    def _validate_epoch(self, epoch: int, plan: EpochPlan, t_epoch: float, received: list[int]) -> bool:
         """Validate after ``epoch``, keep the model when it is the best on valid, snapshot; True to stop."""
         if self.cb.on_phase:
             self.cb.on_phase("validating")
@@ -450,9 +492,12 @@ class Trainer:
         val = validate(self.model, self.kg, self.run, self.device, self.progress)
         self.state.validations += 1
         self.state.validation_seconds += time.perf_counter() - t_valid
-        entry = {"epoch": epoch + 1, "loss": sum(losses) / max(len(losses), 1),
+        st = self.state
+        entry = {"epoch": epoch + 1, "loss": st.loss_sum / max(st.loss_steps, 1),  # every step's, across a resume
                  "queries": plan.num_questions,  # all of them ran (some before a resume)
-                 "seconds": time.perf_counter() - t_epoch, **{f"valid_{k}": v for k, v in val.items()}}
+                 "seconds": st.epoch_seconds + time.perf_counter() - t_epoch,
+                 **{f"valid_{k}": v for k, v in val.items()}}
+        st.loss_sum, st.loss_steps, st.epoch_seconds = 0.0, 0, 0.0
         self.state.history.append(entry)
         improved = self.state.stopping.update(val["mrr"], epoch + 1)
         if improved:
@@ -503,12 +548,15 @@ class Trainer:
         best.extra.update({"seconds": st.seconds, "hardware": hardware(), "seed": self.cfg.seed, "stopped": stopped,
                            "best_epoch": st.stopping.best_epoch, "wall_seconds": time.perf_counter() - self.t_run,
                            "epochs_trained": round(st.epochs_trained, 3)})
+        cut = ""
         if stopped not in ("cancelled", "interrupted"):
-            self._calibrate_and_test(best, eval_test)
+            cut = self._calibrate_and_test(best, eval_test)
+            if cut:
+                best.extra["cut"] = cut
         best.save(self.out)
         if stopped not in ("cancelled", "interrupted") and self.rpath.exists():
             self.rpath.unlink()
-        return TrainResult(best, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
+        return TrainResult(best, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped, cut=cut)
 
     def _keeps_replaced_model(self) -> bool:
         """``out`` holds a model this never-validated run would replace, worth keeping: any readable model but an
@@ -522,28 +570,48 @@ class Trainer:
         best = old.extra.get("best_epoch")
         return not (old.unfinished() and not (isinstance(best, int) and best >= 1))
 
-    def _calibrate_and_test(self, best: Checkpoint, eval_test: bool) -> None:
+    def _calibrate_and_test(self, best: Checkpoint, eval_test: bool) -> str:
+        """Calibrate ``best`` on valid and test it (each as configured), into its metadata; returns the phase a
+        cancel cut short ("" when none): its partial figures are dropped, and a cut calibration skips the test."""
         cfg, kinds = self.cfg, settings_of(self.setting)
         test = eval_test and "test" in self.kg.splits
         if not (cfg.calibrate or test):
-            return
+            return ""
         model = best.build_model(self.device)
-        if cfg.calibrate:
-            if self.cb.on_phase:
-                self.cb.on_phase("calibrating on valid")
-            for kind in kinds:  # temperature and conformal thresholds from valid (never test)
-                cal = calibrate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, split="valid",
-                                max_queries=calibration_queries(cfg), seed=cfg.seed)
-                best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
-        if test:
-            best.extra["entities"] = self.kg.num_entities  # a uniform guess's figures, for the card to set them beside
-            if self.cb.on_phase:
-                self.cb.on_phase("evaluating on test")
-            for kind in kinds:
-                res = evaluate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, "test",
-                               progress=self.progress, batch_size=64)
-                best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
-                # the bar a model must clear on these questions: the frequency baseline's test MRR beside its own
-                base = evaluate(self.kg, FrequencyBaseline(), kind, "test", progress=False)
-                best.extra.setdefault("baseline_test", {})[kind] = {"method": "frequency",
-                                                                    "mrr": base.metrics("realistic").mrr}
+        poll = self.cb.cancel_requested
+
+        def check(done: int, total: int) -> None:
+            if poll is not None and poll():
+                raise TrainingCancelled()
+
+        phase = "calibrating on valid"
+        try:
+            if cfg.calibrate:
+                if self.cb.on_phase:
+                    self.cb.on_phase(phase)
+                for kind in kinds:  # temperature and conformal thresholds from valid (never test)
+                    cal = calibrate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, split="valid",
+                                    max_queries=calibration_queries(cfg), seed=cfg.seed, on_batch=check)
+                    best.extra.setdefault("calibration", {})[kind] = cal.to_dict()
+            if test:
+                phase = "evaluating on test"
+                best.extra["entities"] = self.kg.num_entities  # a uniform guess's figures, for the card beside its own
+                if self.cb.on_phase:
+                    self.cb.on_phase(phase)
+                for kind in kinds:
+                    res = evaluate(self.kg, ModelRanker(model, self.device, cfg.micro_batch), kind, "test",
+                                   progress=self.progress, batch_size=64, on_batch=check)
+                    best.metrics[f"test_{kind}"] = {m: res.metrics(m).to_dict() for m in RANK_TYPES}
+                    # the bar a model must clear on these questions: the frequency baseline's test MRR beside its own
+                    base = evaluate(self.kg, FrequencyBaseline(), kind, "test", progress=False)
+                    best.extra.setdefault("baseline_test", {})[kind] = {"method": "frequency",
+                                                                        "mrr": base.metrics("realistic").mrr}
+        except TrainingCancelled:  # a part of a phase is not shown as the whole: the phase's figures go
+            if phase == "calibrating on valid":
+                best.extra.pop("calibration", None)
+            for key in [k for k in best.metrics if k.startswith("test_")]:
+                del best.metrics[key]
+            best.extra.pop("baseline_test", None)
+            best.extra.pop("entities", None)
+            return phase
+        return ""
