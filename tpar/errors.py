@@ -1,9 +1,11 @@
 """Errors that carry where bad input came from, so the CLI and the app can show a clear message; and the few helpers
-that put untrusted text into a message or a Markdown page (quoted, counted, escaped)."""
+that put untrusted text into a message or a Markdown page (quoted, counted, escaped), and the one way a probability
+is written for a user (:func:`probability_text`)."""
 
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from pathlib import Path
 
@@ -165,6 +167,19 @@ def defuse_markdown(text: str) -> str:
                 part = _DEFUSED_AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, part)
             out.append(part)
     return "".join(out)
+
+
+def probability_text(p: float) -> str:
+    """A probability as a percentage with enough digits to tell small values apart
+    ("41.2%", "0.38%", "0.0021%", "< 0.0001%")."""
+    pct = 100.0 * p
+    if pct >= 99.95:  # 1.0 too: a softmax rounds to exactly 1 long before anything is certain (new-user walk 38)
+        return "> 99.9%"
+    if pct >= 10:
+        return f"{pct:.1f}%"
+    if pct >= 1e-4:
+        return f"{pct:.{max(1, 1 - int(math.floor(math.log10(pct))))}f}%"  # two significant digits
+    return "0%" if p == 0 else "< 0.0001%"
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

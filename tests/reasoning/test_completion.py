@@ -211,6 +211,9 @@ def test_with_completions_marks_train_facts_only_and_survives_save(planted, tmp_
     assert done.fingerprint != kg.fingerprint
     f = next(iter(done.inferred))
     assert done.is_inferred(*f) and "inferred by a model" in done.inferred_text(*f)
+    # the probability reads as everywhere else in the product (one formatter: 1.0%, not 1%)
+    from tpar.errors import probability_text
+    assert done.inferred_text(*f) == f"inferred by a model (p = {probability_text(done.inferred[f])}), not observed"
     person = done.entities.name(f[0])
     assert any(e.inferred for e in done.entity_facts(person))
     saved = save_dataset(done, tmp_path, "completed")

@@ -12,6 +12,7 @@ import numpy as np
 
 from tpar.data.timeaxis import TimeAxis
 from tpar.data.vocab import Vocabulary
+from tpar.errors import probability_text
 
 SPLITS = ("train", "valid", "test")
 
@@ -72,12 +73,6 @@ def split_overlap_notes(kg: "TemporalKG") -> list[str]:
                        f"{'it' if n == 1 else 'them'}, so its {split} figures count facts it has seen (a question never "
                        "reads its own fact, but training did)")
     return out
-
-
-def _percent(p: float) -> str:
-    """A model's probability as a percentage that never prints 1e+02 nor claims 100%."""
-    pct = 100 * p
-    return "> 99.9%" if pct >= 99.95 else f"{pct:.3g}%" if pct >= 10 else f"{pct:.2g}%"
 
 
 @dataclass
@@ -182,7 +177,7 @@ class TemporalKG:
         if key not in self.inferred:
             return ""
         p = self.inferred[key]
-        return "inferred by a model" + ("" if p != p else f" (p = {_percent(p)})") + ", not observed"
+        return "inferred by a model" + ("" if p != p else f" (p = {probability_text(p)})") + ", not observed"
 
     # -- identity -------------------------------------------------------------------------------
     @cached_property

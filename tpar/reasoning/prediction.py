@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -12,7 +11,7 @@ import torch
 from tpar.data.kg import TemporalKG
 from tpar.data.lineage import grew_from, growth_text, training_range
 from tpar.data.relation_matching import as_loaded
-from tpar.errors import DataError, check_count, plural
+from tpar.errors import DataError, check_count, plural, probability_text  # noqa: F401 -- also imported from here
 from tpar.graph.background import Background
 from tpar.graph.index import TemporalGraphIndex
 from tpar.evaluation.calibration import probabilities
@@ -81,19 +80,6 @@ def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torc
     tol = tie_tolerance(values)
     above = torch.searchsorted(sorted_scores, values + tol, right=True)
     return n - above + 1, n - torch.searchsorted(sorted_scores, values - tol)
-
-
-def probability_text(p: float) -> str:
-    """A probability as a percentage with enough digits to tell small values apart
-    ("41.2%", "0.38%", "0.0021%", "< 0.0001%")."""
-    pct = 100.0 * p
-    if pct >= 99.95:  # 1.0 too: a softmax rounds to exactly 1 long before anything is certain (new-user walk 38)
-        return "> 99.9%"
-    if pct >= 10:
-        return f"{pct:.1f}%"
-    if pct >= 1e-4:
-        return f"{pct:.{max(1, 1 - int(math.floor(math.log10(pct))))}f}%"  # two significant digits
-    return "0%" if p == 0 else "< 0.0001%"
 
 
 @dataclass(frozen=True)
