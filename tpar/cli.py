@@ -698,11 +698,9 @@ def _ensemble(args) -> int:
     if any(same_file(a, b) for i, a in enumerate(given) for b in given[i + 1:]):
         raise DataError("the same checkpoint is given twice: a composite averages different models")
     cks = [Checkpoint.load(p) for p in args.checkpoints]
-    from tpar.model.checkpoint import weights_digest
+    from tpar.model.composite import same_model
 
-    digests = [weights_digest(ck.weights) if ck.kind == "single" else ck.digest for ck in cks]
-    twin = next(((i, j) for i, a in enumerate(digests) for j, b in enumerate(digests[i + 1:], start=i + 1)
-                 if a == b), None)
+    twin = same_model(cks)
     if twin is not None:  # a copy under another name (audit 39: the composite written was refused when loaded)
         raise DataError(f"{args.checkpoints[twin[1]]} holds the same weights as {args.checkpoints[twin[0]]}: a "
                         "composite averages different models")

@@ -134,8 +134,21 @@ def test_a_composite_whose_two_members_are_one_model_is_refused(sample_composite
     meta["sha256"] = ckmod.content_digest(meta, w)
     payload["meta"] = json.dumps(meta)
     torch.save(payload, tmp_path / "twins.tpar")
-    with pytest.raises(DataError, match="model 2 is the same model as model 1"):
+    with pytest.raises(DataError, match="model 2 holds the same weights as model 1"):
         Checkpoint.load(tmp_path / "twins.tpar")
+    # the same weights under other metadata (another seed recorded, its own sha256): still one model twice, as
+    # tpar ensemble refuses it (review 39b: the loader compared whole-content digests only)
+    member = json.loads(json.dumps(meta["members"][0]))
+    member.setdefault("extra", {})["seed"] = 12345
+    own = {k[len("members.1."):]: v for k, v in w.items() if k.startswith("members.1.")}
+    member["sha256"] = ckmod.content_digest(member, own)
+    assert member["sha256"] != meta["members"][0]["sha256"]
+    meta["members"][1] = member
+    meta["sha256"] = ckmod.content_digest(meta, w)
+    payload["meta"] = json.dumps(meta)
+    torch.save(payload, tmp_path / "twins2.tpar")
+    with pytest.raises(DataError, match="model 2 holds the same weights as model 1"):
+        Checkpoint.load(tmp_path / "twins2.tpar")
 
 
 def test_names_from_a_checkpoint_reach_the_terminal_as_text_not_escape_sequences(tmp_path, capsys):

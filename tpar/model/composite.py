@@ -52,7 +52,7 @@ from tpar.graph.background import Background
 from tpar.graph.queries import QueryBatch
 from tpar.model.checkpoint import (Checkpoint, WeightsOnDisk, _check_meta_schema, atomic_torch_save,
                                    check_finite_weights, checked_weights, content_digest, number_problems,
-                                   out_of_range, parse_meta, stored_number_problems)
+                                   out_of_range, parse_meta, stored_number_problems, weights_digest)
 from tpar.model.network import TPAR
 
 #: the composite's file format: "tpar-composite-v<N>"; version 2 adds member weights (written only by a composite
@@ -85,6 +85,14 @@ def combine_scores(f: list[torch.Tensor], coefficients: tuple[float, ...], psi: 
     if psi is not None and beta:
         out = out + prior_term(psi, eps, beta).to(out.device, out.dtype)
     return out
+
+
+def same_model(models: list[Checkpoint]) -> tuple[int, int] | None:
+    """The first pair (i, j), i < j, of ``models`` that hold the same weights (a copy, renamed or with other
+    metadata: the sha256 of its weights alone; a composite's sha256), or None: a composite averages different models,
+    and a copy would weigh one twice. The one rule of ``tpar ensemble`` and the composite loader."""
+    keys = [weights_digest(m.weights) if m.kind == "single" else m.digest for m in models]
+    return next(((i, j) for j, b in enumerate(keys) for i, a in enumerate(keys[:j]) if a == b), None)
 
 
 def normalised_weights(weights) -> tuple[float, ...]:
@@ -475,9 +483,9 @@ class CompositeCheckpoint(Checkpoint):
                     members.append(Checkpoint.from_meta(mm, own, f"{p} (model {i + 1})"))
                 except DataError as e:
                     raise DataError(f"model {i + 1}: {e.problem}") from None
-                twin = next((j for j, other in enumerate(members[:-1]) if other.digest == members[-1].digest), None)
+                twin = same_model(members)
                 if twin is not None:  # a composite averages different models: a copy would weigh one twice
-                    raise ValueError(f"model {i + 1} is the same model as model {twin + 1} (one sha256)")
+                    raise ValueError(f"model {twin[1] + 1} holds the same weights as model {twin[0] + 1}")
             stray = sorted(set(weights) - claimed)
             if stray:
                 raise ValueError(f"weights of no member: {', '.join(stray[:3])}")
