@@ -116,8 +116,8 @@ class TrainerState:
     epochs_trained: float = 0.0  # epochs of optimiser steps (0.1: a tenth of the first)
     validations: int = 0         # validation passes run by this process (not before a resume)
     validation_seconds: float = 0.0
-    # the epoch in progress, before this process took it up (a resume): its steps' summed loss, how many, and
-    # its wall seconds; all 0 at the start of an epoch
+    # the epoch in progress: its steps' summed loss and how many (those run before a resume too), and its wall
+    # seconds before this process took it up (a resume); all 0 at the start of an epoch
     loss_sum: float = 0.0
     loss_steps: int = 0
     epoch_seconds: float = 0.0
@@ -342,8 +342,10 @@ class Trainer:
         except DataError as e:
             raise DataError(f"{what}, which is no longer readable ({e.problem}): {fix}", file=self.out) from None
         mrr = (there.metrics.get("valid_subset") or {}).get("mrr")
-        if there.data_fingerprint != self.kg.fingerprint or there.extra.get("best_epoch") != best or \
-                mrr != self.state.stopping.best_mrr:
+        epoch = there.extra.get("best_epoch")
+        # what the file records must be this run's best (a field a file of an older tpar lacks is not compared)
+        if there.data_fingerprint != self.kg.fingerprint or (epoch is not None and epoch != best) or \
+                (mrr is not None and mrr != self.state.stopping.best_mrr):
             got = f"epoch {there.extra.get('best_epoch')}, valid MRR " + (
                 f"{100 * mrr:.2f}" if isinstance(mrr, float) else "unknown")
             raise DataError(f"{what}, but the model there now is another one ({got}"
