@@ -135,7 +135,12 @@ def test_results_table_lists_every_row_with_its_gap():
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[3] == f"{row.paper:.2f}"
         if row.checkpoint is None and row.unshipped is None:
-            assert cells[4] == cells[5] == "–" and cells[8] == "no training file here"
+            assert cells[4] == cells[5] == cells[6] == "–" and cells[9] == "no training file here"
+        if row.single:  # ours is a composite: the best single model measured here beside it, from its record
+            figure, source = R._single(row)
+            assert figure is not None and cells[6] == f"{figure:.2f}" and source in lines[2], row.data
+        elif row.checkpoint:
+            assert cells[6] == f"{cells[4]} (ours)"
         if row.unshipped and all((R.ROOT / f).is_file() for f in row.unshipped):
             test = json.loads((R.ROOT / row.unshipped[1]).read_text())["realistic"]["mrr"] * 100
             assert cells[4] == f"{test:.2f} (best here, not shipped)" and cells[5] == f"{test - row.paper:+.2f}"

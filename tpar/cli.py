@@ -1620,7 +1620,7 @@ def _add_train(sub) -> None:
                     help="a GRU-style gate between steps (not in the paper; in code attributed to its authors)")
     sp.add_argument("--lr-schedule", choices=["constant", "cosine", "plateau"],
                     help="cosine: down to lr/10 over the planned epochs; plateau: lr halved per epoch that did "
-                         "not improve valid MRR (default: constant)")
+                         "not improve valid MRR (default: the config's, constant when it names none)")
     sp.add_argument("--background-fraction", type=float, metavar="F",
                     help="interpolation: share of training facts kept as background each epoch, the rest "
                          "asked as questions (paper 0.75)")
@@ -1698,7 +1698,8 @@ def _add_calibrate(sub) -> None:
     sp.add_argument("--data", required=True, help=DATA_HELP + " (the checkpoint's)")
     sp.add_argument("--setting", choices=["extrapolation", "interpolation"],
                     help="default: the checkpoint's setting(s)")
-    sp.add_argument("--max-queries", type=count, default=2000, help="valid questions used (seeded subset; 0 = all)")
+    sp.add_argument("--max-queries", type=count, default=2000,
+                    help="valid questions used (a seeded subset; 0 = all; default 2000)")
     threads_arg(sp)
     sp.add_argument("--micro-batch", type=BATCH, default=16, help="questions per forward pass (default 16)")
     device_arg(sp)
