@@ -655,12 +655,23 @@ def test_paths_that_explain_little_of_the_score_say_so():
     d = Decomposition(score=1.043, no_evidence_score=0.0, paths=0.138, rest_links=0.8867, stays=0.0178,
                       residual=0.0005, links_on_paths=9, links=434, method="integrated")
     assert d.paths_note() == ("The paths listed account for +0.1380 of f − f₀ = +1.0430 (13%): most of the evidence, "
-                              "+0.8867, runs over the 425 links on no listed path, each adding little (more paths show "
-                              "more of it)")
+                              "+0.8867 (85%), runs over the 425 links on no listed path, each adding little (more "
+                              "paths show more of it)")
     from dataclasses import replace
 
     assert replace(d, paths=0.6, rest_links=0.4249).paths_note() == ""  # the paths carry most of it
     assert replace(d, rest_links=0.1, stays=0.7867).paths_note() == ""  # self-loops carry it: stays_note's case
+    # scale audit 40: the other links (+1.01) were called "most of the evidence" beside paths of +3.39 of +13.0,
+    # the unattributed residual holding +8.30: now silent (the sum and the gradient's caveat say where it is)
+    big = Decomposition(score=16.7914, no_evidence_score=3.7945, paths=3.3858, rest_links=1.0104, stays=0.3054,
+                        residual=8.2953, links_on_paths=20, links=302_234, method="mixed", models=2)
+    assert big.paths_note() == ""
+    assert replace(big, residual=0.0, rest_links=1.0104 + 8.2953).paths_note().startswith(
+        "The paths listed account for +3.3858 of S − S₀ = +12.9969 (26%): most of the evidence, +9.3057 (72%)")
+    # the largest part, but under half: said as such, never "most"
+    third = replace(d, paths=0.3, rest_links=0.45, stays=0.293)
+    assert "the largest part of it, +0.4500 (43%), runs over" in third.paths_note()
+    assert replace(d, paths=0.3, rest_links=0.25, stays=0.2, residual=0.293).paths_note() == ""  # not the largest
 
 
 def test_the_gradients_caveat_is_an_explanation_warning_said_once_even_for_a_composite(sample_composite):
@@ -681,3 +692,33 @@ def test_the_gradients_caveat_is_an_explanation_warning_said_once_even_for_a_com
         assert next(w for w in said if head in w).endswith("; integrated importance attributes all of it")
         assert not any("--importance" in w for w in said)
         assert not any(head in w for w in ex.explain(*q, setting="extrapolation", importance="integrated").warnings)
+
+
+def test_the_same_answer_with_more_paths_does_not_integrate_again(sample_kg, sample_checkpoint, monkeypatch):
+    """Integrated gradients are most of an explanation's time (30 s a step of the app's Paths slider on ICEWS14:
+    scale audit 40): an explainer keeps the last questions' and answers' integration, so showing the same answer
+    with more paths, or another ranking, integrates once; the result equals a fresh explainer's. Another answer,
+    another number of points, or other data integrate again."""
+    ex = Explainer(Predictor(sample_checkpoint, sample_kg))
+    calls = []
+    real = ex._integrated
+    monkeypatch.setattr(ex, "_integrated", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    q = ("Keleth", "Meet", "2025-12-20")
+    top = ex.predictor.predict(*q, top_k=5)
+    first, second = top.answers[0].entity, top.answers[1].entity
+    three = ex.explain(*q, first, num_paths=3, importance="integrated")
+    assert three.importance == "integrated" and len(calls) == 1
+    five = ex.explain(*q, first, num_paths=5, importance="integrated")
+    total = ex.explain(*q, first, num_paths=5, importance="integrated", ranking="total")
+    assert len(calls) == 1 and total.ranking == "total"
+    fresh = Explainer(Predictor(sample_checkpoint, sample_kg)).explain(*q, first, num_paths=5, importance="integrated")
+    assert five.to_dict() == fresh.to_dict()
+    ex.explain(*q, second, num_paths=3, importance="integrated")
+    ex.explain(*q, first, num_paths=3, importance="integrated", steps=8)
+    assert len(calls) == 3
+    assert Explainer.INTEGRATED_MEMO == 4
+    for other in top.answers[2:5]:  # older questions leave the memo: it holds a few, not all
+        ex.explain(*q, other.entity, num_paths=3, importance="integrated")
+    assert len(calls) == 6 and len(ex._integrated_memo) == 4
+    ex.explain(*q, first, num_paths=3, importance="integrated")
+    assert len(calls) == 7
