@@ -1072,3 +1072,46 @@ def test_evaluate_draws_a_uniform_guess_on_the_per_relation_chart_and_names_the_
     said = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "TPAR scores below a uniform guess (MRR about 13.0%) on 1 of 2 relations (visits): 4 of the 8 " \
            "questions" in said, said
+
+
+def test_a_time_axis_of_thousands_of_steps_is_a_list_to_type_into_not_a_slider(workspace):
+    """YAGO11k's years run from -431 to 3171: on a 3,602-step slider a year could not be picked (835 arrow presses
+    to reach one, scale audit 40). Past a few hundred steps the Time field is a searchable list; a short axis keeps
+    its slider."""
+    import random
+
+    from tpar.data.upload import inspect_upload, save_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    def dataset(name: str, lo: int, hi: int):
+        rng = random.Random(0)
+        rows = ["subject,relation,object,time"] + [
+            f"P{i % 20},Meet,P{(i * 7 + 1) % 20},{lo if i == 0 else hi if i == 1 else rng.randint(lo, hi)}"
+            for i in range(300)]
+        _, kg = inspect_upload("\n".join(rows), f"{name}.csv")
+        save_dataset(kg, workspace / "upload_dir", name)
+        cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                          time_span=kg.time_range[1] - kg.time_range[0] + 1)
+        torch.manual_seed(0)
+        (workspace / "runs_dir").mkdir(parents=True, exist_ok=True)
+        from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=1)), kg, "unified",
+                   extra={"stopped": "completed", "best_epoch": 1}).save(workspace / "runs_dir" / f"{name}.tpar")
+
+    dataset("years", -431, 3171)
+    dataset("weeks", 0, 150)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/data_model.py").run()
+    at.selectbox(key="w_data").select("upload: years").run()
+    at.switch_page("views/ask.py").run()
+    assert not at.exception
+    time_box = at.selectbox(key="w_time")
+    assert len(time_box.options) > 3_602 and "2010" in time_box.options and "Type to search" in time_box.help
+    time_box.select("2010").run()
+    assert not at.exception and at.session_state["time"] == "2010"
+    assert "2010" in shown(at) and at.dataframe  # the question at the year picked is answered
+    at.switch_page("views/data_model.py").run()
+    at.selectbox(key="w_data").select("upload: weeks").run()  # a short axis keeps its slider
+    at.switch_page("views/ask.py").run()
+    assert not at.exception and at.select_slider(key="w_time") is not None
