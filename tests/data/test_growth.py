@@ -493,3 +493,32 @@ def test_a_copy_left_aside_is_its_own_data_sets_whoever_has_its_pid_now(ring, tm
     with pytest.raises(DataError, match="already exists"):
         save_dataset(kg, tmp_path, "a")
     assert (tmp_path / "a").is_dir() and (tmp_path / ".old-a-b-999999").is_dir()  # a-b's copy is a-b's to restore
+
+
+def test_a_grown_data_sets_own_model_is_offered_before_a_unified_model_of_other_data(ring, tmp_path):
+    """A grown benchmark opened with a unified model of other data (zero-shot), its own model second: the model
+    ordering sorted unified models first and ignored the lineage (scale audit 40). The model trained on the data the
+    set grew from now comes first; among models of other data unified ones still lead."""
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+    from tpar.model.registry import CheckpointInfo, matching_checkpoints
+
+    kg = load_dataset(ring)
+    other = load_dataset(save_dataset(inspect_upload(tiny_world_csv(days=50), "other.csv")[1], tmp_path, "other"))
+    assert list(other.relations.names) == list(kg.relations.names) and other.fingerprint != kg.fingerprint
+
+    def model(data, setting):
+        cfg = RunConfig(model=ModelConfig(num_relations=data.num_relations, dim=8, attn_dim=4, num_layers=2),
+                        train=TrainConfig(setting=setting))
+        return from_model(TPAR(cfg.model), cfg, data, setting)
+
+    infos = [CheckpointInfo(tmp_path / "a.tpar", "a-unified-other", model(other, "unified")),
+             CheckpointInfo(tmp_path / "b.tpar", "b-own", model(kg, "extrapolation")),
+             CheckpointInfo(tmp_path / "c.tpar", "c-other", model(other, "extrapolation"))]
+    assert [m.info.name for m in matching_checkpoints(kg, infos)] == ["b-own", "a-unified-other", "c-other"]
+    report, grown = grow(kg, HEADER + "P0,meets,P5,2024-03-05\n", "more.csv")
+    bigger = load_dataset(save_grown(kg, report, grown, tmp_path, "ring-grown"))
+    order = matching_checkpoints(bigger, infos)
+    assert [m.info.name for m in order] == ["b-own", "a-unified-other", "c-other"]
+    assert not order[0].exact and "grown since this model was trained" in order[0].warnings[0]
