@@ -898,7 +898,8 @@ def cmd_predict(args) -> int:
         print(("no evidence (no path of any model, no history)" if p.combines else "not reached by any temporal path")
               + f": {plural(p.unreached, 'entity', 'entities')} at score 0 "
               f"({p.unreached_rank_text}, {'' if p.unreached == 1 else 'together '}p "
-              f"{probability_text(p.unreached_probability)}); not listed")
+              f"{probability_text(p.unreached_probability)}); not listed"
+              + (f"; {p.reached_below_text}" if p.reached_below else ""))
     if p.calibrated_elsewhere:
         print(f"probabilities: temperature {p.temperature:.3f} fitted on {p.calibrated_elsewhere}'s valid questions; "
               "not calibrated on this data: read them as a ranking, not as frequencies")

@@ -296,7 +296,8 @@ def answers_ui(pred: Prediction) -> pd.DataFrame:
                    + (f"at score 0 ({pred.unreached_rank_text}, {probability_text(pred.unreached_probability)}); it is "
                       "not listed." if one else
                       f"all at score 0 (tied at {pred.unreached_rank_text}, together "
-                      f"{probability_text(pred.unreached_probability)}); they are not listed."))
+                      f"{probability_text(pred.unreached_probability)}); they are not listed.")
+                   + (f" {ex.sentence(pred.reached_below_text)}" if pred.reached_below else ""))
     return answers
 
 

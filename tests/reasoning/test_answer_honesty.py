@@ -336,3 +336,22 @@ def test_an_unknown_name_with_nothing_close_lists_the_few_names_there_are():
     many = Vocabulary(tuple(f"E{i}" for i in range(40)))
     with pytest.raises(DataError, match=r"^unknown entity 'Nobody'$"):
         many.resolve("Nobody", "entity")
+
+
+def test_reached_entities_that_score_below_the_unreached_tie_are_counted_and_said():
+    """Entities some path reaches can score below 0, and so rank after the unreached entities' tie at 0: "6,544 have
+    evidence" beside a tie at 6543–7126 did not add up (scale audit 40). The prediction counts them, the CLI and the
+    Ask page say so, and each one's rank range lies after the tie."""
+    kg = make_kg(FACTS[:5], FACTS[5:6], FACTS[6:], num_entities=E, num_relations=R)
+    model = small_model(seed=5)
+    p = Predictor(from_model(model, RunConfig(model.cfg, TrainConfig(setting="unified")), kg, "unified"), kg, "cpu")
+    pred = p.predict("e0", "r0", "8", setting="extrapolation", top_k=None)
+    below = [a for a in pred.answers if a.score < 0]
+    assert pred.reached_below == len(below) == 1 and pred.unreached == 8 and pred.unreached_rank == (6, 13)
+    assert all(a.rank_low > pred.unreached_rank[1] for a in below)
+    assert pred.reached_below_text == "1 reached entity scores below 0 and ranks after them"
+    assert pred.reached - pred.reached_below + pred.unreached == pred.unreached_rank[1]  # the ranks add up now
+    assert pred.to_dict()["reached_below"] == 1
+    above = Predictor(from_model(small_model(seed=4), RunConfig(model.cfg, TrainConfig(setting="unified")), kg,
+                                 "unified"), kg, "cpu").predict("e0", "r0", "8", setting="extrapolation", top_k=None)
+    assert above.reached_below == 0 and above.reached_below_text == ""

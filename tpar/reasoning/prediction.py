@@ -128,6 +128,7 @@ class Prediction(AnsweredQuestion):
     warnings: list[str] = field(default_factory=list)
     num_entities: int = 0
     unreached_rank: tuple[int, int] = (0, 0)   # (best, worst) rank of the unreached entities' tie at score 0
+    reached_below: int = 0                      # reached entities whose score is below 0: they rank after that tie
     unreached_probability: float = 0.0         # their probabilities summed
     model_setting: str = ""                     # what the checkpoint was trained for
     temperature: float | None = None            # the calibration's T (None: raw softmax, not calibrated)
@@ -159,6 +160,17 @@ class Prediction(AnsweredQuestion):
             text += (f", with {plural(shared, 'reached entity', 'reached entities')} whose "
                      f"{'score is' if shared == 1 else 'scores are'} 0 to float precision")
         return text
+
+    @property
+    def reached_below_text(self) -> str:
+        """The reached entities that score below 0, and so rank after the unreached entities' tie ("" when none):
+        without it the tie's ranks and the count of reached entities did not add up (scale audit 40: 6,544 reached,
+        the tie at 6543–7126)."""
+        n = self.reached_below
+        if not n:
+            return ""
+        return (f"{plural(n, 'reached entity', 'reached entities')} {'scores' if n == 1 else 'score'} below 0 "
+                f"and {'ranks' if n == 1 else 'rank'} after {'it' if self.unreached == 1 else 'them'}")
 
     @property
     def calibrated(self) -> bool:
@@ -680,11 +692,12 @@ class Predictor:
                                   probability=float(probs[e]), rank=pos, known=fact in self._known,
                                   rank_low=int(rank_lo[e]), rank_high=int(rank_hi[e]), reached=True))
         n_reached = int(reached.sum())
-        unreached_rank, unreached_p = (0, 0), 0.0
+        unreached_rank, unreached_p, reached_below = (0, 0), 0.0, 0
         if n_reached < E:
             lo, hi = rank_ranges(sorted_scores, torch.zeros(1, dtype=scores.dtype))  # their common score 0
             unreached_rank = (int(lo[0]), int(hi[0]))
             unreached_p = float(probs[~reached].sum())
+            reached_below = int((reached & (rank_lo > unreached_rank[1])).sum())
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
         nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])
@@ -721,7 +734,8 @@ class Predictor:
         return Prediction(subject=q.subject, relation=q.relation, direction=q.direction, time=prepared.time_label,
                           time_step=t, setting=prepared.setting.value, answers=answers, reached=n_reached,
                           warnings=warnings, num_entities=E, unreached_rank=unreached_rank,
-                          unreached_probability=unreached_p, model_setting=self.checkpoint.setting,
+                          reached_below=reached_below, unreached_probability=unreached_p,
+                          model_setting=self.checkpoint.setting,
                           temperature=temperature, calibrator=cal.method if cal is not None else "",
                           coverage=coverage, answer_set=answer_set, answer_set_size=set_size,
                           answer_set_probability=set_probability, answer_set_threshold=set_threshold,
