@@ -599,7 +599,8 @@ def prediction_text(pred: Prediction) -> str:
 
 def default_question_into_state(sel: Selection) -> None:
     """Put a question into the session when none is there: the data set's first forecasting
-    showcase question (the sample world's planted rules), else the default question after the data."""
+    showcase question (the sample world's planted rules), else the default question in the model's setting (a
+    forecast after the data; a gap inside it for a model trained for interpolation only)."""
     ss = st.session_state
     kg = sel.kg
     # a shared link may give the relation, time, setting or answer without an entity: those are kept, only what it
@@ -613,8 +614,8 @@ def default_question_into_state(sel: Selection) -> None:
                   setting=x.get("setting", "auto"))
         if x.get("answer") in kg.entities:
             ss["answer"] = x["answer"]
-    else:
-        q = default_question(kg)
+    else:  # in the model's setting: an interpolation model opens on a gap in the data, not on a forecast
+        q = default_question(kg, sel.match.info.setting if sel.match is not None else "extrapolation")
         ss.update(subject=q.subject, relation=q.relation, time=q.time, direction=q.direction, setting="auto")
     if given:
         ss.update(given)

@@ -609,3 +609,29 @@ def test_a_quoted_cell_that_goes_on_after_its_quote_is_a_bad_row_not_a_silent_re
     assert [r for r, _ in tsv.report.problems] == [2]
     with pytest.raises(DataError, match="row 2: the cell"):
         read_quadruple_csv(write(tmp_path / "r.csv", text))
+
+
+def test_the_default_question_has_evidence_and_is_in_the_models_setting():
+    """YAGO opened on the first fact's subject at the last time, which had no evidence, and interpolation-only models
+    opened on a forecast, outside their setting (scale audit 40). The default forecast asks about the busiest
+    subject among the last time's facts; an interpolation model's default asks about a gap: a test fact's subject
+    and time, at the middle of the test split's times."""
+    from helpers import make_kg
+    from tpar.graph.queries import default_question
+
+    train = [(1, 0, 2, 0), (1, 1, 3, 1), (2, 0, 1, 2), (3, 1, 1, 3), (0, 0, 4, 5)]
+    test = [(4, 1, 1, 6), (1, 0, 3, 7), (2, 1, 4, 7), (1, 1, 2, 8)]
+    last = [(5, 0, 6, 9), (1, 0, 6, 9)]  # e5 is new at the last time; e1 takes part in most facts
+    kg = make_kg(train, [(0, 0, 1, 4)], test + last, num_entities=7, num_relations=2)
+    q = default_question(kg)
+    assert (q.subject, q.relation, q.time) == ("e1", "r0", kg.time_axis.label(10))
+    gap = default_question(kg, "interpolation")
+    middle = sorted(t for *_, t in test + last)[len(test + last) // 2]
+    assert middle == 8 and (gap.subject, gap.relation, gap.time) == ("e1", "r1", kg.time_axis.label(8))
+    assert kg.time_range[0] < 8 < kg.time_range[1]  # inside the data: a gap, as the model was trained for
+    assert default_question(kg, "unified") == q
+    # a fact that repeats an earlier one is a pattern a forecast builds on: the latest such fact is asked about
+    # (YAGO's one fact at its last time was new, and its question had no evidence)
+    again = make_kg(train + [(2, 1, 4, 2)], [(0, 0, 1, 4)], test + last, num_entities=7, num_relations=2)
+    q = default_question(again)
+    assert (q.subject, q.relation, q.time) == ("e2", "r1", kg.time_axis.label(10))
