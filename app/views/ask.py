@@ -172,7 +172,7 @@ def question_ui(kg: TemporalKG) -> None:
             if len(options) <= SLIDER_STEPS:
                 ex.bind(st.select_slider, "Time", "time", options=options)
             else:  # a slider of thousands of steps (YAGO11k's years: -431..3171) cannot be set to a given one
-                ex.bind(st.selectbox, "Time", "time", options=options,
+                ex.bind(st.selectbox, "Time", "time", options=options, filter_mode="prefix",  # "201": 201, 2010..
                         help=f"Type to search: any time from {options[0]} to {options[-1]}; after "
                              f"{axis.label(t_max)} the question is a forecast.")
         else:

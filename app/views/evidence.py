@@ -333,8 +333,9 @@ def what_if_ui(sel: ex.Selection, e: Explanation, shown: list) -> None:
     # Reset sits above the list: a focused multiselect of long facts is a line taller than an idle one, so when a
     # click on a button below it took the focus away, the button moved up under the pointer and the click was lost
     reset_slot = st.empty()
+    # no "Select all" as the list's first entry: a first click there switched off every fact at once (audit 40)
     off = st.multiselect("Switch off facts of these paths", facts, format_func=fact_label, key="whatif_off",
-                         placeholder="Choose facts to remove from the data …")
+                         placeholder="Choose facts to remove from the data …", select_all=False)
     # keyed and tracked: a choice inside reruns the page, and an untracked expander closed again at every one
     with st.expander("Add a hypothetical fact", key="whatif_add_open", on_change="rerun"):
         kg = sel.kg

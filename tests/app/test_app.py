@@ -312,6 +312,7 @@ def test_evidence_what_if_and_counterfactual():
     at.switch_page("views/evidence.py").run()
     assert not at.exception and not at.error
     threat = ("Hugo of Zanistan", "Threaten", "Orora Front", "2025-12-19")
+    assert not at.multiselect(key="whatif_off").proto.select_all  # no "Select all" entry to click first by mistake
     at.multiselect(key="whatif_off").select(threat).run()
     assert not at.exception and not at.error
     assert any("Hypothetical" in w.value for w in at.warning)

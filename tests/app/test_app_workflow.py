@@ -1108,6 +1108,10 @@ def test_a_time_axis_of_thousands_of_steps_is_a_list_to_type_into_not_a_slider(w
     assert not at.exception
     time_box = at.selectbox(key="w_time")
     assert len(time_box.options) > 3_602 and "2010" in time_box.options and "Type to search" in time_box.help
+    from streamlit.proto.Selectbox_pb2 import Selectbox
+
+    modes = Selectbox.DESCRIPTOR.fields_by_name["filter_mode"].enum_type.values_by_name
+    assert time_box.proto.filter_mode == modes["FILTER_MODE_PREFIX"].number  # "201" lists 201, 2010..2019
     time_box.select("2010").run()
     assert not at.exception and at.session_state["time"] == "2010"
     assert "2010" in shown(at) and at.dataframe  # the question at the year picked is answered
