@@ -9,7 +9,7 @@ import streamlit as st
 
 import explorer as ex
 from tpar.data.catalog import DataSource, sample_dir
-from tpar.data.growth import GROW_SPLITS, GrowthReport, completions_growth, grow, save_grown
+from tpar.data.growth import GROW_SPLITS, GrowthReport, completions_growth, grow, relatives_text, save_grown
 from tpar.data.kg import TemporalKG
 from tpar.data.names import suggest_name
 from tpar.data.tables import show_invisible
@@ -489,6 +489,8 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
                          "facts at once."))
     for new, old in report.lookalikes[:10]:
         st.warning(ex.md(f"New entity {new!r} differs from the existing {old!r} only in case: check the spelling."))
+    for new, names in report.relatives[:10]:
+        st.info(ex.sentence(relatives_text(new, names)))
     for rel, n in report.new_relations:
         st.warning(ex.md(f"New relation {rel!r} ({ex.plural(n, 'fact')}): models trained before it do not know it; they leave "
                          "its facts out of what they read (a model trained on the grown data knows it)."))

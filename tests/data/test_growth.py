@@ -522,3 +522,22 @@ def test_a_grown_data_sets_own_model_is_offered_before_a_unified_model_of_other_
     order = matching_checkpoints(bigger, infos)
     assert [m.info.name for m in order] == ["b-own", "a-unified-other", "c-other"]
     assert not order[0].exact and "grown since this model was trained" in order[0].warnings[0]
+
+
+def test_a_new_name_that_known_names_hold_as_a_word_is_pointed_out(tmp_path):
+    """ICEWS14 names countries' parts ("Government_(Germany)"): a grown file's "Germany" became a new entity with no
+    hint that it may be meant as one of those (scale audit 40). The report names up to three such names, for whole
+    words only, loosely (case, spaces and underscores aside)."""
+    from tpar.data.growth import relatives, relatives_text
+
+    kg = load_dataset(save_dataset(inspect_upload(
+        HEADER + "Government_(Germany),meets,Naval (germany),2024-01-01\nP1,meets,Germanyland,2024-01-02\n"
+        "P2,meets,Police_(Germany),2024-01-03\nP1,meets,P2,2024-01-04\n", "g.csv")[1], tmp_path, "g"))
+    report, _ = grow(kg, HEADER + "Germany,meets,P1,2024-01-05\nUS,meets,P2,2024-01-05\nGermanic,meets,P1,2024-01-05\n",
+                     "more.csv")
+    assert report.relatives == [("Germany", ["Government_(Germany)", "Naval (germany)", "Police_(Germany)"])]
+    assert ("  new entity 'Germany' is part of existing names ('Government_(Germany)', 'Naval (germany)', "
+            "'Police_(Germany)', …): check it is meant as a new entity, not one of them") in report.lines()
+    assert relatives(["germany"], ["Germanyland"]) == [] and relatives(["US"], ["US_Army"]) == []  # words, 3+ chars
+    assert relatives_text("A", ["A_(x)"]) == ("new entity 'A' is part of existing names ('A_(x)'): check it is meant "
+                                              "as a new entity, not one of them")

@@ -57,6 +57,9 @@ class GrowthReport:
     lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
     #: (new relation, existing relation) equal but for case, spaces, underscores or punctuation
     relation_lookalikes: list[tuple[str, str]] = field(default_factory=list)
+    #: (new name, existing names that hold it as a word): "Germany" new in ICEWS14, whose names are
+    #: "Government_(Germany)", "Naval_(Germany)"... -- perhaps meant as one of them (scale audit 40); at most 10
+    relatives: list[tuple[str, list[str]]] = field(default_factory=list)
     #: facts a model had inferred that the new rows observe: no longer marked inferred
     confirmed: int = 0
 
@@ -91,6 +94,8 @@ class GrowthReport:
                                                                                  else ""))
         for new, old in self.lookalikes[:5]:
             out.append(f"  new entity {new!r} differs from the existing {old!r} only in case: check the spelling")
+        for new, names in self.relatives[:5]:
+            out.append(f"  {relatives_text(new, names)}")
         for rel, n in self.new_relations:
             out.append(f"  new relation {rel!r} ({plural(n, 'fact')}): a model trained before it does not know it, and "
                        "leaves its facts out of what it reads")
@@ -192,9 +197,41 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
                + _vocabulary_notes(grown)),
         info=reading_notes(q.report),
         lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower],
+        relatives=relatives([n for n in new_ents if n.casefold() not in lower], ents),
         relation_lookalikes=[(r, spelled[normalise_relation(r)]) for r, _ in sorted(new_rel_facts.items())
                              if normalise_relation(r) in spelled])
     return report, grown
+
+
+def relatives(new: list[str], known: list[str], most: int = 10, shown: int = 3,
+              looked: int = 50) -> list[tuple[str, list[str]]]:
+    """(new name, up to ``shown`` known names that contain it as a whole word, compared loosely: case, spaces and
+    underscores aside) for the first ``most`` of ``new`` that have any, among its first ``looked`` (a file of
+    thousands of new names is not matched against every known one): a new "Germany" where the data says
+    "Government_(Germany)" may be meant as one of them. Names of one or two characters are not looked for."""
+    import re
+
+    from tpar.data.vocab import _loose
+
+    loose = [(_loose(k), k) for k in known]
+    out = []
+    for name in new[:looked]:
+        key = _loose(name)
+        if len(key) < 3:
+            continue
+        word = re.compile(r"(?<![^\W_])" + re.escape(key) + r"(?![^\W_])")
+        hits = [k for lk, k in loose if word.search(lk)][:shown]
+        if hits:
+            out.append((name, hits))
+            if len(out) >= most:
+                break
+    return out
+
+
+def relatives_text(new: str, names: list[str]) -> str:
+    """The note on a new name that known names hold as a word (:func:`relatives`)."""
+    return (f"new entity {new!r} is part of existing names ({', '.join(repr(n) for n in names)}"
+            f"{', …' if len(names) >= 3 else ''}): check it is meant as a new entity, not one of them")
 
 
 def completions_growth(before: TemporalKG, completed: TemporalKG, file_name: str) -> GrowthReport:
