@@ -198,6 +198,19 @@ class TemporalKG:
         return h.hexdigest()
 
     # -- statistics -----------------------------------------------------------------------------
+    def _id_notes(self) -> list[str]:
+        """A note when nine in ten names of entities or relations are bare Wikidata ids (Q42, P54 [since]), as in
+        WIKIDATA12k, which has no labels: a search finds them by id only (scale audit 40)."""
+        import re
+
+        out = []
+        for what, names, pattern in (("entities", self.entities.names, r"Q\d+"),
+                                     ("relations", self.relations.names, r"P\d+(?: \[\w+\])?")):
+            if len(names) and sum(1 for n in names if re.fullmatch(pattern, n)) >= 0.9 * len(names):
+                out.append(f"the {what} are named by bare Wikidata ids ({pattern[0]}…, no labels in the data): search "
+                           "for them by id")
+        return out
+
     def stats(self) -> dict:
         """Counts for `tpar info` and the app: per split facts, entities, time range."""
         out: dict = {
@@ -209,7 +222,7 @@ class TemporalKG:
             "time_axis": self.time_axis.describe(),
             "missing_splits": list(self.missing_splits),
             "splits": {},
-            "notes": list(self.notes),
+            "notes": list(self.notes) + self._id_notes(),
             "inferred_facts": len(self.inferred),
         }
         for split in SPLITS:
