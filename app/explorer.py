@@ -538,12 +538,12 @@ def current_question() -> Question:
         st.stop()
 
 
-def fill_question(kg: TemporalKG) -> None:
-    """Replace what the session holds that this data set cannot ask (with a warning) by the default
-    question's parts: every page that shows the question mends a shared link the same way (an unknown entity, a
-    misspelt relation, a time the data cannot ask)."""
+def fill_question(kg: TemporalKG, setting: str = "extrapolation") -> None:
+    """Replace what the session holds that this data set cannot ask (with a warning) by the parts of the default
+    question in the model's ``setting``: every page that shows the question mends a shared link the same way (an
+    unknown entity, a misspelt relation, a time the data cannot ask)."""
     ss = st.session_state
-    default = default_question(kg)
+    default = default_question(kg, setting)
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
         take_name(key, vocab, kind, default.subject if key == "subject" else default.relation, "the question uses")
     t_q = None
@@ -556,7 +556,8 @@ def fill_question(kg: TemporalKG) -> None:
         t_q = kg.time_range[0] if before else kg.time_axis.parse(default.time)
         st.warning(md(f"Time {ss['time']!r} does not fit this data set ({e}); showing "
                       + (f"the data's first time, {kg.time_axis.label(t_q)}." if before else
-                         "the first step after the data.")))
+                         "the first step after the data." if t_q > kg.time_range[1] else
+                         f"{kg.time_axis.label(t_q)}, a gap inside the data, as the model was trained for.")))
     ss["time"] = kg.time_axis.label(t_q)
 
 

@@ -28,8 +28,10 @@ def render() -> None:
                f"{ex.keep_together(ex.md(kg.time_axis.label(t_max)))}: a time after that is forecast (extrapolation, using only earlier "
                "facts); a time inside it fills a gap (interpolation, using the facts before and after).")
     ex.unfinished_warning(sel)
+    if not ss.get("subject"):  # a first visit: the page opens on a showcase question, else the default one
+        ex.default_question_into_state(sel)
     examples_ui(sel)
-    ex.fill_question(kg)
+    ex.fill_question(kg, sel.match.info.setting)
     question_ui(kg)
     predictor = sel.explainer().predictor
     calibrated = predictor.calibration(predictor.resolve_setting(kg.time_axis.parse(ss["time"]), ss["setting"]).value)
@@ -99,7 +101,7 @@ def render() -> None:
 
 def examples_ui(sel: ex.Selection) -> None:
     """The showcase questions of the data set (one per planted rule in the sample world); on a first
-    visit the page opens on one."""
+    visit the page opens on one (:func:`explorer.default_question_into_state`)."""
     ss = st.session_state
     kg = sel.kg
     examples = [x for x in sel.source.examples() if x["subject"] in kg.entities and x["relation"] in kg.relations]
@@ -121,8 +123,6 @@ def examples_ui(sel: ex.Selection) -> None:
         if ss.get("example") in labels:
             use(labels[ss["example"]])
 
-    if not ss.get("subject"):  # a first visit: the page opens on a showcase question
-        ex.default_question_into_state(sel)
     # the box names the showcase question being asked (the one the page opened on, or one a link gives), and
     # nothing once the question was changed: it must not name a question not being asked
     asked = (ss.get("subject"), ss.get("relation"), ss.get("time"), ss.get("direction"))

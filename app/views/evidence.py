@@ -21,7 +21,7 @@ def render() -> None:
     if not ex.question_ready():
         ex.default_question_into_state(sel)
         st.info("Showing an example question; change it on the Ask page.")
-    ex.fill_question(sel.kg)  # a shared link's unknown name or time is mended as Ask mends it, with a warning
+    ex.fill_question(sel.kg, sel.match.info.setting)  # a shared link's unknown name or time: mended as Ask mends it
     pred = ex.current_prediction(sel)
     st.markdown(f"#### {ex.question_heading(pred)}")
     if pred.no_evidence:  # the Ask page shows no ranking; here the paths show why

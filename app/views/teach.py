@@ -28,7 +28,7 @@ def render() -> None:
     if not ex.question_ready():
         ex.default_question_into_state(sel)
         st.info("Showing an example question; change it on the Ask page.")
-    ex.fill_question(kg)  # a shared link's unknown name or time is mended as Ask mends it, with a warning
+    ex.fill_question(kg, sel.match.info.setting)  # a shared link's unknown name or time: mended as Ask mends it
     explainer = sel.explainer()
     member = member_ui(sel, explainer)
     model = explainer.members[member].predictor.model if explainer.members else explainer.predictor.model

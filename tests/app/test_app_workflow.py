@@ -1119,3 +1119,32 @@ def test_a_time_axis_of_thousands_of_steps_is_a_list_to_type_into_not_a_slider(w
     at.selectbox(key="w_data").select("upload: weeks").run()  # a short axis keeps its slider
     at.switch_page("views/ask.py").run()
     assert not at.exception and at.select_slider(key="w_time") is not None
+
+
+@pytest.mark.parametrize("setting", ["interpolation", "extrapolation"])
+def test_ask_opens_on_a_question_in_the_models_setting(workspace, setting):
+    """Interpolation-only benchmarks opened on a forecast after the data, outside their model's setting, with its
+    warnings first (scale audit 40): Ask now opens on a gap inside the data for such a model, and on a forecast for
+    an extrapolation model, with no setting warning either way."""
+    from tpar.data.upload import inspect_upload, save_dataset
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
+    save_dataset(kg, workspace / "upload_dir", "ring")
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
+    torch.manual_seed(0)
+    (workspace / "runs_dir").mkdir(parents=True)
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting=setting, epochs=1)), kg, setting,
+               extra={"stopped": "completed", "best_epoch": 1}).save(workspace / "runs_dir" / "ring.tpar")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("views/data_model.py").run()
+    at.selectbox(key="w_data").select("upload: ring").run()
+    at.switch_page("views/ask.py").run()
+    assert not at.exception
+    t = kg.time_axis.parse(at.session_state["time"])
+    inside = kg.time_range[0] < t < kg.time_range[1]
+    assert inside == (setting == "interpolation") and (t > kg.time_range[1]) == (setting == "extrapolation")
+    assert "outside its training setting" not in shown(at)
