@@ -213,6 +213,8 @@ def job_label(s: JobStatus) -> str:
         state = " — interrupted, UNFINISHED"
     if s.kept:
         state = f" — {'cancelled' if s.state == 'cancelled' else 'interrupted'}, the model there kept"
+    if s.cut:  # cancelled after training ended: the model is whole, only its calibration or test was cut short
+        state = " — trained; " + ("test" if s.cut == "evaluating on test" else "calibration") + " cancelled"
     return f"{s.name} ({started}; {s.id}){state}"
 
 

@@ -875,11 +875,13 @@ def test_a_run_cancelled_while_testing_is_a_finished_model_whose_missing_test_fi
     assert not at.exception
     text = shown(at)
     assert "UNFINISHED" not in text and at.success and "Saved" in at.success[0].value
-    assert "Cancelled while evaluating on test: the model it chose is saved, without test figures" in \
+    assert "Cancelled while evaluating on test: the model it chose is saved without test figures" in \
         " ".join(i.value for i in at.info).replace("\\", "")
     said = " ".join(c.value for c in at.caption)
     assert "Not evaluated on the test split (the run was cancelled while evaluating on test)" in said
     assert at.button(key="use-20260101-000000-dddddd").label == "Use this model in Ask"
+    label = at.selectbox(key="w_job")  # the job list says the same as the panel (review 40: "cancelled, UNFINISHED")
+    assert label.format_func(label.value).endswith("; 20260101-000000-dddddd) — trained; test cancelled")
 
 
 def test_the_training_form_takes_the_new_data_sets_defaults_when_the_data_set_changes_on_its_page():

@@ -323,3 +323,34 @@ def test_a_cancel_while_calibrating_or_testing_stops_that_phase_and_saves_the_ch
                   callbacks=TrainingCallbacks(on_phase=seen.append, cancel_requested=lambda: seen.append("poll") or False))
     assert seen[seen.index(cut_after) + 1:][:2] == ["poll", "poll"]  # the phase has batches after the first
     assert whole.cut == "" and "calibration" in whole.checkpoint.extra and "test_extrapolation" in whole.checkpoint.metrics
+
+
+def test_a_run_killed_between_its_new_best_model_and_that_epochs_snapshot_resumes(world, tmp_path, monkeypatch):
+    """The best file is written before the epoch's snapshot: a hard kill between the two (SIGKILL, out of memory)
+    leaves the run's own next epoch at --out beside a resume file one epoch behind. The check of the best file
+    refused it as another model, and the run could only start over (review 40): it is this run's (its history
+    continues the resume file's), so the resume redoes that epoch and ends as an uninterrupted run does."""
+    from tpar.training import trainer as tr
+
+    class Killed(BaseException):
+        pass
+
+    kg, out = load_dataset(world), tmp_path / "k.tpar"
+    full = train(kg, tiny_run(epochs=3, seed=1), tmp_path / "full.tpar", progress=False)
+    improved = [h["epoch"] for h in full.history if h["epoch"] == 2 and h["valid_mrr"] > full.history[0]["valid_mrr"]]
+    assert improved == [2], full.history  # epoch 2 is a new best: the kill falls between its two writes
+    real = tr.Trainer.snapshot
+
+    def snapshot(self, epoch, batch):
+        if epoch == 2 and batch == 0:  # after epoch 2's validation saved the new best: killed before this snapshot
+            raise Killed()
+        return real(self, epoch, batch)
+
+    monkeypatch.setattr(tr.Trainer, "snapshot", snapshot)
+    with pytest.raises(Killed):
+        train(kg, tiny_run(epochs=3, seed=1), out, progress=False)
+    monkeypatch.setattr(tr.Trainer, "snapshot", real)
+    assert Checkpoint.load(out).extra["best_epoch"] == 2 and resume_path(out).is_file()
+    res = train(kg, tiny_run(epochs=3, seed=1), out, resume=True, progress=False)
+    assert res.stopped == "completed" and [h["valid_mrr"] for h in res.history] == [h["valid_mrr"] for h in full.history]
+    assert res.best_epoch == full.best_epoch

@@ -154,7 +154,8 @@ def default_question(kg: TemporalKG, setting: str = "extrapolation") -> Question
         t = int(times[len(times) // 2])
         s, r = busiest(pool[pool[:, 3] == t])
         return Question(kg.entities.name(s), kg.relations.name(r), kg.time_axis.label(t))
-    _, fact_id = np.unique(every[:, :3], axis=0, return_inverse=True)  # the same (s, r, o), any time
+    key = (every[:, 0] * kg.num_relations + every[:, 1]) * kg.num_entities + every[:, 2]  # (s, r, o) as one int64
+    _, fact_id = np.unique(key, return_inverse=True)  # the same (s, r, o), any time
     first = np.full(int(fact_id.max()) + 1, np.iinfo(np.int64).max)
     np.minimum.at(first, fact_id, every[:, 3])  # when each (s, r, o) first holds
     again = every[every[:, 3] > first[fact_id]]  # facts met before: patterns that recur, which a forecast builds on

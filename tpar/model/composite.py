@@ -483,9 +483,9 @@ class CompositeCheckpoint(Checkpoint):
                     members.append(Checkpoint.from_meta(mm, own, f"{p} (model {i + 1})"))
                 except DataError as e:
                     raise DataError(f"model {i + 1}: {e.problem}") from None
-                twin = same_model(members)
-                if twin is not None:  # a composite averages different models: a copy would weigh one twice
-                    raise ValueError(f"model {twin[1] + 1} holds the same weights as model {twin[0] + 1}")
+            twin = same_model(members)  # once, after every member is read: each one's weights hashed once
+            if twin is not None:  # a composite averages different models: a copy would weigh one twice
+                raise ValueError(f"model {twin[1] + 1} holds the same weights as model {twin[0] + 1}")
             stray = sorted(set(weights) - claimed)
             if stray:
                 raise ValueError(f"weights of no member: {', '.join(stray[:3])}")

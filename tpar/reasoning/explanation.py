@@ -976,9 +976,14 @@ class Explainer:
     INTEGRATED_MEMO = 4
 
     def _integrated_once(self, prepared: PreparedQuestion, a: int, full: PropagationTrace, steps: int, *,
-                         max_steps: int | None = None, score: float | None = None):
+                         max_steps: int | None = None, score: float | None = None
+                         ) -> tuple[list[torch.Tensor], list[torch.Tensor], int, float, float] | None:
         """:meth:`_integrated`, computed once per question, answer and number of points among the last
-        :data:`INTEGRATED_MEMO` asked (the data's fingerprint in the key: grown data is another question)."""
+        :data:`INTEGRATED_MEMO` asked (the data's fingerprint in the key: grown data is another question). Only for a
+        question prepared on the data's known facts (``predictor.prepare(question)``): the key holds no what-if
+        change. The tensors returned are shared by every caller (the app's sessions share one explainer): read them,
+        never change them in place. Two sessions missing on one key at once both integrate (the lock guards the
+        memo, not the computation)."""
         key = (self.kg.fingerprint, prepared.subject_id, prepared.relation_id, prepared.time_step,
                prepared.setting, a, steps, max_steps)
         with self._memo_lock:

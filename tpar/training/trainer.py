@@ -80,10 +80,10 @@ STOPPED_TEXT = {"completed": "every epoch ran, up to the epoch limit",
 def cut_text(cut: str) -> str:
     """What a run cancelled while finishing (``TrainResult.cut``) saved, in words."""
     if cut == "calibrating on valid":
-        return ("cancelled while calibrating on valid: the model it chose is saved, without a calibration or test "
-                "figures (tpar calibrate and tpar evaluate add them)")
-    return "cancelled while evaluating on test: the model it chose is saved, without test figures (tpar evaluate " \
-           "--split test gives them)"
+        return ("cancelled while calibrating on valid: the model it chose is saved without its calibration or test "
+                "figures (tpar calibrate adds the calibration; tpar evaluate --split test measures the test figures)")
+    return "cancelled while evaluating on test: the model it chose is saved without test figures (tpar evaluate " \
+           "--split test measures them)"
 
 
 @dataclass
@@ -343,13 +343,18 @@ class Trainer:
             raise DataError(f"{what}, which is no longer readable ({e.problem}): {fix}", file=self.out) from None
         mrr = (there.metrics.get("valid_subset") or {}).get("mrr")
         epoch = there.extra.get("best_epoch")
-        # what the file records must be this run's best (a field a file of an older tpar lacks is not compared)
-        if there.data_fingerprint != self.kg.fingerprint or (epoch is not None and epoch != best) or \
-                (mrr is not None and mrr != self.state.stopping.best_mrr):
-            got = f"epoch {there.extra.get('best_epoch')}, valid MRR " + (
-                f"{100 * mrr:.2f}" if isinstance(mrr, float) else "unknown")
-            raise DataError(f"{what}, but the model there now is another one ({got}"
-                            f"{', other data' if there.data_fingerprint != self.kg.fingerprint else ''}): {fix}",
+        done = self.state.history
+        # what the file records must be this run's best (a field a file of an older tpar lacks is not compared) --
+        # or the run's own next epoch, saved as the new best just before a hard kill (SIGKILL, out of memory) stopped
+        # the snapshot that follows it: its history continues this run's, and the resume redoes that epoch (review 40)
+        own_next = (isinstance(epoch, int) and epoch == len(done) + 1 and len(there.history) == epoch
+                    and there.history[:len(done)] == done)
+        if there.data_fingerprint != self.kg.fingerprint or (not own_next and (
+                (epoch is not None and epoch != best) or (mrr is not None and mrr != self.state.stopping.best_mrr))):
+            got = ", ".join(([f"epoch {epoch}"] if epoch is not None else []) +
+                            ([f"valid MRR {100 * mrr:.2f}"] if isinstance(mrr, float) else []) +
+                            (["other data"] if there.data_fingerprint != self.kg.fingerprint else []))
+            raise DataError(f"{what}, but the model there now is another one{f' ({got})' if got else ''}: {fix}",
                             file=self.out)
 
     @property
