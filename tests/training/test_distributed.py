@@ -137,3 +137,27 @@ def test_a_killed_rank_fails_the_job_and_resume_continues(runs):
     res = tpar(args + ["--resume"], 2, d)  # continues from rank 0's last resume file
     assert res.returncode == 0, res.stderr[-3000:]
     assert Checkpoint.load(d / "k.tpar").extra["ranks"] == 2 and not (d / "k.tpar.resume").exists()
+
+
+def test_a_resume_refused_on_rank_0_stops_every_rank_at_once(runs):
+    """Rank 0 alone checks the best model at --out when a run resumes; when it refused (the file gone, replaced),
+    the other ranks went on into training and waited at the first all-reduce until the collective timeout
+    (review 40). Every rank now stops at once, with rank 0's reason."""
+    import time
+
+    from tpar.data.loading import load_dataset
+    from tpar.model.config import RunConfig
+    from tpar.training.trainer import TrainingCallbacks, train
+
+    d, _ = runs
+    kg = load_dataset(d / "ring.csv")
+    res = train(kg, RunConfig.load(d / "cfg.json"), d / "g.tpar", progress=False,
+                callbacks=TrainingCallbacks(on_epoch=lambda e: True))  # cancelled after epoch 1: a resume file
+    assert res.stopped == "cancelled" and (d / "g.tpar.resume").is_file()
+    (d / "g.tpar").rename(d / "g-moved.tpar")
+    t0 = time.time()
+    out = tpar(["train", "--data", "ring.csv", "--setting", "unified", "--config", "cfg.json", "--out", "g.tpar",
+                "--quiet", "--resume", "--threads", "1"], 2, d)  # TPAR_DIST_TIMEOUT is 300 s here
+    assert out.returncode != 0 and time.time() - t0 < 120, out.stderr[-2000:]
+    assert "which is gone: put it back" in out.stderr and "rank 0 refused to resume this run" in out.stderr
+    assert (d / "g.tpar.resume").is_file()

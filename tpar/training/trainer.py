@@ -322,8 +322,17 @@ class Trainer:
         self.main = self.dist is None or self.dist.main
         self.t_run = time.perf_counter()
         self._start_epoch, self._start_seconds = self.state.epoch, self.state.seconds  # what a resume began with
-        if resume and self.main:
-            self._check_best_is_there()
+        if resume:  # rank 0 checks the best file; every rank stops when it refuses (not at the first all-reduce)
+            refused = None
+            if self.main:
+                try:
+                    self._check_best_is_there()
+                except DataError as e:
+                    refused = e
+            if self.dist is not None and self.dist.any(refused is not None) and refused is None:
+                raise DataError("rank 0 refused to resume this run (its message says why)", file=self.out)
+            if refused is not None:
+                raise refused
 
     def _check_best_is_there(self) -> None:
         """The best model so far lives at ``out`` (the resume file holds the latest weights, not the best): a run
