@@ -38,6 +38,22 @@ def workspace(monkeypatch, tmp_path):
         fn.clear()
 
 
+def untrained_model(kg, out: Path, setting: str = "unified", epochs: int = 1, **kw) -> Path:
+    """An untrained L=2, d=8 model of ``kg`` saved at ``out`` (seed 0), with the run record ``kw`` gives
+    (``history``, ``extra``; by default a finished run): what a page shows of a model, not what it learned."""
+    from tpar.model.checkpoint import from_model
+    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
+    from tpar.model.network import TPAR
+
+    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
+                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
+    torch.manual_seed(0)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kw.setdefault("extra", {"stopped": "completed", "best_epoch": 1})
+    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting=setting, epochs=epochs)), kg, setting, **kw).save(out)
+    return out
+
+
 def upload(at: AppTest, text: bytes, name: str = "mine.csv") -> AppTest:
     at.switch_page("views/upload.py").run()
     at.get("file_uploader")[0].upload(name, text, "text/csv").run()
@@ -797,18 +813,10 @@ def test_a_cancelled_run_is_offered_only_as_unfinished(workspace):
     warning, and the model lists, Data and model and Ask all say UNFINISHED."""
     from helpers import SAMPLE_WORLD
     from tpar.data.loading import load_dataset
-    from tpar.model.checkpoint import from_model
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.model.network import TPAR
 
     kg = load_dataset(SAMPLE_WORLD)
-    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
-                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
-    out = workspace / "runs_dir" / "cut.tpar"
-    out.parent.mkdir(parents=True)
-    torch.manual_seed(0)
-    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=4)), kg, "unified",
-               extra={"stopped": "cancelled", "best_epoch": -1, "epochs_trained": 0.1}).save(out)
+    out = untrained_model(kg, workspace / "runs_dir" / "cut.tpar", epochs=4,
+                          extra={"stopped": "cancelled", "best_epoch": -1, "epochs_trained": 0.1})
     job = workspace / "jobs_dir" / "20260101-000000-cccccc"
     job.mkdir(parents=True)
     (job / "spec.json").write_text(json.dumps({"data": str(SAMPLE_WORLD), "setting": "unified", "run": {"train": {"epochs": 4}},
@@ -846,21 +854,13 @@ def test_a_run_cancelled_while_testing_is_a_finished_model_whose_missing_test_fi
     figures are shown."""
     from helpers import SAMPLE_WORLD
     from tpar.data.loading import load_dataset
-    from tpar.model.checkpoint import from_model
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.model.network import TPAR
     from tpar.training.trainer import cut_text
 
     kg = load_dataset(SAMPLE_WORLD)
-    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
-                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
-    out = workspace / "runs_dir" / "untested.tpar"
-    out.parent.mkdir(parents=True)
-    torch.manual_seed(0)
-    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=2)), kg, "unified",
-               history=[{"epoch": 1, "loss": 3.0, "valid_mrr": 0.2}, {"epoch": 2, "loss": 2.0, "valid_mrr": 0.3}],
-               extra={"stopped": "completed", "best_epoch": 2, "epochs_trained": 2.0,
-                      "cut": "evaluating on test"}).save(out)
+    out = untrained_model(
+        kg, workspace / "runs_dir" / "untested.tpar", epochs=2,
+        history=[{"epoch": 1, "loss": 3.0, "valid_mrr": 0.2}, {"epoch": 2, "loss": 2.0, "valid_mrr": 0.3}],
+        extra={"stopped": "completed", "best_epoch": 2, "epochs_trained": 2.0, "cut": "evaluating on test"})
     job = workspace / "jobs_dir" / "20260101-000000-dddddd"
     job.mkdir(parents=True)
     (job / "spec.json").write_text(json.dumps({"data": str(SAMPLE_WORLD), "setting": "unified",
@@ -1083,9 +1083,6 @@ def test_a_time_axis_of_thousands_of_steps_is_a_list_to_type_into_not_a_slider(w
     import random
 
     from tpar.data.upload import inspect_upload, save_dataset
-    from tpar.model.checkpoint import from_model
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.model.network import TPAR
 
     def dataset(name: str, lo: int, hi: int):
         rng = random.Random(0)
@@ -1094,12 +1091,7 @@ def test_a_time_axis_of_thousands_of_steps_is_a_list_to_type_into_not_a_slider(w
             for i in range(300)]
         _, kg = inspect_upload("\n".join(rows), f"{name}.csv")
         save_dataset(kg, workspace / "upload_dir", name)
-        cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
-                          time_span=kg.time_range[1] - kg.time_range[0] + 1)
-        torch.manual_seed(0)
-        (workspace / "runs_dir").mkdir(parents=True, exist_ok=True)
-        from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting="unified", epochs=1)), kg, "unified",
-                   extra={"stopped": "completed", "best_epoch": 1}).save(workspace / "runs_dir" / f"{name}.tpar")
+        untrained_model(kg, workspace / "runs_dir" / f"{name}.tpar")
 
     dataset("years", -431, 3171)
     dataset("weeks", 0, 150)
@@ -1129,18 +1121,10 @@ def test_ask_opens_on_a_question_in_the_models_setting(workspace, setting):
     warnings first (scale audit 40): Ask now opens on a gap inside the data for such a model, and on a forecast for
     an extrapolation model, with no setting warning either way."""
     from tpar.data.upload import inspect_upload, save_dataset
-    from tpar.model.checkpoint import from_model
-    from tpar.model.config import ModelConfig, RunConfig, TrainConfig
-    from tpar.model.network import TPAR
 
     _, kg = inspect_upload(tiny_world_csv(), "ring.csv")
     save_dataset(kg, workspace / "upload_dir", "ring")
-    cfg = ModelConfig(dim=8, attn_dim=3, num_layers=2, num_relations=kg.num_relations,
-                      time_span=kg.time_range[1] - kg.time_range[0] + 1)
-    torch.manual_seed(0)
-    (workspace / "runs_dir").mkdir(parents=True)
-    from_model(TPAR(cfg), RunConfig(cfg, TrainConfig(setting=setting, epochs=1)), kg, setting,
-               extra={"stopped": "completed", "best_epoch": 1}).save(workspace / "runs_dir" / "ring.tpar")
+    untrained_model(kg, workspace / "runs_dir" / "ring.tpar", setting)
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("views/data_model.py").run()
     at.selectbox(key="w_data").select("upload: ring").run()
