@@ -722,3 +722,20 @@ def test_the_same_answer_with_more_paths_does_not_integrate_again(sample_kg, sam
     assert len(calls) == 6 and len(ex._integrated_memo) == 4
     ex.explain(*q, first, num_paths=3, importance="integrated")
     assert len(calls) == 7
+
+
+def test_a_warning_every_model_of_a_composite_gives_is_said_once_naming_them(sample_composite, sample_kg, monkeypatch):
+    """The Evidence page showed "Model 1: integrated importance unavailable ...", then the same for models 2 and 3
+    (scale audit 40): a warning several models give is said once, naming them."""
+    from tpar.model.checkpoint import Checkpoint
+    from tpar.reasoning.explanation import models_text
+
+    ex = Explainer(Predictor(Checkpoint.load(sample_composite), sample_kg, "cpu"))
+    assert len(ex.members) == 2
+    for m in ex.members:
+        monkeypatch.setattr(m, "_integrated", lambda *a, **k: None)  # the pass changes along the line: falls back
+    e = ex.explain("Keleth", "Meet", "2025-12-20", "Quenara", importance="integrated")
+    unavailable = [w for w in e.warnings if "integrated importance unavailable" in w]
+    assert len(unavailable) == 1 and unavailable[0].startswith("all 2 models: integrated importance unavailable")
+    assert models_text([2], 3) == "model 2" and models_text([1, 3], 3) == "models 1 and 3"
+    assert models_text([1, 2, 4], 5) == "models 1, 2 and 4" and models_text([1, 2, 3], 3) == "all 3 models"

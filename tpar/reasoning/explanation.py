@@ -543,6 +543,15 @@ def rank_paths(pool: list[TemporalPath], k: int, ranking: str = "marginal") -> l
     return out
 
 
+def models_text(ids: list[int], total: int) -> str:
+    """Which models of a composite a note is about: "model 2", "models 1 and 3", "all 3 models"."""
+    if len(ids) == total and total > 1:
+        return f"all {total} models"
+    if len(ids) == 1:
+        return f"model {ids[0]}"
+    return "models " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
+
+
 def merge_member_paths(member_paths: list[list[TemporalPath]], weights: tuple[float, ...]) -> list[TemporalPath]:
     """A composite's paths: each member i's paths (importances its own marginals) scaled by its weight c_i in the
     score; paths walking the same facts in the same order merged -- their scaled importances, stays, totals and
@@ -790,9 +799,12 @@ class Explainer:
             runs[0][0].importance if len({e.importance for e, _, _ in runs}) == 1 else "mixed",
             prior=prior_part, models=len(runs))
         warnings = list(p.warnings)
+        said: dict[str, list[int]] = {}  # a warning several models give is said once, naming them all (audit 40)
         for i, (e, _, _) in enumerate(runs, start=1):  # the gradient's caveat is said once, of the whole score
-            warnings += [f"model {i}: {w}" for w in e.warnings
-                         if w not in p.warnings and w != e.decomposition.caveat(integrated_tried=importance == "integrated")]
+            for w in e.warnings:
+                if w not in p.warnings and w != e.decomposition.caveat(integrated_tried=importance == "integrated"):
+                    said.setdefault(w, []).append(i)
+        warnings += [f"{models_text(ids, len(runs))}: {w}" for w, ids in said.items()]
         mismatch = sum(c * x for c, x in zip(coef, f)) + prior_part - score
         if abs(mismatch) > 1e-4 * max(1.0, abs(score)):  # the parts must add up to what ranked the answer
             warnings.append(f"the models' scaled scores and the prior add up to {score + mismatch:.6g}, not the "
