@@ -488,7 +488,8 @@ def growth_report_ui(report: GrowthReport, text: str = "") -> None:
         st.caption(ex.md(f"New entities: {shown}. TPAR embeds no entities: a model reasons about them from their "
                          "facts at once."))
     for new, old in report.lookalikes[:10]:
-        st.warning(ex.md(f"New entity {new!r} differs from the existing {old!r} only in case: check the spelling."))
+        st.warning(ex.md(f"New entity {new!r} differs from the existing {old!r} only in case, spaces or underscores: "
+                         "check the spelling."))
     for new, names in report.relatives[:10]:
         st.info(ex.sentence(relatives_text(new, names)))
     for rel, n in report.new_relations:

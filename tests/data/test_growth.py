@@ -537,7 +537,34 @@ def test_a_new_name_that_known_names_hold_as_a_word_is_pointed_out(tmp_path):
                      "more.csv")
     assert report.relatives == [("Germany", ["Government_(Germany)", "Naval (germany)", "Police_(Germany)"])]
     assert ("  new entity 'Germany' is part of existing names ('Government_(Germany)', 'Naval (germany)', "
-            "'Police_(Germany)', …): check it is meant as a new entity, not one of them") in report.lines()
+            "'Police_(Germany)'): check it is meant as a new entity, not one of them") in report.lines()
     assert relatives(["germany"], ["Germanyland"]) == [] and relatives(["US"], ["US_Army"]) == []  # words, 3+ chars
     assert relatives_text("A", ["A_(x)"]) == ("new entity 'A' is part of existing names ('A_(x)'): check it is meant "
                                               "as a new entity, not one of them")
+    four = relatives(["Bank"], ["X Bank", "Y Bank", "Z Bank", "W Bank"])  # "…" only when there are more than shown
+    assert four == [("Bank", ["X Bank", "Y Bank", "Z Bank", "W Bank"])]
+    assert relatives_text(*four[0]).startswith("new entity 'Bank' is part of existing names ('X Bank', 'Y Bank', "
+                                               "'Z Bank', …)")
+    # a name equal to a known one but for case, spaces or underscores is the same name to the lookup: it is a
+    # look-alike to check the spelling of, not a new name "part of" the known one (hostile 40)
+    report, _ = grow(kg, HEADER + "GOVERNMENT (germany),meets,P1,2024-01-05\nNaval_Germany,meets,P2,2024-01-05\n",
+                     "same.csv")
+    assert report.lookalikes == [("GOVERNMENT (germany)", "Government_(Germany)")]
+    assert ("  new entity 'GOVERNMENT (germany)' differs from the existing 'Government_(Germany)' only in case, spaces "
+            "or underscores: check the spelling") in report.lines()
+    assert [n for n, _ in report.relatives] == []  # 'Naval_Germany' holds no known name's words as a whole
+
+
+def test_rows_on_a_data_sets_own_negative_steps_are_added_not_dropped(tmp_path):
+    """A data set of plain integer steps from -100 to -5: rows at -60 and -3 were dropped as lying "before the data
+    set's first step 0" (hostile 40). Its own first step is the bound; before it a row is still dropped, named."""
+    folder = tmp_path / "neg"
+    folder.mkdir()
+    (folder / "train.csv").write_text(HEADER + "A,r,B,-100\nB,r,C,-50\nA,r,B,-40\nC,s,A,-30\n")
+    (folder / "valid.csv").write_text(HEADER + "A,r,C,-10\n")
+    (folder / "test.csv").write_text(HEADER + "A,r,B,-5\n")
+    kg = load_dataset(folder)
+    assert kg.time_range == (-100, -5)
+    report, grown = grow(kg, HEADER + "B,s,A,-60\nC,r,A,-3\nA,s,C,-101\n", "rows.csv")
+    assert report.facts_added == 2 and [row for row, _ in report.dropped] == [4]
+    assert "lies before the data set's first step -100" in report.dropped[0][1]

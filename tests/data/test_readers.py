@@ -643,10 +643,12 @@ def test_names_that_are_bare_wikidata_ids_are_said_to_be_searched_by_id():
     from helpers import make_kg
     from tpar.data.vocab import Vocabulary
 
-    kg = make_kg([(0, 0, 1, 0), (1, 1, 2, 1)], num_entities=3, num_relations=2)
+    kg = make_kg([(0, 0, 1, 0), (1, 1, 2, 1)], num_entities=12, num_relations=10)
     assert not any("Wikidata" in n for n in kg.stats()["notes"])
-    kg.entities = Vocabulary(("Q42", "Q5", "Q1000"))
-    kg.relations = Vocabulary(("P54 [since]", "P54 [until]"))
+    kg.relations = Vocabulary(("P1", "P2", "P3"))  # three priority levels, say: too few names to tell
+    assert not any("Wikidata" in n for n in kg.stats()["notes"])
+    kg.entities = Vocabulary(tuple(f"Q{i}" for i in range(11)) + ("Douglas Adams",))  # nine in ten and more
+    kg.relations = Vocabulary(tuple(f"P{i} [since]" for i in range(5)) + tuple(f"P{i} [end time]" for i in range(5)))
     notes = [n for n in kg.stats()["notes"] if "Wikidata" in n]
     assert notes == ["the entities are named by bare Wikidata ids (Q…, no labels in the data): search for them by id",
                      "the relations are named by bare Wikidata ids (P…, no labels in the data): search for them by id"]

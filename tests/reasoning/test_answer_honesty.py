@@ -355,3 +355,23 @@ def test_reached_entities_that_score_below_the_unreached_tie_are_counted_and_sai
     above = Predictor(from_model(small_model(seed=4), RunConfig(model.cfg, TrainConfig(setting="unified")), kg,
                                  "unified"), kg, "cpu").predict("e0", "r0", "8", setting="extrapolation", top_k=None)
     assert above.reached_below == 0 and above.reached_below_text == ""
+
+
+def test_the_groups_above_in_and_below_the_tie_at_0_add_up_to_the_reached_entities(tmp_path, sample_checkpoint):
+    """Rank ranges within float tolerance need not nest: an entity at ranks 87–88, overlapping the tie at 2–87,
+    fell in neither the tie nor the entities below it, and 1 + 2 + 1 did not make the 5 reached (hostile 40). Every
+    entity ranked after the tie is counted below it, so the three groups add up."""
+    from helpers import SAMPLE_WORLD
+    from tpar.data.loading import load_dataset
+
+    lines = (SAMPLE_WORLD / "train.csv").read_text().splitlines()
+    small = tmp_path / "small.csv"
+    small.write_text("\n".join([lines[0]] + [x for i, x in enumerate(lines[1:400], start=1) if i % 7 == 0]) + "\n")
+    kg = load_dataset(small)
+    pred = Predictor(sample_checkpoint, kg, "cpu").predict("Rhea of Halistan", "Sign agreement with", "2025-01-01",
+                                                           direction="subject", top_k=None)
+    lo, hi = pred.unreached_rank
+    above = sum(1 for a in pred.answers if a.rank_high < lo)
+    shared = (hi - lo + 1) - pred.unreached
+    assert pred.reached == 5 and above + shared + pred.reached_below == pred.reached, (above, shared, pred.reached_below)
+    assert pred.reached_below == pred.num_entities - hi

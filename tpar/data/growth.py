@@ -22,6 +22,7 @@ import numpy as np
 from tpar.data.kg import SPLITS, TemporalKG
 from tpar.data.lineage import LINEAGE_FILE, lineage_entry
 from tpar.data.relation_matching import normalise_relation
+from tpar.data.vocab import _loose
 from tpar.data.tables import AUTO_YEARS, map_header, read_quadruple_csv, reading_notes, sniff_separator
 from tpar.data.textfile import read_text
 from tpar.data.timeaxis import TimeAxis
@@ -54,7 +55,8 @@ class GrowthReport:
     extends_by: str                             # how far the added facts reach past it ("" when they do not)
     notes: list[str] = field(default_factory=list)   # what may need the user's action
     info: list[str] = field(default_factory=list)    # how the file was read (separator, dates, names trimmed ...)
-    lookalikes: list[tuple[str, str]] = field(default_factory=list)  # (new name, existing name) equal but for case
+    #: (new name, existing name) equal but for case, spaces or underscores (as the name lookup compares them)
+    lookalikes: list[tuple[str, str]] = field(default_factory=list)
     #: (new relation, existing relation) equal but for case, spaces, underscores or punctuation
     relation_lookalikes: list[tuple[str, str]] = field(default_factory=list)
     #: (new name, existing names that hold it as a word): "Germany" new in ICEWS14, whose names are
@@ -93,7 +95,8 @@ class GrowthReport:
             out.append(f"  {plural(len(self.new_entities), 'new entity', 'new entities')}: {shown}" + (" ..." if len(self.new_entities) > 5
                                                                                  else ""))
         for new, old in self.lookalikes[:5]:
-            out.append(f"  new entity {new!r} differs from the existing {old!r} only in case: check the spelling")
+            out.append(f"  new entity {new!r} differs from the existing {old!r} only in case, spaces or underscores: "
+                       "check the spelling")
         for new, names in self.relatives[:5]:
             out.append(f"  {relatives_text(new, names)}")
         for rel, n in self.new_relations:
@@ -139,11 +142,12 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
                 steps[i] = None
                 dropped.append((q.rows[i], f"year {q.raw_times[i]!r} lies outside {lo}..{hi}: saved, the data set's "
                                            "times would read back as plain integer steps, not years"))
-    if axis.origin is None:  # an index-only axis has no time before its step 0
+    if axis.origin is None:  # an index-only axis has no time before its first step: 0, or the data's own first one
+        first = min(0, kg.time_range[0]) if len(kg.all_facts()) else 0  # (hostile 40: data at -100..-5 refused -60)
         for i, t in enumerate(steps):
-            if t is not None and t < 0:
+            if t is not None and t < first:
                 steps[i] = None
-                dropped.append((q.rows[i], f"time {q.raw_times[i]!r} lies before the data set's first step 0"))
+                dropped.append((q.rows[i], f"time {q.raw_times[i]!r} lies before the data set's first step {first}"))
     ents, rels = list(kg.entities.names), list(kg.relations.names)
     ent_id = {n: i for i, n in enumerate(ents)}
     rel_id = {n: i for i, n in enumerate(rels)}
@@ -185,7 +189,7 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
     extends = ""
     if t_new and last is not None and max(t_new) > last:
         extends = axis.describe_span(max(t_new) - last)
-    lower = {n.casefold(): n for n in ents}
+    lower = {_loose(n): n for n in ents}  # equal but for case, spaces or underscores: the name lookup's own rule
     spelled = {normalise_relation(r): r for r in rels}
     report = GrowthReport(
         file=file_name, data=kg.name, rows_read=q.report.rows_read, added=added, known=n_known, duplicates=n_dup,
@@ -196,8 +200,8 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
         notes=(_inferred_notes(inferred, len(confirmed)) + _order_notes(kg, rows) + _range_notes(kg, t_new)
                + _vocabulary_notes(grown)),
         info=reading_notes(q.report),
-        lookalikes=[(n, lower[n.casefold()]) for n in new_ents if n.casefold() in lower],
-        relatives=relatives([n for n in new_ents if n.casefold() not in lower], ents),
+        lookalikes=[(n, lower[_loose(n)]) for n in new_ents if _loose(n) in lower],
+        relatives=relatives([n for n in new_ents if _loose(n) not in lower], ents),
         relation_lookalikes=[(r, spelled[normalise_relation(r)]) for r, _ in sorted(new_rel_facts.items())
                              if normalise_relation(r) in spelled])
     return report, grown
@@ -205,13 +209,11 @@ def grow(kg: TemporalKG, text: str, file_name: str, *, split: str = "train",
 
 def relatives(new: list[str], known: list[str], most: int = 10, shown: int = 3,
               looked: int = 50) -> list[tuple[str, list[str]]]:
-    """(new name, up to ``shown`` known names that contain it as a whole word, compared loosely: case, spaces and
-    underscores aside) for the first ``most`` of ``new`` that have any, among its first ``looked`` (a file of
+    """(new name, up to ``shown`` known names that contain it as a whole word -- one more when there are more --,
+    compared loosely: case, spaces and underscores aside) for the first ``most`` of ``new`` that have any, among its first ``looked`` (a file of
     thousands of new names is not matched against every known one): a new "Germany" where the data says
     "Government_(Germany)" may be meant as one of them. Names of one or two characters are not looked for."""
     import re
-
-    from tpar.data.vocab import _loose
 
     loose = [(_loose(k), k) for k in known]
     out = []
@@ -220,7 +222,7 @@ def relatives(new: list[str], known: list[str], most: int = 10, shown: int = 3,
         if len(key) < 3:
             continue
         word = re.compile(r"(?<![^\W_])" + re.escape(key) + r"(?![^\W_])")
-        hits = [k for lk, k in loose if word.search(lk)][:shown]
+        hits = [k for lk, k in loose if key in lk and word.search(lk)][:shown + 1]  # a substring first: cheap
         if hits:
             out.append((name, hits))
             if len(out) >= most:
@@ -228,10 +230,11 @@ def relatives(new: list[str], known: list[str], most: int = 10, shown: int = 3,
     return out
 
 
-def relatives_text(new: str, names: list[str]) -> str:
-    """The note on a new name that known names hold as a word (:func:`relatives`)."""
-    return (f"new entity {new!r} is part of existing names ({', '.join(repr(n) for n in names)}"
-            f"{', …' if len(names) >= 3 else ''}): check it is meant as a new entity, not one of them")
+def relatives_text(new: str, names: list[str], shown: int = 3) -> str:
+    """The note on a new name that known names hold as a word (:func:`relatives`, which gives one name more than
+    ``shown`` when there are more)."""
+    return (f"new entity {new!r} is part of existing names ({', '.join(repr(n) for n in names[:shown])}"
+            f"{', …' if len(names) > shown else ''}): check it is meant as a new entity, not one of them")
 
 
 def completions_growth(before: TemporalKG, completed: TemporalKG, file_name: str) -> GrowthReport:

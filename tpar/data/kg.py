@@ -205,8 +205,9 @@ class TemporalKG:
 
         out = []
         for what, names, pattern in (("entities", self.entities.names, r"Q\d+"),
-                                     ("relations", self.relations.names, r"P\d+(?: \[\w+\])?")):
-            if len(names) and sum(1 for n in names if re.fullmatch(pattern, n)) >= 0.9 * len(names):
+                                     ("relations", self.relations.names, r"P\d+(?: \[[^\]]+\])?")):
+            # ten names at least: three relations P1..P3 may be priority levels (hostile 40)
+            if len(names) >= 10 and sum(1 for n in names if re.fullmatch(pattern, n)) >= 0.9 * len(names):
                 out.append(f"the {what} are named by bare Wikidata ids ({pattern[0]}…, no labels in the data): search "
                            "for them by id")
         return out

@@ -697,7 +697,9 @@ class Predictor:
             lo, hi = rank_ranges(sorted_scores, torch.zeros(1, dtype=scores.dtype))  # their common score 0
             unreached_rank = (int(lo[0]), int(hi[0]))
             unreached_p = float(probs[~reached].sum())
-            reached_below = int((reached & (rank_lo > unreached_rank[1])).sum())
+            # every entity ranked after the tie at 0 is reached (an unreached one scores 0): counted by position,
+            # as ranges within float tolerance need not nest (hostile 40: one entity at 87–88 fell in no group)
+            reached_below = E - unreached_rank[1]
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
         nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])

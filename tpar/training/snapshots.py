@@ -114,9 +114,10 @@ def _checked_position(pos: object, patience: int, path: Path) -> ResumePoint:
         raise DataError(f"the resume file's loss_steps is {str(steps)[:40]!r}, not a whole number from 0 to its "
                         f"batch ({batch})", file=path)
     loss_sum, epoch_seconds = pos.get("loss_sum", 0.0), pos.get("epoch_seconds", 0.0)
-    if not number_in(loss_sum, 0.0):
-        raise DataError(f"the resume file's loss_sum is {str(loss_sum)[:40]!r}, not a finite loss", file=path)
-    if not number_in(epoch_seconds, 0.0):
+    if not number_in(loss_sum, 0.0, 1e6 * max(steps, 1)) or (steps == 0 and loss_sum != 0):  # a mean loss ≤ 1e6
+        raise DataError(f"the resume file's loss_sum is {str(loss_sum)[:40]!r}, not a finite loss of its {steps} "
+                        "steps", file=path)
+    if not number_in(epoch_seconds, 0.0, 1e9):  # about 30 years
         raise DataError(f"the resume file's epoch_seconds is {str(epoch_seconds)[:40]!r}, not a duration", file=path)
     return ResumePoint(epoch, batch, EarlyStopping(patience, float(best), best_epoch, bad), float(seconds),
                        float(loss_sum), int(steps), float(epoch_seconds))
