@@ -82,6 +82,18 @@ def rank_ranges(sorted_scores: torch.Tensor, values: torch.Tensor) -> tuple[torc
     return n - above + 1, n - torch.searchsorted(sorted_scores, values - tol)
 
 
+def unreached_tie(sorted_scores: torch.Tensor, probs: torch.Tensor, reached: torch.Tensor
+                  ) -> tuple[tuple[int, int], float, int]:
+    """(the unreached entities' tie at score 0 as a rank range, their probability together, the reached entities
+    ranked after that tie), ((0, 0), 0, 0) when every entity is reached. Those after the tie are counted by
+    position -- every one is reached, an unreached one scoring 0 -- as rank ranges within float tolerance need not
+    nest (hostile 40: one entity at 87–88, beside a tie at 2–87, fell in no group)."""
+    if bool(reached.all()):
+        return (0, 0), 0.0, 0
+    lo, hi = rank_ranges(sorted_scores, torch.zeros(1, dtype=sorted_scores.dtype))  # their common score 0
+    return (int(lo[0]), int(hi[0])), float(probs[~reached].sum()), len(sorted_scores) - int(hi[0])
+
+
 @dataclass(frozen=True)
 class PreparedQuestion:
     """A :class:`~tpar.graph.queries.Question` resolved on a data set: ids, the time step, the setting
@@ -692,14 +704,7 @@ class Predictor:
                                   probability=float(probs[e]), rank=pos, known=fact in self._known,
                                   rank_low=int(rank_lo[e]), rank_high=int(rank_hi[e]), reached=True))
         n_reached = int(reached.sum())
-        unreached_rank, unreached_p, reached_below = (0, 0), 0.0, 0
-        if n_reached < E:
-            lo, hi = rank_ranges(sorted_scores, torch.zeros(1, dtype=scores.dtype))  # their common score 0
-            unreached_rank = (int(lo[0]), int(hi[0]))
-            unreached_p = float(probs[~reached].sum())
-            # every entity ranked after the tie at 0 is reached (an unreached one scores 0): counted by position,
-            # as ranges within float tolerance need not nest (hostile 40: one entity at 87–88 fell in no group)
-            reached_below = E - unreached_rank[1]
+        unreached_rank, unreached_p, reached_below = unreached_tie(sorted_scores, probs, reached)
         warnings = list(self.warnings) + self.setting_warnings(prepared)
         only_subject = n_reached <= 1
         nothing = (NOTHING_REACHED_COMPOSITE.format(self.checkpoint.combination_text().split(" and ")[0])
