@@ -10,6 +10,7 @@ query string; :func:`init_state` reads it back on a session's first run, so a UR
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import os
 import re
@@ -543,12 +544,8 @@ def fill_question(kg: TemporalKG, setting: str = "extrapolation") -> None:
     question in the model's ``setting``: every page that shows the question mends a shared link the same way (an
     unknown entity, a misspelt relation, a time the data cannot ask)."""
     ss = st.session_state
-    made: list[Question] = []
-
-    def default() -> Question:  # only when something needs mending: it reads every fact (review 40: ~1 s at 1M facts)
-        if not made:
-            made.append(default_question(kg, setting))
-        return made[0]
+    # only when something needs mending, and once: it reads every fact (review 40: ~1 s at 1M facts)
+    default = functools.cache(lambda: default_question(kg, setting))
 
     for key, vocab, kind in (("subject", kg.entities, "entity"), ("relation", kg.relations, "relation")):
         if ss.get(key) not in vocab:

@@ -460,12 +460,12 @@ def cmd_retrain(args) -> int:
 
     for i, stage in enumerate(recipe.stages):
         out = outs[stage.name]
+        argv = ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage), *threads]
         if out.is_file() and not resume_path(out).exists():
             if not args.dry_run:
-                trained_here(out, ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage)])
+                trained_here(out, argv)
             print(f"stage {i + 1}/{len(recipe.stages)} {stage.name}: done ({out})", file=sys.stderr)
             continue
-        argv = ["train", "--data", str(data), "--out", str(out), *stage_train_args(stage), *threads]
         if stage.init:
             argv += ["--init", str(outs[stage.init])]
         if resume_path(out).exists():

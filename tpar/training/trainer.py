@@ -334,13 +334,14 @@ class Trainer:
             if refused is not None:
                 raise refused
 
-    def _check_best_is_there(self) -> None:
+    def _check_best_is_there(self) -> Checkpoint | None:
         """The best model so far lives at ``out`` (the resume file holds the latest weights, not the best): a run
         whose best epoch was validated cannot go on when that file is gone, or its result would label other
-        weights as the best epoch's (hostile audit 39 #4)."""
+        weights as the best epoch's (hostile audit 39 #4). Returns the checkpoint read there (None before the
+        first validation: nothing to check)."""
         best = self.state.stopping.best_epoch
         if best < 1:
-            return
+            return None
         what = (f"the best model of this run so far (epoch {best}, valid MRR {100 * self.state.stopping.best_mrr:.2f}) "
                 f"was written to {self.out.name}")
         fix = f"put it back to continue from {self.rpath.name}, or remove {self.rpath.name} to start again"
@@ -365,6 +366,7 @@ class Trainer:
                             (["other data"] if there.data_fingerprint != self.kg.fingerprint else []))
             raise DataError(f"{what}, but the model there now is another one{f' ({got})' if got else ''}: {fix}",
                             file=self.out)
+        return there
 
     @property
     def cfg(self):
@@ -550,7 +552,7 @@ class Trainer:
         if not self.main:  # rank 0 finishes alone: the output, calibration and test figures are its to write
             return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped)
         if st.stopping.best_epoch >= 1:
-            self._check_best_is_there()  # removed while the run went on
+            best = self._check_best_is_there()  # removed or replaced while the run went on: refused; else read once
         else:
             # never validated (cancelled or interrupted before the first validation): the model as it stands; a
             # file already at ``out`` was not written by this run (one it replaces) and is never read back, and a
@@ -559,7 +561,7 @@ class Trainer:
                 return TrainResult(None, self.out, st.history, st.stopping.best_epoch, st.seconds, stopped, kept=True)
             from_model(self.model, self.run, self.kg, self.setting, history=st.history,
                        extra=self._extra()).save(self.out)
-        best = Checkpoint.load(self.out)
+            best = Checkpoint.load(self.out)
         best.history = st.history
         best.extra.update({"seconds": st.seconds, "hardware": hardware(), "seed": self.cfg.seed, "stopped": stopped,
                            "best_epoch": st.stopping.best_epoch, "wall_seconds": time.perf_counter() - self.t_run,
